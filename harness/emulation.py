@@ -1,0 +1,368 @@
+"""The emulated testbed: real kernel, real MPTCP, real iperf3, in network namespaces.
+
+Topology (namespace names carry the inventory's prefix, ``mplab-`` by default)::
+
+    snd --to-ap---- ap  --rx<i>-- wlan0 [n<i>]
+        --to-enb--- enb --rx<i>-- lte0  [n<i>]
+
+Shared capacity of the AP and of the cell, and each receiver's own ceiling, are HTB
+classes on the sender's two egress links; a FIFO under each receiver's class sets the
+buffer depth (WiFi shallow, LTE deep), because this kernel has no netem. Each
+receiver routes by default over WiFi and by source address over LTE, so an MPTCP
+connection starts on WiFi and its LTE endpoint adds the second subflow.
+
+Addresses: sender service address (inventory) on ``lo``; snd-ap 10.0.1.0/24,
+snd-enb 10.0.2.0/24; receiver *i* has 10.10.<i>.2 (WiFi) and 10.20.<i>.2 (LTE).
+
+Everything created carries the prefix or lives inside a namespace that does, so
+``clean_prefix`` finds it after a crash; the one change outside namespaces (names
+added to ``net.ipv4.tcp_allowed_congestion_control``) is recorded in a state file
+under /run/mplab and undone from there.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.cc import CongestionControl
+from harness.errors import CommandError, MplabError, PreflightError
+from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost, atomic_write
+from harness.inventory import Inventory
+from harness.meters.base import Meter, open_meter
+from harness.netcmd import (
+    addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
+    offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
+)
+from harness.testbed import Check, Node, NodeInterface, Testbed
+from harness.traffic import Iperf3
+
+log = logging.getLogger("mplab.emulation")
+
+STATE_ROOT = Path("/run/mplab")
+ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
+BASE_PORT = 5200
+#: Policy-routing tables on each receiver.
+WIFI_TABLE, LTE_TABLE = 101, 102
+
+
+def _state_dir(prefix: str) -> Path:
+    return STATE_ROOT / prefix.rstrip("-")
+
+
+def list_namespaces(root: Host, prefix: str) -> list[str]:
+    """Namespaces whose name starts with ``prefix``."""
+    res = root.run(["ip", "-j", "netns", "list"], check=False)
+    try:
+        names = [e["name"] for e in json.loads(res.stdout or "[]")]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        names = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
+    return [n for n in names if n.startswith(prefix)]
+
+
+def _kill_namespace_processes(root: Host, ns: str) -> None:
+    # Every process inside one of our namespaces was started by mplab: stop them by pid.
+    pids = [int(p) for p in root.run(["ip", "netns", "pids", ns], check=False).stdout.split()]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 2.0
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in alive if os.path.exists(f"/proc/{p}")]
+            time.sleep(0.02)
+        pids = alive
+        if not pids:
+            break
+
+
+def _edit_allowed_cc(root: Host, add: Sequence[str] = (), remove: Sequence[str] = ()) -> list[str]:
+    """Add/remove names in the initial namespace's allowed list; returns the names actually added."""
+    current = root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
+    added = [n for n in add if n not in current]
+    new = [n for n in current if n not in remove] + added
+    if new != current:
+        root.run(sysctl_argv(ALLOWED_CC, " ".join(new)))
+    return added
+
+
+def clean_prefix(prefix: str = "mplab-", root: Host | None = None) -> list[str]:
+    """Remove everything an emulated testbed with ``prefix`` left behind; idempotent.
+
+    Returns a description of what was removed.
+    """
+    root = root or LocalHost("root")
+    done = []
+    for ns in list_namespaces(root, prefix):
+        _kill_namespace_processes(root, ns)
+        root.run(["ip", "netns", "del", ns], check=False)
+        done.append(f"namespace {ns}")
+    if STATE_ROOT.exists():
+        for d in sorted(STATE_ROOT.iterdir()):
+            if not (d.name + "-").startswith(prefix) and not d.name.startswith(prefix):
+                continue
+            state = d / "state.json"
+            if state.exists():
+                try:
+                    added = json.loads(state.read_text()).get("allowed_cc_added", [])
+                except json.JSONDecodeError:
+                    added = []
+                if added:
+                    _edit_allowed_cc(root, remove=added)
+                    done.append(f"allowed congestion controls {added}")
+            shutil.rmtree(d, ignore_errors=True)
+            done.append(f"state {d}")
+    for hook in CLEANUP_HOOKS:
+        done += hook(prefix, root)
+    return done
+
+
+#: Extra cleaners (e.g. BPF struct_ops registered by mplab): fn(prefix, root) -> list of what was removed.
+CLEANUP_HOOKS: list = []
+
+
+class EmulatedTestbed(Testbed):
+    """Namespaces, veths, HTB, MPTCP endpoints, iperf3 servers and emulated meters, built from an inventory."""
+
+    kind = "emulated"
+
+    def __init__(self, inventory: Inventory, root: Host | None = None) -> None:
+        super().__init__(inventory)
+        if inventory.kind != "emulated" or inventory.emulation is None:
+            raise MplabError(f"inventory {inventory.name!r} is not an emulated testbed")
+        self.emu = inventory.emulation
+        self.prefix = self.emu.namespace_prefix
+        self.root = root or LocalHost("root")
+        self.state_dir = _state_dir(self.prefix)
+        p = self.prefix
+        self.ns = {"snd": f"{p}snd", "ap": f"{p}ap", "enb": f"{p}enb"}
+        self.sender = NamespaceHost(inventory.sender.name, self.ns["snd"])
+        self.ap = NamespaceHost("ap", self.ns["ap"])
+        self.enb = NamespaceHost("enb", self.ns["enb"])
+        self.server_address = str(inventory.sender.address)
+        for i, rx in enumerate(inventory.receivers, start=1):
+            self.ns[rx.name] = f"{p}{rx.name}"
+            intfs = {
+                "wifi": NodeInterface("wifi", rx.interfaces["wifi"].name, f"10.10.{i}.2"),
+                "lte": NodeInterface("lte", rx.interfaces["lte"].name, f"10.20.{i}.2"),
+            }
+            self.nodes[rx.name] = Node(rx.name, NamespaceHost(rx.name, self.ns[rx.name]), intfs,
+                                       rx.meter.kind, BASE_PORT + i)
+        self._servers: dict[str, BackgroundProcess] = {}
+        self._devices: dict[str, BackgroundProcess] = {}
+        self._up = False
+
+    # ------------------------------------------------------------ preflight
+
+    def preflight(self, ccs: Sequence[CongestionControl]) -> list[Check]:
+        checks: list[Check] = []
+        root = self.root
+
+        def add(name: str, ok: bool, detail: str, fix: str = "", essential: bool = True) -> None:
+            checks.append(Check(root.name, name, ok, detail, fix, essential))
+
+        add("root", os.geteuid() == 0, f"euid {os.geteuid()}", "run as root (namespaces need CAP_NET_ADMIN)")
+        for prog, pkg in (("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("sysctl", "procps")):
+            path = root.which(prog)
+            add(f"program {prog}", path is not None, path or "not found", f"apt install {pkg}")
+        mptcp = root.exists("/proc/sys/net/mptcp/enabled")
+        add("kernel MPTCP", mptcp, "net.mptcp present" if mptcp else "no /proc/sys/net/mptcp",
+            "use a kernel built with CONFIG_MPTCP=y (Linux >= 5.6; >= 5.19 recommended)")
+        try:
+            self.sender_iperf3 = Iperf3.check(root)
+            add("iperf3", True, f"{self.sender_iperf3.version}, MPTCP via {self.sender_iperf3.mptcp_mode}")
+        except PreflightError as exc:
+            add("iperf3", False, str(exc), "apt install iperf3 mptcpd")
+        for cc in ccs:
+            try:
+                cc.check(root)
+                add(f"congestion control {cc.algorithm}", True, cc.implementation)
+            except PreflightError as exc:
+                add(f"congestion control {cc.algorithm}", False, str(exc), "see the message")
+        return checks
+
+    # ------------------------------------------------------------ setup
+
+    def setup(self, ccs: Sequence[CongestionControl]) -> None:
+        """Clear stale state with our prefix, then build the topology, servers and meter devices."""
+        stale = clean_prefix(self.prefix, self.root)
+        if stale:
+            log.info("removed stale testbed state: %s", ", ".join(stale))
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._write_state({"prefix": self.prefix, "allowed_cc_added": [], "created": time.time()})
+        self._up = True
+        try:
+            self._build_topology()
+            added = _edit_allowed_cc(self.root, add=[cc.sock_name for cc in ccs])
+            self._write_state({"prefix": self.prefix, "allowed_cc_added": added, "created": time.time()})
+            for cc in ccs:
+                cc.setup(self.root)
+            if self.sender_iperf3 is None:
+                self.sender_iperf3 = Iperf3.check(self.root)
+            for node in self.nodes.values():
+                node.iperf3 = self.sender_iperf3
+            self._start_devices()
+            self.ensure_servers()
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _write_state(self, state: dict) -> None:
+        atomic_write(self.state_dir / "state.json", json.dumps(state).encode())
+
+    def _build_topology(self) -> None:
+        ns = self.ns
+        root = self.root
+        for name in ns.values():
+            root.run(netns_add_argv(name))
+        hosts = {"snd": self.sender, "ap": self.ap, "enb": self.enb,
+                 **{n: node.host for n, node in self.nodes.items()}}
+        for h in hosts.values():
+            h.run(link_up_argv("lo"))
+        # Sender side links.
+        root.run(veth_argv("to-ap", ns["snd"], "to-snd", ns["ap"]))
+        root.run(veth_argv("to-enb", ns["snd"], "to-snd", ns["enb"]))
+        snd, ap, enb = self.sender, self.ap, self.enb
+        snd.run(addr_add_argv("lo", f"{self.server_address}/32"))
+        snd.run(addr_add_argv("to-ap", "10.0.1.1/24"))
+        snd.run(addr_add_argv("to-enb", "10.0.2.1/24"))
+        ap.run(addr_add_argv("to-snd", "10.0.1.2/24"))
+        enb.run(addr_add_argv("to-snd", "10.0.2.2/24"))
+        for h, dev in ((snd, "to-ap"), (snd, "to-enb"), (ap, "to-snd"), (enb, "to-snd")):
+            h.run(link_up_argv(dev))
+        for h in (ap, enb):
+            h.run(sysctl_argv("net.ipv4.ip_forward", 1))
+            h.run(route_add_argv(f"{self.server_address}/32", via="10.0.1.1" if h is ap else "10.0.2.1"))
+        snd.run(route_add_argv("10.10.0.0/16", via="10.0.1.2"))
+        snd.run(route_add_argv("10.20.0.0/16", via="10.0.2.2"))
+        for dev in ("to-ap", "to-enb"):
+            snd.run(offloads_off_argv(dev))
+        snd.run(mptcp_limits_argv(8, 8))
+        # Receivers.
+        for i, (name, node) in enumerate(self.nodes.items(), start=1):
+            wifi, lte = node.interfaces["wifi"], node.interfaces["lte"]
+            root.run(veth_argv(f"rx{i}", ns["ap"], wifi.name, ns[name]))
+            root.run(veth_argv(f"rx{i}", ns["enb"], lte.name, ns[name]))
+            ap.run(addr_add_argv(f"rx{i}", f"10.10.{i}.1/24"))
+            enb.run(addr_add_argv(f"rx{i}", f"10.20.{i}.1/24"))
+            ap.run(link_up_argv(f"rx{i}"))
+            enb.run(link_up_argv(f"rx{i}"))
+            h = node.host
+            h.run(addr_add_argv(wifi.name, f"{wifi.address}/24"))
+            h.run(addr_add_argv(lte.name, f"{lte.address}/24"))
+            h.run(link_up_argv(wifi.name))
+            h.run(link_up_argv(lte.name))
+            h.run(route_add_argv("default", via=f"10.10.{i}.1", dev=wifi.name))
+            h.run(route_add_argv("default", via=f"10.10.{i}.1", dev=wifi.name, table=WIFI_TABLE))
+            h.run(route_add_argv("default", via=f"10.20.{i}.1", dev=lte.name, table=LTE_TABLE))
+            h.run(rule_add_argv(wifi.address, WIFI_TABLE, 1000))
+            h.run(rule_add_argv(lte.address, LTE_TABLE, 1001))
+            h.run(mptcp_flush_argv())
+            h.run(mptcp_limits_argv(2, 2))
+            h.run(mptcp_endpoint_argv(lte.address, lte.name, ("subflow",)))
+        # Shaping on the sender's egress links.
+        rx = list(self.inventory.receivers)
+        for dev, radio, shared in (("to-ap", "wifi", self.emu.wifi_ap), ("to-enb", "lte", self.emu.lte_cell)):
+            spec = [(self.nodes[r.name].interfaces[radio].address, r.interfaces[radio].channel.rate_mbit,
+                     r.interfaces[radio].channel.buffer_bytes) for r in rx]
+            for argv in shared_bottleneck_argvs(dev, shared.capacity_mbit, spec):
+                snd.run(argv)
+
+    def _start_devices(self) -> None:
+        profile = self.emu.power_profile.model_dump_json()
+        for name, node in self.nodes.items():
+            link = str(self.state_dir / f"meter-{name}")
+            argv = [sys.executable, "-m", "harness.meters.emulated", "--link", link, "--profile", profile]
+            for radio, intf in node.interfaces.items():
+                argv += ["--iface", f"{radio}={intf.name}"]
+            self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
+        deadline = time.monotonic() + 15
+        for name in self.nodes:
+            link = self.state_dir / f"meter-{name}"
+            while not link.exists():
+                proc = self._devices[name]
+                if proc.poll() is not None:
+                    res = proc.stop()
+                    raise PreflightError(f"emulated meter of {name} exited: {res.stderr.strip()[-500:]}")
+                if time.monotonic() > deadline:
+                    raise PreflightError(f"emulated meter of {name} did not publish {link} within 15 s")
+                time.sleep(0.02)
+
+    def ensure_servers(self) -> None:
+        assert self.sender_iperf3 is not None
+        started = []
+        for name, node in self.nodes.items():
+            proc = self._servers.get(name)
+            if proc is not None and proc.poll() is None:
+                continue
+            if proc is not None:
+                res = proc.stop()
+                log.warning("iperf3 server for %s had exited (%s); restarting", name, res.returncode)
+            argv = self.sender_iperf3.server_argv(node.port)
+            self._servers[name] = self.sender.start(argv, label=f"iperf3-server:{name}")
+            started.append(node.port)
+        if started:
+            self._wait_listening(started)
+
+    def _wait_listening(self, ports: list[int], timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        missing = set(ports)
+        while missing:
+            res = self.sender.run(["ss", "-Hltn"], check=False)
+            listening = set()
+            for line in res.stdout.splitlines():
+                parts = line.split()
+                if len(parts) >= 4:
+                    port = parts[3].rsplit(":", 1)[-1]
+                    if port.isdigit():
+                        listening.add(int(port))
+            missing -= listening
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise PreflightError(f"iperf3 servers on ports {sorted(missing)} not listening after {timeout_s} s")
+            time.sleep(0.02)
+
+    def meters(self) -> dict[str, Meter]:
+        return {name: open_meter(node.meter_kind, str(self.state_dir / f"meter-{name}"))
+                for name, node in self.nodes.items()}
+
+    def qdisc_stats(self) -> dict[str, str]:
+        out = {}
+        for dev in ("to-ap", "to-enb"):
+            try:
+                out[f"snd:{dev}"] = self.sender.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev]).stdout
+            except CommandError as exc:
+                out[f"snd:{dev}"] = f"error: {exc}"
+        return out
+
+    # ------------------------------------------------------------ teardown
+
+    def teardown(self) -> None:
+        """Stop servers and meter devices, delete the namespaces, undo the allowed-list change."""
+        for proc in [*self._servers.values(), *self._devices.values()]:
+            try:
+                proc.stop(grace_s=1.0)
+            except Exception as exc:  # noqa: BLE001 - teardown is best effort, it must go on
+                log.warning("stopping %s: %s", proc.label, exc)
+        self._servers.clear()
+        self._devices.clear()
+        clean_prefix(self.prefix, self.root)
+        self._up = False
+
+
+def node_hosts(testbed: EmulatedTestbed) -> dict[str, Host]:
+    """Convenience for tests and benches: every namespace host by role."""
+    return {"snd": testbed.sender, "ap": testbed.ap, "enb": testbed.enb,
+            **{n: node.host for n, node in testbed.nodes.items()}}
+

@@ -1,0 +1,74 @@
+"""The one error hierarchy of mplab.
+
+Library code raises these; only the command line turns them into exit codes
+(``ConfigError`` -> 2, everything else -> 1). Messages say what failed, with which
+value, and what to try next.
+"""
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+
+class MplabError(Exception):
+    """Base of every error mplab raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(MplabError):
+    """A bad inventory, scenario or command-line value (a usage error: exit code 2)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None) -> None:
+        self.source = source
+        self.field = field
+        where = ""
+        if source:
+            where += f"{source}: "
+        if field:
+            where += f"{field}: "
+        super().__init__(where + message)
+
+
+class PreflightError(MplabError):
+    """Something the testbed needs is missing; nothing has been created yet."""
+
+
+class CommandError(MplabError):
+    """A command on a host failed: carries the argument list, exit code and the end of stderr."""
+
+    def __init__(self, host: str, argv: Sequence[str], returncode: int | None, stderr: str = "",
+                 note: str = "") -> None:
+        self.host = host
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stderr_tail = stderr[-2000:]
+        status = "timed out" if returncode is None else f"exited {returncode}"
+        msg = f"[{host}] $ {shlex.join(self.argv)} {status}"
+        if note:
+            msg += f" ({note})"
+        if self.stderr_tail.strip():
+            msg += f": {self.stderr_tail.strip()}"
+        super().__init__(msg)
+
+
+class CommandTimeout(CommandError):
+    """A command did not finish within its deadline (it has been killed)."""
+
+
+class HostUnreachable(MplabError):
+    """A host could not be reached at all (SSH connect failed, namespace missing)."""
+
+
+class MeterError(MplabError):
+    """A meter could not be opened, stopped answering, or sent frames that failed every check."""
+
+
+class TrafficError(MplabError):
+    """A transfer failed or its output could not be parsed."""
+
+
+class StoreError(MplabError):
+    """A campaign directory is missing, locked, of an unknown version, or could not be written."""

@@ -1,0 +1,47 @@
+"""Per-case summaries of a campaign's records (what `mplab run` and `mplab status` print)."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CaseSummary:
+    case_id: str
+    cc: str
+    n_receivers: int
+    mode: str
+    samples_ok: int
+    samples_failed: int
+    flagged_records: int
+    mean_throughput_mbit: float | None
+    mean_energy_j: float | None
+    mean_power_w: float | None
+
+
+def _mean(xs: list[float]) -> float | None:
+    return statistics.fmean(xs) if xs else None
+
+
+def summarize(records: list[dict]) -> list[CaseSummary]:
+    """One row per case: samples ok/failed, and per-receiver means over the ok records."""
+    cases: dict[str, list[dict]] = {}
+    for r in records:
+        cases.setdefault(r["case_id"], []).append(r)
+    out = []
+    for cid in sorted(cases, key=lambda c: (cases[c][0]["cc"], cases[c][0]["n_receivers"], cases[c][0]["mode"])):
+        rs = cases[cid]
+        samples: dict[str, str] = {}
+        for r in rs:
+            samples[r["sample_id"]] = r["sample_status"]
+        ok = [r for r in rs if r["sample_status"] == "ok"]
+        clean = [r for r in ok if not r["flags"]]
+        out.append(CaseSummary(
+            cid, rs[0]["cc"], rs[0]["n_receivers"], rs[0]["mode"],
+            sum(1 for s in samples.values() if s == "ok"), sum(1 for s in samples.values() if s != "ok"),
+            sum(1 for r in ok if r["flags"]),
+            _mean([r["throughput_mbit"] for r in ok if r["throughput_mbit"] is not None]),
+            _mean([r["energy_j"] for r in clean if r["energy_j"] is not None]),
+            _mean([r["mean_power_w"] for r in clean if r["mean_power_w"] is not None]),
+        ))
+    return out

@@ -1,0 +1,152 @@
+"""The Testbed seam: a sender Host, receiver Nodes, and what the runner asks of them.
+
+``EmulatedTestbed`` (``harness.emulation``) builds namespaces from an emulated
+inventory; a lab testbed checks and configures real machines over SSH. The runner
+only uses what is defined here, so one runner drives both.
+"""
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from harness.cc import CongestionControl
+from harness.errors import CommandError, TrafficError
+from harness.hosts import Host
+from harness.inventory import RADIOS, Inventory
+from harness.meters.base import Meter
+from harness.netcmd import sysctl_argv
+from harness.traffic import Iperf3
+
+
+@dataclass(frozen=True)
+class NodeInterface:
+    radio: str
+    name: str
+    address: str
+
+
+@dataclass
+class Node:
+    """A receiver: a Host, its two radios, and its meter."""
+
+    name: str
+    host: Host
+    interfaces: dict[str, NodeInterface]
+    meter_kind: str
+    #: iperf3 server port on the sender dedicated to this receiver.
+    port: int
+    iperf3: Iperf3 | None = None
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Byte counters of one interface (both directions)."""
+
+    rx_bytes: int
+    tx_bytes: int
+
+
+@dataclass(frozen=True)
+class Check:
+    """One preflight check on one host."""
+
+    host: str
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    essential: bool = True
+
+
+def parse_link_stats(text: str, source: str) -> dict[str, Counters]:
+    """Counters per interface from ``ip -j -s link show``."""
+    try:
+        links = json.loads(text)
+        return {ln["ifname"]: Counters(int(ln["stats64"]["rx"]["bytes"]), int(ln["stats64"]["tx"]["bytes"]))
+                for ln in links}
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise TrafficError(f"{source}: cannot read interface counters from `ip -j -s link` ({exc})") from None
+
+
+def parallel(fn: Callable, items: Sequence, max_workers: int = 16) -> list:
+    """``fn`` over ``items`` in threads, results in order (exceptions re-raised)."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+class Testbed(ABC):
+    """A sender and receivers that the runner can drive."""
+
+    #: "emulated" or "lab", recorded in every record.
+    kind: str
+
+    def __init__(self, inventory: Inventory) -> None:
+        self.inventory = inventory
+        self.sender: Host
+        self.server_address: str
+        self.nodes: dict[str, Node] = {}
+        self.sender_iperf3: Iperf3 | None = None
+
+    # ------------------------------------------------------------ life cycle
+
+    @abstractmethod
+    def preflight(self, ccs: Sequence[CongestionControl]) -> list[Check]:
+        """Checks with no side effects; the runner refuses to start if an essential one fails."""
+
+    @abstractmethod
+    def setup(self, ccs: Sequence[CongestionControl]) -> None:
+        """Per-campaign setup: topology or configuration, servers, meters' devices."""
+
+    @abstractmethod
+    def teardown(self) -> None:
+        """Undo ``setup``; idempotent, best effort, reverse order."""
+
+    @abstractmethod
+    def meters(self) -> dict[str, Meter]:
+        """One unopened Meter per receiver."""
+
+    def __enter__(self) -> Testbed:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+    # ------------------------------------------------------------ per sample
+
+    def hosts(self) -> list[Host]:
+        return [self.sender, *(n.host for n in self.nodes.values())]
+
+    def apply_cc(self, cc: CongestionControl, nodes: Sequence[str]) -> None:
+        """Make ``cc`` the default congestion control on the sender and the given receivers.
+
+        iperf3's ``-C`` sets it on the data sockets as well; the default covers the
+        control connection and anything else that opens sockets.
+        """
+        hosts = [self.sender, *(self.nodes[n].host for n in nodes)]
+        parallel(lambda h: h.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name)), hosts)
+
+    def counters(self, node: str) -> dict[str, Counters]:
+        """Byte counters of a receiver's radios, by radio."""
+        n = self.nodes[node]
+        res = n.host.run(["ip", "-j", "-s", "link", "show"])
+        stats = parse_link_stats(res.stdout, f"{node}")
+        out = {}
+        for radio in RADIOS:
+            ifname = n.interfaces[radio].name
+            if ifname not in stats:
+                raise CommandError(n.host.name, ["ip", "-j", "-s", "link", "show"], 0,
+                                   note=f"interface {ifname} missing")
+            out[radio] = stats[ifname]
+        return out
+
+    def ensure_servers(self) -> None:
+        """Make sure each receiver's iperf3 server on the sender is up (restart those that died)."""
+
+    def qdisc_stats(self) -> dict[str, str]:
+        """``tc -s qdisc`` of the shaping points, by host (best effort; empty on a lab)."""
+        return {}

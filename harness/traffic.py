@@ -1,0 +1,143 @@
+"""Traffic: iperf3 transfers of a fixed byte count, the sender sending (reverse mode).
+
+``Iperf3.check()`` probes a host's iperf3 once (version, native ``-m``/``--mptcp``
+from 3.19, else ``mptcpize``); ``server_argv`` and ``client_argv`` build the
+commands; ``parse_iperf3`` turns the client's JSON into a typed ``Transfer``. Parsing
+works on plain text so tests feed it captured output.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from harness.errors import PreflightError, TrafficError
+from harness.hosts import Host
+
+_VERSION = re.compile(r"iperf (\d+)\.(\d+)(?:\.(\d+))?")
+
+
+@dataclass(frozen=True)
+class Iperf3:
+    """What one host's iperf3 can do."""
+
+    version: str
+    native_mptcp: bool
+    mptcpize: str | None
+
+    @classmethod
+    def check(cls, host: Host) -> Iperf3:
+        """Probe ``host``'s iperf3 (no side effects); ``PreflightError`` if it is missing or cannot do MPTCP."""
+        if host.which("iperf3") is None:
+            raise PreflightError(f"[{host.name}] iperf3 not found: install it (Debian/Ubuntu: apt install iperf3)")
+        out = host.run(["iperf3", "--version"], check=False).stdout
+        m = _VERSION.search(out)
+        if not m:
+            raise PreflightError(f"[{host.name}] cannot read iperf3's version from {out[:80]!r}")
+        version = ".".join(g for g in m.groups() if g is not None)
+        # Feature test rather than version compare: 3.19 added -m/--mptcp.
+        native = "--mptcp" in host.run(["iperf3", "--help"], check=False).stdout
+        mptcpize = host.which("mptcpize")
+        if not native and mptcpize is None:
+            raise PreflightError(f"[{host.name}] iperf3 {version} has no --mptcp and mptcpize is missing: "
+                                 "install mptcpd (apt install mptcpd) or iperf3 >= 3.19")
+        return cls(version, native, mptcpize)
+
+    def _mptcp(self, argv: list[str]) -> list[str]:
+        if self.native_mptcp:
+            return [argv[0], "-m", *argv[1:]]
+        return ["mptcpize", "run", *argv]
+
+    @property
+    def mptcp_mode(self) -> str:
+        """How MPTCP sockets are obtained: "iperf3 -m" or "mptcpize"."""
+        return "iperf3 -m" if self.native_mptcp else "mptcpize"
+
+    def server_argv(self, port: int, mptcp: bool = True) -> list[str]:
+        """A persistent server. An MPTCP listener also accepts plain TCP clients (fallback)."""
+        argv = ["iperf3", "-s", "-p", str(port), "-J"]
+        if mptcp and not self.native_mptcp:
+            return self._mptcp(argv)
+        return argv  # iperf3 >= 3.19 server follows the client's -m
+
+    def client_argv(self, server: str, port: int, nbytes: int, *, bind: str | None, mptcp: bool,
+                    cc: str | None, connect_timeout_ms: int = 5000) -> list[str]:
+        """A reverse-mode client: the server sends ``nbytes`` to us."""
+        argv = ["iperf3", "-c", server, "-p", str(port), "-R", "-n", str(nbytes), "-J",
+                "--get-server-output", "--connect-timeout", str(connect_timeout_ms)]
+        if bind:
+            argv += ["-B", bind]
+        if cc:
+            # The server applies -C to its data socket; on an MPTCP socket that covers every
+            # subflow, including joins (a listener's own default would not reach them).
+            argv += ["-C", cc]
+        return self._mptcp(argv) if mptcp else argv
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    """One stream of a transfer, as the receiver saw it."""
+
+    bytes: int
+    seconds: float
+    throughput_mbit: float
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A finished transfer."""
+
+    bytes: int
+    seconds: float
+    throughput_mbit: float
+    #: Retransmitted segments at the sender, from the server's own output (None if unavailable).
+    retransmits: int | None
+    sender_cc: str | None
+    receiver_cc: str | None
+    streams: tuple[StreamResult, ...]
+    iperf3_version: str | None
+
+
+def parse_iperf3(text: str, source: str = "iperf3") -> Transfer:
+    """Parse a reverse-mode client's ``-J`` output.
+
+    Raises ``TrafficError`` naming ``source`` if the output is not JSON, reports an
+    error, or lacks the fields a finished transfer has.
+    """
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        snippet = text.strip()[:120] or "(empty)"
+        raise TrafficError(f"{source}: output is not JSON ({exc.msg} at {exc.pos}): {snippet!r}") from None
+    if not isinstance(doc, dict):
+        raise TrafficError(f"{source}: expected a JSON object")
+    if doc.get("error"):
+        raise TrafficError(f"{source}: iperf3 reported: {doc['error']}")
+    try:
+        end = doc["end"]
+        recv = end["sum_received"]
+        nbytes = int(recv["bytes"])
+        seconds = float(recv["seconds"])
+        bps = float(recv["bits_per_second"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TrafficError(f"{source}: missing or malformed field {exc} in iperf3 output") from None
+    if seconds <= 0 or nbytes <= 0:
+        raise TrafficError(f"{source}: transfer of {nbytes} bytes in {seconds} s is not a transfer")
+    streams = []
+    for s in end.get("streams", []):
+        r = s.get("receiver") or {}
+        if "bytes" in r and "seconds" in r:
+            sec = float(r["seconds"])
+            streams.append(StreamResult(int(r["bytes"]), sec, float(r.get("bits_per_second", 0)) / 1e6))
+    retrans = None
+    server = doc.get("server_output_json")
+    if isinstance(server, dict):
+        sent = (server.get("end") or {}).get("sum_sent") or {}
+        if "retransmits" in sent:
+            retrans = int(sent["retransmits"])
+    version = None
+    m = _VERSION.search(str((doc.get("start") or {}).get("version", "")))
+    if m:
+        version = ".".join(g for g in m.groups() if g is not None)
+    return Transfer(nbytes, seconds, bps / 1e6, retrans, end.get("sender_tcp_congestion"),
+                    end.get("receiver_tcp_congestion"), tuple(streams), version)

@@ -1,0 +1,1 @@
+"""The `mplab` command line: mounts each package's commands. Nothing imports this package."""

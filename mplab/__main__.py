@@ -1,0 +1,3 @@
+from mplab.cli import main
+
+main()
