@@ -1,0 +1,42 @@
+# mplab: one command sets up, one tests, one runs the main job.
+SHELL := /bin/bash
+SCENARIO ?= quick
+UV ?= uv
+export UV_PYTHON_DOWNLOADS := never
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+APT_PACKAGES := iperf3 mptcpd iproute2 nftables ethtool procps kmod git \
+                clang llvm libbpf-dev bpftool linux-perf \
+                openssh-server openssh-client python3 python3-pip
+
+.PHONY: setup apt python test test-unit experiment clean-testbed clean help
+
+help:
+	@echo "make setup          install system packages (apt) and the Python environment (uv)"
+	@echo "make test           run the whole test suite (namespace tests need root)"
+	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
+	@echo "make clean-testbed  remove namespaces, processes and state an interrupted run left behind"
+
+setup: apt python
+
+apt:
+	$(SUDO) apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
+
+python:
+	command -v $(UV) >/dev/null || python3 -m pip install --quiet uv
+	$(UV) sync --frozen
+
+test:
+	$(UV) run --frozen pytest
+
+test-unit:
+	$(UV) run --frozen pytest -m "not root"
+
+experiment:
+	$(UV) run --frozen mplab run scenarios/$(SCENARIO).yaml
+
+clean-testbed:
+	$(UV) run --frozen mplab clean
+
+clean: clean-testbed
