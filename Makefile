@@ -24,7 +24,7 @@ apt:
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
 
 python:
-	command -v $(UV) >/dev/null || python3 -m pip install --quiet uv
+	command -v $(UV) >/dev/null || python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
 	$(UV) sync --frozen
 
 test:

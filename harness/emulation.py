@@ -108,23 +108,27 @@ def clean_prefix(prefix: str = "mplab-", root: Host | None = None) -> list[str]:
         root.run(["ip", "netns", "del", ns], check=False)
         done.append(f"namespace {ns}")
     if STATE_ROOT.exists():
-        for d in sorted(STATE_ROOT.iterdir()):
-            if not (d.name + "-").startswith(prefix) and not d.name.startswith(prefix):
-                continue
-            state = d / "state.json"
-            if state.exists():
-                try:
-                    added = json.loads(state.read_text()).get("allowed_cc_added", [])
-                except json.JSONDecodeError:
-                    added = []
-                if added:
-                    _edit_allowed_cc(root, remove=added)
-                    done.append(f"allowed congestion controls {added}")
+        mine = [d for d in sorted(STATE_ROOT.iterdir()) if (d.name + "-").startswith(prefix)]
+        others = [d for d in STATE_ROOT.iterdir() if d not in mine]
+        # Another live testbed (another prefix) may need a name we added: keep those.
+        still_needed = {n for d in others for n in _read_state(d).get("needs", [])}
+        for d in mine:
+            added = [n for n in _read_state(d).get("allowed_cc_added", []) if n not in still_needed]
+            if added:
+                _edit_allowed_cc(root, remove=added)
+                done.append(f"allowed congestion controls {added}")
             shutil.rmtree(d, ignore_errors=True)
             done.append(f"state {d}")
     for hook in CLEANUP_HOOKS:
         done += hook(prefix, root)
     return done
+
+
+def _read_state(d: Path) -> dict:
+    try:
+        return json.loads((d / "state.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
 
 
 #: Extra cleaners (e.g. BPF struct_ops registered by mplab): fn(prefix, root) -> list of what was removed.
@@ -199,12 +203,18 @@ class EmulatedTestbed(Testbed):
         if stale:
             log.info("removed stale testbed state: %s", ", ".join(stale))
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self._write_state({"prefix": self.prefix, "allowed_cc_added": [], "created": time.time()})
+        needs = [cc.sock_name for cc in ccs]
+        self._write_state({"prefix": self.prefix, "needs": needs, "allowed_cc_added": [], "created": time.time()})
         self._up = True
         try:
             self._build_topology()
-            added = _edit_allowed_cc(self.root, add=[cc.sock_name for cc in ccs])
-            self._write_state({"prefix": self.prefix, "allowed_cc_added": added, "created": time.time()})
+            # Record before editing, so a crash right after the edit still finds it in the state file;
+            # only names that were not already allowed are ours to remove later.
+            current = self.root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
+            to_add = [n for n in needs if n not in current]
+            self._write_state({"prefix": self.prefix, "needs": needs, "allowed_cc_added": to_add,
+                               "created": time.time()})
+            _edit_allowed_cc(self.root, add=to_add)
             for cc in ccs:
                 cc.setup(self.root)
             if self.sender_iperf3 is None:
