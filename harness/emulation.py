@@ -35,7 +35,8 @@ from harness.cc import CongestionControl
 from harness.errors import CommandError, MplabError, PreflightError
 from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost, atomic_write
 from harness.inventory import Inventory
-from harness.meters.base import Meter, open_meter
+from harness.meters.base import Meter, meter_from_inventory
+from harness.meters.emulated import device_argv
 from harness.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
     offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
@@ -289,12 +290,13 @@ class EmulatedTestbed(Testbed):
                 snd.run(argv)
 
     def _start_devices(self) -> None:
-        profile = self.emu.power_profile.model_dump_json()
-        for name, node in self.nodes.items():
-            link = str(self.state_dir / f"meter-{name}")
-            argv = [sys.executable, "-m", "harness.meters.emulated", "--link", link, "--profile", profile]
-            for radio, intf in node.interfaces.items():
-                argv += ["--iface", f"{radio}={intf.name}"]
+        profile = self.emu.power_profile
+        for i, (name, node) in enumerate(self.nodes.items(), start=1):
+            spec = self.inventory.receiver(name).meter
+            argv = device_argv(str(self.meter_link(name)), profile,
+                               ifaces={radio: intf.name for radio, intf in node.interfaces.items()},
+                               control=str(self.meter_control(name)), noise_ma=spec.noise_ma,
+                               noise_mv=spec.noise_mv, seed=i)
             self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
         deadline = time.monotonic() + 15
         for name in self.nodes:
@@ -343,9 +345,18 @@ class EmulatedTestbed(Testbed):
                 raise PreflightError(f"iperf3 servers on ports {sorted(missing)} not listening after {timeout_s} s")
             time.sleep(0.02)
 
+    def meter_link(self, name: str) -> Path:
+        """Where the emulated meter device of receiver ``name`` publishes its pty."""
+        return self.state_dir / f"meter-{name}"
+
+    def meter_control(self, name: str) -> Path:
+        """The fault-injection file of that device (see ``harness.meters.emulated``)."""
+        return self.state_dir / f"meter-{name}.control"
+
     def meters(self) -> dict[str, Meter]:
-        return {name: open_meter(node.meter_kind, str(self.state_dir / f"meter-{name}"))
-                for name, node in self.nodes.items()}
+        # Through the same UM driver as a lab meter: the pty is just another serial port.
+        return {name: meter_from_inventory(self.inventory.receiver(name).meter, str(self.meter_link(name)))
+                for name in self.nodes}
 
     def qdisc_stats(self) -> dict[str, str]:
         out = {}

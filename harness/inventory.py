@@ -46,11 +46,58 @@ class Interface(Strict):
     channel: Channel | None = Field(default=None, description="emulated channel (emulated testbed only)")
 
 
+#: Fields an INA2xx line bridge may print, each with its unit; "skip" ignores a column.
+LINE_FIELDS = ("volts_v", "volts_mv", "amps_a", "amps_ma", "watts_w", "watts_mw", "energy_wh", "energy_mwh", "skip")
+
+
+class LineFormat(Strict):
+    """How an INA219/INA226 bridge prints one reading per text line (e.g. ``5.102,0.512,2.611``)."""
+
+    fields: list[Literal["volts_v", "volts_mv", "amps_a", "amps_ma", "watts_w", "watts_mw",
+                         "energy_wh", "energy_mwh", "skip"]] = Field(
+        min_length=1, description="the columns in order, each with its unit (skip: ignore that column)")
+    separator: str | None = Field(default=None, description="column separator (default: any whitespace)")
+    comment: str = Field(default="#", description="lines starting with this are ignored (sketch banners)")
+    poll_command: str | None = Field(
+        default=None, description="text sent before each reading (bridges that answer on request); "
+                                  "default: the bridge streams lines by itself")
+
+    @model_validator(mode="after")
+    def _has_power(self) -> LineFormat:
+        have = set(self.fields)
+        if not (have & {"watts_w", "watts_mw"} or (have & {"volts_v", "volts_mv"} and have & {"amps_a", "amps_ma"})):
+            raise ValueError(f"line format {self.fields} gives no power: needs watts_*, or volts_* and amps_*")
+        for f in set(self.fields) - {"skip"}:
+            if self.fields.count(f) > 1:
+                raise ValueError(f"field {f!r} appears twice in {self.fields}")
+        return self
+
+
 class Meter(Strict):
     """The energy meter in a receiver's supply."""
 
     kind: Literal["emulated-um25c", "um24c", "um25c", "um34c", "ina-line"]
-    port: str | None = Field(default=None, description="serial device or pyserial URL (lab meters)")
+    port: str | None = Field(default=None, description="serial device or pyserial URL (lab meters): /dev/rfcomm0, "
+                                                       "/dev/ttyUSB0, rfc2217://host:port, socket://host:port")
+    baudrate: int = Field(default=9600, gt=0, description="serial speed (nominal over RFCOMM; INA bridges: "
+                                                          "as the sketch sets it)")
+    timeout_s: PositiveFloat = Field(default=1.0, description="how long one reading may take before it is a fault")
+    rate_hz: PositiveFloat | None = Field(default=None, description="poll rate (default: the device's limit)")
+    line_format: LineFormat | None = Field(default=None, description="ina-line only: how the bridge prints a reading")
+    noise_ma: float | None = Field(default=None, ge=0, description="emulated-um25c only: current noise, "
+                                                                    "standard deviation (mA)")
+    noise_mv: float | None = Field(default=None, ge=0, description="emulated-um25c only: voltage noise, "
+                                                                   "standard deviation (mV)")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Meter:
+        if self.kind != "emulated-um25c" and not self.port:
+            raise ValueError(f"a {self.kind} meter needs a 'port' (e.g. /dev/rfcomm0 or socket://host:port)")
+        if self.kind == "ina-line" and self.line_format is None:
+            raise ValueError("an ina-line meter needs a 'line_format' (e.g. {fields: [volts_v, amps_a, watts_w]})")
+        if self.kind != "ina-line" and self.line_format is not None:
+            raise ValueError(f"'line_format' is for ina-line meters, not {self.kind}")
+        return self
 
 
 class Receiver(Strict):

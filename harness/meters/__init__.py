@@ -5,7 +5,8 @@ by meter kind; ``open_meter`` builds one from an inventory entry. The emulated d
 (``harness.meters.emulated``) speaks the UM25C protocol over a pseudo-terminal, so
 emulated energies reach records only through the same UM driver the lab uses.
 """
+from harness.meters import ina as _ina  # noqa: F401  (registers the ina-line driver)
 from harness.meters import um as _um  # noqa: F401  (registers the UM drivers)
-from harness.meters.base import DRIVERS, Meter, Reading, open_meter
+from harness.meters.base import DRIVERS, Meter, Reading, meter_from_inventory, open_meter
 
-__all__ = ["DRIVERS", "Meter", "Reading", "open_meter"]
+__all__ = ["DRIVERS", "Meter", "Reading", "meter_from_inventory", "open_meter"]
