@@ -227,6 +227,20 @@ class Recorder:
             time.sleep(self.period_s / 4)
         return False
 
+    def wait_first(self, timeout_s: float = 5.0) -> float | None:
+        """Wait until every meter has a reading; the wall time from which all are covered (None: timed out)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            firsts = []
+            for tr in self._tracks.values():
+                with tr.lock:
+                    if tr.readings:
+                        firsts.append(tr.readings[0].wall_s)
+            if len(firsts) == len(self._tracks):
+                return max(firsts)
+            time.sleep(self.period_s / 4)
+        return None
+
     @staticmethod
     def _covered(track: _Track, t: float) -> bool:
         with track.lock:

@@ -23,6 +23,8 @@ from harness.meters.base import DRIVERS, Meter, Reading
 FRAME_LEN = 130
 POLL = b"\xf0"
 TRAILER = b"\xff\xf1"
+#: Shortest interval between polls while a reader waits for a valid frame (libsigrok: 100 ms period).
+REPOLL_S = 0.1
 FMT = ">HHHIHHH20IHHHIIHIHHHIHH"
 assert struct.calcsize(FMT) == FRAME_LEN
 
@@ -140,15 +142,21 @@ def read_frame(ser, model: Model, timeout_s: float = 1.0, stats: ReadStats | Non
     stats = stats if stats is not None else ReadStats()
     ser.reset_input_buffer()  # a late answer to an earlier poll must not be taken for this one
     ser.write(POLL)
-    deadline = time.monotonic() + timeout_s
+    polled = time.monotonic()
+    deadline = polled + timeout_s
     head = model.model_id.to_bytes(2, "big")
     buf = bytearray()
     bad = skipped = 0
+    repoll = False
     while time.monotonic() < deadline:
+        if repoll and not ser.in_waiting and time.monotonic() - polled >= REPOLL_S:
+            # A bad frame and nothing else pending: ask again, as libsigrok does (at most every
+            # REPOLL_S, so a meter that only sends bad frames is not flooded with polls).
+            ser.write(POLL)
+            polled = time.monotonic()
+            repoll = False
         want = FRAME_LEN - len(buf) if len(buf) >= 2 else 2 - len(buf)
         chunk = ser.read(want)
-        if not chunk:
-            continue
         buf += chunk
         # Slide until the buffer starts with the model id.
         while len(buf) >= 2 and bytes(buf[:2]) != head:
@@ -161,14 +169,16 @@ def read_frame(ser, model: Model, timeout_s: float = 1.0, stats: ReadStats | Non
                 stats.bad_frames += bad
                 return bytes(buf)
             bad += 1
-            del buf[0]  # a model id followed by a bad trailer: look for the next start
-            if not ser.in_waiting:
-                ser.write(POLL)  # nothing else pending: ask again, as libsigrok does after a bad frame
+            repoll = True
+            del buf[0]  # a model id followed by a bad trailer: look for the next start from the next byte
+            while len(buf) >= 2 and bytes(buf[:2]) != head:
+                del buf[0]
+                skipped += 1
     stats.timeouts += 1
     stats.skipped_bytes += skipped
     stats.bad_frames += bad
     seen = []
-    if buf:
+    if len(buf) >= 2:  # it starts with the model id
         seen.append(f"a truncated frame ({len(buf)} of {FRAME_LEN} bytes)")
     if bad:
         seen.append(f"{bad} frame(s) with a bad {'checksum' if model.checksum else 'trailer'}")
