@@ -11,6 +11,7 @@ UM meters.
 """
 from __future__ import annotations
 
+import termios
 import time
 from dataclasses import dataclass
 
@@ -158,7 +159,7 @@ class InaLineMeter(Meter):
                 if good is not None:
                     return Reading(time.monotonic(), time.time(), good.get("volts", float("nan")),
                                    good.get("amps", float("nan")), good["watts"], counter_wh=good.get("energy_wh"))
-        except (OSError, serial.SerialException) as exc:
+        except (OSError, termios.error, serial.SerialException) as exc:
             raise MeterError(f"{self.kind} at {self.port}: read failed ({exc})") from None
         why = f" (last rejected line: {self._last_error})" if self._last_error else " (no line)"
         raise MeterError(f"{self.kind} at {self.port}: no valid line within {self.timeout_s:.1f} s{why}")

@@ -160,9 +160,10 @@ class Recorder:
             since = time.time()
             try:
                 self._emit(track, track.meter.poll())
-            except MeterError as exc:
-                self._emit(track, Fault(time.time(), str(exc), since))
-                log.warning("meter %s: %s; reopening", track.name, exc)
+            except Exception as exc:  # noqa: BLE001 - a driver bug must become a fault, not a dead thread
+                reason = str(exc) if isinstance(exc, MeterError) else f"{type(exc).__name__}: {exc}"
+                self._emit(track, Fault(time.time(), reason, since))
+                log.warning("meter %s: %s; reopening", track.name, reason)
                 self._reopen(track)
                 next_t = time.monotonic()
             next_t += self.period_s

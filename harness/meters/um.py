@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import struct
+import termios
 import time
 from dataclasses import dataclass
 
@@ -233,7 +234,7 @@ class UMMeter(Meter):
             raise MeterError(f"{self.kind} at {self.port}: not open")
         try:
             buf = read_frame(self._ser, self.model, self.timeout_s, self.stats)
-        except (OSError, serial.SerialException) as exc:  # the port vanished (pty closed, socket reset)
+        except (OSError, termios.error, serial.SerialException) as exc:  # the port vanished (pty closed, socket reset)
             raise MeterError(f"{self.kind} at {self.port}: read failed ({exc})") from None
         except MeterError as exc:
             raise MeterError(f"{self.kind} at {self.port}: {exc}") from None
