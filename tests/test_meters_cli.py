@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ def _inventory(tmp_path, meters: list[dict]) -> str:
 
 def _mplab(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mplab", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          timeout=60, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_check_lists_each_meter_with_idle_power(tmp_path):

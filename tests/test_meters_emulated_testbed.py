@@ -1,0 +1,73 @@
+"""The emulated testbed's meters: real namespaces, real transfers, energies only through the UM driver."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import REPO, small_inventory
+
+from harness.campaign import start_campaign
+from harness.emulation import clean_prefix, list_namespaces
+from harness.hosts import LocalHost
+from harness.meters.um import UMMeter
+from harness.scenario import Scenario
+
+pytestmark = pytest.mark.root
+
+
+def test_campaign_records_energy_read_through_the_um_driver(tmp_path, prefix, monkeypatch):
+    inv = small_inventory(prefix, [(10, 8)])
+    sc = Scenario(name="meters", congestion_controls=["cubic"], receiver_counts=[1], modes=["lte"],
+                  samples_per_case=1, file_size="2M", transfer_timeout_s=30, retries=0, settle_s=0)
+    opened: list[UMMeter] = []
+    real_open = UMMeter.open
+
+    def spy(self):  # every meter the campaign reads is a UMMeter on the device's pty
+        opened.append(self)
+        return real_open(self)
+
+    monkeypatch.setattr(UMMeter, "open", spy)
+    try:
+        campaign = start_campaign(sc, inv, tmp_path, campaign_id="c1")
+    finally:
+        clean_prefix(prefix)
+    (rec,) = campaign.records()
+    assert rec["status"] == "ok", rec
+    assert rec["meter_kind"] == "emulated-um25c" and rec["energy_source"] == "emulated"
+    assert [m.kind for m in opened] == ["emulated-um25c"]
+    assert opened[0].port.endswith(f"meter-n1") and opened[0].stats.frames > 10
+    assert not [f for f in rec["flags"] if f.startswith("meter-")], rec["flags"]
+    base = inv.emulation.power_profile.base_w
+    lte = inv.emulation.power_profile.lte
+    # LTE carried the file: power is above base by at least the radio's active power.
+    assert rec["mean_power_w"] > base + lte.active_mw / 1000 * 0.8
+    assert rec["energy_j"] == pytest.approx(rec["mean_power_w"] * rec["duration_s"])
+    assert rec["meter_counter_j"] is not None
+    raw = tmp_path / "c1" / "raw" / rec["sample_id"] / "attempt-1" / "meter-n1.csv"
+    assert raw.exists() and len(raw.read_text().splitlines()) > 10
+    assert not list_namespaces(LocalHost("root"), prefix)
+
+
+def test_meters_check_brings_up_the_emulated_devices_and_tears_them_down(tmp_path, prefix):
+    inv = small_inventory(prefix, [(10, 8), (6, 12)])
+    path = tmp_path / "inv.yaml"
+    path.write_text(yaml.safe_dump(inv.model_dump(mode="json", exclude_none=True)))
+    try:
+        res = subprocess.run([sys.executable, "-m", "mplab", "meters", "check", "-i", str(path), "--duration-s", "1"],
+                             cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    finally:
+        leftovers = list_namespaces(LocalHost("root"), prefix)
+        clean_prefix(prefix)
+    assert res.returncode == 0, res.stderr
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith("│ n")]
+    assert len(rows) == 2
+    idle = inv.emulation.power_profile.base_w
+    for row in rows:
+        assert "emulated-um25c" in row and f"{idle:.3f}" in row
+    assert leftovers == []
+    state = json.dumps(res.stdout)
+    assert "bringing up emulated testbed" in state
