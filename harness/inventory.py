@@ -97,6 +97,8 @@ class Meter(Strict):
             raise ValueError("an ina-line meter needs a 'line_format' (e.g. {fields: [volts_v, amps_a, watts_w]})")
         if self.kind != "ina-line" and self.line_format is not None:
             raise ValueError(f"'line_format' is for ina-line meters, not {self.kind}")
+        if self.kind != "emulated-um25c" and (self.noise_ma is not None or self.noise_mv is not None):
+            raise ValueError(f"'noise_ma'/'noise_mv' set the emulated device's noise; a {self.kind} has its own")
         return self
 
 

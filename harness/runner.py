@@ -242,9 +242,10 @@ class Runner:
             o.flags += list(e.flags)
             buf = io.StringIO()
             w = csv.writer(buf)
-            w.writerow(["wall_s", "mono_s", "volts", "amps", "watts", "counter_wh"])
+            w.writerow(["wall_s", "mono_s", "volts", "amps", "watts", "counter_wh", "device_watts"])
             for r in self.recorder.trace(rx, w0 - 1.0, w1 + 1.0):
-                w.writerow([f"{r.wall_s:.6f}", f"{r.mono_s:.6f}", r.volts, r.amps, f"{r.watts:.6f}", r.counter_wh])
+                w.writerow([f"{r.wall_s:.6f}", f"{r.mono_s:.6f}", r.volts, r.amps, f"{r.watts:.6f}", r.counter_wh,
+                            r.device_watts])
             (adir / f"meter-{rx}.csv").write_text(buf.getvalue())
 
     # ------------------------------------------------------------ records

@@ -49,6 +49,8 @@ def test_campaign_records_energy_read_through_the_um_driver(tmp_path, prefix, mo
     assert rec["meter_counter_j"] is not None
     raw = tmp_path / "c1" / "raw" / rec["sample_id"] / "attempt-1" / "meter-n1.csv"
     assert raw.exists() and len(raw.read_text().splitlines()) > 10
+    (session,) = (tmp_path / "c1" / "meters").glob("trace-*.csv")   # the whole session's trace, as read
+    assert len(session.read_text().splitlines()) >= len(raw.read_text().splitlines())
     assert not list_namespaces(LocalHost("root"), prefix)
 
 

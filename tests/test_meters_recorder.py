@@ -50,8 +50,8 @@ def test_known_transfer_integrates_to_expected_energy_within_half_a_percent(tmp_
     # A short-tailed LTE profile so the whole promotion/active/tail cycle fits in a few seconds.
     profile = default_profile(lte=RadioPower(active_mw=1288.04, mw_per_mbit=51.97, promotion_s=0.26,
                                              promotion_mw=1210.4, tail_s=1.5, tail_mw=1060.0))
-    start = time.time() + 1.0
-    rate, dur = 12.0, 2.5
+    start = time.time() + 2.0   # the device is up by then (its start-up is not part of the test)
+    rate, dur = 12.0, 6.0
     script = [[start, {"lte": rate}], [start + dur, {"lte": 0.0}]]
     with DeviceProcess(tmp_path, profile=profile, script=script, noise_ma=0.2, noise_mv=1.0) as dev:
         meter = open_meter("emulated-um25c", dev.link)

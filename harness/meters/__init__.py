@@ -1,7 +1,8 @@
 """Energy meters: the ``Meter`` interface, drivers, and the recorder that integrates energy.
 
 A meter is opened, polled for ``Reading``s and closed. Drivers register in ``DRIVERS``
-by meter kind; ``open_meter`` builds one from an inventory entry. The emulated device
+by meter kind (UM24C/UM25C/UM34C in ``um``, INA2xx line bridges in ``ina``);
+``meter_from_inventory`` builds one from an inventory entry. The emulated device
 (``harness.meters.emulated``) speaks the UM25C protocol over a pseudo-terminal, so
 emulated energies reach records only through the same UM driver the lab uses.
 """
