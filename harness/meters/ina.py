@@ -103,7 +103,7 @@ class InaLineMeter(Meter):
 
         self.close()
         try:
-            self._ser = serial.serial_for_url(self.port, baudrate=self.baudrate, timeout=0.05, write_timeout=1.0)
+            self._ser = serial.serial_for_url(self.port, baudrate=self.baudrate, timeout=0.05)
         except (serial.SerialException, OSError, ValueError) as exc:
             raise MeterError(f"{self.kind} at {self.port}: cannot open ({exc})") from None
         self._buf.clear()
