@@ -1,10 +1,14 @@
 """The emulated testbed's meters: real namespaces, real transfers, energies only through the UM driver."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -73,3 +77,49 @@ def test_meters_check_brings_up_the_emulated_devices_and_tears_them_down(tmp_pat
     assert leftovers == []
     state = json.dumps(res.stdout)
     assert "bringing up emulated testbed" in state
+
+
+def _lte_bytes(ns: str) -> int:
+    res = subprocess.run(["ip", "-n", ns, "-j", "-s", "link", "show", "lte0"], capture_output=True, text=True)
+    try:
+        return int(json.loads(res.stdout)[0]["stats64"]["rx"]["bytes"])
+    except (ValueError, IndexError, KeyError):
+        return 0
+
+
+def test_meter_vanishing_during_a_transfer_flags_that_record(tmp_path, prefix):
+    inv = small_inventory(prefix, [(10, 8)])
+    sc = Scenario(name="vanish", congestion_controls=["cubic"], receiver_counts=[1], modes=["lte"],
+                  samples_per_case=1, file_size="6M", transfer_timeout_s=40, retries=0, settle_s=0)
+    control = Path("/run/mplab") / prefix.rstrip("-") / "meter-n1.control"
+    done = threading.Event()
+    events: list[str] = []
+
+    def saboteur():  # once the file is flowing over LTE, pull the meter out for a moment
+        while not done.is_set():
+            if _lte_bytes(f"{prefix}n1") > 1_000_000:
+                control.write_text("vanish\n")
+                events.append("vanish")
+                time.sleep(0.8)
+                control.write_text("ok\n")
+                events.append("ok")
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=saboteur, daemon=True)
+    t.start()
+    try:
+        campaign = start_campaign(sc, inv, tmp_path, campaign_id="c2")
+    finally:
+        done.set()
+        t.join(5)
+        clean_prefix(prefix)
+    assert events == ["vanish", "ok"]
+    (rec,) = campaign.records()
+    assert rec["status"] == "ok"                       # the transfer itself was fine ...
+    faults = [f for f in rec["flags"] if f.startswith("meter-fault")]
+    assert faults, rec["flags"]                        # ... but its energy is flagged, with the reason
+    assert any("read failed" in f or "reopen failed" in f for f in faults)
+    (trace,) = (tmp_path / "c2" / "meters").glob("trace-*.csv")
+    rows = list(csv.DictReader(open(trace)))
+    assert any(r["fault"] for r in rows) and sum(1 for r in rows if not r["fault"]) > 20
