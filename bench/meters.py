@@ -27,10 +27,10 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.inventory import PowerProfile  # noqa: E402
-from harness.meters import open_meter  # noqa: E402
-from harness.meters.emulated import device_argv  # noqa: E402
-from harness.meters.recorder import Recorder  # noqa: E402
+from harness.inventory import PowerProfile
+from harness.meters import open_meter
+from harness.meters.emulated import device_argv
+from harness.meters.recorder import Recorder
 
 
 def _cpu_s(pid: int) -> float:

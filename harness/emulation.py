@@ -26,7 +26,6 @@ import logging
 import os
 import shutil
 import signal
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path

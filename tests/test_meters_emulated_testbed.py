@@ -43,7 +43,7 @@ def test_campaign_records_energy_read_through_the_um_driver(tmp_path, prefix, mo
     assert rec["status"] == "ok", rec
     assert rec["meter_kind"] == "emulated-um25c" and rec["energy_source"] == "emulated"
     assert [m.kind for m in opened] == ["emulated-um25c"]
-    assert opened[0].port.endswith(f"meter-n1") and opened[0].stats.frames > 10
+    assert opened[0].port.endswith("meter-n1") and opened[0].stats.frames > 10
     assert not [f for f in rec["flags"] if f.startswith("meter-")], rec["flags"]
     base = inv.emulation.power_profile.base_w
     lte = inv.emulation.power_profile.lte

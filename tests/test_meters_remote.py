@@ -25,7 +25,7 @@ def _free_port() -> int:
 @pytest.fixture
 def ser2net(tmp_path):
     """A ser2net 4 serving one emulated UM34C on loopback: raw TCP and RFC 2217 (telnet) accepters."""
-    with DeviceProcess(tmp_path, model="um34c", profile=default_profile(base_w=2.7)) as dev:
+    with DeviceProcess(tmp_path, model="um34c", profile=default_profile(base_w=2.7)):
         raw, tel = _free_port(), _free_port()
         pts = str((tmp_path / "dev.pty").resolve())
         cfg = tmp_path / "ser2net.yaml"

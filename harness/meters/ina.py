@@ -11,6 +11,7 @@ UM meters.
 """
 from __future__ import annotations
 
+import math
 import termios
 import time
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ def parse_line(text: str, fmt: LineFormat) -> dict[str, float]:
             value = float(col)
         except ValueError:
             raise ValueError(f"column {name}: not a number {col!r} in {text!r}") from None
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise ValueError(f"column {name}: {col!r} is not finite")
         quantity, factor = _UNITS[name]
         out[quantity] = value * factor
