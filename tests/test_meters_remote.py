@@ -22,6 +22,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _listening() -> set[int]:
+    out = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True, check=True).stdout
+    return {int(p[3].rsplit(":", 1)[1]) for p in (ln.split() for ln in out.splitlines()) if len(p) >= 4}
+
+
 @pytest.fixture
 def ser2net(tmp_path):
     """A ser2net 4 serving one emulated UM34C on loopback: raw TCP and RFC 2217 (telnet) accepters."""
@@ -36,14 +41,12 @@ def ser2net(tmp_path):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 10
-            while True:  # ready when it accepts connections
-                try:
-                    socket.create_connection(("127.0.0.1", raw), timeout=0.2).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("ser2net did not start") from None
-                    time.sleep(0.05)
+            # Ready when both ports listen. Not by connecting: a probe connection would open the device,
+            # and ser2net refuses a second user of a device whose first connection is still closing.
+            while not {raw, tel} <= _listening():
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("ser2net did not start")
+                time.sleep(0.05)
             yield {"socket": f"socket://127.0.0.1:{raw}", "rfc2217": f"rfc2217://127.0.0.1:{tel}?ign_set_control",
                    "proc": proc}
         finally:
