@@ -46,10 +46,6 @@ class Interface(Strict):
     channel: Channel | None = Field(default=None, description="emulated channel (emulated testbed only)")
 
 
-#: Fields an INA2xx line bridge may print, each with its unit; "skip" ignores a column.
-LINE_FIELDS = ("volts_v", "volts_mv", "amps_a", "amps_ma", "watts_w", "watts_mw", "energy_wh", "energy_mwh", "skip")
-
-
 class LineFormat(Strict):
     """How an INA219/INA226 bridge prints one reading per text line (e.g. ``5.102,0.512,2.611``)."""
 

@@ -123,3 +123,28 @@ def test_meter_vanishing_during_a_transfer_flags_that_record(tmp_path, prefix):
     (trace,) = (tmp_path / "c2" / "meters").glob("trace-*.csv")
     rows = list(csv.DictReader(open(trace)))
     assert any(r["fault"] for r in rows) and sum(1 for r in rows if not r["fault"]) > 20
+
+
+def test_meters_record_reads_a_testbed_that_is_already_up_and_leaves_it_up(tmp_path, prefix):
+    from harness.emulation import EmulatedTestbed
+
+    inv = small_inventory(prefix, [(10, 8)])
+    path = tmp_path / "inv.yaml"
+    path.write_text(yaml.safe_dump(inv.model_dump(mode="json", exclude_none=True)))
+    tb = EmulatedTestbed(inv)
+    try:
+        tb.setup([])
+        out = tmp_path / "trace.csv"
+        res = subprocess.run([sys.executable, "-m", "mplab", "meters", "record", "-i", str(path), "--duration-s", "1",
+                              "-o", str(out)], cwd=REPO, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "COLUMNS": "200"})
+        still_up = set(tb.ns.values()) <= set(list_namespaces(LocalHost("root"), prefix))
+    finally:
+        tb.teardown()
+    assert res.returncode == 0, res.stderr
+    assert "is up: reading its meter devices" in res.stdout
+    assert still_up
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) >= 8 and {r["meter_kind"] for r in rows} == {"emulated-um25c"}
+    assert all(abs(float(r["watts"]) - inv.emulation.power_profile.base_w) < 0.01 for r in rows)
+    assert not list_namespaces(LocalHost("root"), prefix)

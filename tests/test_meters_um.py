@@ -89,6 +89,8 @@ def test_driver_decodes_device_state_within_resolution(tmp_path, model):
         assert abs(r.volts - 5.1) <= um.volt_step / 2 + 1e-9
         assert abs(r.amps - 3.2 / 5.1) <= um.amp_step / 2 + 1e-9
         assert abs(r.device_watts - 3.2) <= 0.0005 + 1e-9   # the device's own power field: 1 mW
+        # power: V x I on the UM25C (finer than 1 mW), the device's 1 mW field on the 1 mA models
+        assert abs(r.watts - 3.2) <= (5.1 * um.amp_step / 2 + 1e-6 if um.host_power else 0.0005 + 1e-9)
         assert r.counter_wh is not None and r.counter_wh >= 0
     assert m.stats.frames >= 6 and m.stats.bad_frames == 0
 

@@ -39,12 +39,15 @@ class Model:
     volt_step: float
     amp_step: float
     checksum: bool  # True: XOR checksum in byte 129 (UM34C); False: trailer 0xFFF1
+    #: True: V x I on the host is finer than the device's 1 mW power field (UM25C: 1 mV x 0.1 mA);
+    #: False: the 1 mA current step (~5 mW at 5 V) is coarser, so the device's power field is used.
+    host_power: bool
 
 
 MODELS: dict[str, Model] = {
-    "um24c": Model("UM24C", 0x0963, 0.01, 0.001, False),
-    "um25c": Model("UM25C", 0x09C9, 0.001, 0.0001, False),
-    "um34c": Model("UM34C", 0x0D4C, 0.01, 0.001, True),
+    "um24c": Model("UM24C", 0x0963, 0.01, 0.001, False, False),
+    "um25c": Model("UM25C", 0x09C9, 0.001, 0.0001, False, True),
+    "um34c": Model("UM34C", 0x0D4C, 0.01, 0.001, True, False),
 }
 
 UM34C_CHECKSUM_POS = (1, 3, 7, 9, 15, 17, 19, 23, 31, 39, 41, 45, 49, 53, 55, 57, 59, 63,
@@ -240,8 +243,8 @@ class UMMeter(Meter):
             raise MeterError(f"{self.kind} at {self.port}: {exc}") from None
         mono, wall = time.monotonic(), time.time()
         fr = decode_frame(buf, self.model)
-        # P = V * I on the host: finer than the 1 mW power field on the UM25C.
-        return Reading(mono, wall, fr.volts, fr.amps, fr.volts * fr.amps, counter_wh=fr.groups[fr.group][1],
+        watts = fr.volts * fr.amps if self.model.host_power else fr.watts
+        return Reading(mono, wall, fr.volts, fr.amps, watts, counter_wh=fr.groups[fr.group][1],
                        device_watts=fr.watts)
 
     def close(self) -> None:
