@@ -19,7 +19,7 @@ from harness import metadata
 from harness.cc import CongestionControl, resolve
 from harness.config import digest_model, parse_model
 from harness.emulation import EmulatedTestbed
-from harness.errors import MeterError, PreflightError
+from harness.errors import MeterError, PreflightError, StoreError
 from harness.inventory import Inventory
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.plan import SamplePlan, plan_campaign
@@ -171,6 +171,9 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                         Runner(testbed, campaign, scenario, ccs, recorder, meta).run(plans, hooks.on_sample)
                 finally:
                     trace.close()
+                if recorder.sink_error:
+                    raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
+                                     "trace is not)")
             outcome = "finished"
         finally:
             try:

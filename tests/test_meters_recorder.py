@@ -118,3 +118,18 @@ def test_garbage_burst_is_not_a_fault_but_a_silent_meter_is(tmp_path):
             gap = rec.energy("n1", t0, t1)
     assert clean.flags == () and clean.mean_power_w == pytest.approx(2.0, abs=0.01)
     assert any("no valid frame" in f for f in gap.flags), gap.flags
+
+
+def test_a_failing_trace_sink_is_reported_not_swallowed(tmp_path):
+    def sink(name, item):
+        raise OSError(28, "No space left on device")
+
+    with DeviceProcess(tmp_path, profile=default_profile(base_w=2.0)) as dev:
+        meter = open_meter("emulated-um25c", dev.link)
+        meter.open()
+        with Recorder({"n1": meter}, sink=sink) as rec:
+            rec.wait_first()
+            time.sleep(0.3)
+            n = rec.stats()["n1"]["readings"]
+    assert n >= 2                                   # recording in memory went on
+    assert "No space left on device" in rec.sink_error

@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import ConfigError, MeterError, PreflightError
+from harness.errors import ConfigError, MeterError, PreflightError, StoreError
 from harness.inventory import Inventory, load_inventory
 from harness.meters.base import Meter, meter_from_inventory
 from harness.meters.recorder import Recorder, TraceWriter
@@ -171,6 +171,8 @@ def record(
                                   "; ".join(e.flags) or "-")
         finally:
             writer.close()
+        if rec.sink_error:
+            raise StoreError(f"{out}: {rec.sink_error}")
     console.print(table)
     console.print(f"{writer.rows} row(s) written to {out}")
 

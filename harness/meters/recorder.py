@@ -118,6 +118,8 @@ class Recorder:
         self.period_s = 1.0 / self.rate_hz
         self.gap_factor = gap_factor
         self.sink = sink
+        #: The first failure of the sink (then it is no longer called); owners raise it after the run.
+        self.sink_error: str | None = None
         self.max_backoff_s = max_backoff_s
         self._tracks = {n: _Track(n, m) for n, m in meters.items()}
         self._stop = threading.Event()
@@ -148,11 +150,12 @@ class Recorder:
     def _emit(self, track: _Track, item: Reading | Fault) -> None:
         with track.lock:
             (track.readings if isinstance(item, Reading) else track.faults).append(item)
-        if self.sink is not None:
+        if self.sink is not None and self.sink_error is None:
             try:
                 self.sink(track.name, item)
-            except Exception as exc:  # noqa: BLE001 - a failing sink must not stop the recording in memory
-                log.error("meter %s: trace sink failed: %s", track.name, exc)
+            except Exception as exc:  # noqa: BLE001 - the recording in memory goes on; the owner must check
+                self.sink_error = f"trace sink failed for meter {track.name}: {exc}"
+                log.error("%s", self.sink_error)
 
     def _loop(self, track: _Track) -> None:
         next_t = time.monotonic()
