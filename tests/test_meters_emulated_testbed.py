@@ -148,3 +148,22 @@ def test_meters_record_reads_a_testbed_that_is_already_up_and_leaves_it_up(tmp_p
     assert len(rows) >= 8 and {r["meter_kind"] for r in rows} == {"emulated-um25c"}
     assert all(abs(float(r["watts"]) - inv.emulation.power_profile.base_w) < 0.01 for r in rows)
     assert not list_namespaces(LocalHost("root"), prefix)
+
+
+def test_meters_check_refuses_a_prefix_that_would_remove_another_testbed(tmp_path, prefix):
+    from harness.emulation import EmulatedTestbed
+
+    other = EmulatedTestbed(small_inventory(prefix + "x-", [(10, 8)]))
+    inv = small_inventory(prefix, [(10, 8)])              # its prefix is a prefix of the other's
+    path = tmp_path / "inv.yaml"
+    path.write_text(yaml.safe_dump(inv.model_dump(mode="json", exclude_none=True)))
+    try:
+        other.setup([])
+        res = subprocess.run([sys.executable, "-m", "mplab", "meters", "check", "-i", str(path)], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+        survived = set(other.ns.values()) <= set(list_namespaces(LocalHost("root"), prefix))
+    finally:
+        other.teardown()
+    assert res.returncode == 2 and "give this inventory its own prefix" in res.stderr.lower()
+    assert survived
+    assert not list_namespaces(LocalHost("root"), prefix)

@@ -48,11 +48,20 @@ def inventory_meters(inv: Inventory, receivers: list[str]) -> Iterator[dict[str,
     from harness.emulation import EmulatedTestbed, list_namespaces
 
     tb = EmulatedTestbed(inv)
-    if set(tb.ns.values()) <= set(list_namespaces(tb.root, tb.prefix)):
+    present = set(list_namespaces(tb.root, tb.prefix))
+    if set(tb.ns.values()) <= present:
         console.print(f"emulated testbed {tb.prefix}* is up: reading its meter devices")
         all_meters = tb.meters()
         yield {n: all_meters[n] for n in receivers}
         return
+    # Bring-up first removes everything under the prefix; with a short prefix ("mplab-") that would include other
+    # testbeds on this machine (other prefixes that start with it). Refuse rather than remove what is not ours.
+    foreign = sorted(present - set(tb.ns.values()))
+    if foreign:
+        raise ConfigError(f"namespace_prefix {tb.prefix!r} also matches namespaces of another testbed "
+                          f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); bringing this one up would "
+                          "remove them. Give this inventory its own prefix (emulation.namespace_prefix)",
+                          field="emulation.namespace_prefix")
     bad = [c for c in tb.preflight([]) if c.essential and not c.ok]
     if bad:
         raise PreflightError("cannot bring up the emulated testbed for its meters: "
