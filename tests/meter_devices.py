@@ -44,10 +44,17 @@ class DeviceProcess:
             time.sleep(0.01)
         return self
 
-    def set_fault(self, text: str) -> None:
+    def set_fault(self, text: str, timeout_s: float = 10.0) -> None:
+        """Switch the device's fault mode and wait until it acknowledges (everything sent after follows it)."""
         tmp = self.control.with_suffix(".tmp")
         tmp.write_text(text + "\n")
-        os.replace(tmp, self.control)  # a new inode: the device notices at its next poll
+        os.replace(tmp, self.control)  # a new inode: the device notices at its next wake-up
+        active = Path(f"{self.control}.active")
+        deadline = time.monotonic() + timeout_s
+        while not (active.exists() and active.read_text() == text + "\n"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"device did not acknowledge fault mode {text!r}")
+            time.sleep(0.01)
 
     def wait_link(self, present: bool, timeout_s: float = 5.0) -> None:
         deadline = time.monotonic() + timeout_s

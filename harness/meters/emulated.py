@@ -18,6 +18,8 @@ at ``--link``, so the host reads it with the same driver as a real meter.
 Faults for tests are set through ``--control FILE`` (re-read when it changes; one line):
 
     ok                 answer normally
+    (the device writes the mode it now follows to ``FILE.active`` once it has switched)
+
     silent             stop answering (the port stays open)
     short N            send only the first N bytes of each frame (UM) or a partial line (INA)
     garbage N          N random bytes before each frame (UM) or a garbage line first (INA)
@@ -227,12 +229,22 @@ class Port:
 
 
 class Control:
-    """The fault mode, re-read from a file when its mtime changes."""
+    """The fault mode, re-read from a file when it changes; acknowledged in ``<file>.active``.
+
+    Everything the device sends after the acknowledgement follows the new mode, so tests
+    wait for it instead of sleeping.
+    """
 
     def __init__(self, path: str | None) -> None:
         self.path = path
         self.key: tuple | None = None
         self.fault = Fault()
+
+    def _ack(self, text: str) -> None:
+        tmp = f"{self.path}.active.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, f"{self.path}.active")
 
     def current(self) -> Fault:
         if self.path:
@@ -242,9 +254,13 @@ class Control:
                 if key != self.key:
                     self.key = key
                     with open(self.path) as f:
-                        self.fault = Fault.parse(f.read())
+                        text = f.read()
+                    self.fault = Fault.parse(text)
+                    self._ack(text)
             except FileNotFoundError:
-                self.key, self.fault = None, Fault()  # no control file: behave
+                if self.key is not None:
+                    self.key, self.fault = None, Fault()  # control file removed: behave again
+                    self._ack("ok\n")
             except (OSError, ValueError) as exc:
                 print(f"control {self.path}: {exc}", file=sys.stderr)
         return self.fault
