@@ -7,7 +7,7 @@ import time
 import pytest
 
 from harness.errors import CommandError, CommandTimeout
-from harness.hosts import LocalHost
+from harness.hosts import LocalHost, NamespaceHost
 
 
 def test_run_and_errors():
@@ -44,15 +44,18 @@ def test_stop_kills_the_whole_process_group(tmp_path):
 
 def test_gated_process_starts_only_when_released():
     h = LocalHost()
-    p = h.start(["sh", "-c", "date +%s.%N"], gated=True)
-    time.sleep(0.2)
+    p = h.start(["sh", "-c", "date +%s.%N; echo err >&2"], gated=True)
+    p.wait_ready(5)
+    time.sleep(0.1)
     assert p.poll() is None, "a gated process must wait for its release"
     t_release = p.release()
     res = p.wait(5)
     assert res.returncode == 0
+    assert res.stderr == "err\n", "the gate's own lines are not part of the command's stderr"
     assert res.released_at is not None and abs(res.released_at - t_release) < 1.0
     assert float(res.stdout) >= res.released_at  # the command ran after the gate opened
     unreleased = h.start(["echo", "never"], gated=True)
+    unreleased.wait_ready(5)
     res2 = unreleased.stop()
     assert res2.stdout == "" and res2.returncode != 0  # never ran: EOF on the gate (97) or stopped by signal
 
@@ -71,3 +74,10 @@ def test_write_file_is_atomic_and_readable(tmp_path):
     assert h.read_file(str(f)) == b"one" and (f.stat().st_mode & 0o777) == 0o600
     h.write_file(str(f), b"two")
     assert f.read_text() == "two" and list(f.parent.iterdir()) == [f]
+
+
+def test_wait_ready_reports_a_gate_that_never_started():
+    # The namespace does not exist: `ip netns exec` fails before the gate runs.
+    p = NamespaceHost("ghost", "mplab-no-such-namespace").start(["true"], gated=True)
+    with pytest.raises(CommandError, match="exited before its release"):
+        p.wait_ready(5)
