@@ -23,7 +23,7 @@ from harness.errors import MeterError, PreflightError
 from harness.inventory import Inventory
 from harness.meters.recorder import Recorder
 from harness.plan import SamplePlan, plan_campaign
-from harness.runner import Runner, SampleOutcome
+from harness.runner import Interrupted, Runner, SampleOutcome
 from harness.scenario import Scenario
 from harness.store import Campaign
 from harness.testbed import Check, Testbed
@@ -164,6 +164,10 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                 with Recorder(meters) as recorder:
                     Runner(testbed, campaign, scenario, ccs, recorder, meta).run(plans, hooks.on_sample)
             outcome = "finished"
+        except (KeyboardInterrupt, Interrupted) as exc:
+            done = len(campaign.completed())
+            raise Interrupted(f"{exc or 'interrupted'}: {done}/{len(campaign.manifest['plan'])} samples are recorded "
+                              f"and kept; resume with `mplab run --resume {campaign.path}`") from None
         finally:
             try:
                 testbed.teardown()
