@@ -23,7 +23,7 @@ from harness.errors import MeterError, PreflightError, StoreError
 from harness.inventory import Inventory
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.plan import SamplePlan, plan_campaign
-from harness.runner import Runner, SampleOutcome
+from harness.runner import Interrupted, Runner, SampleOutcome
 from harness.scenario import Scenario
 from harness.store import Campaign
 from harness.testbed import Check, Testbed
@@ -175,6 +175,10 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                     raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
                                      "trace is not)")
             outcome = "finished"
+        except (KeyboardInterrupt, Interrupted) as exc:
+            done = len(campaign.completed())
+            raise Interrupted(f"{exc or 'interrupted'}: {done}/{len(campaign.manifest['plan'])} samples are recorded "
+                              f"and kept; resume with `mplab run --resume {campaign.path}`") from None
         finally:
             try:
                 testbed.teardown()

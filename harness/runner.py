@@ -99,6 +99,9 @@ def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
 class Runner:
     """Runs samples of one campaign on one testbed."""
 
+    #: Deadline for a pre-spawned client to reach its gate (SSH channel set-up included).
+    GATE_READY_S = 20.0
+
     def __init__(self, testbed: Testbed, campaign: Campaign, scenario: Scenario,
                  ccs: dict[str, CongestionControl], recorder: Recorder, metadata: dict) -> None:
         self.testbed = testbed
@@ -179,6 +182,8 @@ class Runner:
                 argv = node.iperf3.client_argv(tb.server_address, node.port, self.scenario.file_bytes,
                                                bind=bind, mptcp=mptcp, cc=cc.sock_name)
                 procs[rx] = node.host.start(argv, gated=True, label=f"iperf3:{rx}")
+            for p in procs.values():
+                p.wait_ready(self.GATE_READY_S)
             for rx, p in procs.items():
                 outs[rx].released_at = p.release()
             deadline = time.monotonic() + self.scenario.transfer_timeout_s
