@@ -56,14 +56,27 @@ def _state_dir(prefix: str) -> Path:
     return STATE_ROOT / prefix.rstrip("-")
 
 
-def list_namespaces(root: Host, prefix: str) -> list[str]:
-    """Namespaces whose name starts with ``prefix``."""
+def owned(name: str, prefix: str, nested: bool) -> bool:
+    """Whether ``name`` (a namespace or state-dir name) belongs to testbeds with ``prefix``.
+
+    A testbed names its namespaces ``<prefix><role>`` with a dash-free role (``snd``, ``ap``,
+    ``n1``, ...). ``nested=False`` takes exactly those, so one testbed never touches another
+    whose prefix merely extends its own (``mplab-`` vs ``mplab-t1a2b3-``); ``nested=True``
+    (what `mplab clean` does) takes every testbed under the prefix.
+    """
+    if not name.startswith(prefix):
+        return False
+    return nested or "-" not in name[len(prefix):]
+
+
+def list_namespaces(root: Host, prefix: str, nested: bool = True) -> list[str]:
+    """Namespaces of testbeds with ``prefix`` (see ``owned``)."""
     res = root.run(["ip", "-j", "netns", "list"], check=False)
     try:
         names = [e["name"] for e in json.loads(res.stdout or "[]")]
     except (json.JSONDecodeError, KeyError, TypeError):
         names = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
-    return [n for n in names if n.startswith(prefix)]
+    return [n for n in names if owned(n, prefix, nested)]
 
 
 def _kill_namespace_processes(root: Host, ns: str) -> None:
@@ -96,19 +109,20 @@ def _edit_allowed_cc(root: Host, add: Sequence[str] = (), remove: Sequence[str] 
     return added
 
 
-def clean_prefix(prefix: str = "mplab-", root: Host | None = None) -> list[str]:
-    """Remove everything an emulated testbed with ``prefix`` left behind; idempotent.
+def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True) -> list[str]:
+    """Remove everything emulated testbeds with ``prefix`` left behind; idempotent.
 
+    With ``nested=False`` only the testbed whose prefix is exactly ``prefix`` (see ``owned``).
     Returns a description of what was removed.
     """
     root = root or LocalHost("root")
     done = []
-    for ns in list_namespaces(root, prefix):
+    for ns in list_namespaces(root, prefix, nested):
         _kill_namespace_processes(root, ns)
         root.run(["ip", "netns", "del", ns], check=False)
         done.append(f"namespace {ns}")
     if STATE_ROOT.exists():
-        mine = [d for d in sorted(STATE_ROOT.iterdir()) if (d.name + "-").startswith(prefix)]
+        mine = [d for d in sorted(STATE_ROOT.iterdir()) if owned(d.name + "-", prefix, nested)]
         others = [d for d in STATE_ROOT.iterdir() if d not in mine]
         # Another live testbed (another prefix) may need a name we added: keep those.
         still_needed = {n for d in others for n in _read_state(d).get("needs", [])}
@@ -199,7 +213,7 @@ class EmulatedTestbed(Testbed):
 
     def setup(self, ccs: Sequence[CongestionControl]) -> None:
         """Clear stale state with our prefix, then build the topology, servers and meter devices."""
-        stale = clean_prefix(self.prefix, self.root)
+        stale = clean_prefix(self.prefix, self.root, nested=False)
         if stale:
             log.info("removed stale testbed state: %s", ", ".join(stale))
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -377,7 +391,7 @@ class EmulatedTestbed(Testbed):
                 log.warning("stopping %s: %s", proc.label, exc)
         self._servers.clear()
         self._devices.clear()
-        clean_prefix(self.prefix, self.root)
+        clean_prefix(self.prefix, self.root, nested=False)
         self._up = False
 
 

@@ -21,7 +21,9 @@ SCHEMA_VERSION = 1
 Radio = Literal["wifi", "lte"]
 RADIOS: tuple[Radio, ...] = ("wifi", "lte")
 
-Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,14}$")]
+# No dashes: namespaces are named <prefix><name>, and a dash-free name is how a testbed
+# tells its own namespaces from those of a testbed whose prefix extends its own.
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,14}$")]
 IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
 
 

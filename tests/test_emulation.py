@@ -198,3 +198,20 @@ def test_clean_removes_leftovers_and_is_idempotent(cleanup):
     assert second.returncode == 0 and "nothing" in second.stdout
     bad = subprocess.run(_mplab("clean", "--prefix", "other-"), capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2
+
+
+def test_a_testbed_never_touches_another_whose_prefix_extends_its_own(cleanup):
+    prefix = cleanup
+    root = LocalHost()
+    other = f"{prefix}x-snd"  # a testbed with prefix "<prefix>x-", e.g. "mplab-" vs "mplab-t1a2b3-"
+    root.run(["ip", "netns", "add", other])
+    try:
+        inv = small_inventory(prefix, [(10, 10)])
+        tb = EmulatedTestbed(inv)
+        tb.setup([resolve("cubic")])
+        tb.teardown()
+        assert other in list_namespaces(root, prefix), "setup/teardown removed another testbed's namespace"
+        assert list_namespaces(root, prefix, nested=False) == []
+    finally:
+        clean_prefix(prefix)  # nested: what `mplab clean` does
+    assert list_namespaces(root, prefix) == []
