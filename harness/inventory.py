@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat, field_validator, model_validator
 
 from harness.config import Strict, load_yaml_model
+from harness.radio import Lte, Wifi, check_lte, check_wifi
 
 SCHEMA_VERSION = 1
 
@@ -53,12 +54,19 @@ class Meter(Strict):
     port: str | None = Field(default=None, description="serial device or pyserial URL (lab meters)")
 
 
+class Sim(Strict):
+    """The programmable SIM in a receiver's LTE modem (its keys live in the secrets file, never here)."""
+
+    imsi: Annotated[str, Field(pattern=r"^[0-9]{15}$", description="15-digit IMSI; starts with the cell's MCC+MNC")]
+
+
 class Receiver(Strict):
     """A dual-homed receiver."""
 
     name: Name
     interfaces: dict[Radio, Interface]
     meter: Meter
+    sim: Sim | None = Field(default=None, description="the LTE modem's SIM (needed when the inventory has 'lte')")
 
     @field_validator("interfaces")
     @classmethod
@@ -124,6 +132,8 @@ class Inventory(Strict):
     sender: Sender
     receivers: list[Receiver] = Field(min_length=1)
     emulation: Emulation | None = None
+    lte: Lte | None = Field(default=None, description="the lab's LTE cell: srsRAN eNodeB and Open5GS EPC")
+    wifi: Wifi | None = Field(default=None, description="the lab's WiFi access points")
 
     @model_validator(mode="after")
     def _consistent(self) -> Inventory:
@@ -143,6 +153,10 @@ class Inventory(Strict):
                 if r.meter.kind != "emulated-um25c":
                     raise ValueError(f"receiver {r.name}: meter kind {r.meter.kind!r} on the emulated testbed "
                                      "(use emulated-um25c)")
+        if self.lte is not None:
+            check_lte(self)
+        if self.wifi is not None:
+            check_wifi(self)
         return self
 
     def receiver(self, name: str) -> Receiver:
