@@ -8,6 +8,7 @@ where to look instead of "something failed".
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -74,12 +75,45 @@ def backup_path(path: str, stamp: str) -> str:
     return f"{path}{BACKUP_SUFFIX}-{stamp}"
 
 
-def push_file(host: Host, f: RenderedFile, stamp: str) -> Pushed:
-    """Write ``f`` on ``host``; keep what it replaces as a backup; skip identical files."""
+def sha256sum_argv(paths: list[str]) -> list[str]:
+    """Hash the files at ``paths`` (missing ones are reported on stderr and skipped)."""
+    return ["sha256sum", "--", *paths]
+
+
+def parse_sha256sum(text: str) -> dict[str, str]:
+    """path -> hex digest from ``sha256sum`` output."""
+    out = {}
+    for line in text.splitlines():
+        digest, _, path = line.partition("  ")
+        if path:
+            out[path] = digest
+    return out
+
+
+def push_files(host: Host, files: list[RenderedFile], stamp: str) -> list[Pushed]:
+    """Write ``files`` on ``host``, keeping backups of what they replace; identical files are left alone.
+
+    One ``sha256sum`` over every target tells which files exist and which differ, so
+    an unchanged cell costs one command per host rather than two per file.
+    """
+    res = host.run(sha256sum_argv([f.path for f in files]), check=False, timeout=30)
+    current = parse_sha256sum(res.stdout)
+    return [push_file(host, f, stamp, current.get(f.path)) for f in files]
+
+
+def push_file(host: Host, f: RenderedFile, stamp: str, current_sha256: str | None = "?") -> Pushed:
+    """Write ``f`` on ``host``; keep what it replaces as a backup; skip identical files.
+
+    Args:
+        current_sha256: digest of the file on the host, None when it does not exist,
+            "?" when unknown (then the host is asked).
+    """
     data = f.text.encode()
-    existing = host.read_file(f.path) if host.exists(f.path) else None
-    if existing == data:
+    if current_sha256 == "?":
+        current_sha256 = hashlib.sha256(host.read_file(f.path)).hexdigest() if host.exists(f.path) else None
+    if current_sha256 == hashlib.sha256(data).hexdigest():
         return Pushed(host.name, f.path, False, None)
+    existing = host.read_file(f.path) if current_sha256 is not None else None
     backup = None
     if existing is not None:
         backup = backup_path(f.path, stamp)
@@ -143,13 +177,14 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
     except MplabError as exc:
         raise LteStepError("detect Open5GS version", hosts.epc.name, str(exc)) from exc
     files = render_all(inv, version)
-    pushed = []
-    for f in files:
-        host = hosts.host(f.role)
+    pushed: list[Pushed] = []
+    for role in ("enb", "epc"):
+        host = hosts.host(role)
+        mine = [f for f in files if f.role == role]
         try:
-            pushed.append(push_file(host, f, stamp))
+            pushed += push_files(host, mine, stamp)
         except (MplabError, OSError) as exc:
-            raise LteStepError(f"push {f.path}", host.name, str(exc)) from exc
+            raise LteStepError(f"push {len(mine)} config file(s) to {role}", host.name, str(exc)) from exc
     try:
         ensure_ogstun(hosts.epc, str(lte.epc.ue_gateway), lte.epc.ue_pool.prefixlen)
     except CommandError as exc:
