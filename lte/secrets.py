@@ -38,7 +38,8 @@ class SimKeys(Strict):
 class WifiSecret(Strict):
     """The WPA2-PSK passphrase of one AP."""
 
-    passphrase: Annotated[str, Field(min_length=8, max_length=63, pattern=r"^[ -~]*$")]
+    passphrase: Annotated[str, Field(min_length=8, max_length=63, pattern=r"^[ !#-~]*$",
+                                  description="8..63 printable ASCII characters, no double quote")]
 
 
 class Secrets(Strict):

@@ -37,6 +37,20 @@ def _term(*_):
 signal.signal(signal.SIGTERM, _term)
 signal.signal(signal.SIGINT, _term)
 
+if kind in ("hostapd", "wpa_supplicant"):
+    text = open(config).read()
+    keys = dict(line.strip().split("=", 1) for line in text.splitlines()
+                if "=" in line and not line.lstrip().startswith("#"))
+    need = (("interface", "ssid", "channel", "hw_mode", "wpa_passphrase", "country_code") if kind == "hostapd"
+            else ("ctrl_interface", "ssid", "psk", "key_mgmt"))
+    for key in need:
+        if key not in keys:
+            fail(f"{config}: {key} missing")
+    print(f"[{kind}] started with ssid {keys['ssid']}", flush=True)
+    while running:
+        time.sleep(0.1)
+    sys.exit(0)
+
 if kind == "srsenb":
     cp = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
     if not cp.read(config):
