@@ -1,0 +1,173 @@
+"""`mplab lte ...`: render, up, down, status, check and logs of the lab's LTE cell.
+
+Mounted by ``mplab.cli``. Errors are ``MplabError``s (``ConfigError``: exit 2).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness.errors import ConfigError, MplabError
+from harness.inventory import Inventory, load_inventory
+from lte.checks import diagnose, run_checks
+from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
+from lte.hosts import host_for, receiver_hosts
+from lte.render import render_all
+from lte.secrets import Secrets, load_secrets
+from lte.subscribers import open_collection
+from lte.version import parse_version
+
+console = Console()
+app = typer.Typer(name="lte", no_args_is_help=True, help="The lab's LTE cell: srsRAN eNodeB + Open5GS EPC.")
+
+InventoryArg = Annotated[Path, typer.Argument(help="lab inventory with an lte section (inventory/*.yaml)")]
+SecretsOpt = Annotated[Optional[Path], typer.Option(
+    "--secrets", help="secrets file with SIM keys (mode 0600; default: lab.secrets_file of the inventory)")]
+
+
+def lte_inventory(path: Path) -> Inventory:
+    """Load ``path`` and insist on an lte section."""
+    inv = load_inventory(path)
+    if inv.lte is None:
+        raise ConfigError("this inventory has no 'lte' section: the LTE commands need a lab inventory that "
+                          "describes the eNodeB and the EPC (see inventory/lab-lte.yaml and docs/lte.md)",
+                          source=str(path))
+    return inv
+
+
+def secrets_for(inv: Inventory, inventory_path: Path, option: Path | None, required: bool = True) -> Secrets | None:
+    """The secrets file from ``--secrets`` or the inventory's ``lab.secrets_file`` (relative to the inventory)."""
+    path = option
+    lab = getattr(inv, "lab", None)
+    if path is None and lab is not None and getattr(lab, "secrets_file", None):
+        path = Path(lab.secrets_file)
+        if not path.is_absolute():
+            path = inventory_path.parent / path
+    if path is None:
+        if required:
+            raise ConfigError("no secrets file: pass --secrets FILE (YAML with SIM keys, mode 0600)",
+                              source=str(inventory_path))
+        return None
+    return load_secrets(path)
+
+
+def lte_hosts(inv: Inventory) -> LteHosts:
+    """Hosts of the eNodeB and the EPC."""
+    assert inv.lte is not None
+    return LteHosts(enb=host_for(inv, inv.lte.enb.host, inv.lte.enb.ssh),
+                    epc=host_for(inv, inv.lte.epc.host, inv.lte.epc.ssh))
+
+
+@app.command()
+def render(inventory: InventoryArg,
+           version: Annotated[str, typer.Option(help="Open5GS version whose schema to write")] = "2.7.2",
+           out: Annotated[Path, typer.Option(help="directory to write into (one subdirectory per machine)")] =
+           Path("lte-rendered")) -> None:
+    """Write every configuration file of the cell locally, for review."""
+    inv = lte_inventory(inventory)
+    for f in render_all(inv, parse_version(version, source="--version")):
+        p = out / f.role / f.path.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f.text)
+        console.print(f"{f.role:4} {f.path:40} -> {p}")
+
+
+@app.command()
+def up(inventory: InventoryArg, secrets: SecretsOpt = None,
+       no_subscribers: Annotated[bool, typer.Option(help="do not touch the subscriber database")] = False) -> None:
+    """Push configs (keeping backups), provision subscribers, restart daemons in dependency order."""
+    inv = lte_inventory(inventory)
+    sec = None if no_subscribers else secrets_for(inv, inventory, secrets)
+    epc = inv.lte.epc
+    uri = epc.provision_uri or epc.db_uri.replace("localhost", str(epc.address)).replace("127.0.0.1", str(epc.address))
+    hosts = lte_hosts(inv)
+    try:
+        rep = lte_up(inv, hosts, sec, None if no_subscribers else (lambda: open_collection(uri)))
+    finally:
+        hosts.enb.close()
+        hosts.epc.close()
+    changed = [p for p in rep.pushed if p.changed]
+    console.print(f"Open5GS {rep.version}: {len(changed)} of {len(rep.pushed)} file(s) changed"
+                  + "".join(f"\n  {p.host}:{p.path}" + (f" (was kept as {p.backup})" if p.backup else "")
+                            for p in changed))
+    if rep.subscribers:
+        s = rep.subscribers
+        console.print(f"subscribers: {len(s.inserted)} inserted, {len(s.updated)} updated, {len(s.unchanged)} unchanged")
+    console.print(f"started in order: {', '.join(rep.started)} ({rep.duration_s:.1f} s)")
+    console.print("next: `mplab lte check` once the modems have attached")
+
+
+@app.command()
+def down(inventory: InventoryArg) -> None:
+    """Stop every daemon of the cell, eNodeB first."""
+    inv = lte_inventory(inventory)
+    hosts = lte_hosts(inv)
+    try:
+        stopped = lte_down(inv, hosts)
+    finally:
+        hosts.enb.close()
+        hosts.epc.close()
+    console.print(f"stopped: {', '.join(stopped)}")
+
+
+@app.command()
+def status(inventory: InventoryArg) -> None:
+    """Which daemons of the cell are running."""
+    inv = lte_inventory(inventory)
+    hosts = lte_hosts(inv)
+    try:
+        rows = lte_status(inv, hosts)
+    finally:
+        hosts.enb.close()
+        hosts.epc.close()
+    t = Table(title=f"LTE cell of {inv.name}")
+    for col in ("daemon", "unit", "host", "state"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.what, r.unit, r.host, "[green]active[/]" if r.active else "[red]inactive[/]")
+    console.print(t)
+    if not all(r.active for r in rows):
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(inventory: InventoryArg) -> None:
+    """S1 setup, each receiver attached with a UE-pool address, and a ping through LTE."""
+    inv = lte_inventory(inventory)
+    hosts = lte_hosts(inv)
+    rx = receiver_hosts(inv)
+    try:
+        checks = run_checks(inv, hosts.epc, rx)
+    finally:
+        for h in [hosts.enb, hosts.epc, *rx.values()]:
+            h.close()
+    for c in checks:
+        console.print(f"{'[green]ok  [/]' if c.ok else '[red]FAIL[/]'} {c.name:10} {c.host:8} {c.detail}")
+    msg = diagnose(checks)
+    if msg:
+        raise MplabError(msg)
+
+
+@app.command()
+def logs(inventory: InventoryArg,
+         dest: Annotated[Optional[Path], typer.Option(help="where to put them (default lte-logs/<time>)")] = None) -> None:
+    """Collect every daemon's journal and log file."""
+    inv = lte_inventory(inventory)
+    dest = dest or Path("lte-logs") / time.strftime("%Y%m%dT%H%M%S")
+    hosts = lte_hosts(inv)
+    try:
+        files = collect_logs(inv, hosts, dest)
+    finally:
+        hosts.enb.close()
+        hosts.epc.close()
+    console.print(f"{len(files)} file(s) in {dest}")
+
+
+def register(root: typer.Typer) -> None:
+    """Mount `mplab lte ...` on the root app."""
+    root.add_typer(app, name="lte")
