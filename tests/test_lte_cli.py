@@ -38,3 +38,22 @@ def test_render_writes_the_golden_files(tmp_path):
     assert (tmp_path / "enb/etc/srsran/rr.conf").read_text() == (GOLDEN / "srsenb" / "rr.conf").read_text()
     bad = _mplab("lte", "render", str(LAB), "--version", "3.1.0", "--out", str(tmp_path))
     assert bad.returncode == 2 and "not a version mplab knows" in bad.stderr
+
+
+def test_ssh_destinations():
+    import pytest
+
+    from harness.errors import ConfigError
+    from harness.hosts import LocalHost
+    from harness.ssh import SSHHost
+    from lte.hosts import host_for, parse_destination
+    from lte_fixtures import lab_inventory
+    assert parse_destination("root@192.168.1.20") == ("root", "192.168.1.20", 22)
+    assert parse_destination("epc.lab:2222") == ("root", "epc.lab", 2222)
+    assert parse_destination("mplab@10.0.0.1:22") == ("mplab", "10.0.0.1", 22)
+    with pytest.raises(ConfigError, match="not \\[user@\\]address\\[:port\\]"):
+        parse_destination("a b")
+    inv = lab_inventory()
+    h = host_for(inv, "epc", inv.lte.epc.ssh)               # built, not connected
+    assert isinstance(h, SSHHost) and (h.user, h.address, h.port) == ("root", "192.168.1.21", 22)
+    assert isinstance(host_for(inv, "enb", None), LocalHost)
