@@ -7,7 +7,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 APT_PACKAGES := iperf3 mptcpd iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool linux-perf \
-                openssh-server openssh-client python3 python3-pip
+                openssh-server openssh-client ser2net python3 python3-pip
 
 .PHONY: setup apt python test test-unit experiment clean-testbed clean help
 
