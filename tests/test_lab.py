@@ -103,8 +103,14 @@ def test_sweep_over_ssh_has_the_namespace_records_shape(prefix, tmp_path):
     ns_records = start_campaign(_scenario("ns", retries=1), _inv(prefix), tmp_path / "runs",
                                 campaign_id="ns").records()
     # ... then the same sweep over SSH, on the same topology with sshd in every namespace.
+    secret = "5ecret-" + prefix  # a SIM key the lab knows: it must reach no file of the campaign
+    secrets = tmp_path / "secrets.yaml"
+    secrets.write_text(f'sim: {{"001010000000001": {{k: "{secret}", opc: "{secret}"}}}}\n')
+    secrets.chmod(0o600)
     with _rig(prefix) as (_, tb, rig):
-        lab = Inventory.model_validate(lab_inventory(tb, rig, ser2net={"n2": 24000 + os.getpid() % 1000}))
+        data = lab_inventory(tb, rig, ser2net={"n2": 24000 + os.getpid() % 1000})
+        data["lab"]["secrets_file"] = str(secrets)
+        lab = Inventory.model_validate(data)
         campaign = start_campaign(_scenario("ssh", retries=1), lab, tmp_path / "runs", campaign_id="ssh")
         records = campaign.records()
         left = _iperf3_left(tb)
@@ -123,6 +129,10 @@ def test_sweep_over_ssh_has_the_namespace_records_shape(prefix, tmp_path):
     assert manifest["testbed"]["kind"] == "lab"
     assert set(manifest["testbed"]["clock_offsets_s"]) >= {"snd", "n1", "n2", "n3"}
     assert left == []
+    assert any(c["name"] == "secrets file" and c["ok"] for c in manifest["preflight"])
+    for f in campaign.path.rglob("*"):
+        if f.is_file():
+            assert secret not in f.read_text(errors="replace"), f
 
 
 @pytest.mark.root
