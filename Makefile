@@ -7,7 +7,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 APT_PACKAGES := iperf3 mptcpd iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool linux-perf \
-                openssh-server openssh-client python3 python3-pip iputils-ping
+                openssh-server openssh-client ser2net python3 python3-pip iputils-ping
 
 .PHONY: setup apt python test test-unit experiment clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 

@@ -67,10 +67,9 @@ class Plmn(Strict):
 
 
 class Reach(Strict):
-    """How mplab reaches an infrastructure machine (the SSH layer builds a Host from this)."""
+    """Which machine runs it: on a lab, a name from ``lab.infra`` (whose ``ssh`` says how to reach it)."""
 
-    host: HostName = Field(description="name of the machine (also used in messages)")
-    ssh: str | None = Field(default=None, description="SSH destination, [user@]address[:port]; None = this machine")
+    host: HostName = Field(description="name of the machine (a lab.infra entry on a lab; used in messages)")
 
 
 class RfDevice(Strict):
@@ -230,6 +229,8 @@ def check_lte(inv: Inventory) -> None:
     for what, addr in addrs:
         if addr in pool:
             raise ValueError(f"lte.epc.ue_pool: {pool} contains {what} {addr}; pick a pool outside the lab's subnets")
+    _check_infra(inv, enb.host, "enb", "lte.enb.host")
+    _check_infra(inv, epc.host, "epc", "lte.epc.host")
     prefix = epc.plmn.mcc + epc.plmn.mnc
     seen: dict[str, str] = {}
     for r in inv.receivers:
@@ -248,10 +249,24 @@ def check_lte(inv: Inventory) -> None:
                              f"(not the gateway {epc.ue_gateway})")
 
 
+def _check_infra(inv: Inventory, name: str, role: str, field: str) -> None:
+    """On a lab, ``name`` must be a ``lab.infra`` machine of ``role`` (that is how mplab reaches it)."""
+    if inv.lab is None:
+        return
+    entry = next((ih for ih in inv.lab.infra if ih.name == name), None)
+    if entry is None:
+        raise ValueError(f"{field}: {name!r} is not in lab.infra (known: {[ih.name for ih in inv.lab.infra]}); "
+                         f"add it with role {role!r} and its ssh address")
+    if entry.role != role:
+        raise ValueError(f"{field}: lab.infra {name!r} has role {entry.role!r}, expected {role!r}")
+
+
 def check_wifi(inv: Inventory) -> None:
     """Cross-checks of the WiFi section against the receivers (raises ValueError)."""
     wifi = inv.wifi
     assert wifi is not None
+    for i, a in enumerate(wifi.aps):
+        _check_infra(inv, a.host, "wifi-ap", f"wifi.aps[{i}].host")
     ap = wifi.ap("receivers")
     if ap is None:
         return

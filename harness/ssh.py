@@ -12,8 +12,9 @@ guarantees:
   on the same transport); it is re-opened if it dropped.
 * **Deadlines everywhere**: on connect, on opening a channel, and on every command.
 * **Background processes really stop.** Every remote command runs as
-  ``setsid -w sh -c 'echo $$ >&2; exec "$@"' ...``: a new session whose process group
-  id the remote side reports first on stderr. ``stop()`` signals that whole group
+  ``setsid -w sh -c 'echo "mplab-pgid:$$" >&2; exec "$@"' ...``: a new session whose
+  process group id the remote side reports on stderr (after whatever the login
+  shell's rc files print). ``stop()`` signals that whole group
   (SIGINT, then SIGTERM, then SIGKILL) over a second channel and finally checks that
   nothing of the group is left. Closing an SSH channel alone would leave the
   process running on the host.
@@ -43,7 +44,7 @@ from harness.hosts import BackgroundProcess, CommandResult, Host, ProcessResult,
 log = logging.getLogger("mplab.ssh")
 
 #: Reports the new session's process-group id on stderr's first line, then becomes the command.
-_LAUNCH = 'echo "$$" >&2; exec "$@"'
+_LAUNCH = 'echo "mplab-pgid:$$" >&2; exec "$@"'
 _LAUNCH_NAME = "mplab-ssh"
 
 #: Host-key policies: "strict" refuses hosts missing from known_hosts, "accept-new" adds them.
@@ -122,14 +123,16 @@ class _RemoteProcess(BackgroundProcess):
                 break
             with self._lock:
                 buf += data
-                if is_stderr and self.pgid is None and b"\n" in buf:
-                    first, _, rest = bytes(buf).partition(b"\n")
-                    try:
-                        self.pgid = int(first)
+                if is_stderr and self.pgid is None:
+                    # Lines before the marker come from the login shell's rc files, not from us.
+                    head, marker, rest = bytes(buf).partition(b"mplab-pgid:")
+                    if marker and b"\n" in rest:
+                        pid, _, rest = rest.partition(b"\n")
+                        if head.strip():
+                            log.debug("[%s] login shell said: %s", self.host, head.decode(errors="replace").strip())
+                        self.pgid = int(pid)
                         buf[:] = rest
-                    except ValueError:
-                        pass
-                    self._pgid_event.set()
+                        self._pgid_event.set()
         if is_stderr:
             self._pgid_event.set()
 
@@ -175,7 +178,8 @@ class _RemoteProcess(BackgroundProcess):
         if self._gated:
             first, _, rest = stderr.partition("\n")
             try:
-                released_at = float(first)
+                # Map the host's clock to the orchestrator's, so releases compare across hosts.
+                released_at = float(first) - (self._host.orchestrator_offset_s or 0.0)
                 stderr = rest
             except ValueError:
                 released_at = None
@@ -253,6 +257,10 @@ class SSHHost(Host):
         self.channels_per_connection = channels_per_connection
         self._conns: list[Connection] = []
         self._sftp: paramiko.SFTPClient | None = None
+        #: This host's clock minus the orchestrator's, once measured (``LabTestbed.setup`` sets it);
+        #: gated releases are reported in the orchestrator's clock with it.
+        self.orchestrator_offset_s: float | None = None
+        self.last_offset_rtt_s: float | None = None
         self._conn_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -372,7 +380,7 @@ class SSHHost(Host):
             input: str | None = None) -> CommandResult:
         log.debug("[%s] $ %s", self.name, shlex.join(argv))
         t0 = time.monotonic()
-        proc = _RemoteProcess(self, argv, f"{self.name}:{argv[0]}", False, input, min(timeout, 10.0))
+        proc = _RemoteProcess(self, argv, f"{self.name}:{argv[0]}", False, input, min(timeout, self.connect_timeout_s))
         try:
             res = proc.wait(max(0.0, timeout - (time.monotonic() - t0)))
         except CommandTimeout:
@@ -392,7 +400,8 @@ class SSHHost(Host):
         ``keep_stdin=True`` leaves stdin open for ``send()`` (a gated process always keeps it until released).
         """
         log.debug("[%s] $ %s &%s", self.name, shlex.join(argv), " (gated)" if gated else "")
-        return _RemoteProcess(self, argv, label or f"{self.name}:{argv[0]}", gated, None, 10.0, keep_stdin)
+        return _RemoteProcess(self, argv, label or f"{self.name}:{argv[0]}", gated, None, self.connect_timeout_s,
+                              keep_stdin)
 
     def _kill_group(self, pgid: int | None, exited: threading.Event, grace_s: float) -> str:
         """SIGINT, SIGTERM, SIGKILL to ``-pgid`` until the leader exits, then SIGKILL any straggler."""

@@ -143,3 +143,33 @@ class SshdRig:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def lab_inventory(testbed, rig: SshdRig, *, name: str = "rig", ser2net: dict[str, int] | None = None,
+                  iperf3_base_port: int = 5300, connect_timeout_s: float = 3.0, command_timeout_s: float = 10.0) -> dict:
+    """A *lab* inventory (as a dict) for an emulated testbed whose namespaces run the rig's sshd.
+
+    The sender and receivers are reached over SSH at their management addresses; meters are the
+    emulated devices' ptys read as real UM25Cs, or, for receivers named in ``ser2net``
+    (name -> TCP port), served by ser2net on the receiver as ``rfc2217://``.
+    """
+    ser2net = ser2net or {}
+    inv = testbed.inventory
+    receivers = []
+    for rx in inv.receivers:
+        node = testbed.nodes[rx.name]
+        pty = str(testbed.state_dir / f"meter-{rx.name}")
+        meter = ({"kind": "um25c", "ser2net": {"device": pty, "tcp_port": ser2net[rx.name]}} if rx.name in ser2net
+                 else {"kind": "um25c", "port": pty})
+        receivers.append({
+            "name": rx.name, "ssh": {"address": rig.entries[rx.name].address}, "meter": meter,
+            "interfaces": {r: {"name": i.name, "address": i.address} for r, i in node.interfaces.items()}})
+    return {
+        "schema_version": 1, "kind": "lab", "name": name,
+        "sender": {"name": inv.sender.name, "address": str(inv.sender.address),
+                   "ssh": {"address": rig.entries[inv.sender.name].address}},
+        "receivers": receivers,
+        "lab": {"ssh_defaults": {"user": "root", "key_file": str(rig.user_key), "known_hosts": str(rig.known_hosts),
+                                 "connect_timeout_s": connect_timeout_s},
+                "command_timeout_s": command_timeout_s, "iperf3_base_port": iperf3_base_port},
+    }

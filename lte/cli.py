@@ -41,13 +41,10 @@ def lte_inventory(path: Path) -> Inventory:
 
 
 def secrets_for(inv: Inventory, inventory_path: Path, option: Path | None, required: bool = True) -> Secrets | None:
-    """The secrets file from ``--secrets`` or the inventory's ``lab.secrets_file`` (relative to the inventory)."""
+    """The secrets file from ``--secrets``, else the inventory's ``lab.secrets_file`` (as LabTestbed reads it)."""
     path = option
-    lab = getattr(inv, "lab", None)
-    if path is None and lab is not None and getattr(lab, "secrets_file", None):
-        path = Path(lab.secrets_file)
-        if not path.is_absolute():
-            path = inventory_path.parent / path
+    if path is None and inv.lab is not None and inv.lab.secrets_file:
+        path = Path(inv.lab.secrets_file)
     if path is None:
         if required:
             raise ConfigError("no secrets file: pass --secrets FILE (YAML with SIM keys, mode 0600)",
@@ -59,8 +56,8 @@ def secrets_for(inv: Inventory, inventory_path: Path, option: Path | None, requi
 def lte_hosts(inv: Inventory) -> LteHosts:
     """Hosts of the eNodeB and the EPC."""
     assert inv.lte is not None
-    return LteHosts(enb=host_for(inv, inv.lte.enb.host, inv.lte.enb.ssh),
-                    epc=host_for(inv, inv.lte.epc.host, inv.lte.epc.ssh))
+    return LteHosts(enb=host_for(inv, inv.lte.enb.host),
+                    epc=host_for(inv, inv.lte.epc.host))
 
 
 @app.command()

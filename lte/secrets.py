@@ -1,86 +1,55 @@
-"""The secrets file: SIM keys (K, OPc) per IMSI and WiFi passphrases per AP.
+"""SIM keys and WiFi passphrases from the lab's secrets file (``harness.secrets``).
 
-Kept apart from the inventory so that inventories can be shared and committed. The
-file must be readable by its owner only (mode 0600): a group- or world-readable file is
-refused, because these keys authenticate real SIM cards.
-
-Format (YAML)::
-
-    subscribers:
-      "001010000000001": {k: 465B5CE8B199B49FAA5F0A2EE238A6BC, opc: E8ED289DEBA952E4283B54E88E6183CA}
-    wifi:
-      rx-ap: {passphrase: "correct horse battery staple"}
+The file (mode 0600, named by ``lab.secrets_file`` or ``--secrets``) is loaded by
+``harness.secrets.load_secrets``; this module only picks out and checks what the LTE
+cell and the WiFi need: K and OPc per IMSI (``sim``), a passphrase per SSID
+(``wifi_psk``). Values stay ``SecretStr`` until they are written into a config file
+or the subscriber database.
 """
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
-from typing import Annotated
+import re
+from dataclasses import dataclass
 
-import yaml
-from pydantic import Field
-
-from harness.config import Strict, parse_model
 from harness.errors import ConfigError
+from harness.secrets import Secrets, load_secrets  # noqa: F401 - re-exported for lte/wifi callers
 
-Hex128 = Annotated[str, Field(pattern=r"^[0-9A-Fa-f]{32}$", description="128-bit key as 32 hex digits")]
-
-
-class SimKeys(Strict):
-    """Milenage keys of one SIM."""
-
-    k: Hex128
-    opc: Hex128
-    amf: Annotated[str, Field(pattern=r"^[0-9A-Fa-f]{4}$")] = "8000"
+_HEX128 = re.compile(r"^[0-9A-Fa-f]{32}$")
+_PSK = re.compile(r'^[ !#-~]{8,63}$')
 
 
-class WifiSecret(Strict):
-    """The WPA2-PSK passphrase of one AP."""
+@dataclass(frozen=True)
+class SimKeys:
+    """Milenage keys of one SIM, checked (32 hex digits each)."""
 
-    passphrase: Annotated[str, Field(min_length=8, max_length=63, pattern=r"^[ !#-~]*$",
-                                  description="8..63 printable ASCII characters, no double quote")]
+    k: str
+    opc: str
+    amf: str = "8000"
 
-
-class Secrets(Strict):
-    """Everything secret the lab needs."""
-
-    subscribers: dict[Annotated[str, Field(pattern=r"^[0-9]{15}$")], SimKeys] = Field(default_factory=dict)
-    wifi: dict[str, WifiSecret] = Field(default_factory=dict)
-
-    def sim(self, imsi: str, source: str = "secrets") -> SimKeys:
-        """Keys for ``imsi``; ``ConfigError`` naming the IMSI when they are missing."""
-        try:
-            return self.subscribers[imsi]
-        except KeyError:
-            raise ConfigError(f"no keys for IMSI {imsi} (add subscribers.\"{imsi}\": {{k: ..., opc: ...}})",
-                              source=source, field="subscribers") from None
-
-    def wifi_passphrase(self, ap: str, source: str = "secrets") -> str:
-        """Passphrase of AP ``ap``; ``ConfigError`` when missing."""
-        try:
-            return self.wifi[ap].passphrase
-        except KeyError:
-            raise ConfigError(f"no passphrase for AP {ap!r} (add wifi.{ap}.passphrase)", source=source,
-                              field="wifi") from None
+    def __repr__(self) -> str:  # never print keys
+        return "SimKeys(k=***, opc=***)"
 
 
-def load_secrets(path: str | Path) -> Secrets:
-    """Read the secrets file; refuse it unless only its owner can read it."""
-    p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise ConfigError("secrets file not found", source=str(p)) from None
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"mode {stat.S_IMODE(st.st_mode):04o} lets others read the SIM keys; "
-                          f"run `chmod 600 {p}`", source=str(p))
-    if st.st_uid != os.geteuid():
-        raise ConfigError(f"owned by uid {st.st_uid}, not by the user running mplab ({os.geteuid()})", source=str(p))
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML ({exc})", source=str(p)) from None
-    if not isinstance(data, dict):
-        raise ConfigError("expected a mapping at the top level", source=str(p))
-    return parse_model(Secrets, data, str(p))
+def sim_keys(secrets: Secrets, imsi: str, source: str = "secrets") -> SimKeys:
+    """K and OPc of ``imsi``; ``ConfigError`` naming the IMSI (never the value) when missing or malformed."""
+    entry = secrets.sim.get(imsi)
+    if entry is None:
+        raise ConfigError(f"no keys for IMSI {imsi} (add sim.\"{imsi}\": {{k: ..., opc: ...}})", source=source,
+                          field="sim")
+    k, opc = entry.k.get_secret_value(), entry.opc.get_secret_value()
+    for name, v in (("k", k), ("opc", opc)):
+        if not _HEX128.match(v):
+            raise ConfigError(f"{name} of IMSI {imsi} is not 32 hex digits", source=source, field=f"sim.{imsi}.{name}")
+    return SimKeys(k, opc)
+
+
+def wifi_passphrase(secrets: Secrets, ssid: str, source: str = "secrets") -> str:
+    """WPA2 passphrase of ``ssid`` (8..63 printable ASCII, no double quote)."""
+    v = secrets.wifi_psk.get(ssid)
+    if v is None:
+        raise ConfigError(f"no passphrase for SSID {ssid!r} (add wifi_psk.{ssid})", source=source, field="wifi_psk")
+    psk = v.get_secret_value()
+    if not _PSK.match(psk):
+        raise ConfigError(f"passphrase of SSID {ssid!r} must be 8..63 printable ASCII characters without '\"'",
+                          source=source, field=f"wifi_psk.{ssid}")
+    return psk

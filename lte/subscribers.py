@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from harness.errors import MplabError
 from harness.inventory import Inventory
-from lte.secrets import Secrets
+from lte.secrets import Secrets, sim_keys
 
 log = logging.getLogger("mplab.lte")
 
@@ -74,7 +74,7 @@ def inventory_documents(inv: Inventory, secrets: Secrets, source: str = "secrets
     docs = []
     for r in inv.receivers:
         assert r.sim is not None  # the inventory refuses an lte section with a SIM-less receiver
-        keys = secrets.sim(r.sim.imsi, source)
+        keys = sim_keys(secrets, r.sim.imsi, source)
         static = r.interfaces["lte"].address
         docs.append(subscriber_document(r.sim.imsi, keys.k, keys.opc, inv.lte.epc.apn, amf=keys.amf,
                                         ipv4=str(static) if static is not None else None))

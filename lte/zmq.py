@@ -24,7 +24,7 @@ from harness.hosts import BackgroundProcess, Host
 from harness.inventory import Inventory
 from harness.radio import RfDevice
 from lte.render import BANNER, RenderedFile, render_srsenb
-from lte.secrets import Secrets
+from lte.secrets import Secrets, sim_keys
 
 #: Device arguments from srsRAN 4G's ZeroMQ app note (rf_zmq_imp.c argument names).
 ENB_ZMQ_ARGS = "fail_on_disconnect=true,tx_port=tcp://*:2000,rx_port=tcp://localhost:2001,id=enb,base_srate=23.04e6"
@@ -49,7 +49,7 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
     r = inv.receiver(receiver)
     if r.sim is None:
         raise PreflightError(f"receiver {receiver} has no SIM (sim.imsi) for srsUE")
-    keys = secrets.sim(r.sim.imsi)
+    keys = sim_keys(secrets, r.sim.imsi)
     env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     # IMEI: any 15 digits; derived from the IMSI so that each receiver's UE is recognisable in the MME log.

@@ -9,6 +9,7 @@ import typer
 from rich.logging import RichHandler
 
 from harness import cli as harness_cli
+from harness import labcli
 from harness.errors import MplabError
 from lte import cli as lte_cli
 from wifi import cli as wifi_cli
@@ -16,6 +17,7 @@ from wifi import cli as wifi_cli
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
                   help="Measure the energy cost of MPTCP on dual-homed testbeds, emulated or real.")
 harness_cli.register(app)
+labcli.register(app)
 lte_cli.register(app)
 wifi_cli.register(app)
 

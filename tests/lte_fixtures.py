@@ -29,8 +29,8 @@ def lab_inventory(**edits) -> Inventory:
 
 def write_secrets(path: Path, mode: int = 0o600) -> Path:
     """A secrets file with keys for the lab's three SIMs and passphrases for both APs."""
-    data = {"subscribers": {imsi: {"k": k, "opc": opc} for imsi, (k, opc) in KEYS.items()},
-            "wifi": {"rx-ap": {"passphrase": "mplab receivers 1"}, "snd-ap": {"passphrase": "mplab sender 22"}}}
+    data = {"sim": {imsi: {"k": k, "opc": opc} for imsi, (k, opc) in KEYS.items()},
+            "wifi_psk": {"mplab-rx": "mplab receivers 1", "mplab-snd": "mplab sender 22"}}
     path.write_text(yaml.safe_dump(data))
     path.chmod(mode)
     return path

@@ -19,9 +19,13 @@ def test_inventory_without_lte_is_a_usage_error():
         assert f"inventory/emulated.yaml: this inventory has no '{section}' section" in res.stderr
 
 
-def test_lte_up_without_secrets_is_a_usage_error():
-    res = _mplab("lte", "up", str(LAB))
-    assert res.returncode == 2 and "no secrets file: pass --secrets FILE" in res.stderr
+def test_lte_up_without_secrets_is_a_usage_error(tmp_path):
+    res = _mplab("lte", "up", str(LAB), "--secrets", str(tmp_path / "none.yaml"))
+    assert res.returncode == 2 and "none.yaml: secrets file not found" in res.stderr
+    (tmp_path / "open.yaml").write_text("sim: {}\n")
+    (tmp_path / "open.yaml").chmod(0o644)
+    res = _mplab("lte", "up", str(LAB), "--secrets", str(tmp_path / "open.yaml"))
+    assert res.returncode == 2 and "chmod 600" in res.stderr
 
 
 def test_make_targets_need_an_inventory():
@@ -40,20 +44,16 @@ def test_render_writes_the_golden_files(tmp_path):
     assert bad.returncode == 2 and "not a version mplab knows" in bad.stderr
 
 
-def test_ssh_destinations():
-    import pytest
-
-    from harness.errors import ConfigError
+def test_hosts_come_from_lab_infra_and_receivers_ssh():
     from harness.hosts import LocalHost
+    from harness.inventory import Inventory
     from harness.ssh import SSHHost
-    from lte.hosts import host_for, parse_destination
-    from lte_fixtures import lab_inventory
-    assert parse_destination("root@192.168.1.20") == ("root", "192.168.1.20", 22)
-    assert parse_destination("epc.lab:2222") == ("root", "epc.lab", 2222)
-    assert parse_destination("mplab@10.0.0.1:22") == ("mplab", "10.0.0.1", 22)
-    with pytest.raises(ConfigError, match="not \\[user@\\]address\\[:port\\]"):
-        parse_destination("a b")
+    from lte.hosts import host_for, receiver_hosts
+    from lte_fixtures import lab_data, lab_inventory
     inv = lab_inventory()
-    h = host_for(inv, "epc", inv.lte.epc.ssh)               # built, not connected
+    h = host_for(inv, "epc")                                  # built, not connected
     assert isinstance(h, SSHHost) and (h.user, h.address, h.port) == ("root", "192.168.1.21", 22)
-    assert isinstance(host_for(inv, "enb", None), LocalHost)
+    assert receiver_hosts(inv)["n2"].address == "192.168.1.12"
+    d = lab_data()
+    d["lab"]["infra"][0].pop("ssh")                           # an eNB box without SSH: this machine
+    assert isinstance(host_for(Inventory.model_validate(d), "enb"), LocalHost)

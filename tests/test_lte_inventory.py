@@ -51,6 +51,9 @@ def test_band7_arithmetic_matches_reference_table():
     (lambda d: d["wifi"]["aps"][1].update(channel=36), "share channel 36"),
     (lambda d: d["wifi"]["aps"][0].update(channel=14), "channel 14 is not a 5 GHz channel"),
     (lambda d: d["receivers"][0]["interfaces"]["wifi"].update(address="192.168.11.5"), "outside AP rx-ap's subnet"),
+    (lambda d: d["lte"]["epc"].update(host="core"), r"lte.epc.host: 'core' is not in lab.infra"),
+    (lambda d: d["lte"]["enb"].update(host="epc"), "lab.infra 'epc' has role 'epc', expected 'enb'"),
+    (lambda d: d["wifi"]["aps"][0].update(host="nowhere"), r"wifi.aps\[0\].host: 'nowhere' is not in lab.infra"),
 ])
 def test_refused_inventories(tmp_path, edit, match):
     data = lab_data()

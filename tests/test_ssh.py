@@ -15,7 +15,7 @@ from harness.sshrig import SshdRig
 
 def test_remote_command_is_one_quoted_line():
     cmd = remote_command(["echo", "a b", "$HOME;rm"])
-    assert cmd == "setsid -w sh -c 'echo \"$$\" >&2; exec \"$@\"' mplab-ssh echo 'a b' '$HOME;rm'"
+    assert cmd == "setsid -w sh -c 'echo \"mplab-pgid:$$\" >&2; exec \"$@\"' mplab-ssh echo 'a b' '$HOME;rm'"
     assert "read -r" in remote_command(["true"], gated=True)
 
 

@@ -64,9 +64,9 @@ def test_supplicant_configs(secrets):
 
 def test_missing_passphrase_is_a_config_error(tmp_path):
     p = tmp_path / "s.yaml"
-    p.write_text("wifi: {}\n")
+    p.write_text("wifi_psk: {}\n")
     p.chmod(0o600)
-    with pytest.raises(ConfigError, match="no passphrase for AP 'rx-ap'"):
+    with pytest.raises(ConfigError, match="no passphrase for SSID .mplab-rx."):
         render_hostapd(lab_inventory(), load_secrets(p))
 
 

@@ -49,7 +49,7 @@ def up(inventory: InventoryArg, secrets: SecretsOpt = None) -> None:
     """Configure and restart hostapd on each AP, then wpa_supplicant on each receiver; check association."""
     inv = wifi_inventory(inventory)
     sec = secrets_for(inv, inventory, secrets)
-    hosts = {ap.host: host_for(inv, ap.host, ap.ssh) for ap in inv.wifi.aps}
+    hosts = {ap.host: host_for(inv, ap.host) for ap in inv.wifi.aps}
     hosts |= receiver_hosts(inv)
     try:
         rep = wifi_up(inv, hosts, sec)

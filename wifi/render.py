@@ -10,7 +10,7 @@ import jinja2
 
 from harness.inventory import Inventory
 from harness.radio import AccessPoint
-from lte.secrets import Secrets
+from lte.secrets import Secrets, wifi_passphrase
 
 BANNER = "Written by mplab from the inventory; edits are overwritten by `mplab wifi up` (a backup is kept)."
 
@@ -46,7 +46,7 @@ def render_hostapd(inv: Inventory, secrets: Secrets, source: str = "secrets") ->
     for ap in inv.wifi.aps:
         text = env.get_template("hostapd.conf.j2").render(
             banner=BANNER, inventory_name=inv.name, ap=ap, hw_mode="g" if ap.band == "2.4" else "a",
-            freq_mhz=channel_freq_mhz(ap.band, ap.channel), passphrase=secrets.wifi_passphrase(ap.name, source))
+            freq_mhz=channel_freq_mhz(ap.band, ap.channel), passphrase=wifi_passphrase(secrets, ap.ssid, source))
         out.append(WifiFile(ap.host, ap.config_path, text, ap.unit))
     return out
 
@@ -63,7 +63,7 @@ def render_supplicants(inv: Inventory, secrets: Secrets, source: str = "secrets"
     if ap is None:
         return []
     env = _env()
-    passphrase = secrets.wifi_passphrase(ap.name, source)
+    passphrase = wifi_passphrase(secrets, ap.ssid, source)
     out = []
     for r in inv.receivers:
         ifname = r.interfaces["wifi"].name
