@@ -120,8 +120,8 @@ class Epc(Reach):
         default=None, description="pin the Open5GS version (else detected with `open5gs-mmed -v`)")
     db_uri: str = Field(default="mongodb://localhost/open5gs", description="MongoDB URI the daemons use")
     provision_uri: str | None = Field(
-        default=None, description="MongoDB URI mplab provisions subscribers through (default: db_uri on the "
-                                  "EPC's address)")
+        default=None, description="MongoDB URI mplab provisions subscribers through (default: db_uri, "
+                                  "through an SSH tunnel to the EPC)")
     network_name: str = "mplab"
     config_dir: Path_ = "/etc/open5gs"
     log_dir: Path_ = "/var/log/open5gs"

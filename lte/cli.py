@@ -4,7 +4,9 @@ Mounted by ``mplab.cli``. Errors are ``MplabError``s (``ConfigError``: exit 2).
 """
 from __future__ import annotations
 
+import re
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.errors import ConfigError, MplabError
+from harness.hosts import Host
 from harness.inventory import Inventory, load_inventory
 from lte.checks import diagnose, run_checks
 from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
@@ -20,6 +23,7 @@ from lte.hosts import host_for, receiver_hosts
 from lte.render import render_all
 from lte.secrets import Secrets, load_secrets
 from lte.subscribers import open_collection
+from lte.tunnel import LocalForward
 from lte.version import parse_version
 
 console = Console()
@@ -60,6 +64,29 @@ def lte_hosts(inv: Inventory) -> LteHosts:
                     epc=host_for(inv, inv.lte.epc.host))
 
 
+def provision_uri(inv: Inventory, epc: Host, stack: ExitStack) -> str:
+    """Where mplab writes subscribers: ``lte.epc.provision_uri``, else the daemons' ``db_uri`` through an SSH
+    tunnel to the EPC when it is an SSH host (MongoDB listens on the EPC's loopback by default)."""
+    epc_cfg = inv.lte.epc
+    if epc_cfg.provision_uri:
+        return epc_cfg.provision_uri
+    if not hasattr(epc, "connect"):                  # this machine or a namespace: the URI works as is
+        return epc_cfg.db_uri
+    host, port, db = parse_mongo_uri(epc_cfg.db_uri)
+    fwd = stack.enter_context(LocalForward(epc, (host, port)))
+    return f"mongodb://127.0.0.1:{fwd.port}/{db}?directConnection=true"
+
+
+def parse_mongo_uri(uri: str) -> tuple[str, int, str]:
+    """(host, port, database) of a single-host ``mongodb://host[:port]/db`` URI."""
+    m = re.match(r"^mongodb://(?:[^@/]*@)?([^:/,?]+)(?::(\d+))?/([^?]*)", uri)
+    if not m:
+        raise ConfigError(f"lte.epc.db_uri {uri!r}: expected mongodb://host[:port]/database; set "
+                          "lte.epc.provision_uri to reach it directly")
+    host = "127.0.0.1" if m.group(1) == "localhost" else m.group(1)
+    return host, int(m.group(2) or 27017), m.group(3) or "open5gs"
+
+
 @app.command()
 def render(inventory: InventoryArg,
            version: Annotated[str, typer.Option(help="Open5GS version whose schema to write")] = "2.7.2",
@@ -80,14 +107,15 @@ def up(inventory: InventoryArg, secrets: SecretsOpt = None,
     """Push configs (keeping backups), provision subscribers, restart daemons in dependency order."""
     inv = lte_inventory(inventory)
     sec = None if no_subscribers else secrets_for(inv, inventory, secrets)
-    epc = inv.lte.epc
-    uri = epc.provision_uri or epc.db_uri.replace("localhost", str(epc.address)).replace("127.0.0.1", str(epc.address))
     hosts = lte_hosts(inv)
-    try:
-        rep = lte_up(inv, hosts, sec, None if no_subscribers else (lambda: open_collection(uri)))
-    finally:
-        hosts.enb.close()
-        hosts.epc.close()
+    with ExitStack() as stack:
+        stack.callback(hosts.epc.close)
+        stack.callback(hosts.enb.close)
+        collection = None
+        if not no_subscribers:
+            uri = provision_uri(inv, hosts.epc, stack)
+            collection = lambda: open_collection(uri)  # noqa: E731
+        rep = lte_up(inv, hosts, sec, collection)
     changed = [p for p in rep.pushed if p.changed]
     console.print(f"Open5GS {rep.version}: {len(changed)} of {len(rep.pushed)} file(s) changed"
                   + "".join(f"\n  {p.host}:{p.path}" + (f" (was kept as {p.backup})" if p.backup else "")

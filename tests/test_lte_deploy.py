@@ -23,7 +23,7 @@ from lte.secrets import load_secrets
 from lte.services import START_ORDER, Systemd
 from lte_fixtures import lab_data, write_secrets
 
-pytestmark = pytest.mark.root
+
 
 DAEMON_KIND = {"open5gs-hssd": "hss", "open5gs-pcrfd": "pcrf", "open5gs-sgwud": "sgwu", "open5gs-upfd": "upf",
                "open5gs-sgwcd": "sgwc", "open5gs-smfd": "smf", "open5gs-mmed": "mme"}
@@ -99,6 +99,7 @@ def rig_factory(prefix):
         r.close()
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("kind", ["netns", "ssh"])
 def test_up_status_logs_down(kind, s1, tmp_path, rig_factory):
     inv = _inventory(tmp_path)
@@ -151,6 +152,7 @@ def test_up_status_logs_down(kind, s1, tmp_path, rig_factory):
     hosts.epc.close()
 
 
+@pytest.mark.root
 def test_failed_daemon_names_step_host_and_log(s1, tmp_path):
     # The MME is told to serve S1 on an address its host does not have: it cannot bind and exits.
     inv = _inventory(tmp_path, epc_address="192.168.30.9")
@@ -168,6 +170,7 @@ def test_failed_daemon_names_step_host_and_log(s1, tmp_path):
         lte_down(inv, hosts)
 
 
+@pytest.mark.root
 def test_version_detected_from_the_epc_host(s1, tmp_path, monkeypatch):
     # A stand-in open5gs-mmed that only answers -v, first on PATH.
     inv = _inventory(tmp_path, version=None)
@@ -186,3 +189,53 @@ def test_version_detected_from_the_epc_host(s1, tmp_path, monkeypatch):
         assert check_s1(inv, hosts.epc).ok
     finally:
         lte_down(inv, hosts)
+
+
+@pytest.mark.root
+def test_provisioning_tunnel_through_ssh(s1, rig_factory, tmp_path):
+    """MongoDB listens on the EPC's loopback: `lte up` reaches it through the EPC's SSH connection.
+
+    A TCP echo server on 127.0.0.1:27017 inside the EPC namespace stands in for mongod (none can be
+    installed here); what is tested is the forward: bytes go through sshd's direct-tcpip channel.
+    """
+    import socket
+    from contextlib import ExitStack
+
+    from lte.cli import parse_mongo_uri, provision_uri
+    rig = rig_factory()
+    rig.add("epc", s1["epc"])
+    epc = rig.ssh_host("epc")
+    echo = NamespaceHost("epc", s1["epc"]).start(
+        [__import__("sys").executable, "-c",
+         "import socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
+         "s.bind(('127.0.0.1',27017));s.listen()\nwhile True:\n c,_=s.accept();c.sendall(c.recv(100).upper());c.close()"],
+        label="echo")
+    inv = _inventory(tmp_path)
+    try:
+        with ExitStack() as stack:
+            uri = provision_uri(inv, epc, stack)
+            host, port, db = parse_mongo_uri(uri)
+            assert (host, db) == ("127.0.0.1", "open5gs") and "directConnection=true" in uri
+            reply = b""
+            for _ in range(50):                 # the echo server may still be starting
+                with socket.create_connection((host, port), timeout=5) as c:
+                    c.sendall(b"hello mongod")
+                    reply = c.recv(100)
+                if reply:
+                    break
+                __import__("time").sleep(0.1)
+            assert reply == b"HELLO MONGOD"
+        # A namespace EPC needs no tunnel: the daemons' URI is used as is.
+        assert provision_uri(inv, NamespaceHost("epc", s1["epc"]), ExitStack()) == "mongodb://localhost/open5gs"
+    finally:
+        echo.stop()
+        epc.close()
+
+
+def test_mongo_uri_parsing():
+    from harness.errors import ConfigError
+    from lte.cli import parse_mongo_uri
+    assert parse_mongo_uri("mongodb://localhost/open5gs") == ("127.0.0.1", 27017, "open5gs")
+    assert parse_mongo_uri("mongodb://u:p@10.0.0.5:27018/db5") == ("10.0.0.5", 27018, "db5")
+    with pytest.raises(ConfigError, match="provision_uri"):
+        parse_mongo_uri("mongodb+srv://cluster.example/x")
