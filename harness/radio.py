@@ -226,6 +226,18 @@ def check_lte(inv: Inventory) -> None:
         wifi = r.interfaces.get("wifi")
         if wifi is not None and wifi.address is not None:
             addrs.append((f"receiver {r.name}'s wifi address", wifi.address))
+    # Management (SSH) addresses of every lab machine, when given as IP literals.
+    ssh_targets = [(f"sender {inv.sender.name}", inv.sender.ssh)] + [(f"receiver {r.name}", r.ssh)
+                                                                      for r in inv.receivers]
+    if inv.lab is not None:
+        ssh_targets += [(f"lab.infra {ih.name}", ih.ssh) for ih in inv.lab.infra]
+    for what, target in ssh_targets:
+        if target is None:
+            continue
+        try:
+            addrs.append((f"{what}'s SSH address", ipaddress.IPv4Address(target.address)))
+        except ValueError:
+            pass  # a DNS name: nothing to compare
     for what, addr in addrs:
         if addr in pool:
             raise ValueError(f"lte.epc.ue_pool: {pool} contains {what} {addr}; pick a pool outside the lab's subnets")

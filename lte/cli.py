@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.errors import ConfigError, MplabError
-from harness.hosts import Host
+from harness.hosts import Host, LocalHost
 from harness.inventory import Inventory, load_inventory
 from lte.checks import diagnose, run_checks
 from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
@@ -191,6 +191,39 @@ def logs(inventory: InventoryArg,
         hosts.enb.close()
         hosts.epc.close()
     console.print(f"{len(files)} file(s) in {dest}")
+
+
+@app.command()
+def zmq(inventory: InventoryArg,
+        receiver: Annotated[str, typer.Option(help="the receiver whose SIM srsUE uses")],
+        secrets: SecretsOpt = None,
+        netns: Annotated[str, typer.Option(help="namespace srsUE runs in (created and removed by mplab)")] =
+        "mplab-zmq-ue",
+        config_dir: Annotated[Path, typer.Option(help="where the ZMQ configs are written")] = Path("/tmp/mplab-zmq"),
+        ) -> None:
+    """All-software cell on this machine: srsenb over ZeroMQ + one srsUE in a namespace (needs srsRAN 4G and
+    a running Open5GS EPC here). Holds the cell until Ctrl-C, then stops UE before eNB."""
+    from lte.zmq import ZmqCell, check as zmq_check, render_zmq
+
+    inv = lte_inventory(inventory)
+    here = LocalHost("here")
+    zmq_check(here)                                   # a clear PreflightError when srsRAN is missing
+    sec = secrets_for(inv, inventory, secrets)
+    config_dir.mkdir(parents=True, exist_ok=True)
+    files = render_zmq(inv, receiver, sec, str(config_dir), netns)
+    created = here.run(["ip", "netns", "add", netns], check=False).returncode == 0
+    cell = ZmqCell(here, netns)
+    try:
+        addr = cell.start(files, inv.lte.epc.ue_pool)
+        console.print(f"srsUE ({receiver}) attached with {addr} in namespace {netns}; Ctrl-C stops the cell")
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cell.stop()
+        if created:
+            here.run(["ip", "netns", "del", netns], check=False)
 
 
 def register(root: typer.Typer) -> None:

@@ -57,3 +57,13 @@ def test_hosts_come_from_lab_infra_and_receivers_ssh():
     d = lab_data()
     d["lab"]["infra"][0].pop("ssh")                           # an eNB box without SSH: this machine
     assert isinstance(host_for(Inventory.model_validate(d), "enb"), LocalHost)
+
+
+def test_zmq_command_without_srsran_says_why():
+    import shutil
+    if shutil.which("srsenb") and shutil.which("srsue"):
+        import pytest
+        pytest.skip("srsRAN is installed here")
+    res = _mplab("lte", "zmq", str(LAB), "--receiver", "n1")
+    assert res.returncode == 1
+    assert "needs srsRAN 4G, but srsenb, srsue is not installed" in res.stderr

@@ -44,6 +44,7 @@ def test_band7_arithmetic_matches_reference_table():
     (lambda d: d["lte"]["epc"].update(ue_pool="192.168.10.0/25"), "overlaps wifi AP rx-ap subnet 192.168.10.0/24"),
     (lambda d: d["lte"]["epc"].update(ue_pool="192.168.0.0/16"), "overlaps lte.lab_subnets"),
     (lambda d: d["lte"]["epc"].update(ue_pool="192.168.30.0/24"), "contains the eNB address 192.168.30.2"),
+    (lambda d: d["lab"]["infra"][1]["ssh"].update(address="10.45.7.7"), "contains lab.infra epc's SSH address"),
     (lambda d: d["receivers"][1].pop("sim"), "receiver n2 has no IMSI"),
     (lambda d: d["receivers"][0]["sim"].update(imsi="999700000000001"), "does not start with the PLMN 00101"),
     (lambda d: d["receivers"][2]["sim"].update(imsi="001010000000001"), "share IMSI"),
