@@ -97,9 +97,10 @@ class _RemoteProcess(BackgroundProcess):
         self._result: ProcessResult | None = None
         self._stopped = False
         self._lock = threading.Lock()
+        command = remote_command(argv, gated, gated and host.has_bash5())
         self._chan = host._open_channel(open_timeout_s)
         try:
-            self._chan.exec_command(remote_command(argv, gated, gated and host.has_bash5()))
+            self._chan.exec_command(command)
         except (paramiko.SSHException, OSError) as exc:
             self._chan.close()
             raise HostUnreachable(f"[{host.name}] cannot start {shlex.join(argv)}: {exc}") from None
