@@ -96,6 +96,7 @@ class _RemoteProcess(BackgroundProcess):
         self.pgid: int | None = None
         self._result: ProcessResult | None = None
         self._stopped = False
+        self._eof_pending = False
         self._lock = threading.Lock()
         command = remote_command(argv, gated, gated and host.has_bash5())
         self._chan = host._open_channel(open_timeout_s)
@@ -154,6 +155,12 @@ class _RemoteProcess(BackgroundProcess):
             t.join(max(0.0, deadline - time.monotonic()))
 
     def poll(self) -> int | None:
+        if self._eof_pending:
+            self._eof_pending = False
+            try:
+                self._chan.shutdown_write()
+            except (OSError, EOFError, paramiko.SSHException):
+                pass
         if self._result is not None:
             return self._result.returncode
         if self._chan.exit_status_ready():
@@ -173,9 +180,9 @@ class _RemoteProcess(BackgroundProcess):
         if not self._gated:
             raise RuntimeError(f"{self.label}: not a gated process")
         self._chan.sendall(b"\n")
-        t = time.time()
-        self._chan.shutdown_write()
-        return t
+        # EOF on stdin is sent on the next poll: one packet per release keeps the release loop short.
+        self._eof_pending = True
+        return time.time()
 
     def _finish(self, returncode: int | None, note: str = "") -> ProcessResult:
         if self._result is not None:
