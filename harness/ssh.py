@@ -39,7 +39,7 @@ import paramiko
 from fabric import Config, Connection
 
 from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable
-from harness.hosts import BackgroundProcess, CommandResult, Host, ProcessResult, gated_argv
+from harness.hosts import GATE_NAME, BackgroundProcess, CommandResult, Host, ProcessResult, gated_argv
 
 log = logging.getLogger("mplab.ssh")
 
@@ -51,9 +51,18 @@ _LAUNCH_NAME = "mplab-ssh"
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
 
-def remote_command(argv: Sequence[str], gated: bool = False) -> str:
+#: The gate of ``harness.hosts.GATE_SCRIPT`` stamped with bash's ``$EPOCHREALTIME`` (bash >= 5), a
+#: builtin: forking ``date`` on release costs a few ms per receiver on a small board, all of it skew.
+#: Hosts without bash 5 get the POSIX gate.
+BASH_GATE_SCRIPT = 'IFS= read -r _ || exit 97; printf "%s\n" "${EPOCHREALTIME/,/.}" >&2; exec "$@"'
+
+
+def remote_command(argv: Sequence[str], gated: bool = False, bash_gate: bool = False) -> str:
     """The exact command line sent to the remote host for ``argv``."""
-    inner = gated_argv(argv) if gated else list(argv)
+    if gated and bash_gate:
+        inner = ["bash", "-c", BASH_GATE_SCRIPT, GATE_NAME, *argv]
+    else:
+        inner = gated_argv(argv) if gated else list(argv)
     return shlex.join(["setsid", "-w", "sh", "-c", _LAUNCH, _LAUNCH_NAME, *inner])
 
 
@@ -76,7 +85,8 @@ class _RemoteProcess(BackgroundProcess):
     """A command on an SSH host, in its own remote session; output drained by two reader threads."""
 
     def __init__(self, host: SSHHost, argv: Sequence[str], label: str, gated: bool,
-                 input: str | None, open_timeout_s: float, keep_stdin: bool = False) -> None:
+                 input: str | None, open_timeout_s: float, keep_stdin: bool = False,
+                 start_timeout_s: float = 30.0) -> None:
         super().__init__(host.name, argv, label)
         self._host = host
         self._gated = gated
@@ -86,10 +96,12 @@ class _RemoteProcess(BackgroundProcess):
         self.pgid: int | None = None
         self._result: ProcessResult | None = None
         self._stopped = False
+        self._eof_pending = False
         self._lock = threading.Lock()
+        command = remote_command(argv, gated, gated and host.has_bash5())
         self._chan = host._open_channel(open_timeout_s)
         try:
-            self._chan.exec_command(remote_command(argv, gated))
+            self._chan.exec_command(command)
         except (paramiko.SSHException, OSError) as exc:
             self._chan.close()
             raise HostUnreachable(f"[{host.name}] cannot start {shlex.join(argv)}: {exc}") from None
@@ -102,11 +114,12 @@ class _RemoteProcess(BackgroundProcess):
             self._chan.sendall(input.encode())
         if not gated and not keep_stdin:
             self._chan.shutdown_write()  # EOF on stdin, as with stdin=DEVNULL locally
-        # The process group id arrives first; without it we could not stop the process.
-        if not self._pgid_event.wait(open_timeout_s):
+        # The process group id arrives first; without it we could not stop the process. The
+        # deadline is generous: sshd forks and the login shell reads its rc files first.
+        if not self._pgid_event.wait(start_timeout_s):
             self._chan.close()
-            raise HostUnreachable(f"[{host.name}] {shlex.join(argv)}: no process id within {open_timeout_s:.1f} s "
-                                  "(is util-linux `setsid` installed on the host?)")
+            raise HostUnreachable(f"[{host.name}] {shlex.join(argv)}: no process id within {start_timeout_s:.1f} s "
+                                  "(is util-linux `setsid` installed on the host? is it overloaded?)")
         if self.pgid is None:
             self._finish_readers(1.0)
             err = self._err.decode(errors="replace")
@@ -142,6 +155,12 @@ class _RemoteProcess(BackgroundProcess):
             t.join(max(0.0, deadline - time.monotonic()))
 
     def poll(self) -> int | None:
+        if self._eof_pending:
+            self._eof_pending = False
+            try:
+                self._chan.shutdown_write()
+            except (OSError, EOFError, paramiko.SSHException):
+                pass
         if self._result is not None:
             return self._result.returncode
         if self._chan.exit_status_ready():
@@ -161,9 +180,9 @@ class _RemoteProcess(BackgroundProcess):
         if not self._gated:
             raise RuntimeError(f"{self.label}: not a gated process")
         self._chan.sendall(b"\n")
-        t = time.time()
-        self._chan.shutdown_write()
-        return t
+        # EOF on stdin is sent on the next poll: one packet per release keeps the release loop short.
+        self._eof_pending = True
+        return time.time()
 
     def _finish(self, returncode: int | None, note: str = "") -> ProcessResult:
         if self._result is not None:
@@ -261,6 +280,7 @@ class SSHHost(Host):
         #: gated releases are reported in the orchestrator's clock with it.
         self.orchestrator_offset_s: float | None = None
         self.last_offset_rtt_s: float | None = None
+        self._bash5: bool | None = None
         self._conn_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -340,6 +360,11 @@ class SSHHost(Host):
                                   f"{self.connect_timeout_s:.0f} s: {reason}") from None
         assert conn.transport is not None
         conn.transport.set_keepalive(5)
+        # Many small request/reply exchanges (channel open, exec, pid, exit): without TCP_NODELAY,
+        # Nagle meets the peer's delayed ACK and each channel open costs ~40 ms.
+        sock = conn.transport.sock
+        if isinstance(sock, socket.socket):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
     def _open_channel(self, timeout_s: float) -> paramiko.Channel:
@@ -374,13 +399,21 @@ class SSHHost(Host):
         with self._conn_lock:
             self._drop()
 
+    def has_bash5(self) -> bool:
+        """Whether the host's bash has ``$EPOCHREALTIME`` (probed once, for the gate)."""
+        if self._bash5 is None:
+            res = self.run(["bash", "-c", 'test -n "$EPOCHREALTIME"'], check=False, timeout=10.0)
+            self._bash5 = res.returncode == 0
+        return self._bash5
+
     # ------------------------------------------------------------ commands
 
     def run(self, argv: Sequence[str], *, timeout: float = 30.0, check: bool = True,
             input: str | None = None) -> CommandResult:
         log.debug("[%s] $ %s", self.name, shlex.join(argv))
         t0 = time.monotonic()
-        proc = _RemoteProcess(self, argv, f"{self.name}:{argv[0]}", False, input, min(timeout, self.connect_timeout_s))
+        proc = _RemoteProcess(self, argv, f"{self.name}:{argv[0]}", False, input, min(timeout, self.connect_timeout_s),
+                              start_timeout_s=timeout)
         try:
             res = proc.wait(max(0.0, timeout - (time.monotonic() - t0)))
         except CommandTimeout:

@@ -40,7 +40,13 @@ StrictModes no
 PidFile none
 UseDNS no
 Subsystem sftp internal-sftp
-"""
+{extra}"""
+
+#: This machine's root ~/.bashrc may be heavy (here: pyenv init, ~110 ms), and bash sources it for
+#: every command sshd runs. Lab boards' shells start in a few ms; SHLVL=1 makes bash consider itself
+#: nested and skip ~/.bashrc, so the rig measures mplab rather than this machine's dot files.
+#: ``SshdRig(prefix, skip_rc=False)`` keeps the rc files (bench/skew.py --login-rc).
+SKIP_RC = "SetEnv SHLVL=1\n"
 
 
 @dataclass
@@ -60,7 +66,7 @@ def _subnet(prefix: str) -> tuple[int, int]:
 class SshdRig:
     """sshd in namespaces, a user key, and a known_hosts file listing every server."""
 
-    def __init__(self, prefix: str, root: Host | None = None) -> None:
+    def __init__(self, prefix: str, root: Host | None = None, skip_rc: bool = True) -> None:
         if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
             raise PreflightError("sshd not found: apt install openssh-server")
         self.prefix = prefix
@@ -73,6 +79,7 @@ class SshdRig:
         self.root.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{prefix}user", "-f", str(self.user_key)])
         self.authorized_keys.write_text((self.dir / "id_ed25519.pub").read_text())
         self.entries: dict[str, RigEntry] = {}
+        self.skip_rc = skip_rc
         self._net = _subnet(prefix)
         # sshd's privilege-separation directory; a standard path, created only if missing.
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
@@ -94,7 +101,8 @@ class SshdRig:
         host_key = self.dir / f"host_{name}"
         r.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{self.prefix}{name}", "-f", str(host_key)])
         cfg = self.dir / f"sshd_{name}.conf"
-        cfg.write_text(SSHD_CONFIG.format(address=ns_addr, host_key=host_key, authorized_keys=self.authorized_keys))
+        cfg.write_text(SSHD_CONFIG.format(address=ns_addr, host_key=host_key, authorized_keys=self.authorized_keys,
+                                          extra=SKIP_RC if self.skip_rc else ""))
         proc = nsh.start(["/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)], label=f"sshd:{name}")
         entry = RigEntry(netns, ns_addr, veth, host_key, proc)
         self.entries[name] = entry

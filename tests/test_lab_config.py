@@ -110,3 +110,42 @@ def test_lab_inventory_rejects_emulated_fields():
     data["receivers"][0]["interfaces"]["wifi"]["channel"] = {"rate_mbit": 10, "buffer_ms": 10}
     with pytest.raises(Exception, match="channels are emulated only"):
         Inventory.model_validate(data)
+
+
+def _mplab(*args: str):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "mplab", *args], capture_output=True, text=True, cwd=REPO,
+                          env={"COLUMNS": "200", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, timeout=120)
+
+
+@pytest.mark.root
+def test_preflight_command_on_the_emulated_testbed():
+    res = _mplab("preflight", "--inventory", "inventory/emulated.yaml", "--cc", "cubic")
+    assert res.returncode == 0, res.stderr
+    assert "kernel MPTCP" in res.stdout and "MPTCP enabled" in res.stdout and "PASS" in res.stdout
+
+
+def test_preflight_command_fails_with_fixes_on_an_unreachable_lab(tmp_path):
+    key = tmp_path / "k"
+    key.write_text("not a key")
+    (tmp_path / "kh").write_text("")
+    text = (REPO / "inventory" / "lab.example.yaml").read_text()
+    # Every machine on a port of this host where nothing listens: refused at once, nothing else is contacted.
+    import re
+    text = re.sub(r"address: 192\.168\.100\.\d+", "address: 127.0.0.1", text)
+    text = text.replace("~/.ssh/mplab_lab", str(key)).replace("inventory/lab.known_hosts", str(tmp_path / "kh"))
+    text = text.replace("port: 22\n", "port: 1\n").replace("secrets_file: ~/.config/mplab/lab-secrets.yaml",
+                                                           f"secrets_file: {tmp_path / 'nope.yaml'}")
+    inv = tmp_path / "lab.yaml"
+    inv.write_text(text)
+    res = _mplab("preflight", "--inventory", str(inv), "--group", "ap2-cell")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "essential check(s) failed" in res.stderr
+    for rx in ("rx6", "rx7", "rx8", "rx9"):
+        assert rx in res.stdout
+    assert "rx1 " not in res.stdout  # not in the group
+    assert "FAIL" in res.stdout and "cannot connect" in res.stdout and "check that the machine is up" in res.stdout
+    assert "secrets file not found" in res.stdout
+    res = _mplab("preflight", "--inventory", str(inv), "--group", "nope")
+    assert res.returncode == 2 and "no group 'nope'" in res.stderr

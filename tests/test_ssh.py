@@ -177,3 +177,8 @@ def test_host_that_stops_answering(rig, host):
     with pytest.raises((HostUnreachable, CommandTimeout)):
         host.run(["true"], timeout=2.0)
     ns.run(["ip", "link", "set", "mgmt0", "up"])
+
+
+def test_bash_gate_stamps_with_a_builtin():
+    cmd = remote_command(["iperf3", "-c", "x"], gated=True, bash_gate=True)
+    assert "EPOCHREALTIME" in cmd and "date" not in cmd and cmd.endswith("mplab-gate iperf3 -c x")
