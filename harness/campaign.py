@@ -21,6 +21,7 @@ from harness.config import digest_model, parse_model
 from harness.emulation import EmulatedTestbed
 from harness.errors import MeterError, PreflightError, StoreError
 from harness.inventory import Inventory
+from harness.lab import LabTestbed
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.plan import SamplePlan, plan_campaign
 from harness.runner import Interrupted, Runner, SampleOutcome
@@ -30,8 +31,8 @@ from harness.testbed import Check, Testbed
 
 log = logging.getLogger("mplab.campaign")
 
-#: Inventory kind -> Testbed class. The lab testbed registers here when it lands.
-TESTBEDS: dict[str, type[Testbed]] = {"emulated": EmulatedTestbed}
+#: Inventory kind -> Testbed class.
+TESTBEDS: dict[str, type[Testbed]] = {"emulated": EmulatedTestbed, "lab": LabTestbed}
 
 
 def build_testbed(inventory: Inventory) -> Testbed:
@@ -80,6 +81,9 @@ def describe_testbed(testbed: Testbed) -> dict:
         out["energy_source"] = "emulated: power model driven by real interface byte counters, read through the UM25C protocol"
     else:
         out["energy_source"] = "measured"
+    offsets = getattr(testbed, "clock_offsets_s", None)
+    if offsets is not None:
+        out["clock_offsets_s"] = dict(offsets)  # measured at preflight, per SSH host
     return out
 
 

@@ -11,9 +11,10 @@ import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, field_validator, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.config import Strict, load_yaml_model
+from harness.radio import Lte, Wifi, check_lte, check_wifi
 
 SCHEMA_VERSION = 1
 
@@ -71,6 +72,15 @@ class LineFormat(Strict):
         return self
 
 
+class Ser2Net(Strict):
+    """A meter's serial device shared over the network by ser2net running on the receiver (lab)."""
+
+    device: str = Field(description="the meter's serial device on the receiver (/dev/rfcomm0, /dev/ttyUSB0)")
+    tcp_port: Annotated[int, Field(ge=1024, le=65535)] = Field(
+        description="TCP port ser2net serves the device on, with RFC 2217 (the meter port is rfc2217://<host>:<tcp_port>)")
+    baud: PositiveInt = Field(default=9600, description="serial speed of the device (UM-series: 9600)")
+
+
 class Meter(Strict):
     """The energy meter in a receiver's supply."""
 
@@ -86,11 +96,13 @@ class Meter(Strict):
                                                                     "standard deviation (mA)")
     noise_mv: float | None = Field(default=None, ge=0, description="emulated-um25c only: voltage noise, "
                                                                    "standard deviation (mV)")
+    ser2net: Ser2Net | None = Field(default=None, description="set up and check ser2net on the receiver for this meter")
 
     @model_validator(mode="after")
     def _complete(self) -> Meter:
-        if self.kind != "emulated-um25c" and not self.port:
-            raise ValueError(f"a {self.kind} meter needs a 'port' (e.g. /dev/rfcomm0 or socket://host:port)")
+        if self.kind != "emulated-um25c" and not self.port and self.ser2net is None:
+            raise ValueError(f"a {self.kind} meter needs a 'port' (e.g. /dev/rfcomm0 or socket://host:port) "
+                             "or a 'ser2net' section")
         if self.kind == "ina-line" and self.line_format is None:
             raise ValueError("an ina-line meter needs a 'line_format' (e.g. {fields: [volts_v, amps_a, watts_w]})")
         if self.kind != "ina-line" and self.line_format is not None:
@@ -100,12 +112,34 @@ class Meter(Strict):
         return self
 
 
+class SSHTarget(Strict):
+    """How the orchestrator reaches a lab machine over SSH (unset fields come from ``lab.ssh_defaults``)."""
+
+    address: str = Field(description="DNS name or IP address of the machine's management interface")
+    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(default=None, description="SSH port (default 22)")
+    user: str | None = Field(default=None, description="login user (default root)")
+    key_file: str | None = Field(default=None, description="private key used to log in (the only auth method)")
+    known_hosts: str | None = Field(default=None, description="known_hosts file the host key is verified against")
+    host_key_policy: Literal["strict", "accept-new"] | None = Field(
+        default=None, description="strict: refuse hosts missing from known_hosts; accept-new: trust and record "
+                                  "them on first contact. A changed key is refused either way")
+    connect_timeout_s: PositiveFloat | None = Field(default=None, description="deadline for connect and auth (s)")
+
+
+class Sim(Strict):
+    """The programmable SIM in a receiver's LTE modem (its keys live in the secrets file, never here)."""
+
+    imsi: Annotated[str, Field(pattern=r"^[0-9]{15}$", description="15-digit IMSI; starts with the cell's MCC+MNC")]
+
+
 class Receiver(Strict):
     """A dual-homed receiver."""
 
     name: Name
     interfaces: dict[Radio, Interface]
     meter: Meter
+    ssh: SSHTarget | None = Field(default=None, description="how to reach this receiver (lab only)")
+    sim: Sim | None = Field(default=None, description="the LTE modem's SIM (needed when the inventory has 'lte')")
 
     @field_validator("interfaces")
     @classmethod
@@ -121,6 +155,7 @@ class Sender(Strict):
 
     name: Name = "snd"
     address: ipaddress.IPv4Address = Field(description="address receivers connect to")
+    ssh: SSHTarget | None = Field(default=None, description="how to reach the sender (lab only)")
 
 
 class RadioPower(Strict):
@@ -162,6 +197,53 @@ class Emulation(Strict):
     power_profile: PowerProfile
 
 
+class SSHDefaults(Strict):
+    """SSH settings every lab host inherits unless its own ``ssh`` section says otherwise."""
+
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    user: str = "root"
+    key_file: str = Field(default="~/.ssh/id_ed25519", description="private key used to log in")
+    known_hosts: str = Field(default="~/.ssh/known_hosts", description="known_hosts file host keys are verified against")
+    host_key_policy: Literal["strict", "accept-new"] = "strict"
+    connect_timeout_s: PositiveFloat = 10.0
+
+
+class InfraHost(Strict):
+    """A lab machine that is neither sender nor receiver (eNodeB, EPC, AP, switch): checked by preflight."""
+
+    name: Name
+    role: Literal["enb", "epc", "wifi-ap", "switch", "other"]
+    ssh: SSHTarget | None = Field(default=None, description="unset for appliances that have no SSH (a router's web UI)")
+
+
+class Lab(Strict):
+    """Settings of a physical lab."""
+
+    ssh_defaults: SSHDefaults = SSHDefaults()
+    secrets_file: str | None = Field(
+        default=None, description="YAML with SIM keys and passwords (mode 0600, never in the inventory, never logged)")
+    max_clock_offset_s: PositiveFloat = Field(
+        default=0.05, description="largest clock offset to the orchestrator preflight accepts (s)")
+    command_timeout_s: PositiveFloat = Field(default=30.0, description="deadline for each orchestration command (s)")
+    iperf3_base_port: Annotated[int, Field(ge=1024, le=65000)] = Field(
+        default=5200, description="receiver i's iperf3 server on the sender listens on base + i")
+    infra: list[InfraHost] = Field(default_factory=list, description="eNodeB, EPC, APs, switch")
+    groups: dict[Name, list[Name]] = Field(
+        default_factory=dict, description="Ansible-style named groups of host names (for `mplab preflight --group`)")
+
+    def ssh_settings(self, target: SSHTarget) -> dict:
+        """``target`` completed with the defaults: keyword arguments for ``harness.ssh.SSHHost``."""
+        d = self.ssh_defaults
+
+        def pick(v, default):
+            return default if v is None else v
+
+        return {"address": target.address, "port": pick(target.port, d.port), "user": pick(target.user, d.user),
+                "key_file": pick(target.key_file, d.key_file), "known_hosts": pick(target.known_hosts, d.known_hosts),
+                "host_key_policy": pick(target.host_key_policy, d.host_key_policy),
+                "connect_timeout_s": pick(target.connect_timeout_s, d.connect_timeout_s)}
+
+
 class Inventory(Strict):
     """Everything a testbed consists of."""
 
@@ -171,6 +253,9 @@ class Inventory(Strict):
     sender: Sender
     receivers: list[Receiver] = Field(min_length=1)
     emulation: Emulation | None = None
+    lab: Lab | None = None
+    lte: Lte | None = Field(default=None, description="the lab's LTE cell: srsRAN eNodeB and Open5GS EPC")
+    wifi: Wifi | None = Field(default=None, description="the lab's WiFi access points")
 
     @model_validator(mode="after")
     def _consistent(self) -> Inventory:
@@ -190,7 +275,49 @@ class Inventory(Strict):
                 if r.meter.kind != "emulated-um25c":
                     raise ValueError(f"receiver {r.name}: meter kind {r.meter.kind!r} on the emulated testbed "
                                      "(use emulated-um25c)")
+        if self.kind == "lab":
+            self._check_lab(names)
+        if self.lte is not None:
+            check_lte(self)
+        if self.wifi is not None:
+            check_wifi(self)
         return self
+
+    def _check_lab(self, names: list[str]) -> None:
+        if self.lab is None:
+            raise ValueError("a lab inventory needs a 'lab' section (ssh_defaults, secrets_file, ...)")
+        if self.sender.ssh is None:
+            raise ValueError("sender: a lab sender needs an 'ssh' section (address at least)")
+        for r in self.receivers:
+            if r.ssh is None:
+                raise ValueError(f"receiver {r.name}: a lab receiver needs an 'ssh' section (address at least)")
+            for radio, intf in r.interfaces.items():
+                if intf.address is None:
+                    raise ValueError(f"receiver {r.name}: interface {radio} needs its 'address' on a lab")
+                if intf.channel is not None:
+                    raise ValueError(f"receiver {r.name}: interface {radio} has a 'channel': channels are emulated "
+                                     "only (the lab's radios are real)")
+            m = r.meter
+            if m.kind == "emulated-um25c":
+                raise ValueError(f"receiver {r.name}: meter kind emulated-um25c on a lab (use um25c, um34c, ...)")
+            if m.port is None and m.ser2net is None:
+                raise ValueError(f"receiver {r.name}: meter needs a 'port' (/dev/rfcomm0, rfc2217://host:port) "
+                                 "or a 'ser2net' section")
+        known = set(names) | {self.sender.name} | {h.name for h in self.lab.infra}
+        for g, members in self.lab.groups.items():
+            unknown = [m for m in members if m not in known]
+            if unknown:
+                raise ValueError(f"lab.groups.{g}: unknown host(s) {unknown} (known: {sorted(known)})")
+
+    def meter_port(self, rx: Receiver) -> str | None:
+        """The port a receiver's meter is read through (a ser2net section implies rfc2217://<receiver>:<port>)."""
+        if rx.meter.port is not None:
+            return rx.meter.port
+        if rx.meter.ser2net is not None and rx.ssh is not None:
+            # UM meters use no modem-control lines, and ser2net does not acknowledge SET_CONTROL for
+            # devices without them (rfcomm, ptys): pyserial must not wait for that answer.
+            return f"rfc2217://{rx.ssh.address}:{rx.meter.ser2net.tcp_port}?ign_set_control"
+        return None
 
     def receiver(self, name: str) -> Receiver:
         """The receiver called ``name``."""

@@ -1,0 +1,234 @@
+"""The lab path end to end: the same sweep through SSHHosts as through namespace hosts.
+
+Rig: an emulated testbed whose sender and receiver namespaces each run a real OpenSSH
+server (``harness.sshrig``); a *lab* inventory points at them, so ``start_campaign``
+builds a ``LabTestbed`` that reaches every machine over SSH, exactly as on the lab.
+Meters are the emulated UM25C devices, read as real UM25Cs through their ptys, and one
+through ser2net (``rfc2217://``) started on its receiver by the lab set-up.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from harness.campaign import start_campaign
+from harness.cc import resolve
+from harness.emulation import EmulatedTestbed
+from harness.errors import PreflightError
+from harness.hosts import NamespaceHost
+from harness.inventory import Inventory
+from harness.lab import LabTestbed
+from harness.runner import Interrupted
+from harness.scenario import Scenario
+from harness.sshrig import SshdRig, lab_inventory
+from conftest import small_inventory
+
+
+def _scenario(name: str, **kw) -> Scenario:
+    base = {"schema_version": 1, "name": name, "congestion_controls": ["cubic"], "receiver_counts": [3],
+            "modes": ["both"], "samples_per_case": 1, "file_size": "1M", "transfer_timeout_s": 30, "retries": 0,
+            "settle_s": 0, "shuffle": False, "seed": 1}
+    base.update(kw)
+    return Scenario.model_validate(base)
+
+
+def _inv(prefix: str) -> Inventory:
+    return small_inventory(prefix, [(20, 10), (15, 10), (10, 10)])
+
+
+@contextmanager
+def _rig(prefix: str):
+    """(emulated inventory, emulated testbed set up with sshd in every namespace, rig)."""
+    inv = _inv(prefix)
+    tb = EmulatedTestbed(inv)
+    rig = None
+    try:
+        tb.setup([resolve("cubic")])
+        rig = SshdRig(prefix)
+        rig.add("snd", tb.ns["snd"])
+        for name in tb.nodes:
+            rig.add(name, tb.ns[name])
+        yield inv, tb, rig
+    finally:
+        if rig is not None:
+            rig.close()
+        tb.teardown()
+
+
+@pytest.fixture
+def rigged(prefix):
+    with _rig(prefix) as r:
+        yield r
+
+
+def _pids(ns: str) -> list[str]:
+    return subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+
+
+def _cmdline(pid: str) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+
+
+def _iperf3_left(tb: EmulatedTestbed, role: str | None = None) -> list[str]:
+    """iperf3 clients, and servers the lab started (ports from 5300), in the testbed's namespaces.
+
+    The emulated testbed underneath keeps its own servers on 5201.. : those are not the lab's.
+    """
+    left = []
+    for ns in tb.ns.values():
+        for pid in _pids(ns):
+            cmd = _cmdline(pid)
+            if "iperf3" not in cmd:
+                continue
+            is_client = "-c" in cmd and "-R" in cmd  # a transfer client, not a `sh -c` probe
+            lab_server = "-s" in cmd and int(cmd[cmd.index("-p") + 1]) >= 5300
+            if is_client or (role != "client" and lab_server):
+                left.append(f"{ns}:{pid}:{' '.join(cmd)}")
+    return left
+
+
+@pytest.mark.root
+def test_sweep_over_ssh_has_the_namespace_records_shape(prefix, tmp_path):
+    # The namespace run first (start_campaign builds and removes its own emulated testbed) ...
+    ns_records = start_campaign(_scenario("ns", retries=1), _inv(prefix), tmp_path / "runs",
+                                campaign_id="ns").records()
+    # ... then the same sweep over SSH, on the same topology with sshd in every namespace.
+    secret = "5ecret-" + prefix  # a SIM key the lab knows: it must reach no file of the campaign
+    secrets = tmp_path / "secrets.yaml"
+    secrets.write_text(f'sim: {{"001010000000001": {{k: "{secret}", opc: "{secret}"}}}}\n')
+    secrets.chmod(0o600)
+    with _rig(prefix) as (_, tb, rig):
+        data = lab_inventory(tb, rig, ser2net={"n2": 24000 + os.getpid() % 1000})
+        data["lab"]["secrets_file"] = str(secrets)
+        lab = Inventory.model_validate(data)
+        campaign = start_campaign(_scenario("ssh", retries=1), lab, tmp_path / "runs", campaign_id="ssh")
+        records = campaign.records()
+        left = _iperf3_left(tb)
+    assert len(records) == len(ns_records) == 3
+    for r in records:
+        assert r["status"] == "ok", r["error"]
+        assert r["testbed_kind"] == "lab" and r["bytes"] == 1024 * 1024
+        assert r["energy_j"] and r["energy_j"] > 0 and r["meter_readings"] > 0
+        assert r["started_at"] is not None
+    assert {tuple(sorted(r)) for r in records} == {tuple(sorted(r)) for r in ns_records}
+    for a, b in zip(sorted(records, key=lambda r: r["receiver"]), sorted(ns_records, key=lambda r: r["receiver"])):
+        for k in a:  # same types wherever both have a value
+            if a[k] is not None and b[k] is not None:
+                assert type(a[k]) is type(b[k]) or {type(a[k]), type(b[k])} <= {int, float}, k
+    manifest = campaign.manifest
+    assert manifest["testbed"]["kind"] == "lab"
+    assert set(manifest["testbed"]["clock_offsets_s"]) >= {"snd", "n1", "n2", "n3"}
+    assert left == []
+    assert any(c["name"] == "secrets file" and c["ok"] for c in manifest["preflight"])
+    for f in campaign.path.rglob("*"):
+        if f.is_file():
+            assert secret not in f.read_text(errors="replace"), f
+
+
+@pytest.mark.root
+def test_preflight_over_ssh_reports_and_refuses(rigged):
+    inv, tb, rig = rigged
+    data = lab_inventory(tb, rig)
+    data["receivers"][0]["interfaces"]["lte"]["name"] = "wwan9"  # an adapter that is not plugged in
+    lab = LabTestbed(Inventory.model_validate(data))
+    try:
+        checks = lab.preflight([resolve("cubic")])
+    finally:
+        lab.teardown()
+    by = {(c.host, c.name): c for c in checks}
+    assert by[("snd", "reachable")].ok and by[("n2", "reachable")].ok
+    assert by[("n1", "kernel flavour")].ok and "upstream" in by[("n1", "kernel flavour")].detail
+    assert by[("n2", "MPTCP enabled")].ok
+    assert by[("n2", "interface wifi (wlan0)")].ok and by[("n2", "route from lte")].ok
+    assert by[("n2", "meter")].ok and by[("n3", "iperf3")].ok
+    assert by[("snd", "congestion control cubic")].ok
+    bad = by[("n1", "interface lte (wwan9)")]
+    assert not bad.ok and "wwan9" in bad.detail and bad.fix
+    assert abs(float(by[("n3", "clock offset")].detail.split()[0])) < 500
+
+
+@pytest.mark.root
+def test_dead_host_fails_its_samples_and_others_continue(rigged, tmp_path):
+    inv, tb, rig = rigged
+    lab = Inventory.model_validate(lab_inventory(tb, rig))
+    sc = _scenario("dead", receiver_counts=[1, 3], samples_per_case=2)
+    from harness.campaign import RunHooks
+
+    def on_sample(outcome):
+        if outcome.plan.index == 1 and outcome.plan.n_receivers == 1:  # unshuffled: runs first
+            # n3 stops answering (its management link drops every packet) after the first sample.
+            NamespaceHost("n3", tb.ns["n3"]).run(["ip", "link", "set", "mgmt0", "down"])
+
+    campaign = start_campaign(sc, lab, tmp_path / "runs", campaign_id="dead", hooks=RunHooks(on_sample=on_sample))
+    records = campaign.records()
+    one = [r for r in records if r["n_receivers"] == 1]
+    three = [r for r in records if r["n_receivers"] == 3]
+    assert len(one) == 2 and all(r["status"] == "ok" for r in one)
+    assert len(three) == 6 and all(r["status"] == "failed" for r in three)
+    assert all("n3" in r["error"] for r in three)
+
+
+@pytest.mark.root
+def test_abort_leaves_no_iperf3_anywhere(rigged, tmp_path):
+    inv, tb, rig = rigged
+    lab = Inventory.model_validate(lab_inventory(tb, rig))
+    sc = _scenario("abort", file_size="40M", samples_per_case=3)
+    stop = threading.Event()
+
+    def interrupt_when_clients_run():
+        while not stop.is_set():
+            if _iperf3_left(tb, "client"):
+                time.sleep(0.3)  # mid-transfer
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=interrupt_when_clients_run, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(Interrupted):
+            start_campaign(sc, lab, tmp_path / "runs", campaign_id="abort")
+    finally:
+        stop.set()
+        t.join(5)
+    assert _iperf3_left(tb) == []
+
+
+def test_lab_inventory_needs_ssh_and_addresses():
+    data = {"schema_version": 1, "kind": "lab", "name": "x", "sender": {"address": "10.0.0.1"},
+            "receivers": [{"name": "r1", "meter": {"kind": "um25c", "port": "/dev/rfcomm0"},
+                           "interfaces": {"wifi": {"name": "wlan0"}, "lte": {"name": "wwan0"}}}],
+            "lab": {}}
+    with pytest.raises(Exception, match="sender: a lab sender needs an 'ssh' section"):
+        Inventory.model_validate(data)
+    data["sender"]["ssh"] = {"address": "192.0.2.1"}
+    data["receivers"][0]["ssh"] = {"address": "192.0.2.11"}
+    with pytest.raises(Exception, match="interface wifi needs its 'address'"):
+        Inventory.model_validate(data)
+
+
+def test_unreachable_lab_refuses_to_start(tmp_path):
+    key = tmp_path / "k"
+    key.write_text("x")
+    kh = tmp_path / "known_hosts"
+    kh.write_text("")
+    data = {"schema_version": 1, "kind": "lab", "name": "x",
+            "sender": {"address": "10.0.0.1", "ssh": {"address": "127.0.0.1", "port": 1}},
+            "receivers": [{"name": "r1", "meter": {"kind": "um25c", "port": "/dev/nonexistent-meter"},
+                           "ssh": {"address": "127.0.0.1", "port": 1},
+                           "interfaces": {"wifi": {"name": "wlan0", "address": "10.1.0.2"},
+                                          "lte": {"name": "wwan0", "address": "10.2.0.2"}}}],
+            "lab": {"ssh_defaults": {"key_file": str(key), "known_hosts": str(kh), "connect_timeout_s": 2}}}
+    with pytest.raises(PreflightError, match=r"\[r1\] reachable: .*cannot connect"):
+        start_campaign(_scenario("u", receiver_counts=[1]), Inventory.model_validate(data), tmp_path / "runs")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
