@@ -226,6 +226,10 @@ class EmulatedTestbed(Testbed):
         self._up = True
         try:
             self._build_topology()
+            # Register first: the kernel refuses to allow a name it does not have (BPF struct_ops).
+            for cc in ccs:
+                self._ccs.append(cc)
+                cc.setup(self.root)
             # Record before editing, so a crash right after the edit still finds it in the state file;
             # only names that were not already allowed are ours to remove later.
             current = self.root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
@@ -233,9 +237,6 @@ class EmulatedTestbed(Testbed):
             self._write_state({"prefix": self.prefix, "needs": needs, "allowed_cc_added": to_add,
                                "created": time.time()})
             _edit_allowed_cc(self.root, add=to_add)
-            for cc in ccs:
-                self._ccs.append(cc)
-                cc.setup(self.root)
             if self.sender_iperf3 is None:
                 self.sender_iperf3 = Iperf3.check(self.root)
             for node in self.nodes.values():

@@ -190,3 +190,23 @@ class MptcpOrgCC:
 
 #: Kernel flavour -> how a coupled algorithm is implemented there.
 COUPLED_IMPLS: dict[str, Callable[[str], object]] = {"upstream": BpfCC, "multipath-tcp.org": MptcpOrgCC}
+
+
+def conn_entries(host: Host, algorithm: str) -> int | None:
+    """Entries in ``algorithm``'s coupling map (live coupled connections); None if not loaded."""
+    name = map_name(algorithm)
+    res = host.run(["bpftool", "-j", "map", "show"], check=False)
+    try:
+        maps = [m for m in json.loads(res.stdout or "[]") if m.get("name") == name]
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    if not maps:
+        return None
+    total = 0
+    for m in maps:
+        dump = host.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])], check=False)
+        try:
+            total += len(json.loads(dump.stdout or "[]"))
+        except json.JSONDecodeError:
+            return None
+    return total
