@@ -57,9 +57,12 @@ def registered(host: Host) -> dict[str, int]:
         entries = json.loads(res.stdout or "[]")
     except json.JSONDecodeError:
         return {}
+    # An unregistered struct_ops stays listed until its last socket lets go (unregistering
+    # it again fails with EINPROGRESS); only names the kernel still offers are registered.
+    offered = set(_available(host))
     return {e["name"]: int(e["id"]) for e in entries
             if isinstance(e, dict) and str(e.get("name", "")).startswith(PREFIX)
-            and e.get("kernel_struct_ops") == "tcp_congestion_ops"}
+            and e.get("kernel_struct_ops") == "tcp_congestion_ops" and e["name"] in offered}
 
 
 def register_argv(obj: Path) -> list[str]:
