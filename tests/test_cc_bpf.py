@@ -7,6 +7,7 @@ in the resolve test (this machine runs an upstream kernel; only the name is chec
 from __future__ import annotations
 
 import shutil
+import statistics
 import time
 
 import pytest
@@ -210,26 +211,32 @@ def test_lia_does_no_harm_at_a_shared_bottleneck_where_uncoupled_cubic_takes_mor
     """Two subflows and one TCP flow through one 50 Mbit/s FIFO (harness/cc/bottleneck.py).
 
     Ratio = the MPTCP connection's bytes over the TCP flow's, same algorithm on both
-    (mplab_lia on the plain TCP socket is Reno). Tolerances, and why:
+    (mplab_lia on the plain TCP socket is Reno); three alternating rounds of 6 s, medians,
+    because single short runs at a drop-tail FIFO on a shared 2-core machine have outliers
+    (one in ten runs here). Tolerances, and why:
 
     - LIA <= 1.25: RFC 6356's "do no harm" says the connection should take no more than
-      one TCP flow; 25 % leaves room for a 8 s run's noise (measured here 0.51-0.57).
-    - LIA >= 0.3: coupling must not starve the connection (a broken alpha would).
-    - uncoupled cubic >= 1.5 x LIA: two uncoupled subflows are two TCP flows, coupling
-      should take that back to one, i.e. halve it (measured here 1.8-2.0x). Upstream
-      MPTCP's bursty scheduler loses more packets at a drop-tail FIFO than a single flow,
-      so on this testbed even uncoupled subflows get about one TCP share (1.0-1.1), not
-      the textbook two: the comparison is relative, as the absolute one would test the
-      MPTCP scheduler rather than the congestion control.
+      one TCP flow; 25 % leaves room for noise (medians measured here 0.48-0.57).
+    - LIA >= 0.25: coupling must not starve the connection (a broken alpha would).
+    - uncoupled cubic >= 1.4 x LIA: two uncoupled subflows are two TCP flows and coupling
+      should take that back to one, i.e. halve it (measured 1.8-2.0x). Upstream MPTCP's
+      bursty scheduler loses more packets at a drop-tail FIFO than a single flow, so on
+      this testbed even uncoupled subflows get about one TCP share (1.0-1.1), not the
+      textbook two: the comparison is relative, as an absolute one would test the MPTCP
+      scheduler rather than the congestion control.
     """
     from harness.cc.bottleneck import SharedBottleneck
 
     lia, cubic = resolve("lia"), resolve("cubic")
+    coupled, uncoupled = [], []
     with SharedBottleneck(prefix, [lia, cubic], rate_mbit=50, buffer_bytes=75_000) as bn:
-        coupled = bn.compete(lia, duration_s=8, omit_s=2)
-        uncoupled = bn.compete(cubic, duration_s=8, omit_s=2)
-    assert coupled.coupled_subflows == 2, "the coupling map never held both subflows"
-    assert 0.3 <= coupled.ratio <= 1.25, coupled
-    assert uncoupled.ratio >= 1.5 * coupled.ratio, (coupled, uncoupled)
+        for _ in range(3):
+            coupled.append(bn.compete(lia, duration_s=6, omit_s=2))
+            uncoupled.append(bn.compete(cubic, duration_s=6, omit_s=2))
+    assert all(c.coupled_subflows == 2 for c in coupled), "the coupling map did not hold both subflows"
+    lia_ratio = statistics.median(c.ratio for c in coupled)
+    cubic_ratio = statistics.median(c.ratio for c in uncoupled)
+    assert 0.25 <= lia_ratio <= 1.25, coupled
+    assert cubic_ratio >= 1.4 * lia_ratio, (coupled, uncoupled)
     assert not list_namespaces(ROOT, prefix)
     assert _wait_map_empty("lia") in (0, None)
