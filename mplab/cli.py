@@ -10,6 +10,7 @@ from rich.logging import RichHandler
 
 from harness import cli as harness_cli
 from harness import labcli
+from harness.cc import cli as cc_cli
 from harness.errors import MplabError
 from harness.meters import cli as meters_cli
 from lte import cli as lte_cli
@@ -22,6 +23,7 @@ meters_cli.register(app)
 labcli.register(app)
 lte_cli.register(app)
 wifi_cli.register(app)
+cc_cli.register(app)
 
 
 @app.callback()
