@@ -1,0 +1,13 @@
+"""Training: the energy model of the reference paper (a 5 x 200 ReLU MLP) from mplab datasets.
+
+Modules, one concept each:
+    features   dataset rows -> feature matrix (order, encodings) and target
+    model      the MLP, with its input/output scaling inside (so exports need no extra code)
+    fit        the training loop: Adam, early stopping on a validation part of the train split
+    evaluate   MAE / MAPE / R2 on the test split, overall and per case, beside baselines
+    tracking   MLflow: an explicit client, a run that ends FINISHED or FAILED
+    export     model.onnx, model.pt, model.json and the model card
+    pipeline   all of the above for `mplab train`
+Reads datasets only (``harness.dataset.load_dataset``); controllers load ``model.onnx`` with
+onnxruntime alone (see ``training.export.OnnxEnergyModel``).
+"""
