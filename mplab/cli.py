@@ -11,11 +11,13 @@ from rich.logging import RichHandler
 from harness import cli as harness_cli
 from harness import dataset_cli
 from harness.errors import MplabError
+from training import cli as training_cli
 
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
                   help="Measure the energy cost of MPTCP on dual-homed testbeds, emulated or real.")
 harness_cli.register(app)
 dataset_cli.register(app)
+training_cli.register(app)
 
 
 @app.callback()
