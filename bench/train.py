@@ -1,0 +1,125 @@
+"""Benchmark: training time and test MAPE of mplab's MLP vs scikit-learn's MLPRegressor, and ONNX latency.
+
+Data: a synthetic campaign of the reference paper's size (5 congestion controls x 9 receiver
+counts x 3 modes x 45 samples, one row per receiver = 30,375 rows), built into a dataset with
+the real builder (30 train / 15 test samples per case). Both models: 5 hidden layers of 200
+ReLU units, Adam, early stopping on 20 % of the training rows, standardised inputs and target.
+Everything is measured in this one run on this machine and reported as ratios.
+
+Run: ``uv run python bench/train.py`` (add ``--json out.json`` to keep the figures).
+Targets: mplab >= 3x faster than scikit-learn at equal or lower test MAPE; ONNX Runtime
+inference of 18 rows (9 receivers x 2 candidate sets) <= 1 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.dataset import build_dataset, load_dataset  # noqa: E402
+from training.evaluate import scores  # noqa: E402
+from training.export import save_onnx, save_pt, write_json  # noqa: E402
+from training.features import FeatureSpec, target  # noqa: E402
+from training.fit import TrainConfig, fit, predict, validation_mask  # noqa: E402
+from training.runtime import OnnxEnergyModel  # noqa: E402
+from training.synthetic import write_synthetic_campaign  # noqa: E402
+
+
+def sklearn_mlp(x_train: np.ndarray, y_train: np.ndarray, cfg: TrainConfig):
+    """scikit-learn's MLPRegressor, same architecture and optimiser, scaled inputs and target."""
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    mlp = MLPRegressor(hidden_layer_sizes=(cfg.width,) * cfg.hidden, activation="relu", solver="adam",
+                       learning_rate_init=cfg.lr, batch_size=cfg.batch_size, max_iter=cfg.epochs,
+                       early_stopping=True, validation_fraction=cfg.val_fraction, n_iter_no_change=cfg.patience,
+                       tol=cfg.min_delta, random_state=cfg.seed)
+    return TransformedTargetRegressor(make_pipeline(StandardScaler(), mlp), transformer=StandardScaler()
+                                      ).fit(x_train, y_train)
+
+
+def onnx_latency(model_dir: Path, x: np.ndarray, repeats: int = 2000) -> dict:
+    m = OnnxEnergyModel.load(model_dir, threads=1)
+    for _ in range(50):
+        m.predict_matrix(x)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        m.predict_matrix(x)
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return {"rows": len(x), "median_ms": statistics.median(ts) * 1e3, "p99_ms": ts[int(0.99 * len(ts))] * 1e3}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--samples", type=int, default=45, help="samples per case (paper: 45)")
+    args = ap.parse_args()
+    cfg = TrainConfig()
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        camp = write_synthetic_campaign(d / "runs", samples=args.samples, seed=1)
+        build_dataset([camp.path], d / "ds")
+        ds = load_dataset(d / "ds")
+        tr, te = ds.part("train"), ds.part("test")
+        spec = FeatureSpec.fit(tr)
+        x_tr, y_tr, x_te, y_te = spec.matrix(tr), target(tr), spec.matrix(te), target(te)
+        val = validation_mask(tr, cfg.val_fraction, cfg.seed)
+
+        t0 = time.perf_counter()
+        res = fit(x_tr[~val], y_tr[~val], x_tr[val], y_tr[val], cfg)
+        t_mplab = time.perf_counter() - t0
+        s_mplab = scores(y_te, predict(res.model, x_te))
+
+        t0 = time.perf_counter()
+        sk = sklearn_mlp(x_tr, y_tr, cfg)
+        t_sk = time.perf_counter() - t0
+        s_sk = scores(y_te, sk.predict(x_te))
+        sk_epochs = sk.regressor_[-1].n_iter_
+
+        mdir = d / "model"
+        mdir.mkdir()
+        save_onnx(res.model, mdir / "model.onnx")
+        save_pt(res.model, mdir / "model.pt", spec.to_dict())
+        write_json(mdir / "model.json", {"schema_version": 1, "features": spec.to_dict()})
+        lat = onnx_latency(mdir, x_te[:18])
+
+    fig = {
+        "rows": {"train": len(tr), "test": len(te)},
+        "mplab": {"seconds": t_mplab, "epochs": len(res.history), "test_mape_pct": s_mplab.mape_pct,
+                  "test_mae_j": s_mplab.mae_j, "test_r2": s_mplab.r2},
+        "sklearn": {"seconds": t_sk, "epochs": int(sk_epochs), "test_mape_pct": s_sk.mape_pct,
+                    "test_mae_j": s_sk.mae_j, "test_r2": s_sk.r2},
+        "speedup": t_sk / t_mplab,
+        "onnx_18_rows": lat,
+        "machine": {"cpus": os.cpu_count()},
+        "config": {k: getattr(cfg, k) for k in ("epochs", "patience", "batch_size", "lr", "val_fraction")},
+    }
+    print(f"rows: {len(tr)} train, {len(te)} test (synthetic, paper size)")
+    print(f"{'':10} {'time s':>8} {'epochs':>7} {'s/epoch':>8} {'MAPE %':>7} {'MAE J':>7} {'R2':>7}")
+    for k in ("mplab", "sklearn"):
+        f = fig[k]
+        print(f"{k:10} {f['seconds']:8.1f} {f['epochs']:7d} {f['seconds'] / f['epochs']:8.3f} "
+              f"{f['test_mape_pct']:7.2f} {f['test_mae_j']:7.2f} {f['test_r2']:7.4f}")
+    print(f"speed-up (sklearn time / mplab time): {fig['speedup']:.2f}x (target >= 3x at equal or lower MAPE: "
+          f"{'met' if fig['speedup'] >= 3 and s_mplab.mape_pct <= s_sk.mape_pct else 'NOT met'})")
+    print(f"ONNX Runtime, 18 rows, 1 thread: median {lat['median_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms "
+          f"(target <= 1 ms: {'met' if lat['p99_ms'] <= 1 else 'NOT met'})")
+    if args.json:
+        args.json.write_text(json.dumps(fig, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
