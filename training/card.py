@@ -30,8 +30,9 @@ def render_model_card(doc: dict) -> str:
            "architecture); input and output standardisation inside the model and the ONNX graph",
            f"- features (in order): {', '.join(f'`{n}`' for n in doc['features']['order'])}",
            f"- Adam, lr {t['lr']}, batch {t['batch_size']}, weight decay {t['weight_decay']}; early stopping "
-           f"(patience {t['patience']}) on {t['val_fraction']:.0%} of the training samples; seed {t['seed']}",
-           f"- best epoch {t['best_epoch']} of {t['epochs_run']}, {t['seconds']} s",
+           f"(patience {t['patience']} epochs, at least {t['patience_min_steps']} steps) on {t['val_fraction']:.0%} of the training samples; seed {t['seed']}",
+           f"- best epoch {t['best_epoch']} of {t['epochs_run']}, {t['seconds']} s; training matmuls in "
+           f"{t['precision_used']} (weights and the exported model are float32)",
            f"- ONNX Runtime vs PyTorch: max |diff| {doc.get('onnx_check', {}).get('max_abs_diff_j', 'n/a')} J", "",
            "## Test split (MAE J / MAPE / R2)", "",
            _row(["predictor", "MAE J", "MAPE %", "R2"]), _row(["---"] * 4)]

@@ -18,14 +18,16 @@ def train(
     dataset: Annotated[Path, typer.Argument(help="dataset directory (datasets/<name>)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="model directory (models/<name>)")],
     epochs: Annotated[int, typer.Option(help="maximum epochs")] = 500,
-    patience: Annotated[int, typer.Option(help="epochs without validation improvement before stopping")] = 30,
-    batch_size: Annotated[int, typer.Option(help="minibatch size")] = 128,
-    lr: Annotated[float, typer.Option(help="Adam learning rate")] = 1e-3,
+    patience: Annotated[int, typer.Option(help="epochs without validation improvement before stopping (at least 200 steps)")] = 10,
+    batch_size: Annotated[int, typer.Option(help="minibatch size")] = 256,
+    lr: Annotated[float, typer.Option(help="Adam learning rate")] = 2e-3,
     val_fraction: Annotated[float, typer.Option(help="share of training samples held out for early stopping")] = 0.2,
     seed: Annotated[int, typer.Option(help="seed for weights, validation part and batch order")] = 2023,
     experiment: Annotated[str, typer.Option(help="MLflow experiment")] = "mplab-energy",
     tracking_uri: Annotated[Optional[str], typer.Option(
         help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")] = None,
+    precision: Annotated[str, typer.Option(help="training matmuls: auto (bf16 where the CPU has it), bf16, fp32")
+                         ] = "auto",
     no_track: Annotated[bool, typer.Option("--no-track", help="do not log to MLflow")] = False,
     force: Annotated[bool, typer.Option(help="overwrite an existing model directory")] = False,
 ) -> None:
@@ -34,7 +36,7 @@ def train(
     from training.pipeline import train as run_train
 
     cfg = TrainConfig(epochs=epochs, patience=patience, batch_size=batch_size, lr=lr, val_fraction=val_fraction,
-                      seed=seed)
+                      seed=seed, precision=precision)
     res = run_train(dataset, out, cfg, track=not no_track, experiment=experiment, tracking_uri=tracking_uri,
                     force=force, log=console.print)
     t = Table(title=f"test split of {dataset.name}")
