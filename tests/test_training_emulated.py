@@ -2,7 +2,7 @@
 -> `mplab dataset build` -> `mplab train` (with a real SQLite MLflow store) -> ONNX.
 
 Root only (namespaces). One small campaign per module: 2 receivers, cubic + reno, 3 modes,
-4 samples per case of 2 MiB.
+3 samples per case of 2 MiB.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def campaign(tmp_path_factory) -> Path:
     prefix = f"mplab-t{uuid.uuid4().hex[:6]}-"
     inv = small_inventory(prefix, [(20, 8), (7, 14)])
     sc = Scenario(name="tiny", congestion_controls=["cubic", "reno"], receiver_counts=[2],
-                  modes=["wifi", "lte", "both"], samples_per_case=4, file_size="2M", transfer_timeout_s=60,
+                  modes=["wifi", "lte", "both"], samples_per_case=3, file_size="2M", transfer_timeout_s=60,
                   retries=1, settle_s=0.1, seed=3)
     runs = tmp_path_factory.mktemp("runs")
     try:
