@@ -32,7 +32,7 @@ from training.tracking import tracked_run
 
 from conftest import REPO
 
-FAST = TrainConfig(epochs=150, patience=15, batch_size=64, lr=2e-3, hidden=5, width=200)
+FAST = TrainConfig(epochs=150, patience=15, patience_min_steps=0, batch_size=256, lr=3e-3)
 
 
 @pytest.fixture(scope="module")
