@@ -10,8 +10,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.dataset import SplitSpec, build_dataset
-
 console = Console()
 app = typer.Typer(no_args_is_help=True, help="Build datasets from campaigns.")
 
@@ -27,6 +25,8 @@ def build(
     force: Annotated[bool, typer.Option(help="overwrite an existing dataset")] = False,
 ) -> None:
     """One row per receiver per sample, validated, split per case, with a card and a digest."""
+    from harness.dataset import SplitSpec, build_dataset  # pandas/pyarrow only when building
+
     res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged, force)
     n_train = sum(c["train_rows"] for c in res.meta["cases"])
     console.print(f"dataset {res.path}: {res.rows} rows ({n_train} train, {res.rows - n_train} test) in "
