@@ -18,7 +18,7 @@ def train(
     dataset: Annotated[Path, typer.Argument(help="dataset directory (datasets/<name>)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="model directory (models/<name>)")],
     epochs: Annotated[int, typer.Option(help="maximum epochs")] = 500,
-    patience: Annotated[int, typer.Option(help="epochs without validation improvement before stopping (at least 200 steps)")] = 10,
+    patience: Annotated[int, typer.Option(help="epochs without validation improvement before stopping (at least 100 steps)")] = 10,
     batch_size: Annotated[int, typer.Option(help="minibatch size")] = 1024,
     lr: Annotated[float, typer.Option(help="Adam learning rate")] = 5e-3,
     val_fraction: Annotated[float, typer.Option(help="share of training samples held out for early stopping")] = 0.2,

@@ -27,7 +27,7 @@ class TrainConfig:
 
     epochs: int = 500
     patience: int = 10  # epochs without improvement; at least patience_min_steps optimizer steps
-    patience_min_steps: int = 200  # small datasets take one step per epoch: give them time
+    patience_min_steps: int = 100  # small datasets take one step per epoch: give them time
     batch_size: int = 1024  # large batches: fewer, fuller matmuls (see docs/training.md, bench/train.py)
     lr: float = 5e-3
     weight_decay: float = 0.0
@@ -138,6 +138,7 @@ def fit(x_fit: np.ndarray, y_fit: np.ndarray, x_val: np.ndarray, y_val: np.ndarr
             opt.step()
             total += float(loss.detach()) * len(idx)
         model.eval()
+        # float32 on purpose: bf16 validation losses made early stopping pick worse epochs
         with torch.no_grad():
             pv = model.forward_scaled(zv)
             val_loss = float(loss_fn(pv, tv))
