@@ -17,6 +17,7 @@ from mlflow.tracking import MlflowClient
 
 DEFAULT_EXPERIMENT = "mplab-energy"
 MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per log_batch
+FLUSH_EVERY_S = 5.0
 
 
 def default_tracking_uri(cwd: Path | None = None) -> str:
@@ -38,6 +39,7 @@ class TrackedRun:
         self.client = client
         self.run_id = run_id
         self._pending: list[Metric] = []
+        self._flushed_at = time.monotonic()
 
     def log_params(self, params: Mapping[str, object]) -> None:
         items = [Param(k, str(v)[:6000]) for k, v in params.items()]
@@ -48,13 +50,15 @@ class TrackedRun:
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
-        """Queue metrics (flushed in batches: one SQLite transaction per epoch would dominate small runs)."""
+        """Queue metrics; flushed every few seconds or when the batch is full (one SQLite transaction
+        per epoch would dominate small runs, while the UI should still follow a long one)."""
         ts = int(time.time() * 1000)
         self._pending += [Metric(k, float(v), ts, step) for k, v in metrics.items()]
-        if len(self._pending) >= MAX_BATCH:
+        if len(self._pending) >= MAX_BATCH or time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
             self.flush()
 
     def flush(self) -> None:
+        self._flushed_at = time.monotonic()
         while self._pending:
             chunk, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
             self.client.log_batch(self.run_id, metrics=chunk)
