@@ -6,8 +6,11 @@ Modules, one concept each:
     fit        the training loop: Adam, early stopping on a validation part of the train split
     evaluate   MAE / MAPE / R2 on the test split, overall and per case, beside baselines
     tracking   MLflow: an explicit client, a run that ends FINISHED or FAILED
-    export     model.onnx, model.pt, model.json and the model card
+    export     model.onnx (written from the weights), model.pt, model.json
+    runtime    OnnxEnergyModel: load and predict with onnxruntime, no torch (for controllers)
+    card       the model card
     pipeline   all of the above for `mplab train`
+    synthetic  paper-size synthetic campaigns (benchmarks, unit tests)
 Reads datasets only (``harness.dataset.load_dataset``); controllers load ``model.onnx`` with
 onnxruntime alone (see ``training.export.OnnxEnergyModel``).
 """
