@@ -9,13 +9,22 @@ APT_PACKAGES := iperf3 mptcpd iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool linux-perf \
                 openssh-server openssh-client ser2net python3 python3-pip iputils-ping
 
-.PHONY: setup apt python bpf test test-unit experiment clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+# The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
+CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))
+DATASET ?= datasets/$(SCENARIO)
+MODEL ?= models/$(SCENARIO)
+MLFLOW_PORT ?= 5000
+
+.PHONY: setup apt python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
 	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
 	@echo "make bpf            build the BPF congestion controls (harness/cc/bpf -> harness/cc/bpf/build)"
 	@echo "make test           run the whole test suite (namespace tests need root)"
 	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
+	@echo "make dataset        build \$$(DATASET) from the newest runs/\$$(SCENARIO)-* campaign (or CAMPAIGN=...)"
+	@echo "make train          train and export \$$(MODEL) from \$$(DATASET), tracked in MLflow (mlflow.db)"
+	@echo "make mlflow-ui      serve the MLflow UI on http://127.0.0.1:\$$(MLFLOW_PORT)"
 	@echo "make clean-testbed  remove namespaces, processes and state an interrupted run left behind"
 	@echo "make lte-up INVENTORY=inventory/<lab>.yaml [SECRETS=<file>]   configure and start the LTE cell"
 	@echo "make lte-down INVENTORY=...   stop it;  make lte-status / lte-check INVENTORY=...   inspect it"
@@ -65,6 +74,17 @@ test-unit:
 
 experiment:
 	$(UV) run --frozen mplab run scenarios/$(SCENARIO).yaml
+
+dataset:
+	@test -n "$(CAMPAIGN)" || { echo "no runs/$(SCENARIO)-* campaign: run 'make experiment' first" >&2; exit 2; }
+	$(UV) run --frozen mplab dataset build $(CAMPAIGN) -o $(DATASET) --force
+
+train:
+	$(UV) run --frozen mplab train $(DATASET) -o $(MODEL) --force
+
+mlflow-ui:
+	$(UV) run --frozen mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db \
+		--default-artifact-root $(CURDIR)/mlartifacts --host 127.0.0.1 --port $(MLFLOW_PORT)
 
 clean-testbed:
 	$(UV) run --frozen mplab clean
