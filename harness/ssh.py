@@ -39,7 +39,7 @@ import paramiko
 from fabric import Config, Connection
 
 from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable
-from harness.hosts import GATE_NAME, BackgroundProcess, CommandResult, Host, ProcessResult, gated_argv
+from harness.hosts import GATE_NAME, BackgroundProcess, CommandResult, Host, ProcessResult
 
 log = logging.getLogger("mplab.ssh")
 
@@ -51,19 +51,26 @@ _LAUNCH_NAME = "mplab-ssh"
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
 
-#: The gate of ``harness.hosts.GATE_SCRIPT`` stamped with bash's ``$EPOCHREALTIME`` (bash >= 5), a
-#: builtin: forking ``date`` on release costs a few ms per receiver on a small board, all of it skew.
-#: Hosts without bash 5 get the POSIX gate.
-BASH_GATE_SCRIPT = 'IFS= read -r _ || exit 97; printf "%s\n" "${EPOCHREALTIME/,/.}" >&2; exec "$@"'
+#: Gates (see ``harness.hosts.GATE_SCRIPT``) that report the process-group id themselves, right
+#: before they block on stdin: the id doubles as "ready to be released", so nothing that runs
+#: before (sshd's fork, the login shell's rc files) can fall between release and start.
+#: The bash variant stamps the release with ``$EPOCHREALTIME``, a builtin: forking ``date`` costs a
+#: few ms per receiver on a small board, all of it skew. ``--norc``: a bash started under sshd
+#: would otherwise source ~/.bashrc. Hosts without bash 5 get the POSIX variant.
+BASH_GATE_SCRIPT = ('echo "mplab-pgid:$$" >&2; IFS= read -r _ || exit 97; '
+                    'printf "%s\\n" "${EPOCHREALTIME/,/.}" >&2; exec "$@"')
+SH_GATE_SCRIPT = 'echo "mplab-pgid:$$" >&2; IFS= read -r _ || exit 97; date +%s.%N >&2; exec "$@"'
 
 
 def remote_command(argv: Sequence[str], gated: bool = False, bash_gate: bool = False) -> str:
     """The exact command line sent to the remote host for ``argv``."""
     if gated and bash_gate:
-        inner = ["bash", "-c", BASH_GATE_SCRIPT, GATE_NAME, *argv]
+        inner = ["bash", "--norc", "-c", BASH_GATE_SCRIPT, GATE_NAME, *argv]
+    elif gated:
+        inner = ["sh", "-c", SH_GATE_SCRIPT, GATE_NAME, *argv]
     else:
-        inner = gated_argv(argv) if gated else list(argv)
-    return shlex.join(["setsid", "-w", "sh", "-c", _LAUNCH, _LAUNCH_NAME, *inner])
+        inner = ["sh", "-c", _LAUNCH, _LAUNCH_NAME, *argv]
+    return shlex.join(["setsid", "-w", *inner])
 
 
 class _SaveNewPolicy(paramiko.MissingHostKeyPolicy):
