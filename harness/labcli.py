@@ -21,6 +21,7 @@ from harness.inventory import load_inventory
 from harness.lab import LabTestbed
 from harness.preflight import kernel_checks
 from harness.scenario import load_scenario
+from harness.sshrig import clean_rig_dirs  # noqa: F401 - registers its cleanup hook for `mplab clean`
 from harness.testbed import Check
 
 console = Console()
