@@ -19,12 +19,12 @@ from harness import metadata
 from harness.cc import CongestionControl, resolve
 from harness.config import digest_model, parse_model
 from harness.emulation import EmulatedTestbed
-from harness.errors import MeterError, PreflightError
+from harness.errors import MeterError, PreflightError, StoreError
 from harness.inventory import Inventory
 from harness.lab import LabTestbed
-from harness.meters.recorder import Recorder
+from harness.meters.recorder import Recorder, TraceWriter
 from harness.plan import SamplePlan, plan_campaign
-from harness.runner import Runner, SampleOutcome
+from harness.runner import Interrupted, Runner, SampleOutcome
 from harness.scenario import Scenario
 from harness.store import Campaign
 from harness.testbed import Check, Testbed
@@ -165,9 +165,24 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                     for m in opened:
                         m.close()
                     raise PreflightError(f"meter check failed: {exc}") from None
-                with Recorder(meters) as recorder:
-                    Runner(testbed, campaign, scenario, ccs, recorder, meta).run(plans, hooks.on_sample)
+                # Every reading and meter fault of the session goes to disk as it happens (the runner keeps
+                # only each sample's window in raw/<sample>/meter-<rx>.csv and forgets older readings).
+                (campaign.path / "meters").mkdir(exist_ok=True)
+                trace = TraceWriter(campaign.path / "meters" / f"trace-{time.strftime('%Y%m%dT%H%M%S')}.csv",
+                                    {name: node.meter_kind for name, node in testbed.nodes.items()})
+                try:
+                    with Recorder(meters, sink=trace) as recorder:
+                        Runner(testbed, campaign, scenario, ccs, recorder, meta).run(plans, hooks.on_sample)
+                finally:
+                    trace.close()
+                if recorder.sink_error:
+                    raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
+                                     "trace is not)")
             outcome = "finished"
+        except (KeyboardInterrupt, Interrupted) as exc:
+            done = len(campaign.completed())
+            raise Interrupted(f"{exc or 'interrupted'}: {done}/{len(campaign.manifest['plan'])} samples are recorded "
+                              f"and kept; resume with `mplab run --resume {campaign.path}`") from None
         finally:
             try:
                 testbed.teardown()

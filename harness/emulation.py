@@ -26,7 +26,6 @@ import logging
 import os
 import shutil
 import signal
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +34,8 @@ from harness.cc import CongestionControl
 from harness.errors import CommandError, MplabError, PreflightError
 from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost, atomic_write
 from harness.inventory import Inventory
-from harness.meters.base import Meter, open_meter
+from harness.meters.base import Meter, meter_from_inventory
+from harness.meters.emulated import device_argv
 from harness.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
     offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
@@ -56,14 +56,27 @@ def _state_dir(prefix: str) -> Path:
     return STATE_ROOT / prefix.rstrip("-")
 
 
-def list_namespaces(root: Host, prefix: str) -> list[str]:
-    """Namespaces whose name starts with ``prefix``."""
+def owned(name: str, prefix: str, nested: bool) -> bool:
+    """Whether ``name`` (a namespace or state-dir name) belongs to testbeds with ``prefix``.
+
+    A testbed names its namespaces ``<prefix><role>`` with a dash-free role (``snd``, ``ap``,
+    ``n1``, ...). ``nested=False`` takes exactly those, so one testbed never touches another
+    whose prefix merely extends its own (``mplab-`` vs ``mplab-t1a2b3-``); ``nested=True``
+    (what `mplab clean` does) takes every testbed under the prefix.
+    """
+    if not name.startswith(prefix):
+        return False
+    return nested or "-" not in name[len(prefix):]
+
+
+def list_namespaces(root: Host, prefix: str, nested: bool = True) -> list[str]:
+    """Namespaces of testbeds with ``prefix`` (see ``owned``)."""
     res = root.run(["ip", "-j", "netns", "list"], check=False)
     try:
         names = [e["name"] for e in json.loads(res.stdout or "[]")]
     except (json.JSONDecodeError, KeyError, TypeError):
         names = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
-    return [n for n in names if n.startswith(prefix)]
+    return [n for n in names if owned(n, prefix, nested)]
 
 
 def _kill_namespace_processes(root: Host, ns: str) -> None:
@@ -96,19 +109,20 @@ def _edit_allowed_cc(root: Host, add: Sequence[str] = (), remove: Sequence[str] 
     return added
 
 
-def clean_prefix(prefix: str = "mplab-", root: Host | None = None) -> list[str]:
-    """Remove everything an emulated testbed with ``prefix`` left behind; idempotent.
+def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True) -> list[str]:
+    """Remove everything emulated testbeds with ``prefix`` left behind; idempotent.
 
+    With ``nested=False`` only the testbed whose prefix is exactly ``prefix`` (see ``owned``).
     Returns a description of what was removed.
     """
     root = root or LocalHost("root")
     done = []
-    for ns in list_namespaces(root, prefix):
+    for ns in list_namespaces(root, prefix, nested):
         _kill_namespace_processes(root, ns)
         root.run(["ip", "netns", "del", ns], check=False)
         done.append(f"namespace {ns}")
     if STATE_ROOT.exists():
-        mine = [d for d in sorted(STATE_ROOT.iterdir()) if (d.name + "-").startswith(prefix)]
+        mine = [d for d in sorted(STATE_ROOT.iterdir()) if owned(d.name + "-", prefix, nested)]
         others = [d for d in STATE_ROOT.iterdir() if d not in mine]
         # Another live testbed (another prefix) may need a name we added: keep those.
         still_needed = {n for d in others for n in _read_state(d).get("needs", [])}
@@ -199,7 +213,7 @@ class EmulatedTestbed(Testbed):
 
     def setup(self, ccs: Sequence[CongestionControl]) -> None:
         """Clear stale state with our prefix, then build the topology, servers and meter devices."""
-        stale = clean_prefix(self.prefix, self.root)
+        stale = clean_prefix(self.prefix, self.root, nested=False)
         if stale:
             log.info("removed stale testbed state: %s", ", ".join(stale))
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -289,12 +303,13 @@ class EmulatedTestbed(Testbed):
                 snd.run(argv)
 
     def _start_devices(self) -> None:
-        profile = self.emu.power_profile.model_dump_json()
-        for name, node in self.nodes.items():
-            link = str(self.state_dir / f"meter-{name}")
-            argv = [sys.executable, "-m", "harness.meters.emulated", "--link", link, "--profile", profile]
-            for radio, intf in node.interfaces.items():
-                argv += ["--iface", f"{radio}={intf.name}"]
+        profile = self.emu.power_profile
+        for i, (name, node) in enumerate(self.nodes.items(), start=1):
+            spec = self.inventory.receiver(name).meter
+            argv = device_argv(str(self.meter_link(name)), profile,
+                               ifaces={radio: intf.name for radio, intf in node.interfaces.items()},
+                               control=str(self.meter_control(name)), noise_ma=spec.noise_ma,
+                               noise_mv=spec.noise_mv, seed=i)
             self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
         deadline = time.monotonic() + 15
         for name in self.nodes:
@@ -343,9 +358,18 @@ class EmulatedTestbed(Testbed):
                 raise PreflightError(f"iperf3 servers on ports {sorted(missing)} not listening after {timeout_s} s")
             time.sleep(0.02)
 
+    def meter_link(self, name: str) -> Path:
+        """Where the emulated meter device of receiver ``name`` publishes its pty."""
+        return self.state_dir / f"meter-{name}"
+
+    def meter_control(self, name: str) -> Path:
+        """The fault-injection file of that device (see ``harness.meters.emulated``)."""
+        return self.state_dir / f"meter-{name}.control"
+
     def meters(self) -> dict[str, Meter]:
-        return {name: open_meter(node.meter_kind, str(self.state_dir / f"meter-{name}"))
-                for name, node in self.nodes.items()}
+        # Through the same UM driver as a lab meter: the pty is just another serial port.
+        return {name: meter_from_inventory(self.inventory.receiver(name).meter, str(self.meter_link(name)))
+                for name in self.nodes}
 
     def qdisc_stats(self) -> dict[str, str]:
         out = {}
@@ -367,7 +391,7 @@ class EmulatedTestbed(Testbed):
                 log.warning("stopping %s: %s", proc.label, exc)
         self._servers.clear()
         self._devices.clear()
-        clean_prefix(self.prefix, self.root)
+        clean_prefix(self.prefix, self.root, nested=False)
         self._up = False
 
 

@@ -32,10 +32,16 @@ log = logging.getLogger("mplab.hosts")
 #: A gated process waits for one line on stdin, writes its host's wall-clock time to
 #: stderr and then becomes the real command. Pre-spawning gated clients and releasing
 #: them together keeps process start-up (fork, namespace entry, SSH channel set-up)
-#: out of the start skew between receivers. ``date`` is used rather than a shell
-#: builtin because POSIX sh has no sub-second clock.
-GATE_SCRIPT = 'IFS= read -r _ || exit 97; date +%s.%N >&2; exec "$@"'
+#: out of the start skew between receivers. bash's ``$EPOCHREALTIME`` (bash >= 5) reads
+#: the clock without a fork: forking ``date`` after the release put nine processes'
+#: fork/exec on two cores between release and start (22 ms p95 skew instead of a few).
+#: ``date`` remains the fallback for an older bash.
+GATE_SCRIPT = ('printf "mplab-gate-ready\\n" >&2; IFS= read -r _ || exit 97; '
+               'if [ -n "${EPOCHREALTIME:-}" ]; then printf "%s\\n" "$EPOCHREALTIME" >&2; '
+               'else date +%s.%N >&2; fi; exec "$@"')
 GATE_NAME = "mplab-gate"
+#: First line a gated process writes to stderr once it is blocked on its release.
+GATE_READY = "mplab-gate-ready"
 
 #: Exit status of a gated process whose stdin closed before it was released.
 GATE_ABORTED = 97
@@ -43,7 +49,7 @@ GATE_ABORTED = 97
 
 def gated_argv(argv: Sequence[str]) -> list[str]:
     """Wrap ``argv`` so that it starts only when released (see ``GATE_SCRIPT``)."""
-    return ["sh", "-c", GATE_SCRIPT, GATE_NAME, *argv]
+    return ["bash", "-c", GATE_SCRIPT, GATE_NAME, *argv]
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,13 @@ class BackgroundProcess(ABC):
     @abstractmethod
     def poll(self) -> int | None:
         """Exit code if the process has exited, else None (no side effects)."""
+
+    @abstractmethod
+    def wait_ready(self, timeout: float) -> None:
+        """Wait until a gated process is blocked on its release (``CommandTimeout`` after ``timeout`` s).
+
+        Releasing a process that is still starting would put its start-up into the start skew.
+        """
 
     @abstractmethod
     def release(self) -> float:
@@ -191,6 +204,22 @@ class _LocalProcess(BackgroundProcess):
     def poll(self) -> int | None:
         return self._popen.poll()
 
+    def wait_ready(self, timeout: float) -> None:
+        if not self._gated:
+            raise RuntimeError(f"{self.label}: not a gated process")
+        deadline = time.monotonic() + timeout
+        path = os.path.join(self._dir.name, "stderr")
+        while True:
+            with open(path, "rb") as f:
+                if f.read(len(GATE_READY)) == GATE_READY.encode():
+                    return
+            if self._popen.poll() is not None:
+                res = self._finish(self._popen.returncode)
+                raise CommandError(self.host, self.argv, res.returncode, res.stderr, note="exited before its release")
+            if time.monotonic() > deadline:
+                raise CommandTimeout(self.host, self.argv, None, note=f"not ready for release after {timeout:.1f} s")
+            time.sleep(0.002)
+
     def release(self) -> float:
         if not self._gated or self._popen.stdin is None:
             raise RuntimeError(f"{self.label}: not a gated process")
@@ -211,9 +240,11 @@ class _LocalProcess(BackgroundProcess):
         self._cleanup_files()
         released_at = None
         if self._gated:
+            if stderr.startswith(GATE_READY + "\n"):
+                stderr = stderr[len(GATE_READY) + 1:]
             first, _, rest = stderr.partition("\n")
             try:
-                released_at = float(first)
+                released_at = float(first.replace(",", "."))  # EPOCHREALTIME follows LC_NUMERIC
                 stderr = rest
             except ValueError:
                 released_at = None

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.config import Strict, load_yaml_model
+from harness.radio import Lte, Wifi, check_lte, check_wifi
 
 SCHEMA_VERSION = 1
 
@@ -21,7 +22,9 @@ SCHEMA_VERSION = 1
 Radio = Literal["wifi", "lte"]
 RADIOS: tuple[Radio, ...] = ("wifi", "lte")
 
-Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,14}$")]
+# No dashes: namespaces are named <prefix><name>, and a dash-free name is how a testbed
+# tells its own namespaces from those of a testbed whose prefix extends its own.
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,14}$")]
 IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
 
 
@@ -46,6 +49,29 @@ class Interface(Strict):
     channel: Channel | None = Field(default=None, description="emulated channel (emulated testbed only)")
 
 
+class LineFormat(Strict):
+    """How an INA219/INA226 bridge prints one reading per text line (e.g. ``5.102,0.512,2.611``)."""
+
+    fields: list[Literal["volts_v", "volts_mv", "amps_a", "amps_ma", "watts_w", "watts_mw",
+                         "energy_wh", "energy_mwh", "skip"]] = Field(
+        min_length=1, description="the columns in order, each with its unit (skip: ignore that column)")
+    separator: str | None = Field(default=None, description="column separator (default: any whitespace)")
+    comment: str = Field(default="#", description="lines starting with this are ignored (sketch banners)")
+    poll_command: str | None = Field(
+        default=None, description="text sent before each reading (bridges that answer on request); "
+                                  "default: the bridge streams lines by itself")
+
+    @model_validator(mode="after")
+    def _has_power(self) -> LineFormat:
+        have = set(self.fields)
+        if not (have & {"watts_w", "watts_mw"} or (have & {"volts_v", "volts_mv"} and have & {"amps_a", "amps_ma"})):
+            raise ValueError(f"line format {self.fields} gives no power: needs watts_*, or volts_* and amps_*")
+        for f in set(self.fields) - {"skip"}:
+            if self.fields.count(f) > 1:
+                raise ValueError(f"field {f!r} appears twice in {self.fields}")
+        return self
+
+
 class Ser2Net(Strict):
     """A meter's serial device shared over the network by ser2net running on the receiver (lab)."""
 
@@ -59,9 +85,31 @@ class Meter(Strict):
     """The energy meter in a receiver's supply."""
 
     kind: Literal["emulated-um25c", "um24c", "um25c", "um34c", "ina-line"]
-    port: str | None = Field(default=None, description="serial device or pyserial URL (lab meters): /dev/rfcomm0 on "
-                                                        "the orchestrator, or rfc2217://<receiver>:<port> via ser2net")
+    port: str | None = Field(default=None, description="serial device or pyserial URL (lab meters): /dev/rfcomm0, "
+                                                       "/dev/ttyUSB0, rfc2217://host:port, socket://host:port")
+    baudrate: int = Field(default=9600, gt=0, description="serial speed (nominal over RFCOMM; INA bridges: "
+                                                          "as the sketch sets it)")
+    timeout_s: PositiveFloat = Field(default=1.0, description="how long one reading may take before it is a fault")
+    rate_hz: PositiveFloat | None = Field(default=None, description="poll rate (default: the device's limit)")
+    line_format: LineFormat | None = Field(default=None, description="ina-line only: how the bridge prints a reading")
+    noise_ma: float | None = Field(default=None, ge=0, description="emulated-um25c only: current noise, "
+                                                                    "standard deviation (mA)")
+    noise_mv: float | None = Field(default=None, ge=0, description="emulated-um25c only: voltage noise, "
+                                                                   "standard deviation (mV)")
     ser2net: Ser2Net | None = Field(default=None, description="set up and check ser2net on the receiver for this meter")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Meter:
+        if self.kind != "emulated-um25c" and not self.port and self.ser2net is None:
+            raise ValueError(f"a {self.kind} meter needs a 'port' (e.g. /dev/rfcomm0 or socket://host:port) "
+                             "or a 'ser2net' section")
+        if self.kind == "ina-line" and self.line_format is None:
+            raise ValueError("an ina-line meter needs a 'line_format' (e.g. {fields: [volts_v, amps_a, watts_w]})")
+        if self.kind != "ina-line" and self.line_format is not None:
+            raise ValueError(f"'line_format' is for ina-line meters, not {self.kind}")
+        if self.kind != "emulated-um25c" and (self.noise_ma is not None or self.noise_mv is not None):
+            raise ValueError(f"'noise_ma'/'noise_mv' set the emulated device's noise; a {self.kind} has its own")
+        return self
 
 
 class SSHTarget(Strict):
@@ -78,6 +126,12 @@ class SSHTarget(Strict):
     connect_timeout_s: PositiveFloat | None = Field(default=None, description="deadline for connect and auth (s)")
 
 
+class Sim(Strict):
+    """The programmable SIM in a receiver's LTE modem (its keys live in the secrets file, never here)."""
+
+    imsi: Annotated[str, Field(pattern=r"^[0-9]{15}$", description="15-digit IMSI; starts with the cell's MCC+MNC")]
+
+
 class Receiver(Strict):
     """A dual-homed receiver."""
 
@@ -85,6 +139,7 @@ class Receiver(Strict):
     interfaces: dict[Radio, Interface]
     meter: Meter
     ssh: SSHTarget | None = Field(default=None, description="how to reach this receiver (lab only)")
+    sim: Sim | None = Field(default=None, description="the LTE modem's SIM (needed when the inventory has 'lte')")
 
     @field_validator("interfaces")
     @classmethod
@@ -173,7 +228,7 @@ class Lab(Strict):
     iperf3_base_port: Annotated[int, Field(ge=1024, le=65000)] = Field(
         default=5200, description="receiver i's iperf3 server on the sender listens on base + i")
     infra: list[InfraHost] = Field(default_factory=list, description="eNodeB, EPC, APs, switch")
-    groups: dict[Name, list[Name]] = Field(
+    groups: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,30}$")], list[Name]] = Field(
         default_factory=dict, description="Ansible-style named groups of host names (for `mplab preflight --group`)")
 
     def ssh_settings(self, target: SSHTarget) -> dict:
@@ -199,6 +254,8 @@ class Inventory(Strict):
     receivers: list[Receiver] = Field(min_length=1)
     emulation: Emulation | None = None
     lab: Lab | None = None
+    lte: Lte | None = Field(default=None, description="the lab's LTE cell: srsRAN eNodeB and Open5GS EPC")
+    wifi: Wifi | None = Field(default=None, description="the lab's WiFi access points")
 
     @model_validator(mode="after")
     def _consistent(self) -> Inventory:
@@ -220,6 +277,10 @@ class Inventory(Strict):
                                      "(use emulated-um25c)")
         if self.kind == "lab":
             self._check_lab(names)
+        if self.lte is not None:
+            check_lte(self)
+        if self.wifi is not None:
+            check_wifi(self)
         return self
 
     def _check_lab(self, names: list[str]) -> None:

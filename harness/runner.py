@@ -99,6 +99,9 @@ def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
 class Runner:
     """Runs samples of one campaign on one testbed."""
 
+    #: Deadline for a pre-spawned client to reach its gate (SSH channel set-up included).
+    GATE_READY_S = 20.0
+
     def __init__(self, testbed: Testbed, campaign: Campaign, scenario: Scenario,
                  ccs: dict[str, CongestionControl], recorder: Recorder, metadata: dict) -> None:
         self.testbed = testbed
@@ -186,6 +189,13 @@ class Runner:
                     for o in outs.values():
                         o.error = f"start: {exc}"
                     return list(outs.values())
+            try:
+                for p in procs.values():
+                    p.wait_ready(self.GATE_READY_S)
+            except MplabError as exc:
+                for o in outs.values():
+                    o.error = f"start: {exc}"
+                return list(outs.values())
             for rx, p in procs.items():
                 try:
                     outs[rx].released_at = p.release()
@@ -252,9 +262,10 @@ class Runner:
             o.flags += list(e.flags)
             buf = io.StringIO()
             w = csv.writer(buf)
-            w.writerow(["wall_s", "mono_s", "volts", "amps", "watts", "counter_wh"])
+            w.writerow(["wall_s", "mono_s", "volts", "amps", "watts", "counter_wh", "device_watts"])
             for r in self.recorder.trace(rx, w0 - 1.0, w1 + 1.0):
-                w.writerow([f"{r.wall_s:.6f}", f"{r.mono_s:.6f}", r.volts, r.amps, f"{r.watts:.6f}", r.counter_wh])
+                w.writerow([f"{r.wall_s:.6f}", f"{r.mono_s:.6f}", r.volts, r.amps, f"{r.watts:.6f}", r.counter_wh,
+                            r.device_watts])
             (adir / f"meter-{rx}.csv").write_text(buf.getvalue())
 
     # ------------------------------------------------------------ records

@@ -38,7 +38,7 @@ from pathlib import Path
 import paramiko
 from fabric import Config, Connection
 
-from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable
+from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable, MplabError
 from harness.hosts import GATE_NAME, BackgroundProcess, CommandResult, Host, ProcessResult
 
 log = logging.getLogger("mplab.ssh")
@@ -121,17 +121,34 @@ class _RemoteProcess(BackgroundProcess):
             self._chan.sendall(input.encode())
         if not gated and not keep_stdin:
             self._chan.shutdown_write()  # EOF on stdin, as with stdin=DEVNULL locally
-        # The process group id arrives first; without it we could not stop the process. The
-        # deadline is generous: sshd forks and the login shell reads its rc files first.
-        if not self._pgid_event.wait(start_timeout_s):
-            self._chan.close()
-            raise HostUnreachable(f"[{host.name}] {shlex.join(argv)}: no process id within {start_timeout_s:.1f} s "
-                                  "(is util-linux `setsid` installed on the host? is it overloaded?)")
+        # A gated process reports its id once blocked on its release: ``wait_ready`` waits for it, so
+        # the runner starts every receiver's client first and waits for them together.
+        if not gated:
+            try:
+                self._wait_pgid(start_timeout_s)
+            except MplabError:
+                self._chan.close()
+                raise
+
+    def _wait_pgid(self, timeout_s: float) -> None:
+        """Wait for the process-group id (without it the process could not be stopped)."""
+        if self.pgid is not None:
+            return
+        # The deadline is generous: sshd forks and the login shell reads its rc files first.
+        if not self._pgid_event.wait(timeout_s):
+            raise CommandTimeout(self.host, self.argv, None,
+                                 note=f"no process id within {timeout_s:.1f} s (is util-linux `setsid` installed "
+                                      "on the host? is it overloaded?)")
         if self.pgid is None:
             self._finish_readers(1.0)
             err = self._err.decode(errors="replace")
-            raise CommandError(host.name, argv, self._chan.recv_exit_status() if self._chan.exit_status_ready()
-                               else None, err, note="remote launcher failed")
+            raise CommandError(self.host, self.argv, self._chan.recv_exit_status()
+                               if self._chan.exit_status_ready() else None, err, note="remote launcher failed")
+
+    def wait_ready(self, timeout: float) -> None:
+        if not self._gated:
+            raise RuntimeError(f"{self.label}: not a gated process")
+        self._wait_pgid(timeout)
 
     def _pump(self, recv, buf: bytearray, is_stderr: bool) -> None:
         while True:
@@ -186,6 +203,7 @@ class _RemoteProcess(BackgroundProcess):
     def release(self) -> float:
         if not self._gated:
             raise RuntimeError(f"{self.label}: not a gated process")
+        self._wait_pgid(30.0)
         self._chan.sendall(b"\n")
         # EOF on stdin is sent on the next poll: one packet per release keeps the release loop short.
         self._eof_pending = True
@@ -235,6 +253,8 @@ class _RemoteProcess(BackgroundProcess):
                 self._chan.shutdown_write()  # an unreleased gate (or a stdin loop) exits on EOF
             except (OSError, EOFError, paramiko.SSHException):
                 pass
+            if self.pgid is None:
+                self._pgid_event.wait(grace_s)  # a gated start still on its way: its id is needed to stop it
             try:
                 note = self._host._kill_group(self.pgid, self._chan.status_event, grace_s)
             except Exception as exc:  # noqa: BLE001 - stop must always return; the reason goes to stderr

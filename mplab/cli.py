@@ -11,11 +11,17 @@ from rich.logging import RichHandler
 from harness import cli as harness_cli
 from harness import labcli
 from harness.errors import MplabError
+from harness.meters import cli as meters_cli
+from lte import cli as lte_cli
+from wifi import cli as wifi_cli
 
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
                   help="Measure the energy cost of MPTCP on dual-homed testbeds, emulated or real.")
 harness_cli.register(app)
+meters_cli.register(app)
 labcli.register(app)
+lte_cli.register(app)
+wifi_cli.register(app)
 
 
 @app.callback()

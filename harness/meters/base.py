@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.errors import MeterError
+from harness.inventory import Meter as MeterSpec
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,8 @@ class Reading:
     watts: float
     #: The device's own energy counter (selected data group), if it has one (Wh).
     counter_wh: float | None = None
+    #: The power the device itself reports (UM: its 1 mW field), when it differs from ``watts`` (W).
+    device_watts: float | None = None
 
 
 class Meter(ABC):
@@ -46,15 +51,46 @@ class Meter(ABC):
     def close(self) -> None:
         """Close the port; idempotent."""
 
+    def __enter__(self) -> Meter:
+        self.open()
+        return self
 
-#: Meter kind -> factory(port) returning an unopened Meter.
-DRIVERS: dict[str, Callable[[str], Meter]] = {}
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.kind} at {self.port}>"
 
 
-def open_meter(kind: str, port: str) -> Meter:
+class MeterFactory(Protocol):
+    """Builds an unopened meter of one kind: ``factory(port, **options)``.
+
+    Options every driver accepts: ``baudrate``, ``timeout_s``, ``rate_hz`` (None: the device's
+    limit). Driver-specific ones (``line_format`` for ina-line) come from the inventory entry.
+    """
+
+    def __call__(self, port: str, **options: Any) -> Meter: ...
+
+
+#: Meter kind -> factory. One line per driver module (see ``um.py``, ``ina.py``).
+DRIVERS: dict[str, MeterFactory] = {}
+
+
+def open_meter(kind: str, port: str, **options: Any) -> Meter:
     """An unopened meter of ``kind`` on ``port``."""
     try:
         factory = DRIVERS[kind]
     except KeyError:
         raise KeyError(f"unknown meter kind {kind!r} (known: {', '.join(sorted(DRIVERS))})") from None
-    return factory(port)
+    return factory(port, **options)
+
+
+def meter_from_inventory(spec: MeterSpec, port: str | None = None) -> Meter:
+    """An unopened meter for an inventory entry; ``port`` overrides the entry's (emulated devices)."""
+    port = port or spec.port
+    if not port:
+        raise MeterError(f"{spec.kind} meter has no port (set 'port' in the inventory)")
+    options: dict[str, Any] = {"baudrate": spec.baudrate, "timeout_s": spec.timeout_s, "rate_hz": spec.rate_hz}
+    if spec.line_format is not None:
+        options["line_format"] = spec.line_format
+    return open_meter(spec.kind, port, **options)

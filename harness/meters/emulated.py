@@ -1,4 +1,4 @@
-"""An emulated UM25C: a pseudo-terminal that answers the real protocol.
+"""An emulated UM-series meter: a pseudo-terminal that answers the real protocol byte for byte.
 
 Run as a process inside a receiver's network namespace (so that /sys shows the
 receiver's own interfaces)::
@@ -6,27 +6,55 @@ receiver's own interfaces)::
     python -m harness.meters.emulated --link /run/mplab/x/meter-n1 \
         --profile '{...PowerProfile JSON...}' --iface wifi=wlan0 --iface lte=lte0
 
-Every 100 ms it reads the interfaces' byte counters, turns the throughput into power
-with ``harness.power.PowerModel`` and integrates its own mAh/mWh counters (data group
-0). Each ``0xF0`` byte from the host is answered with a 130-byte UM25C frame at the
-device's resolution. The pty's slave path is published as a symlink at ``--link``.
+Power comes from ``harness.power.PowerModel`` (board base power, per-radio theta +
+b x throughput, LTE promotion and tail, WiFi tail) driven either by the interfaces'
+byte counters (read every 100 ms) or, for tests and benches, by a rate schedule in
+wall-clock time (``--script``). The device keeps its own mAh/mWh counters (data group
+0), adds measurement noise, and answers each ``0xF0`` with a frame at the model's
+resolution (UM25C: 1 mV, 0.1 mA, 1 mW). With ``--model ina-line`` it instead prints
+text lines as an INA2xx bridge does. The pty's slave path is published as a symlink
+at ``--link``, so the host reads it with the same driver as a real meter.
+
+Faults for tests are set through ``--control FILE`` (re-read when it changes; one line):
+
+    ok                 answer normally
+    (the device writes the mode it now follows to ``FILE.active`` once it has switched)
+
+    silent             stop answering (the port stays open)
+    short N            send only the first N bytes of each frame (UM) or a partial line (INA)
+    garbage N          N random bytes before each frame (UM) or a garbage line first (INA)
+    bad-trailer        corrupt the trailer/checksum byte; ``bad-trailer+good`` sends a good frame after it
+    wrong-id           another model's id; ``wrong-id+good`` sends a good frame after it
+    vanish             close the pty and remove the link (the device disappears) until the mode changes
 """
 from __future__ import annotations
 
 import argparse
+import errno
+import json
+import math
 import os
+import random
 import select
 import signal
 import sys
 import termios
 import time
 import tty
+from dataclasses import dataclass
 
-from harness.inventory import PowerProfile
+from harness.inventory import RADIOS, LineFormat, PowerProfile
+from harness.meters.ina import format_line
 from harness.meters.um import MODELS, POLL, encode_frame
 from harness.power import PowerModel
 
+#: How often the byte counters are read (s).
 SAMPLE_PERIOD_S = 0.1
+#: Integration step of a scripted rate schedule (s): transitions land within this of their time.
+SCRIPT_STEP_S = 0.005
+#: Default noise: standard deviations of the current and voltage readings.
+DEFAULT_NOISE_MA = 0.2
+DEFAULT_NOISE_MV = 1.0
 
 
 def _read_counter(iface: str) -> int:
@@ -37,48 +65,240 @@ def _read_counter(iface: str) -> int:
     return total
 
 
-class Device:
-    """The device state: power model, counters, accumulated charge and energy."""
+class SysfsRates:
+    """Per-radio throughput from the interfaces' byte counters, measured between calls."""
 
-    def __init__(self, profile: PowerProfile, ifaces: dict[str, str]) -> None:
-        self.model = PowerModel(profile)
-        self.volts = profile.volts
+    def __init__(self, ifaces: dict[str, str]) -> None:
         self.ifaces = ifaces
         self.last_t = time.monotonic()
         self.last_bytes = {r: _read_counter(i) for r, i in ifaces.items()}
-        self.watts = self.model.power_w(self.last_t, {})
-        self.mah = 0.0
-        self.mwh = 0.0
 
-    def sample(self) -> None:
-        now = time.monotonic()
+    def measure(self, now: float) -> dict[str, float]:
         dt = now - self.last_t
-        if dt <= 0:
-            return
         rates = {}
         for radio, iface in self.ifaces.items():
             b = _read_counter(iface)
-            rates[radio] = (b - self.last_bytes[radio]) * 8 / dt / 1e6
+            rates[radio] = (b - self.last_bytes[radio]) * 8 / dt / 1e6 if dt > 0 else 0.0
             self.last_bytes[radio] = b
-        # Energy over the elapsed interval at the power that held during it.
-        self.mwh += self.watts * 1000 * dt / 3600
-        self.mah += self.watts / self.volts * 1000 * dt / 3600
-        self.watts = self.model.power_w(now, rates)
         self.last_t = now
+        return rates
+
+
+class ScriptRates:
+    """A rate schedule: ``[[wall_s, {"lte": 10.0}], ...]``, each entry holding until the next."""
+
+    def __init__(self, steps: list) -> None:
+        self.steps = sorted((float(t), {r: float(v) for r, v in rates.items()}) for t, rates in steps)
+        for _, rates in self.steps:
+            unknown = set(rates) - set(RADIOS)
+            if unknown:
+                raise ValueError(f"unknown radio(s) {sorted(unknown)} in script (use {RADIOS})")
+
+    def at(self, wall_s: float) -> dict[str, float]:
+        current: dict[str, float] = {}
+        for t, rates in self.steps:
+            if t > wall_s:
+                break
+            current = rates
+        return current
+
+
+@dataclass
+class Fault:
+    mode: str = "ok"
+    arg: int = 0
+    then_good: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> Fault:
+        words = text.split()
+        if not words:
+            return cls()
+        mode, then_good = words[0], False
+        if mode.endswith("+good"):
+            mode, then_good = mode[:-5], True
+        if mode not in ("ok", "silent", "short", "garbage", "bad-trailer", "bad-checksum", "wrong-id", "vanish"):
+            raise ValueError(f"unknown fault mode {words[0]!r}")
+        arg = int(words[1]) if len(words) > 1 else {"short": 64, "garbage": 37}.get(mode, 0)
+        return cls(mode, arg, then_good)
+
+
+class Device:
+    """The device state: power model, rate source, noise, accumulated charge and energy."""
+
+    def __init__(self, profile: PowerProfile, *, ifaces: dict[str, str] | None = None,
+                 script: ScriptRates | None = None, model: str = "um25c", noise_ma: float = DEFAULT_NOISE_MA,
+                 noise_mv: float = DEFAULT_NOISE_MV, seed: int | None = None) -> None:
+        self.model = PowerModel(profile)
+        self.volts = profile.volts
+        self.um = MODELS.get(model)
+        self.kind = model
+        self.script = script
+        self.sysfs = None if script is not None else SysfsRates(ifaces or {})
+        self.noise_a = noise_ma / 1000
+        self.noise_v = noise_mv / 1000
+        self.rng = random.Random(seed)
+        self.t = time.monotonic()
+        self.wall_offset = time.time() - self.t
+        self.watts = self.model.power_w(self.t, self._script_rates(self.t))
+        self.mah = 0.0
+        self.mwh = 0.0
+
+    def _script_rates(self, t: float) -> dict[str, float]:
+        return self.script.at(t + self.wall_offset) if self.script else {}
+
+    def _integrate_to(self, t1: float) -> None:
+        dt = t1 - self.t
+        if dt > 0:
+            self.mwh += self.watts * 1000 * dt / 3600
+            self.mah += self.watts / self.volts * 1000 * dt / 3600
+            self.t = t1
+
+    def tick(self, now: float) -> None:
+        """Advance the device to ``now`` (monotonic): integrate its counters and update its power."""
+        if self.sysfs is not None:
+            self._integrate_to(now)
+            self.watts = self.model.power_w(now, self.sysfs.measure(now))
+            return
+        while self.t < now - 1e-9:
+            t1 = min(now, self.t + SCRIPT_STEP_S)
+            self._integrate_to(t1)
+            self.watts = self.model.power_w(t1, self._script_rates(t1))
+
+    def measure(self) -> tuple[float, float]:
+        """(volts, amps) as the device's ADC sees them now: true values plus noise."""
+        if self.script is not None:
+            self.tick(time.monotonic())
+        volts = self.volts + (self.rng.gauss(0, self.noise_v) if self.noise_v else 0.0)
+        amps = self.watts / self.volts + (self.rng.gauss(0, self.noise_a) if self.noise_a else 0.0)
+        return volts, max(0.0, amps)
 
     def frame(self) -> bytes:
-        amps = self.watts / self.volts
-        return encode_frame(MODELS["um25c"], volts=self.volts, amps=amps, watts=self.watts,
+        volts, amps = self.measure()
+        assert self.um is not None
+        # The power field is the device's own V x I at 1 mW; counters are data group 0.
+        return encode_frame(self.um, volts=volts, amps=amps, watts=volts * amps,
                             groups=((self.mah / 1000, self.mwh / 1000),))
 
+    def line(self, fmt: LineFormat) -> bytes:
+        volts, amps = self.measure()
+        values = {"volts": volts, "amps": amps, "watts": volts * amps, "energy_wh": self.mwh / 1000}
+        return (format_line(values, fmt) + "\n").encode()
 
-def serve(link: str, device: Device) -> None:
-    master, slave = os.openpty()
-    tty.setraw(slave, termios.TCSANOW)
-    tmp = f"{link}.tmp{os.getpid()}"
-    os.makedirs(os.path.dirname(link) or ".", exist_ok=True)
-    os.symlink(os.ttyname(slave), tmp)
-    os.replace(tmp, link)
+
+class Port:
+    """The pty and its published link; can vanish and come back."""
+
+    def __init__(self, link: str) -> None:
+        self.link = link
+        self.master: int | None = None
+        self.slave: int | None = None
+        self.slave_path = ""
+
+    def publish(self) -> None:
+        master, slave = os.openpty()
+        tty.setraw(slave, termios.TCSANOW)
+        os.set_blocking(master, False)  # a reader that stops reading must not block the device
+        self.master, self.slave, self.slave_path = master, slave, os.ttyname(slave)
+        tmp = f"{self.link}.tmp{os.getpid()}"
+        os.makedirs(os.path.dirname(self.link) or ".", exist_ok=True)
+        os.symlink(self.slave_path, tmp)
+        os.replace(tmp, self.link)
+
+    def withdraw(self) -> None:
+        try:
+            if os.readlink(self.link) == self.slave_path:
+                os.unlink(self.link)
+        except OSError:
+            pass
+        for fd in (self.master, self.slave):
+            if fd is not None:
+                os.close(fd)
+        self.master = self.slave = None
+
+    def write(self, data: bytes) -> None:
+        if self.master is None:
+            return
+        try:
+            os.write(self.master, data)
+        except BlockingIOError:
+            pass  # nobody reads: the bytes are lost, as on a serial line
+        except OSError as exc:
+            if exc.errno not in (errno.EIO, errno.EAGAIN):
+                raise
+
+
+class Control:
+    """The fault mode, re-read from a file when it changes; acknowledged in ``<file>.active``.
+
+    Everything the device sends after the acknowledgement follows the new mode, so tests
+    wait for it instead of sleeping.
+    """
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.key: tuple | None = None
+        self.fault = Fault()
+
+    def _ack(self, text: str) -> None:
+        tmp = f"{self.path}.active.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, f"{self.path}.active")
+
+    def current(self) -> Fault:
+        if self.path:
+            try:
+                st = os.stat(self.path)
+                key = (st.st_ino, st.st_mtime_ns, st.st_size)
+                if key != self.key:
+                    self.key = key
+                    with open(self.path) as f:
+                        text = f.read()
+                    self.fault = Fault.parse(text)
+                    self._ack(text)
+            except FileNotFoundError:
+                if self.key is not None:
+                    self.key, self.fault = None, Fault()  # control file removed: behave again
+                    self._ack("ok\n")
+            except (OSError, ValueError) as exc:
+                print(f"control {self.path}: {exc}", file=sys.stderr)
+        return self.fault
+
+
+def _um_answer(device: Device, fault: Fault, rng: random.Random) -> bytes:
+    good = device.frame()
+    if fault.mode == "short":
+        return good[:fault.arg]
+    if fault.mode == "garbage":
+        return bytes(rng.randrange(256) for _ in range(fault.arg)) + good
+    if fault.mode in ("bad-trailer", "bad-checksum", "wrong-id"):
+        bad = bytearray(good)
+        if fault.mode == "wrong-id":
+            other = next(m for m in MODELS.values() if m.model_id != device.um.model_id)
+            bad[0:2] = other.model_id.to_bytes(2, "big")
+        else:
+            bad[129] ^= 0x5A
+        return bytes(bad) + (good if fault.then_good else b"")
+    return good
+
+
+def _line_answer(device: Device, fmt: LineFormat, fault: Fault, rng: random.Random) -> bytes:
+    good = device.line(fmt)
+    if fault.mode == "short":
+        return good[:max(1, min(fault.arg, len(good) - 2))]  # a partial line, no newline
+    if fault.mode == "garbage":
+        return bytes(rng.choice(b"xyz!?~%") for _ in range(max(1, fault.arg))) + b"\n" + good
+    if fault.mode in ("bad-trailer", "bad-checksum", "wrong-id"):
+        return b"nan nan nan\n" + (good if fault.then_good else b"")
+    return good
+
+
+def serve(link: str, device: Device, control: Control, line_format: LineFormat | None = None,
+          line_rate_hz: float = 20.0) -> None:
+    """Answer polls (UM) or stream lines (INA) until SIGTERM/SIGINT."""
+    port = Port(link)
+    port.publish()
     running = True
 
     def _stop(*_):
@@ -87,43 +307,102 @@ def serve(link: str, device: Device) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    rng = random.Random(device.rng.random())
+    streaming = line_format is not None and line_format.poll_command is None
     next_sample = time.monotonic() + SAMPLE_PERIOD_S
+    next_line = time.monotonic()
     try:
         while running:
-            wait = max(0.0, next_sample - time.monotonic())
+            now = time.monotonic()
+            deadline = min(next_sample, next_line) if streaming else next_sample
+            fds = [port.master] if port.master is not None else []
             try:
-                ready, _, _ = select.select([master], [], [], wait)
+                ready, _, _ = select.select(fds, [], [], max(0.0, deadline - now))
             except InterruptedError:
                 continue
+            fault = control.current()
+            if fault.mode == "vanish" and port.master is not None:
+                port.withdraw()
+                ready = []
+            elif fault.mode != "vanish" and port.master is None:
+                port.publish()
+                ready = []
             if ready:
                 try:
-                    data = os.read(master, 256)
+                    data = os.read(port.master, 256)
                 except OSError:
                     data = b""
-                for _ in range(data.count(POLL)):
-                    os.write(master, device.frame())
-            if time.monotonic() >= next_sample:
-                device.sample()
+                if fault.mode != "silent":
+                    if line_format is None:
+                        for _ in range(data.count(POLL)):
+                            port.write(_um_answer(device, fault, rng))
+                    elif not streaming and line_format.poll_command and line_format.poll_command.encode() in data:
+                        port.write(_line_answer(device, line_format, fault, rng))
+            now = time.monotonic()
+            if streaming and now >= next_line:
+                if port.master is not None and fault.mode != "silent":
+                    port.write(_line_answer(device, line_format, fault, rng))
+                next_line = max(next_line + 1 / line_rate_hz, now)
+            if now >= next_sample:
+                device.tick(now)
                 next_sample += SAMPLE_PERIOD_S
-                if next_sample < time.monotonic():  # fell behind (e.g. suspended): do not burst
-                    next_sample = time.monotonic() + SAMPLE_PERIOD_S
+                if next_sample < now:  # fell behind (e.g. suspended): do not burst
+                    next_sample = now + SAMPLE_PERIOD_S
     finally:
-        try:
-            if os.readlink(link) == os.ttyname(slave):
-                os.unlink(link)
-        except OSError:
-            pass
+        port.withdraw()
+
+
+def device_argv(link: str, profile: PowerProfile, *, ifaces: dict[str, str] | None = None,
+                script: list | None = None, model: str = "um25c", control: str | None = None,
+                noise_ma: float | None = None, noise_mv: float | None = None, seed: int | None = None,
+                line_format: LineFormat | None = None, python: str = sys.executable) -> list[str]:
+    """The argument list that starts an emulated meter device (for a Host's ``start``)."""
+    argv = [python, "-m", "harness.meters.emulated", "--link", link, "--profile", profile.model_dump_json(),
+            "--model", model]
+    for radio, iface in (ifaces or {}).items():
+        argv += ["--iface", f"{radio}={iface}"]
+    if script is not None:
+        argv += ["--script", json.dumps(script)]
+    if control:
+        argv += ["--control", control]
+    if noise_ma is not None:
+        argv += ["--noise-ma", str(noise_ma)]
+    if noise_mv is not None:
+        argv += ["--noise-mv", str(noise_mv)]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    if line_format is not None:
+        argv += ["--line-format", line_format.model_dump_json()]
+    return argv
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--link", required=True)
+    ap.add_argument("--link", required=True, help="where to publish the pty's path (symlink)")
     ap.add_argument("--profile", required=True, help="PowerProfile as JSON")
-    ap.add_argument("--iface", action="append", default=[], help="radio=interface")
+    ap.add_argument("--iface", action="append", default=[], help="radio=interface (byte counters drive the power)")
+    ap.add_argument("--script", help="rate schedule instead of counters: JSON [[wall_s, {radio: Mbit/s}], ...]")
+    ap.add_argument("--model", default="um25c", choices=[*MODELS, "ina-line"])
+    ap.add_argument("--line-format", help="ina-line: LineFormat as JSON")
+    ap.add_argument("--line-rate-hz", type=float, default=20.0, help="ina-line: lines per second when streaming")
+    ap.add_argument("--control", help="fault-injection file (see the module docstring)")
+    ap.add_argument("--noise-ma", type=float, default=DEFAULT_NOISE_MA, help="current noise std (mA)")
+    ap.add_argument("--noise-mv", type=float, default=DEFAULT_NOISE_MV, help="voltage noise std (mV)")
+    ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args(argv)
     profile = PowerProfile.model_validate_json(args.profile)
     ifaces = dict(item.split("=", 1) for item in args.iface)
-    serve(args.link, Device(profile, ifaces))
+    script = ScriptRates(json.loads(args.script)) if args.script else None
+    fmt = None
+    if args.model == "ina-line":
+        if not args.line_format:
+            ap.error("--model ina-line needs --line-format")
+        fmt = LineFormat.model_validate_json(args.line_format)
+    if math.isnan(args.noise_ma) or args.noise_ma < 0 or args.noise_mv < 0:
+        ap.error("noise must be >= 0")
+    device = Device(profile, ifaces=ifaces, script=script, model=args.model, noise_ma=args.noise_ma,
+                    noise_mv=args.noise_mv, seed=args.seed)
+    serve(args.link, device, Control(args.control), fmt, args.line_rate_hz)
     return 0
 
 

@@ -1,17 +1,24 @@
 """The recorder: polls every meter concurrently and integrates energy over windows.
 
-One thread per meter polls at the configured rate and keeps the full trace. A
-reading that fails is recorded as a fault (time and reason) and the meter is
-reopened; energy over a window that contains a gap longer than ``gap_factor``
-poll periods, or a fault, is flagged rather than silently integrated across it.
+One thread per meter polls at the configured rate (the slowest device's limit by
+default) and keeps the full trace. A reading that fails is recorded as a fault
+(when the failed poll started, when it gave up, and why) and the meter is reopened,
+with a growing back-off while it stays away. Energy over a window that overlaps a
+fault, or contains a gap longer than ``gap_factor`` poll periods, is flagged rather
+than silently integrated across it. An optional sink (``TraceWriter``) receives every
+reading and fault as it happens, so nothing recorded is lost if the process dies.
 """
 from __future__ import annotations
 
 import bisect
+import csv
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
 
 from harness.errors import MeterError
 from harness.meters.base import Meter, Reading
@@ -21,8 +28,19 @@ log = logging.getLogger("mplab.meters")
 
 @dataclass(frozen=True)
 class Fault:
+    """A failed poll: it started at ``since_s`` and gave up at ``wall_s`` (wall clock)."""
+
     wall_s: float
     reason: str
+    since_s: float | None = None
+
+    def overlaps(self, t0: float, t1: float) -> bool:
+        start = self.since_s if self.since_s is not None else self.wall_s
+        return start <= t1 and self.wall_s >= t0
+
+
+#: Called from the polling threads with (meter name, Reading or Fault).
+Sink = Callable[[str, "Reading | Fault"], None]
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,7 @@ class _Track:
         self.meter = meter
         self.readings: list[Reading] = []
         self.faults: list[Fault] = []
+        self.reconnects = 0
         self.lock = threading.Lock()
 
 
@@ -91,10 +110,17 @@ class Recorder:
         ...     rec.wait_covered(t1); rec.energy("n1", t0, t1)
     """
 
-    def __init__(self, meters: dict[str, Meter], rate_hz: float | None = None, gap_factor: float = 3.0) -> None:
+    def __init__(self, meters: dict[str, Meter], rate_hz: float | None = None, gap_factor: float = 3.0,
+                 sink: Sink | None = None, max_backoff_s: float = 2.0) -> None:
+        if not meters:
+            raise MeterError("no meters to record")
         self.rate_hz = rate_hz or min(m.max_rate_hz for m in meters.values())
         self.period_s = 1.0 / self.rate_hz
         self.gap_factor = gap_factor
+        self.sink = sink
+        #: The first failure of the sink (then it is no longer called); owners raise it after the run.
+        self.sink_error: str | None = None
+        self.max_backoff_s = max_backoff_s
         self._tracks = {n: _Track(n, m) for n, m in meters.items()}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -121,18 +147,28 @@ class Recorder:
         for track in self._tracks.values():
             track.meter.close()
 
+    def _emit(self, track: _Track, item: Reading | Fault) -> None:
+        with track.lock:
+            (track.readings if isinstance(item, Reading) else track.faults).append(item)
+        if self.sink is not None and self.sink_error is None:
+            try:
+                self.sink(track.name, item)
+            except Exception as exc:  # noqa: BLE001 - the recording in memory goes on; the owner must check
+                self.sink_error = f"trace sink failed for meter {track.name}: {exc}"
+                log.error("%s", self.sink_error)
+
     def _loop(self, track: _Track) -> None:
         next_t = time.monotonic()
         while not self._stop.is_set():
+            since = time.time()
             try:
-                r = track.meter.poll()
-                with track.lock:
-                    track.readings.append(r)
-            except MeterError as exc:
-                with track.lock:
-                    track.faults.append(Fault(time.time(), str(exc)))
-                log.warning("meter %s: %s; reopening", track.name, exc)
+                self._emit(track, track.meter.poll())
+            except Exception as exc:  # noqa: BLE001 - a driver bug must become a fault, not a dead thread
+                reason = str(exc) if isinstance(exc, MeterError) else f"{type(exc).__name__}: {exc}"
+                self._emit(track, Fault(time.time(), reason, since))
+                log.warning("meter %s: %s; reopening", track.name, reason)
                 self._reopen(track)
+                next_t = time.monotonic()
             next_t += self.period_s
             delay = next_t - time.monotonic()
             if delay < 0:  # the device is slower than the rate: poll back to back, do not burst
@@ -141,13 +177,33 @@ class Recorder:
             self._stop.wait(delay)
 
     def _reopen(self, track: _Track) -> None:
-        track.meter.close()
-        try:
-            track.meter.open()
-        except MeterError as exc:
+        """Reconnect until the meter answers again (or the recorder stops), backing off while it stays away."""
+        backoff = self.period_s
+        down_since = time.time()
+        while not self._stop.is_set():
+            track.meter.close()
+            since = time.time()
+            try:
+                track.meter.open()
+            except MeterError as exc:
+                self._emit(track, Fault(time.time(), f"reopen failed: {exc}", since))
+                self._stop.wait(backoff)
+                backoff = min(self.max_backoff_s, backoff * 2)
+                continue
+            track.reconnects += 1
+            log.warning("meter %s: reconnected after %.1f s", track.name, time.time() - down_since)
+            return
+
+    def stats(self) -> dict[str, dict]:
+        """Per meter: readings, faults and reconnects so far, and the achieved poll rate (Hz)."""
+        out = {}
+        for name, track in self._tracks.items():
             with track.lock:
-                track.faults.append(Fault(time.time(), f"reopen failed: {exc}"))
-            self._stop.wait(min(1.0, 5 * self.period_s))
+                rs = track.readings
+                span = rs[-1].mono_s - rs[0].mono_s if len(rs) >= 2 else 0.0
+                out[name] = {"readings": len(rs), "faults": len(track.faults), "reconnects": track.reconnects,
+                             "rate_hz": (len(rs) - 1) / span if span > 0 else None}
+        return out
 
     def trace(self, name: str, t0: float | None = None, t1: float | None = None) -> list[Reading]:
         """A copy of the readings of meter ``name`` (optionally between t0 and t1, wall clock)."""
@@ -161,9 +217,10 @@ class Recorder:
         return rs
 
     def faults(self, name: str, t0: float, t1: float) -> list[Fault]:
+        """Faults of meter ``name`` whose failed poll overlaps [t0, t1]."""
         track = self._tracks[name]
         with track.lock:
-            return [f for f in track.faults if t0 <= f.wall_s <= t1]
+            return [f for f in track.faults if f.overlaps(t0, t1)]
 
     def wait_covered(self, t: float, timeout_s: float | None = None) -> bool:
         """Wait until every meter has a reading after wall time ``t`` (or a fault after it)."""
@@ -173,6 +230,20 @@ class Recorder:
                 return True
             time.sleep(self.period_s / 4)
         return False
+
+    def wait_first(self, timeout_s: float = 5.0) -> float | None:
+        """Wait until every meter has a reading; the wall time from which all are covered (None: timed out)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            firsts = []
+            for tr in self._tracks.values():
+                with tr.lock:
+                    if tr.readings:
+                        firsts.append(tr.readings[0].wall_s)
+            if len(firsts) == len(self._tracks):
+                return max(firsts)
+            time.sleep(self.period_s / 4)
+        return None
 
     @staticmethod
     def _covered(track: _Track, t: float) -> bool:
@@ -186,6 +257,8 @@ class Recorder:
         with track.lock:
             readings = list(track.readings)
         flags = [f"meter-fault at +{f.wall_s - t0:.2f} s: {f.reason}" for f in self.faults(name, t0, t1)]
+        if len(flags) > 5:  # a long outage: keep the first ones, count the rest
+            flags = flags[:5] + [f"meter-fault: {len(flags) - 5} more"]
         try:
             e, n, gap = integrate(readings, t0, t1)
         except ValueError as exc:
@@ -206,3 +279,44 @@ class Recorder:
                 # keep one reading before t so that a window starting at t can be interpolated
                 del track.readings[:max(0, i - 1)]
                 track.faults = [f for f in track.faults if f.wall_s >= t]
+
+
+class TraceWriter:
+    """A sink that appends every reading and fault to one CSV file as it arrives (thread-safe).
+
+    Columns: receiver, meter_kind, wall_s, mono_s, volts, amps, watts, device_watts,
+    counter_wh, fault (empty for a reading; the reason for a fault, whose wall_s is
+    when it gave up and mono_s empty).
+    """
+
+    COLUMNS = ("receiver", "meter_kind", "wall_s", "mono_s", "volts", "amps", "watts", "device_watts",
+               "counter_wh", "fault")
+
+    def __init__(self, path: Path, kinds: dict[str, str]) -> None:
+        self.path = Path(path)
+        self.kinds = kinds
+        self._lock = threading.Lock()
+        self._f: IO[str] = open(self.path, "w", newline="", buffering=1)
+        self._w = csv.writer(self._f)
+        self._w.writerow(self.COLUMNS)
+        self.rows = 0
+
+    def __call__(self, name: str, item: Reading | Fault) -> None:
+        if isinstance(item, Reading):
+            row = [name, self.kinds.get(name, ""), f"{item.wall_s:.6f}", f"{item.mono_s:.6f}", f"{item.volts:.4f}",
+                   f"{item.amps:.5f}", f"{item.watts:.6f}", _opt(item.device_watts, ".3f"),
+                   _opt(item.counter_wh, ".3f"), ""]
+        else:
+            row = [name, self.kinds.get(name, ""), f"{item.wall_s:.6f}", "", "", "", "", "", "", item.reason]
+        with self._lock:
+            self._w.writerow(row)
+            self.rows += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._f.closed:
+                self._f.close()
+
+
+def _opt(x: float | None, spec: str) -> str:
+    return "" if x is None else format(x, spec)

@@ -12,7 +12,9 @@ Ports are device paths (``/dev/rfcomm0``) or pyserial URLs (``rfc2217://host:por
 """
 from __future__ import annotations
 
+import math
 import struct
+import termios
 import time
 from dataclasses import dataclass
 
@@ -22,6 +24,8 @@ from harness.meters.base import DRIVERS, Meter, Reading
 FRAME_LEN = 130
 POLL = b"\xf0"
 TRAILER = b"\xff\xf1"
+#: Shortest interval between polls while a reader waits for a valid frame (libsigrok: 100 ms period).
+REPOLL_S = 0.1
 FMT = ">HHHIHHH20IHHHIIHIHHHIHH"
 assert struct.calcsize(FMT) == FRAME_LEN
 
@@ -35,12 +39,15 @@ class Model:
     volt_step: float
     amp_step: float
     checksum: bool  # True: XOR checksum in byte 129 (UM34C); False: trailer 0xFFF1
+    #: True: V x I on the host is finer than the device's 1 mW power field (UM25C: 1 mV x 0.1 mA);
+    #: False: the 1 mA current step (~5 mW at 5 V) is coarser, so the device's power field is used.
+    host_power: bool
 
 
 MODELS: dict[str, Model] = {
-    "um24c": Model("UM24C", 0x0963, 0.01, 0.001, False),
-    "um25c": Model("UM25C", 0x09C9, 0.001, 0.0001, False),
-    "um34c": Model("UM34C", 0x0D4C, 0.01, 0.001, True),
+    "um24c": Model("UM24C", 0x0963, 0.01, 0.001, False, False),
+    "um25c": Model("UM25C", 0x09C9, 0.001, 0.0001, False, True),
+    "um34c": Model("UM34C", 0x0D4C, 0.01, 0.001, True, False),
 }
 
 UM34C_CHECKSUM_POS = (1, 3, 7, 9, 15, 17, 19, 23, 31, 39, 41, 45, 49, 53, 55, 57, 59, 63,
@@ -88,13 +95,20 @@ def decode_frame(buf: bytes, model: Model) -> Frame:
 
 def encode_frame(model: Model, *, volts: float, amps: float, watts: float, temp_c: int = 25, group: int = 0,
                  groups: tuple[tuple[float, float], ...] = ()) -> bytes:
-    """A status frame as the device sends it, at the device's resolution (used by the emulated meter)."""
+    """A status frame as the device sends it, at the device's resolution (used by the emulated meter).
+
+    Live values are rounded to the model's steps; the accumulated charge and energy
+    are whole mAh and mWh, truncated as a counter would be.
+    """
     g = list(groups) + [(0.0, 0.0)] * (10 - len(groups))
     flat: list[int] = []
     for ah, wh in g[:10]:
-        flat += [int(round(ah * 1000)), int(round(wh * 1000))]
-    fields = [model.model_id, int(round(volts / model.volt_step)), int(round(amps / model.amp_step)),
-              int(round(watts * 1000)), temp_c, int(temp_c * 9 / 5 + 32), group, *flat,
+        flat += [int(math.floor(ah * 1000 + 1e-9)), int(math.floor(wh * 1000 + 1e-9))]
+    def u16(x: float) -> int:  # the fields are unsigned: a noisy value below zero reads 0
+        return min(0xFFFF, max(0, int(round(x))))
+
+    fields = [model.model_id, u16(volts / model.volt_step), u16(amps / model.amp_step),
+              max(0, int(round(watts * 1000))), temp_c, int(temp_c * 9 / 5 + 32), group, *flat,
               0, 0, 0,          # D+, D-, charging mode
               0, 0, 0, 0, 0,    # threshold-recording charge, energy, threshold, duration, active
               1, 5, 0, 0,       # screen timeout, backlight, load resistance, screen index
@@ -107,77 +121,149 @@ def encode_frame(model: Model, *, volts: float, amps: float, watts: float, temp_
     return bytes(buf)
 
 
-def read_frame(ser, model: Model, timeout_s: float = 1.0) -> bytes:
+@dataclass
+class ReadStats:
+    """What a reader has seen since it was created: frames accepted and why others were rejected."""
+
+    frames: int = 0
+    #: Bytes dropped while looking for the model id (garbage, or frames of another model).
+    skipped_bytes: int = 0
+    #: Complete 130-byte frames that began with the model id but failed the trailer/checksum.
+    bad_frames: int = 0
+    #: Polls that ended with fewer than 130 bytes (truncated frame or no answer).
+    timeouts: int = 0
+
+
+def read_frame(ser, model: Model, timeout_s: float = 1.0, stats: ReadStats | None = None) -> bytes:
     """Poll once and read one frame, resynchronising on the model id after garbage.
 
-    Raises ``MeterError`` if no valid frame arrives before ``timeout_s``.
+    Bytes before the model id are dropped one by one (libsigrok's resynchronisation);
+    a 130-byte candidate with a bad trailer or checksum is rejected, the search
+    continues one byte further, and the meter is polled again when nothing is pending.
+
+    Raises ``MeterError`` if no valid frame arrives before ``timeout_s``, saying what was seen.
     """
-    ser.reset_input_buffer()
+    stats = stats if stats is not None else ReadStats()
+    ser.reset_input_buffer()  # a late answer to an earlier poll must not be taken for this one
     ser.write(POLL)
-    deadline = time.monotonic() + timeout_s
+    polled = time.monotonic()
+    deadline = polled + timeout_s
     head = model.model_id.to_bytes(2, "big")
     buf = bytearray()
-    bad = 0
+    bad = skipped = 0
+    repoll = False
     while time.monotonic() < deadline:
-        chunk = ser.read(FRAME_LEN - len(buf) if len(buf) >= 2 else 1)
-        if not chunk:
-            continue
+        if repoll and not ser.in_waiting and time.monotonic() - polled >= REPOLL_S:
+            # A bad frame and nothing else pending: ask again, as libsigrok does (at most every
+            # REPOLL_S, so a meter that only sends bad frames is not flooded with polls).
+            ser.write(POLL)
+            polled = time.monotonic()
+            repoll = False
+        want = FRAME_LEN - len(buf) if len(buf) >= 2 else 2 - len(buf)
+        chunk = ser.read(want)
         buf += chunk
-        # Slide until the buffer starts with the model id (libsigrok's resynchronisation).
+        # Slide until the buffer starts with the model id.
         while len(buf) >= 2 and bytes(buf[:2]) != head:
             del buf[0]
+            skipped += 1
         if len(buf) == FRAME_LEN:
             if frame_valid(bytes(buf), model):
+                stats.frames += 1
+                stats.skipped_bytes += skipped
+                stats.bad_frames += bad
                 return bytes(buf)
             bad += 1
-            del buf[:2]  # a model id followed by a bad trailer: look for the next start
+            repoll = True
+            del buf[0]  # a model id followed by a bad trailer: look for the next start from the next byte
+            while len(buf) >= 2 and bytes(buf[:2]) != head:
+                del buf[0]
+                skipped += 1
+    stats.timeouts += 1
+    stats.skipped_bytes += skipped
+    stats.bad_frames += bad
+    seen = []
+    if len(buf) >= 2:  # it starts with the model id
+        seen.append(f"a truncated frame ({len(buf)} of {FRAME_LEN} bytes)")
+    if bad:
+        seen.append(f"{bad} frame(s) with a bad {'checksum' if model.checksum else 'trailer'}")
+    if skipped:
+        seen.append(f"{skipped} byte(s) without the model id {head.hex()}")
     raise MeterError(f"{model.name}: no valid frame within {timeout_s:.1f} s"
-                     + (f" ({bad} invalid frame(s) rejected)" if bad else ""))
+                     + (f" (saw {', '.join(seen)})" if seen else " (no answer)"))
 
 
 class UMMeter(Meter):
-    """A UM-series meter on a serial port or pyserial URL."""
+    """A UM-series meter on a serial port or pyserial URL.
+
+    Example:
+        >>> m = UMMeter("socket://sbc7:3333", "um25c")    # ser2net on a remote SBC  # doctest: +SKIP
+        >>> with m: print(m.poll().watts)                  # doctest: +SKIP
+    """
 
     max_rate_hz = 10.0  # libsigrok polls every 100 ms
 
     def __init__(self, port: str, model: str, kind: str | None = None, timeout_s: float = 1.0,
-                 baudrate: int = 9600) -> None:
+                 baudrate: int = 9600, rate_hz: float | None = None) -> None:
+        if model not in MODELS:
+            raise MeterError(f"unknown UM model {model!r} (known: {', '.join(MODELS)})")
         self.port = port
         self.model = MODELS[model]
         self.kind = kind or model
         self.timeout_s = timeout_s
         self.baudrate = baudrate
+        if rate_hz:
+            self.max_rate_hz = rate_hz
+        self.stats = ReadStats()
         self._ser = None
 
     def open(self) -> None:
         import serial  # pyserial
 
+        self.close()
         try:
             self._ser = serial.serial_for_url(self.port, baudrate=self.baudrate, timeout=0.05)
         except (serial.SerialException, OSError, ValueError) as exc:
             raise MeterError(f"{self.kind} at {self.port}: cannot open ({exc})") from None
-        self.poll()  # fails loudly if the device does not answer
+        try:
+            self.poll()  # fails loudly if the device does not answer
+        except MeterError:
+            self.close()
+            raise
 
     def poll(self) -> Reading:
+        import serial
+
         if self._ser is None:
             raise MeterError(f"{self.kind} at {self.port}: not open")
         try:
-            buf = read_frame(self._ser, self.model, self.timeout_s)
-        except OSError as exc:
+            buf = read_frame(self._ser, self.model, self.timeout_s, self.stats)
+        except (OSError, termios.error, serial.SerialException) as exc:  # the port vanished (pty closed, socket reset)
             raise MeterError(f"{self.kind} at {self.port}: read failed ({exc})") from None
+        except MeterError as exc:
+            raise MeterError(f"{self.kind} at {self.port}: {exc}") from None
         mono, wall = time.monotonic(), time.time()
         fr = decode_frame(buf, self.model)
-        # P = V * I on the host: finer than the 1 mW power field on the UM25C.
-        return Reading(mono, wall, fr.volts, fr.amps, fr.volts * fr.amps, counter_wh=fr.groups[fr.group][1])
+        watts = fr.volts * fr.amps if self.model.host_power else fr.watts
+        return Reading(mono, wall, fr.volts, fr.amps, watts, counter_wh=fr.groups[fr.group][1],
+                       device_watts=fr.watts)
 
     def close(self) -> None:
         if self._ser is not None:
             try:
                 self._ser.close()
+            except Exception:  # noqa: BLE001 - closing a vanished port may fail; it is closed either way
+                pass
             finally:
                 self._ser = None
 
 
+def _factory(model: str, kind: str):
+    def make(port: str, *, baudrate: int = 9600, timeout_s: float = 1.0, rate_hz: float | None = None) -> UMMeter:
+        return UMMeter(port, model, kind=kind, timeout_s=timeout_s, baudrate=baudrate, rate_hz=rate_hz)
+    return make
+
+
 for _kind in MODELS:
-    DRIVERS[_kind] = lambda port, _m=_kind: UMMeter(port, _m)
-DRIVERS["emulated-um25c"] = lambda port: UMMeter(port, "um25c", kind="emulated-um25c")
+    DRIVERS[_kind] = _factory(_kind, _kind)
+#: The emulated testbed's device speaks the UM25C protocol; only the recorded kind differs.
+DRIVERS["emulated-um25c"] = _factory("um25c", "emulated-um25c")

@@ -1,0 +1,61 @@
+"""Shared set-up for benches: an emulated testbed, a scratch campaign and the real Runner."""
+from __future__ import annotations
+
+import contextlib
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from harness.campaign import resolve_ccs  # noqa: E402
+from harness.emulation import EmulatedTestbed, clean_prefix  # noqa: E402
+from harness.inventory import Inventory, load_inventory  # noqa: E402
+from harness.meters.recorder import Recorder  # noqa: E402
+from harness.plan import SamplePlan, case_id  # noqa: E402
+from harness.runner import Runner  # noqa: E402
+from harness.scenario import Scenario  # noqa: E402
+from harness.store import Campaign  # noqa: E402
+
+
+def inventory(prefix: str) -> Inventory:
+    inv = load_inventory(REPO / "inventory" / "emulated.yaml")
+    data = inv.model_dump(mode="json")
+    data["emulation"]["namespace_prefix"] = prefix
+    return Inventory.model_validate(data)
+
+
+def plan(cc: str, mode: str, receivers: tuple[str, ...], index: int) -> SamplePlan:
+    cid = case_id(cc, len(receivers), mode)
+    return SamplePlan(f"{cid}-{'_'.join(receivers)}-s{index:03d}", cid, cc, len(receivers), mode, index, receivers)
+
+
+@contextlib.contextmanager
+def runner(prefix: str, scenario: Scenario) -> Iterator[tuple[Runner, EmulatedTestbed]]:
+    """A Runner on the default 9-receiver inventory, recording into a throw-away campaign."""
+    inv = inventory(prefix)
+    tb = EmulatedTestbed(inv)
+    ccs = resolve_ccs(scenario)
+    tb.preflight(list(ccs.values()))
+    with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
+        campaign = Campaign.create(Path(tmp), "bench", {"plan": []})
+        try:
+            tb.setup(list(ccs.values()))
+            meters = tb.meters()
+            for m in meters.values():
+                m.open()
+            with Recorder(meters) as rec:
+                yield Runner(tb, campaign, scenario, ccs, rec, {"kernel": None}), tb
+        finally:
+            tb.teardown()
+            clean_prefix(prefix)
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if len(xs) == 1:
+        return xs[0]
+    return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1]

@@ -1,0 +1,231 @@
+"""`mplab lte ...`: render, up, down, status, check and logs of the lab's LTE cell.
+
+Mounted by ``mplab.cli``. Errors are ``MplabError``s (``ConfigError``: exit 2).
+"""
+from __future__ import annotations
+
+import re
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness.errors import ConfigError, MplabError
+from harness.hosts import Host, LocalHost
+from harness.inventory import Inventory, load_inventory
+from lte.checks import diagnose, run_checks
+from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
+from lte.hosts import host_for, receiver_hosts
+from lte.render import render_all
+from lte.secrets import Secrets, load_secrets
+from lte.subscribers import open_collection
+from lte.tunnel import LocalForward
+from lte.version import parse_version
+
+console = Console()
+app = typer.Typer(name="lte", no_args_is_help=True, help="The lab's LTE cell: srsRAN eNodeB + Open5GS EPC.")
+
+InventoryArg = Annotated[Path, typer.Argument(help="lab inventory with an lte section (inventory/*.yaml)")]
+SecretsOpt = Annotated[Optional[Path], typer.Option(
+    "--secrets", help="secrets file with SIM keys (mode 0600; default: lab.secrets_file of the inventory)")]
+
+
+def lte_inventory(path: Path) -> Inventory:
+    """Load ``path`` and insist on an lte section."""
+    inv = load_inventory(path)
+    if inv.lte is None:
+        raise ConfigError("this inventory has no 'lte' section: the LTE commands need a lab inventory that "
+                          "describes the eNodeB and the EPC (see inventory/lab-lte.yaml and docs/lte.md)",
+                          source=str(path))
+    return inv
+
+
+def secrets_for(inv: Inventory, inventory_path: Path, option: Path | None, required: bool = True) -> Secrets | None:
+    """The secrets file from ``--secrets``, else the inventory's ``lab.secrets_file`` (as LabTestbed reads it)."""
+    path = option
+    if path is None and inv.lab is not None and inv.lab.secrets_file:
+        path = Path(inv.lab.secrets_file)
+    if path is None:
+        if required:
+            raise ConfigError("no secrets file: pass --secrets FILE (YAML with SIM keys, mode 0600)",
+                              source=str(inventory_path))
+        return None
+    return load_secrets(path)
+
+
+def lte_hosts(inv: Inventory) -> LteHosts:
+    """Hosts of the eNodeB and the EPC."""
+    assert inv.lte is not None
+    return LteHosts(enb=host_for(inv, inv.lte.enb.host),
+                    epc=host_for(inv, inv.lte.epc.host))
+
+
+def provision_uri(inv: Inventory, epc: Host, stack: ExitStack) -> str:
+    """Where mplab writes subscribers: ``lte.epc.provision_uri``, else the daemons' ``db_uri`` through an SSH
+    tunnel to the EPC when it is an SSH host (MongoDB listens on the EPC's loopback by default)."""
+    epc_cfg = inv.lte.epc
+    if epc_cfg.provision_uri:
+        return epc_cfg.provision_uri
+    if not hasattr(epc, "connect"):                  # this machine or a namespace: the URI works as is
+        return epc_cfg.db_uri
+    host, port, db = parse_mongo_uri(epc_cfg.db_uri)
+    fwd = stack.enter_context(LocalForward(epc, (host, port)))
+    return f"mongodb://127.0.0.1:{fwd.port}/{db}?directConnection=true"
+
+
+def parse_mongo_uri(uri: str) -> tuple[str, int, str]:
+    """(host, port, database) of a single-host ``mongodb://host[:port]/db`` URI."""
+    m = re.match(r"^mongodb://(?:[^@/]*@)?([^:/,?]+)(?::(\d+))?/([^?]*)", uri)
+    if not m:
+        raise ConfigError(f"lte.epc.db_uri {uri!r}: expected mongodb://host[:port]/database; set "
+                          "lte.epc.provision_uri to reach it directly")
+    host = "127.0.0.1" if m.group(1) == "localhost" else m.group(1)
+    return host, int(m.group(2) or 27017), m.group(3) or "open5gs"
+
+
+@app.command()
+def render(inventory: InventoryArg,
+           version: Annotated[str, typer.Option(help="Open5GS version whose schema to write")] = "2.7.2",
+           out: Annotated[Path, typer.Option(help="directory to write into (one subdirectory per machine)")] =
+           Path("lte-rendered")) -> None:
+    """Write every configuration file of the cell locally, for review."""
+    inv = lte_inventory(inventory)
+    for f in render_all(inv, parse_version(version, source="--version")):
+        p = out / f.role / f.path.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f.text)
+        console.print(f"{f.role:4} {f.path:40} -> {p}")
+
+
+@app.command()
+def up(inventory: InventoryArg, secrets: SecretsOpt = None,
+       no_subscribers: Annotated[bool, typer.Option(help="do not touch the subscriber database")] = False) -> None:
+    """Push configs (keeping backups), provision subscribers, restart daemons in dependency order."""
+    inv = lte_inventory(inventory)
+    sec = None if no_subscribers else secrets_for(inv, inventory, secrets)
+    hosts = lte_hosts(inv)
+    with ExitStack() as stack:
+        stack.callback(hosts.epc.close)
+        stack.callback(hosts.enb.close)
+        collection = None
+        if not no_subscribers:
+            uri = provision_uri(inv, hosts.epc, stack)
+            collection = lambda: open_collection(uri)  # noqa: E731
+        rep = lte_up(inv, hosts, sec, collection)
+    changed = [p for p in rep.pushed if p.changed]
+    console.print(f"Open5GS {rep.version}: {len(changed)} of {len(rep.pushed)} file(s) changed"
+                  + "".join(f"\n  {p.host}:{p.path}" + (f" (was kept as {p.backup})" if p.backup else "")
+                            for p in changed))
+    if rep.subscribers:
+        s = rep.subscribers
+        console.print(f"subscribers: {len(s.inserted)} inserted, {len(s.updated)} updated, {len(s.unchanged)} unchanged")
+    console.print(f"started in order: {', '.join(rep.started)} ({rep.duration_s:.1f} s)")
+    console.print("next: `mplab lte check` once the modems have attached")
+
+
+@app.command()
+def down(inventory: InventoryArg) -> None:
+    """Stop every daemon of the cell, eNodeB first."""
+    inv = lte_inventory(inventory)
+    hosts = lte_hosts(inv)
+    try:
+        stopped = lte_down(inv, hosts)
+    finally:
+        hosts.enb.close()
+        hosts.epc.close()
+    console.print(f"stopped: {', '.join(stopped)}")
+
+
+@app.command()
+def status(inventory: InventoryArg) -> None:
+    """Which daemons of the cell are running."""
+    inv = lte_inventory(inventory)
+    hosts = lte_hosts(inv)
+    try:
+        rows = lte_status(inv, hosts)
+    finally:
+        hosts.enb.close()
+        hosts.epc.close()
+    t = Table(title=f"LTE cell of {inv.name}")
+    for col in ("daemon", "unit", "host", "state"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.what, r.unit, r.host, "[green]active[/]" if r.active else "[red]inactive[/]")
+    console.print(t)
+    if not all(r.active for r in rows):
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(inventory: InventoryArg) -> None:
+    """S1 setup, each receiver attached with a UE-pool address, and a ping through LTE."""
+    inv = lte_inventory(inventory)
+    hosts = lte_hosts(inv)
+    rx = receiver_hosts(inv)
+    try:
+        checks = run_checks(inv, hosts.epc, rx)
+    finally:
+        for h in [hosts.enb, hosts.epc, *rx.values()]:
+            h.close()
+    for c in checks:
+        console.print(f"{'[green]ok  [/]' if c.ok else '[red]FAIL[/]'} {c.name:10} {c.host:8} {c.detail}")
+    msg = diagnose(checks)
+    if msg:
+        raise MplabError(msg)
+
+
+@app.command()
+def logs(inventory: InventoryArg,
+         dest: Annotated[Optional[Path], typer.Option(help="where to put them (default lte-logs/<time>)")] = None) -> None:
+    """Collect every daemon's journal and log file."""
+    inv = lte_inventory(inventory)
+    dest = dest or Path("lte-logs") / time.strftime("%Y%m%dT%H%M%S")
+    hosts = lte_hosts(inv)
+    try:
+        files = collect_logs(inv, hosts, dest)
+    finally:
+        hosts.enb.close()
+        hosts.epc.close()
+    console.print(f"{len(files)} file(s) in {dest}")
+
+
+@app.command()
+def zmq(inventory: InventoryArg,
+        receiver: Annotated[str, typer.Option(help="the receiver whose SIM srsUE uses")],
+        secrets: SecretsOpt = None,
+        netns: Annotated[str, typer.Option(help="namespace srsUE runs in (created and removed by mplab)")] =
+        "mplab-zmq-ue",
+        config_dir: Annotated[Path, typer.Option(help="where the ZMQ configs are written")] = Path("/tmp/mplab-zmq"),
+        ) -> None:
+    """All-software cell on this machine: srsenb over ZeroMQ + one srsUE in a namespace (needs srsRAN 4G and
+    a running Open5GS EPC here). Holds the cell until Ctrl-C, then stops UE before eNB."""
+    from lte.zmq import ZmqCell, check as zmq_check, render_zmq
+
+    inv = lte_inventory(inventory)
+    here = LocalHost("here")
+    zmq_check(here)                                   # a clear PreflightError when srsRAN is missing
+    sec = secrets_for(inv, inventory, secrets)
+    config_dir.mkdir(parents=True, exist_ok=True)
+    files = render_zmq(inv, receiver, sec, str(config_dir), netns)
+    created = here.run(["ip", "netns", "add", netns], check=False).returncode == 0
+    cell = ZmqCell(here, netns)
+    try:
+        addr = cell.start(files, inv.lte.epc.ue_pool)
+        console.print(f"srsUE ({receiver}) attached with {addr} in namespace {netns}; Ctrl-C stops the cell")
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cell.stop()
+        if created:
+            here.run(["ip", "netns", "del", netns], check=False)
+
+
+def register(root: typer.Typer) -> None:
+    """Mount `mplab lte ...` on the root app."""
+    root.add_typer(app, name="lte")

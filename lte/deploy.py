@@ -1,0 +1,275 @@
+"""Bring the LTE cell up and down through Hosts: push configs (keeping backups), set up
+the UE pool's TUN device, provision subscribers, restart daemons in dependency order,
+and collect their logs.
+
+Every step is named, and a failure raises ``LteStepError`` naming the step and the
+host, with the end of the failing daemon's log, so ``mplab lte up`` tells a technician
+where to look instead of "something failed".
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import CommandError, MplabError
+from harness.hosts import Host
+from harness.inventory import Inventory
+from lte.render import RenderedFile, render_all
+from lte.secrets import Secrets
+from lte.services import ServiceManager, Systemd, Unit, start_order, wait_active
+from lte.subscribers import Collection, ProvisionResult, inventory_documents, provision
+from lte.version import Open5gsVersion, detect_version, parse_version
+
+log = logging.getLogger("mplab.lte")
+
+BACKUP_SUFFIX = ".mplab-bak"
+OGSTUN = "ogstun"
+
+
+class LteStepError(MplabError):
+    """A named step of bringing the cell up or down failed on a named host."""
+
+    def __init__(self, step: str, host: str, detail: str, log_tail: str = "") -> None:
+        self.step = step
+        self.host = host
+        self.detail = detail
+        msg = f"LTE step '{step}' failed on host '{host}': {detail}"
+        if log_tail.strip():
+            tail = "\n".join(log_tail.strip().splitlines()[-15:])
+            msg += f"\n--- last log lines ---\n{tail}"
+        super().__init__(msg)
+
+
+@dataclass
+class LteHosts:
+    """The two machines of the cell, and how their daemons are controlled."""
+
+    enb: Host
+    epc: Host
+    services: Mapping[str, ServiceManager] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.services = {"enb": self.services.get("enb") or Systemd(self.enb),
+                         "epc": self.services.get("epc") or Systemd(self.epc)}
+
+    def host(self, role: str) -> Host:
+        return self.enb if role == "enb" else self.epc
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """One file written (or left alone because it was already identical)."""
+
+    host: str
+    path: str
+    changed: bool
+    backup: str | None
+
+
+def backup_path(path: str, stamp: str) -> str:
+    """Where the file a push replaces is kept: next to it, stamped."""
+    return f"{path}{BACKUP_SUFFIX}-{stamp}"
+
+
+def sha256sum_argv(paths: list[str]) -> list[str]:
+    """Hash the files at ``paths`` (missing ones are reported on stderr and skipped)."""
+    return ["sha256sum", "--", *paths]
+
+
+def parse_sha256sum(text: str) -> dict[str, str]:
+    """path -> hex digest from ``sha256sum`` output."""
+    out = {}
+    for line in text.splitlines():
+        digest, _, path = line.partition("  ")
+        if path:
+            out[path] = digest
+    return out
+
+
+def push_files(host: Host, files: list[RenderedFile], stamp: str) -> list[Pushed]:
+    """Write ``files`` on ``host``, keeping backups of what they replace; identical files are left alone.
+
+    One ``sha256sum`` over every target tells which files exist and which differ, so
+    an unchanged cell costs one command per host rather than two per file.
+    """
+    res = host.run(sha256sum_argv([f.path for f in files]), check=False, timeout=30)
+    current = parse_sha256sum(res.stdout)
+    return [push_file(host, f, stamp, current.get(f.path)) for f in files]
+
+
+def push_file(host: Host, f: RenderedFile, stamp: str, current_sha256: str | None = "?") -> Pushed:
+    """Write ``f`` on ``host``; keep what it replaces as a backup; skip identical files.
+
+    Args:
+        current_sha256: digest of the file on the host, None when it does not exist,
+            "?" when unknown (then the host is asked).
+    """
+    data = f.text.encode()
+    if current_sha256 == "?":
+        current_sha256 = hashlib.sha256(host.read_file(f.path)).hexdigest() if host.exists(f.path) else None
+    if current_sha256 == hashlib.sha256(data).hexdigest():
+        return Pushed(host.name, f.path, False, None)
+    existing = host.read_file(f.path) if current_sha256 is not None else None
+    backup = None
+    if existing is not None:
+        backup = backup_path(f.path, stamp)
+        host.write_file(backup, existing, mode=0o600)
+    host.write_file(f.path, data, mode=f.mode)
+    log.info("[%s] wrote %s%s", host.name, f.path, f" (previous kept as {backup})" if backup else "")
+    return Pushed(host.name, f.path, True, backup)
+
+
+def ogstun_argvs(gateway: str, prefixlen: int) -> list[list[str]]:
+    """Create (if missing) and address the UPF's TUN device for the UE pool."""
+    return [["ip", "link", "set", OGSTUN, "up"],
+            ["ip", "addr", "replace", f"{gateway}/{prefixlen}", "dev", OGSTUN],
+            ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]]
+
+
+def ensure_ogstun(host: Host, gateway: str, prefixlen: int) -> None:
+    """The UE pool's gateway on ``ogstun`` (the Debian package normally creates it via systemd-networkd)."""
+    if host.run(["ip", "link", "show", "dev", OGSTUN], check=False).returncode != 0:
+        host.run(["ip", "tuntap", "add", "name", OGSTUN, "mode", "tun"])
+    for argv in ogstun_argvs(gateway, prefixlen):
+        host.run(argv)
+
+
+def resolve_version(inv: Inventory, epc: Host) -> Open5gsVersion:
+    """The pinned ``lte.epc.version``, else what the EPC host has installed."""
+    assert inv.lte is not None
+    if inv.lte.epc.version:
+        return parse_version(inv.lte.epc.version, source="lte.epc.version")
+    return detect_version(epc)
+
+
+@dataclass(frozen=True)
+class UpReport:
+    """What ``lte_up`` did."""
+
+    version: str
+    pushed: tuple[Pushed, ...]
+    subscribers: ProvisionResult | None
+    started: tuple[str, ...]
+    duration_s: float
+
+
+def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
+           collection: Callable[[], Collection] | None, *, start_deadline_s: float = 30.0,
+           settle_s: float = 0.5, stamp: str | None = None) -> UpReport:
+    """Configure and start the cell: push, ogstun, subscribers, restart in dependency order.
+
+    Args:
+        secrets: SIM keys; with ``collection`` None, provisioning is skipped (and said so in the log).
+        collection: opens the subscribers collection (``lte.subscribers.open_collection``).
+        start_deadline_s: how long each daemon may take to become active.
+        settle_s: how long a daemon must stay active to count as started (catches instant crashes).
+    """
+    assert inv.lte is not None, "inventory has no lte section"
+    t0 = time.monotonic()
+    stamp = stamp or time.strftime("%Y%m%dT%H%M%S")
+    lte = inv.lte
+    try:
+        version = resolve_version(inv, hosts.epc)
+    except MplabError as exc:
+        raise LteStepError("detect Open5GS version", hosts.epc.name, str(exc)) from exc
+    files = render_all(inv, version)
+    pushed: list[Pushed] = []
+    for role in ("enb", "epc"):
+        host = hosts.host(role)
+        mine = [f for f in files if f.role == role]
+        try:
+            pushed += push_files(host, mine, stamp)
+        except (MplabError, OSError) as exc:
+            raise LteStepError(f"push {len(mine)} config file(s) to {role}", host.name, str(exc)) from exc
+    try:
+        ensure_ogstun(hosts.epc, str(lte.epc.ue_gateway), lte.epc.ue_pool.prefixlen)
+    except CommandError as exc:
+        raise LteStepError("set up ogstun (UE pool gateway)", hosts.epc.name, str(exc)) from exc
+    result = None
+    if collection is not None and secrets is not None:
+        try:
+            result = provision(collection(), inventory_documents(inv, secrets))
+        except MplabError as exc:
+            raise LteStepError("provision subscribers", hosts.epc.name, str(exc)) from exc
+    else:
+        log.warning("subscriber provisioning skipped (no secrets file or no database)")
+    started = []
+    for unit in start_order(lte.enb.unit):
+        _start(hosts, unit, start_deadline_s, settle_s)
+        started.append(unit.name)
+    return UpReport(str(version), tuple(pushed), result, tuple(started), time.monotonic() - t0)
+
+
+def _start(hosts: LteHosts, unit: Unit, deadline_s: float, settle_s: float) -> None:
+    svc = hosts.services[unit.role]
+    host = hosts.host(unit.role)
+    step = f"start {unit.what} ({unit.name})"
+    try:
+        svc.restart(unit.name)
+    except CommandError as exc:
+        raise LteStepError(step, host.name, str(exc), svc.logs(unit.name)) from exc
+    if not wait_active(svc, unit.name, deadline_s, settle_s):
+        raise LteStepError(step, host.name, f"{unit.name} is not active {deadline_s:.0f} s after restart "
+                                            "(check its configuration and the log below)", svc.logs(unit.name))
+    log.info("[%s] %s active", host.name, unit.name)
+
+
+def lte_down(inv: Inventory, hosts: LteHosts) -> list[str]:
+    """Stop every daemon in reverse dependency order; keep going past failures, then report them."""
+    assert inv.lte is not None
+    stopped, failures = [], []
+    for unit in reversed(start_order(inv.lte.enb.unit)):
+        try:
+            hosts.services[unit.role].stop(unit.name)
+            stopped.append(unit.name)
+        except MplabError as exc:
+            failures.append(LteStepError(f"stop {unit.what} ({unit.name})", hosts.host(unit.role).name, str(exc)))
+    if failures:
+        raise failures[0]
+    return stopped
+
+
+@dataclass(frozen=True)
+class UnitStatus:
+    """Whether one daemon is running."""
+
+    unit: str
+    what: str
+    host: str
+    active: bool
+
+
+def lte_status(inv: Inventory, hosts: LteHosts) -> list[UnitStatus]:
+    """Each daemon's state, in start order."""
+    assert inv.lte is not None
+    return [UnitStatus(u.name, u.what, hosts.host(u.role).name, hosts.services[u.role].is_active(u.name))
+            for u in start_order(inv.lte.enb.unit)]
+
+
+def collect_logs(inv: Inventory, hosts: LteHosts, dest: Path, lines: int = 500) -> list[Path]:
+    """Copy each daemon's journal and log file into ``dest/<host>/`` (best effort: missing logs are noted)."""
+    assert inv.lte is not None
+    lte = inv.lte
+    written = []
+    for unit in start_order(lte.enb.unit):
+        host = hosts.host(unit.role)
+        d = dest / host.name
+        d.mkdir(parents=True, exist_ok=True)
+        p = d / f"{unit.name}.journal"
+        p.write_text(hosts.services[unit.role].logs(unit.name, lines))
+        written.append(p)
+    files = [(hosts.epc, f"{lte.epc.log_dir}/{n}.log") for n in ("mme", "sgwc", "sgwu", "smf", "upf", "hss", "pcrf")]
+    files.append((hosts.enb, lte.enb.log_path))
+    for host, path in files:
+        p = dest / host.name / Path(path).name
+        try:
+            p.write_bytes(host.read_file(path))
+        except (MplabError, OSError) as exc:
+            p.with_suffix(p.suffix + ".missing").write_text(f"{path}: {exc}\n")
+            continue
+        written.append(p)
+    return written

@@ -1,0 +1,100 @@
+"""Render the LTE cell's configuration files from the inventory (Jinja2 templates).
+
+srsenb: ``enb.conf`` (INI), ``rr.conf``, ``sib.conf``, ``rb.conf`` (libconfig). Open5GS:
+one YAML per EPC daemon, in the layout of the installed version (``lte.version``). Every
+value that must agree between the two sides (PLMN, TAC, MME and SGW-U addresses) is
+taken from the inventory, which refuses disagreement before we get here.
+
+Each file comes back as a ``RenderedFile`` (which machine, which path, what text), so
+deployment needs no knowledge of what the files mean.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Literal
+
+import jinja2
+
+from harness.inventory import Inventory
+from harness.radio import dl_freq_mhz, ul_earfcn
+from lte.version import Open5gsVersion
+
+Role = Literal["enb", "epc", "ue"]
+
+#: Loopback addresses the EPC daemons use among themselves (Open5GS's defaults, which its
+#: freeDiameter configuration files also assume); only the MME's S1AP and SGW-U's GTP-U
+#: face the eNodeB.
+INTERNAL_IP = {"mme": "127.0.0.2", "sgwc": "127.0.0.3", "smf": "127.0.0.4", "sgwu": "127.0.0.6",
+               "upf": "127.0.0.7", "hss": "127.0.0.8", "pcrf": "127.0.0.9"}
+
+#: EPC daemons mplab configures: name -> systemd unit.
+EPC_DAEMONS = {"hss": "open5gs-hssd", "pcrf": "open5gs-pcrfd", "sgwu": "open5gs-sgwud", "upf": "open5gs-upfd",
+               "sgwc": "open5gs-sgwcd", "smf": "open5gs-smfd", "mme": "open5gs-mmed"}
+
+SRSENB_FILES = ("enb.conf", "rr.conf", "sib.conf", "rb.conf")
+
+BANNER = "Written by mplab from the inventory; edits are overwritten by `mplab lte up` (a backup is kept)."
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    """One configuration file for one machine."""
+
+    role: Role
+    path: str
+    text: str
+    mode: int = 0o644
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=False, autoescape=False)
+    env.filters["num"] = lambda x: int(x) if float(x).is_integer() else x
+    return env
+
+
+def _common(inv: Inventory) -> dict:
+    assert inv.lte is not None, "inventory has no lte section"
+    return {"inventory_name": inv.name, "banner": BANNER, "enb": inv.lte.enb, "epc": inv.lte.epc,
+            "ip": INTERNAL_IP}
+
+
+def render_srsenb(inv: Inventory) -> list[RenderedFile]:
+    """enb.conf, rr.conf, sib.conf and rb.conf for the inventory's eNodeB."""
+    ctx = _common(inv)
+    enb = inv.lte.enb
+    ctx.update(dl_mhz=dl_freq_mhz(enb.band, enb.dl_earfcn),
+               ul_mhz=dl_freq_mhz(enb.band, enb.dl_earfcn) - 120.0,
+               ul_earfcn=ul_earfcn(enb.band, enb.dl_earfcn),
+               prach_freq_offset=0 if enb.n_prb == 6 else 2)
+    env = _env()
+    return [RenderedFile("enb", f"{enb.config_dir}/{name}", env.get_template(f"srsran/{name}.j2").render(ctx))
+            for name in SRSENB_FILES]
+
+
+def render_open5gs(inv: Inventory, version: Open5gsVersion) -> list[RenderedFile]:
+    """One YAML per EPC daemon, in the schema of ``version``."""
+    ctx = _common(inv)
+    epc = inv.lte.epc
+    tacs = epc.tacs
+    ctx.update(version=str(version), gateway=str(epc.ue_gateway),
+               tac_yaml=str(tacs[0]) if len(tacs) == 1 else "[" + ", ".join(map(str, tacs)) + "]",
+               pool_gateway_split=version.session_gateway_split, new_logger=version.logger_file_path)
+    env = _env()
+    out = []
+    for daemon in EPC_DAEMONS:
+        text = env.get_template(f"open5gs-{version.schema}/{daemon}.yaml.j2").render(ctx, daemon=daemon)
+        out.append(RenderedFile("epc", f"{epc.config_dir}/{daemon}.yaml", text))
+    return out
+
+
+def render_all(inv: Inventory, version: Open5gsVersion) -> list[RenderedFile]:
+    """Every file of the cell: srsenb's four, then the EPC's seven."""
+    return render_srsenb(inv) + render_open5gs(inv, version)
+
+
+def ue_pool_contains(inv: Inventory, address: str) -> bool:
+    """True if ``address`` is in the inventory's UE pool."""
+    assert inv.lte is not None
+    return ipaddress.IPv4Address(address) in inv.lte.epc.ue_pool

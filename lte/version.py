@@ -1,0 +1,78 @@
+"""Which Open5GS configuration schema to write, from the installed version.
+
+Open5GS changed its YAML layout between v2.6.6 and v2.7.0 (server/client blocks,
+gummei/tai as lists, peers moved under the daemon; commit e92293e0a, 2023-11), and again
+in small ways in v2.7.1 (``session: subnet + gateway``, ``logger: file: path:``). mplab
+writes the 2.6 layout for 2.6.x and the 2.7 layout for 2.7.x and 2.8.x; other versions
+are refused rather than guessed (see shared/reference/components.md section 3.2).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.errors import ConfigError, PreflightError
+from harness.hosts import Host
+
+Schema = Literal["2.6", "2.7"]
+
+_VERSION_RE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True, order=True)
+class Open5gsVersion:
+    """An Open5GS release number and the configuration schema it reads."""
+
+    major: int
+    minor: int
+    patch: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def schema(self) -> Schema:
+        """The configuration layout generation ("2.6" or "2.7"); ``ConfigError`` for unknown versions."""
+        if (self.major, self.minor) == (2, 6):
+            return "2.6"
+        if (self.major, self.minor) in ((2, 7), (2, 8)):
+            return "2.7"
+        raise ConfigError(f"Open5GS {self} is not a version mplab knows (2.6.x, 2.7.x, 2.8.x); "
+                          "pin lte.epc.version to the closest one only after checking its sample configs")
+
+    @property
+    def session_gateway_split(self) -> bool:
+        """v2.7.1+: ``session: - subnet: 10.45.0.0/16`` plus ``gateway: 10.45.0.1``."""
+        return (self.major, self.minor, self.patch) >= (2, 7, 1)
+
+    @property
+    def logger_file_path(self) -> bool:
+        """v2.7.1+: ``logger: file: path: <file>`` instead of ``logger: file: <file>``."""
+        return (self.major, self.minor, self.patch) >= (2, 7, 1)
+
+
+def parse_version(text: str, source: str = "version") -> Open5gsVersion:
+    """The first x.y.z in ``text`` (``open5gs-mmed -v`` output, a dpkg version, or "2.7.2")."""
+    m = _VERSION_RE.search(text)
+    if not m:
+        raise ConfigError(f"no Open5GS version (x.y.z) in {text.strip()[:200]!r}", source=source)
+    return Open5gsVersion(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+
+
+def version_argvs() -> list[list[str]]:
+    """Commands that reveal the installed Open5GS version, tried in order."""
+    return [["open5gs-mmed", "-v"], ["dpkg-query", "-W", "-f=${Version}", "open5gs-mme"]]
+
+
+def detect_version(host: Host) -> Open5gsVersion:
+    """Ask ``host`` which Open5GS it has (``PreflightError`` when none answers)."""
+    tried = []
+    for argv in version_argvs():
+        res = host.run(argv, check=False, timeout=15)
+        out = (res.stdout + "\n" + res.stderr).strip()
+        tried.append(f"$ {' '.join(argv)} -> exit {res.returncode}: {out[:120]!r}")
+        if res.returncode == 0 and _VERSION_RE.search(out):
+            return parse_version(out, source=f"{host.name}: {' '.join(argv)}")
+    raise PreflightError(f"[{host.name}] cannot tell which Open5GS is installed ({'; '.join(tried)}); "
+                         "install open5gs or pin lte.epc.version in the inventory")

@@ -1,0 +1,81 @@
+"""Emulated meter devices for tests: real processes serving real ptys (no namespace needed)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+from harness.inventory import LineFormat, PowerProfile
+from harness.meters.emulated import device_argv
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def default_profile(**changes) -> PowerProfile:
+    data = yaml.safe_load((REPO / "inventory" / "emulated.yaml").read_text())["emulation"]["power_profile"]
+    data.update(changes)
+    return PowerProfile.model_validate(data)
+
+
+class DeviceProcess:
+    """One emulated meter device; ``set_fault`` writes its control file."""
+
+    def __init__(self, tmp: Path, name: str = "dev", *, model: str = "um25c", profile: PowerProfile | None = None,
+                 script: list | None = None, noise_ma: float = 0.0, noise_mv: float = 0.0, seed: int = 1,
+                 line_format: LineFormat | None = None) -> None:
+        self.link = str(tmp / f"{name}.pty")
+        self.control = tmp / f"{name}.control"
+        self.profile = profile or default_profile()
+        self.argv = device_argv(self.link, self.profile, script=script, model=model, control=str(self.control),
+                                noise_ma=noise_ma, noise_mv=noise_mv, seed=seed, line_format=line_format)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> DeviceProcess:
+        self.proc = subprocess.Popen(self.argv, cwd=REPO, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while not os.path.lexists(self.link):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"device exited: {self.proc.stderr.read().decode()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("device did not publish its pty")
+            time.sleep(0.01)
+        return self
+
+    def set_fault(self, text: str, timeout_s: float = 10.0) -> None:
+        """Switch the device's fault mode and wait until it acknowledges (everything sent after follows it)."""
+        tmp = self.control.with_suffix(".tmp")
+        tmp.write_text(text + "\n")
+        os.replace(tmp, self.control)  # a new inode: the device notices at its next wake-up
+        active = Path(f"{self.control}.active")
+        deadline = time.monotonic() + timeout_s
+        while not (active.exists() and active.read_text() == text + "\n"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"device did not acknowledge fault mode {text!r}")
+            time.sleep(0.01)
+
+    def wait_link(self, present: bool, timeout_s: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while os.path.lexists(self.link) != present:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"link {'did not appear' if present else 'still there'}")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stderr:
+            self.proc.stderr.close()
+
+    def __enter__(self) -> DeviceProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

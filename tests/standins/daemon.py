@@ -1,0 +1,122 @@
+"""Stand-in for open5gs-{hss,pcrf,sgwu,upf,sgwc,smf,mme}d and srsenb: daemon.py KIND CONFIG."""
+import configparser
+import signal
+import socket
+import sys
+import time
+
+import yaml
+
+kind, config = sys.argv[1], sys.argv[2]
+
+
+def fail(msg):
+    print(f"[{kind}] FATAL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def dig(doc, *path):
+    for p in path:
+        if isinstance(p, int):
+            if not isinstance(doc, list) or len(doc) <= p:
+                fail(f"{config}: missing {'.'.join(map(str, path))}")
+        elif not isinstance(doc, dict) or p not in doc:
+            fail(f"{config}: missing {'.'.join(map(str, path))}")
+        doc = doc[p]
+    return doc
+
+
+running = True
+
+
+def _term(*_):
+    global running
+    running = False
+
+
+signal.signal(signal.SIGTERM, _term)
+signal.signal(signal.SIGINT, _term)
+
+if kind in ("hostapd", "wpa_supplicant"):
+    text = open(config).read()
+    keys = dict(line.strip().split("=", 1) for line in text.splitlines()
+                if "=" in line and not line.lstrip().startswith("#"))
+    need = (("interface", "ssid", "channel", "hw_mode", "wpa_passphrase", "country_code") if kind == "hostapd"
+            else ("ctrl_interface", "ssid", "psk", "key_mgmt"))
+    for key in need:
+        if key not in keys:
+            fail(f"{config}: {key} missing")
+    print(f"[{kind}] started with ssid {keys['ssid']}", flush=True)
+    while running:
+        time.sleep(0.1)
+    sys.exit(0)
+
+if kind == "srsenb":
+    cp = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
+    if not cp.read(config):
+        fail(f"cannot read {config}")
+    for key in ("mcc", "mnc", "mme_addr", "s1c_bind_addr", "n_prb"):
+        if not cp.has_option("enb", key):
+            fail(f"{config}: [enb] {key} missing")
+    for key in ("rr_config", "sib_config", "rb_config"):
+        try:
+            open(cp.get("enb_files", key)).close()
+        except OSError as exc:
+            fail(f"{key}: {exc}")
+    logpath = cp.get("log", "filename")
+    log = open(logpath, "a", buffering=1)
+    log.write("==== eNodeB started ===\n")
+    mme, bind = cp.get("enb", "mme_addr"), cp.get("enb", "s1c_bind_addr")
+    s = None
+    end = time.monotonic() + 10
+    while running and s is None:
+        try:
+            s = socket.create_connection((mme, 36412), timeout=1, source_address=(bind, 0))
+        except OSError as exc:
+            if time.monotonic() > end:
+                fail(f"S1 connection to {mme}:36412 failed: {exc}")
+            time.sleep(0.1)
+    log.write(f"S1 connected to {mme}\n")
+    print(f"[srsenb] S1 connected to {mme}", flush=True)
+    while running:
+        time.sleep(0.1)
+    sys.exit(0)
+
+with open(config) as f:
+    doc = yaml.safe_load(f)
+section = {"hss": "hss", "pcrf": "pcrf", "sgwu": "sgwu", "upf": "upf", "sgwc": "sgwc", "smf": "smf",
+           "mme": "mme"}[kind]
+dig(doc, section)
+logger = dig(doc, "logger", "file")
+logpath = logger["path"] if isinstance(logger, dict) else logger
+log = open(logpath, "a", buffering=1)
+log.write(f"[app] INFO: Configuration: '{config}'\n")
+srv = None
+if kind == "mme":
+    s1ap = dig(doc, "mme", "s1ap")
+    addr = s1ap["server"][0]["address"] if isinstance(s1ap, dict) else s1ap[0]["addr"]
+    dig(doc, "mme", "tai")
+    dig(doc, "mme", "gummei")
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        srv.bind((addr, 36412))
+    except OSError as exc:
+        fail(f"s1ap_server() [{addr}]:36412 bind failed: {exc}")
+    srv.listen(8)
+    srv.settimeout(0.1)
+    log.write(f"[mme] INFO: s1ap_server() [{addr}]:36412\n")
+print(f"[{kind}] started", flush=True)
+peers = []
+while running:
+    if srv is None:
+        time.sleep(0.1)
+        continue
+    try:
+        c, (ip, port) = srv.accept()
+    except socket.timeout:
+        continue
+    peers.append(c)
+    log.write(f"[mme] INFO: eNB-S1 accepted[{ip}]:{port} in s1_path module\n")
+    log.write(f"[mme] INFO: [Added] Number of eNBs is now {len(peers)}\n")
+sys.exit(0)

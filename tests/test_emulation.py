@@ -1,0 +1,217 @@
+"""The emulated testbed on the real kernel: topology, shaping, MPTCP subflows, modes, teardown, resume.
+
+These build real namespaces, so they need root (CI runs as root). Each test uses its own
+namespace prefix and removes everything it made, even when it fails.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.campaign import start_campaign
+from harness.cc import resolve
+from harness.emulation import STATE_ROOT, EmulatedTestbed, clean_prefix, list_namespaces
+from harness.hosts import LocalHost
+from harness.scenario import Scenario
+from harness.store import Campaign
+from tests.conftest import small_inventory
+
+pytestmark = pytest.mark.root
+ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+
+
+def _allowed() -> str:
+    return Path(ALLOWED).read_text().strip()
+
+
+@pytest.fixture
+def cleanup(prefix):
+    yield prefix
+    clean_prefix(prefix)
+
+
+def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
+    prefix = cleanup
+    allowed_before = _allowed()
+    inv = small_inventory(prefix, [(20, 8), (6, 12)])
+    tb = EmulatedTestbed(inv)
+    reno = resolve("reno")
+    tb.preflight([reno])
+    tb.setup([reno])
+    try:
+        assert set(list_namespaces(LocalHost(), prefix)) == {f"{prefix}{n}" for n in ("snd", "ap", "enb", "n1", "n2")}
+        qd = json.loads(tb.sender.run(["tc", "-j", "qdisc", "show", "dev", "to-ap"]).stdout)
+        kinds = sorted(q["kind"] for q in qd)
+        assert kinds == ["bfifo", "bfifo", "htb"]
+        classes = tb.sender.run(["tc", "class", "show", "dev", "to-ap"]).stdout
+        assert "ceil 20Mbit" in classes and "ceil 6Mbit" in classes and "rate 40Mbit" in classes
+        n1 = tb.nodes["n1"]
+        eps = n1.host.run(["ip", "mptcp", "endpoint", "show"]).stdout
+        assert "10.20.1.2" in eps and "subflow" in eps and "lte0" in eps
+        # An MPTCP transfer: both subflows up, each running the congestion control we chose.
+        tb.apply_cc(reno, ["n1"])
+        argv = n1.iperf3.client_argv(tb.server_address, n1.port, 6 * 2**20, bind="10.10.1.2", mptcp=True,
+                                     cc="reno")
+        proc = n1.host.start(argv)
+        seen: dict[str, str] = {}
+        deadline = time.monotonic() + 20
+        while proc.poll() is None and time.monotonic() < deadline and len(seen) < 2:
+            out = tb.sender.run(["ss", "-tinH", "state", "established"]).stdout
+            peer = None
+            for line in out.splitlines():
+                if line and not line[0].isspace():
+                    peer = line.split()[3] if len(line.split()) >= 4 else None
+                elif peer and "bytes_sent:" in line:
+                    sent = int(line.split("bytes_sent:")[1].split()[0])
+                    if sent > 100_000:  # the data connection's subflows, not the control connection
+                        seen[peer.rsplit(":", 1)[0].strip("[]").removeprefix("::ffff:")] = line.split()[0]
+            time.sleep(0.1)
+        res = proc.wait(30)
+        assert res.returncode == 0, res.stderr
+        assert set(seen) == {"10.10.1.2", "10.20.1.2"}, f"expected a WiFi and an LTE subflow, saw {seen}"
+        assert set(seen.values()) == {"reno"}, f"every subflow must run reno, saw {seen}"
+        assert "reno" in _allowed().split()
+    finally:
+        tb.teardown()
+    assert list_namespaces(LocalHost(), prefix) == []
+    assert not (STATE_ROOT / prefix.rstrip("-")).exists()
+    assert _allowed() == allowed_before, "the allowed congestion control list must be restored"
+    tb.teardown()  # idempotent
+
+
+def test_two_receiver_sweep_modes_rates_and_teardown(cleanup, tmp_path):
+    prefix = cleanup
+    # n1 is better on WiFi, n2 on LTE; shared capacities are not binding with two receivers.
+    inv = small_inventory(prefix, [(20, 8), (6, 12)])
+    sc = Scenario(name="t2", congestion_controls=["cubic"], receiver_counts=[2], modes=["wifi", "lte", "both"],
+                  samples_per_case=1, file_size="3M", settle_s=0, seed=1, retries=1)
+    campaign = start_campaign(sc, inv, tmp_path / "runs", campaign_id="t2")
+    recs = {(r["mode"], r["receiver"]): r for r in campaign.records()}
+    assert len(recs) == 6
+    for r in recs.values():
+        assert r["status"] == "ok" and r["sample_status"] == "ok", r
+        assert r["bytes"] == 3 * 2**20
+        assert r["energy_j"] and r["energy_j"] > 0 and r["meter_readings"] >= 5
+        assert r["energy_source"] == "emulated" and r["meter_kind"] == "emulated-um25c"
+        assert r["testbed_kind"] == "emulated" and r["cc_impl"] == "kernel:cubic" and r["sender_cc"] == "cubic"
+        assert not [f for f in r["flags"] if f.startswith(("path-", "mptcp-", "cc-"))], r["flags"]
+    # Each mode carries traffic only where it should.
+    for rx in ("n1", "n2"):
+        assert recs[("wifi", rx)]["iface_bytes"]["wifi"] > 3 * 2**20 and recs[("wifi", rx)]["iface_bytes"]["lte"] < 65536
+        assert recs[("lte", rx)]["iface_bytes"]["lte"] > 3 * 2**20 and recs[("lte", rx)]["iface_bytes"]["wifi"] < 65536
+        both = recs[("both", rx)]["iface_bytes"]
+        assert both["wifi"] > 2**18 and both["lte"] > 2**18, both
+    # Single-path throughput within 10% of the configured channel rate.
+    configured = {("wifi", "n1"): 20, ("wifi", "n2"): 6, ("lte", "n1"): 8, ("lte", "n2"): 12}
+    for key, rate in configured.items():
+        got = recs[key]["throughput_mbit"]
+        assert abs(got - rate) <= 0.10 * rate, f"{key}: {got:.2f} Mbit/s vs configured {rate}"
+    # The receiver with more capacity on a path finishes sooner.
+    assert recs[("wifi", "n1")]["duration_s"] < recs[("wifi", "n2")]["duration_s"]
+    assert recs[("lte", "n2")]["duration_s"] < recs[("lte", "n1")]["duration_s"]
+    # MPTCP aggregates both paths: faster than the better single path.
+    for rx in ("n1", "n2"):
+        best = max(recs[("wifi", rx)]["throughput_mbit"], recs[("lte", rx)]["throughput_mbit"])
+        assert recs[("both", rx)]["throughput_mbit"] > best
+    # Raw output kept beside the records.
+    raw = campaign.path / "raw" / "cubic-n2-both-s001" / "attempt-1"
+    assert json.loads((raw / "iperf3-n1.json").read_text())["end"]["sum_received"]["bytes"] == 3 * 2**20
+    assert (raw / "meter-n2.csv").read_text().startswith("wall_s,")
+    mf = campaign.manifest
+    assert mf["kernel"] == os.uname().release and mf["testbed"]["kind"] == "emulated"
+    assert mf["inventory_digest"].startswith("sha256:") and mf["testbed"]["iperf3"]["version"]
+    # Teardown left nothing.
+    assert list_namespaces(LocalHost(), prefix) == []
+
+
+def _mplab(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mplab", *args]
+
+
+def test_kill_mid_sweep_and_resume(cleanup, tmp_path):
+    prefix = cleanup
+    inv = small_inventory(prefix, [(20, 10), (10, 20)])
+    inv_path = tmp_path / "inv.yaml"
+    inv_path.write_text(yaml.safe_dump(inv.model_dump(mode="json")))
+    sc = {"schema_version": 1, "name": "kill", "congestion_controls": ["cubic", "reno"], "receiver_counts": [1, 2],
+          "modes": ["wifi", "lte", "both"], "samples_per_case": 1, "file_size": "1M", "settle_s": 0, "seed": 3}
+    sc_path = tmp_path / "sc.yaml"
+    sc_path.write_text(yaml.safe_dump(sc))
+    runs = tmp_path / "runs"
+    env = {**os.environ, "MPLAB_LOG": "ERROR"}
+    proc = subprocess.Popen(_mplab("run", str(sc_path), "--inventory", str(inv_path), "--runs-dir", str(runs),
+                                   "--id", "k"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    samples = runs / "k" / "samples.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if samples.exists() and len({json.loads(x)["sample_id"] for x in samples.read_text().splitlines()}) >= 3:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"sweep ended before it could be killed: {proc.stderr.read().decode()[-2000:]}"
+    os.kill(proc.pid, signal.SIGKILL)  # a crash: no teardown, namespaces and processes left behind
+    proc.wait()
+    before = Campaign.open(runs / "k").records()
+    assert list_namespaces(LocalHost(), prefix), "a killed sweep leaves its namespaces (resume must clear them)"
+    res = subprocess.run(_mplab("run", "--resume", str(runs / "k")), capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    c = Campaign.open(runs / "k")
+    recs = c.records()
+    keys = [(r["sample_id"], r["receiver"]) for r in recs]
+    assert len(keys) == len(set(keys)), "no duplicate records"
+    assert {r["sample_id"] for r in recs} == set(c.manifest["plan"]), "no lost sample"
+    for sid in c.manifest["plan"]:
+        n = int(sid.split("-n")[1].split("-")[0])
+        assert sum(1 for r in recs if r["sample_id"] == sid) == n
+    assert recs[:len(before)] == before, "records written before the crash are untouched"
+    assert all(r["status"] == "ok" for r in recs)
+    events = [json.loads(x)["event"] for x in (c.path / "sessions.jsonl").read_text().splitlines()]
+    assert events[0] == "start" and events[-2:] == ["resume", "finished"]
+    assert list_namespaces(LocalHost(), prefix) == []
+    status = subprocess.run(_mplab("status", str(c.path)), capture_output=True, text=True, env=env, timeout=60)
+    assert status.returncode == 0 and f"{len(c.manifest['plan'])}/{len(c.manifest['plan'])} samples" in status.stdout
+
+
+def test_clean_removes_leftovers_and_is_idempotent(cleanup):
+    prefix = cleanup
+    root = LocalHost()
+    ns = f"{prefix}snd"
+    root.run(["ip", "netns", "add", ns])
+    sleeper = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "300"])
+    state = STATE_ROOT / prefix.rstrip("-")
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "state.json").write_text(json.dumps({"needs": [], "allowed_cc_added": []}))
+    env = {**os.environ, "MPLAB_LOG": "ERROR"}
+    first = subprocess.run(_mplab("clean", "--prefix", prefix), capture_output=True, text=True, env=env, timeout=60)
+    assert first.returncode == 0 and ns in first.stdout
+    assert sleeper.wait(timeout=10) is not None  # the process inside our namespace was stopped
+    assert list_namespaces(root, prefix) == [] and not state.exists()
+    second = subprocess.run(_mplab("clean", "--prefix", prefix), capture_output=True, text=True, env=env, timeout=60)
+    assert second.returncode == 0 and "nothing" in second.stdout
+    bad = subprocess.run(_mplab("clean", "--prefix", "other-"), capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2
+
+
+def test_a_testbed_never_touches_another_whose_prefix_extends_its_own(cleanup):
+    prefix = cleanup
+    root = LocalHost()
+    other = f"{prefix}x-snd"  # a testbed with prefix "<prefix>x-", e.g. "mplab-" vs "mplab-t1a2b3-"
+    root.run(["ip", "netns", "add", other])
+    try:
+        inv = small_inventory(prefix, [(10, 10)])
+        tb = EmulatedTestbed(inv)
+        tb.setup([resolve("cubic")])
+        tb.teardown()
+        assert other in list_namespaces(root, prefix), "setup/teardown removed another testbed's namespace"
+        assert list_namespaces(root, prefix, nested=False) == []
+    finally:
+        clean_prefix(prefix)  # nested: what `mplab clean` does
+    assert list_namespaces(root, prefix) == []

@@ -1,0 +1,83 @@
+"""LocalHost: commands, deadlines, background processes, gates, atomic writes."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from harness.errors import CommandError, CommandTimeout
+from harness.hosts import LocalHost, NamespaceHost
+
+
+def test_run_and_errors():
+    h = LocalHost("here")
+    assert h.run(["echo", "hi"]).stdout == "hi\n"
+    with pytest.raises(CommandError) as ei:
+        h.run(["sh", "-c", "echo oops >&2; exit 3"])
+    assert ei.value.returncode == 3 and "oops" in str(ei.value) and "[here]" in str(ei.value)
+    assert h.run(["false"], check=False).returncode == 1
+    with pytest.raises(CommandError, match="program not found"):
+        h.run(["definitely-not-a-program-xyz"])
+    with pytest.raises(CommandTimeout, match="killed after 0.2 s"):
+        h.run(["sleep", "5"], timeout=0.2)
+    assert h.run(["cat"], input="abc").stdout == "abc"
+    assert h.which("sh") and h.which("no-such-thing-xyz") is None
+
+
+def test_stop_kills_the_whole_process_group(tmp_path):
+    h = LocalHost()
+    pidfile = tmp_path / "child"
+    # The shell ignores SIGINT/SIGTERM and has a child: only the group kill escalation gets both.
+    p = h.start(["sh", "-c", f'trap "" INT TERM; sleep 60 & echo $! > {pidfile}; wait'])
+    deadline = time.monotonic() + 5
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    child = int(pidfile.read_text())
+    res = p.stop(grace_s=0.3)
+    assert res.stopped and res.returncode is not None
+    time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
+    assert p.stop() is res  # idempotent
+
+
+def test_gated_process_starts_only_when_released():
+    h = LocalHost()
+    p = h.start(["sh", "-c", "date +%s.%N; echo err >&2"], gated=True)
+    p.wait_ready(5)
+    time.sleep(0.1)
+    assert p.poll() is None, "a gated process must wait for its release"
+    t_release = p.release()
+    res = p.wait(5)
+    assert res.returncode == 0
+    assert res.stderr == "err\n", "the gate's own lines are not part of the command's stderr"
+    assert res.released_at is not None and abs(res.released_at - t_release) < 1.0
+    assert float(res.stdout) >= res.released_at  # the command ran after the gate opened
+    unreleased = h.start(["echo", "never"], gated=True)
+    unreleased.wait_ready(5)
+    res2 = unreleased.stop()
+    assert res2.stdout == "" and res2.returncode != 0  # never ran: EOF on the gate (97) or stopped by signal
+
+
+def test_wait_deadline():
+    p = LocalHost().start(["sleep", "5"])
+    with pytest.raises(CommandTimeout):
+        p.wait(0.1)
+    p.stop()
+
+
+def test_write_file_is_atomic_and_readable(tmp_path):
+    h = LocalHost()
+    f = tmp_path / "d" / "x.json"
+    h.write_file(str(f), b"one", mode=0o600)
+    assert h.read_file(str(f)) == b"one" and (f.stat().st_mode & 0o777) == 0o600
+    h.write_file(str(f), b"two")
+    assert f.read_text() == "two" and list(f.parent.iterdir()) == [f]
+
+
+def test_wait_ready_reports_a_gate_that_never_started():
+    # The namespace does not exist: `ip netns exec` fails before the gate runs.
+    p = NamespaceHost("ghost", "mplab-no-such-namespace").start(["true"], gated=True)
+    with pytest.raises(CommandError, match="exited before its release"):
+        p.wait_ready(5)

@@ -1,0 +1,241 @@
+"""Deploy, restart order, status, logs and stop of the LTE cell, through Hosts in namespaces:
+``NamespaceHost`` and ``SSHHost`` against a real sshd in each namespace.
+
+The eNodeB and the EPC each get a namespace joined by a veth (the S1 network). Open5GS,
+srsRAN and systemd cannot run here, so ``tests/standins`` provides ``systemctl``,
+``journalctl`` and the daemons (the only mocks; see its docstring). The stand-in MME
+listens on its S1AP address and the stand-in eNodeB connects to it across the veth, so
+the S1 check reads a log line produced by a real connection between the namespaces.
+"""
+from __future__ import annotations
+
+import mongomock
+import pytest
+
+import standins
+from harness.emulation import clean_prefix
+from harness.hosts import LocalHost, NamespaceHost
+from harness.inventory import Inventory
+from harness.netcmd import veth_argv
+from lte.checks import check_s1
+from lte.deploy import BACKUP_SUFFIX, LteHosts, LteStepError, collect_logs, lte_down, lte_status, lte_up
+from lte.secrets import load_secrets
+from lte.services import START_ORDER, Systemd
+from lte_fixtures import lab_data, write_secrets
+
+
+
+DAEMON_KIND = {"open5gs-hssd": "hss", "open5gs-pcrfd": "pcrf", "open5gs-sgwud": "sgwu", "open5gs-upfd": "upf",
+               "open5gs-sgwcd": "sgwc", "open5gs-smfd": "smf", "open5gs-mmed": "mme"}
+
+
+def _inventory(tmp_path, version="2.7.2", epc_address="192.168.30.1") -> Inventory:
+    d = lab_data()
+    e, c = d["lte"]["enb"], d["lte"]["epc"]
+    e.update(config_dir=str(tmp_path / "enb" / "etc"), log_path=str(tmp_path / "enb" / "enb.log"))
+    c.update(config_dir=str(tmp_path / "epc" / "etc"), log_dir=str(tmp_path / "epc" / "log"), version=version,
+             address=epc_address)
+    for p in ("enb/etc", "epc/etc", "epc/log"):
+        (tmp_path / p).mkdir(parents=True, exist_ok=True)
+    return Inventory.model_validate(d)
+
+
+@pytest.fixture
+def s1(prefix, tmp_path):
+    """Two namespaces (eNB, EPC) joined by the S1 veth; stand-in systemctl; all removed afterwards."""
+    root = LocalHost("root")
+    enb_ns, epc_ns = f"{prefix}enb", f"{prefix}epc"
+    sdir = tmp_path / "standins"
+    try:
+        for ns in (enb_ns, epc_ns):
+            root.run(["ip", "netns", "add", ns])
+        root.run(veth_argv("s1", epc_ns, "s1", enb_ns))
+        for ns, addr in ((epc_ns, "192.168.30.1/24"), (enb_ns, "192.168.30.2/24")):
+            h = NamespaceHost(ns, ns)
+            h.run(["ip", "addr", "add", addr, "dev", "s1"])
+            h.run(["ip", "link", "set", "s1", "up"])
+            h.run(["ip", "link", "set", "lo", "up"])
+        yield {"enb": enb_ns, "epc": epc_ns, "dir": sdir}
+    finally:
+        standins.stop_all(sdir)
+        clean_prefix(prefix)
+
+
+def _controls(sdir):
+    """The stand-in systemctl calls that change state (restart/stop), in order."""
+    return [c for c in standins.calls(sdir) if not c.startswith("is-active")]
+
+
+def _install(sdir, inv):
+    units = {u: standins.daemon_argv(k, f"{inv.lte.epc.config_dir}/{k}.yaml") for u, k in DAEMON_KIND.items()}
+    units["srsenb"] = standins.daemon_argv("srsenb", f"{inv.lte.enb.config_dir}/enb.conf")
+    return standins.install(sdir, units)
+
+
+def _hosts(kind, s1, tools, rig_factory):
+    if kind == "netns":
+        enb, epc = NamespaceHost("enb", s1["enb"]), NamespaceHost("epc", s1["epc"])
+    else:
+        rig = rig_factory()
+        rig.add("enb", s1["enb"])
+        rig.add("epc", s1["epc"])
+        enb, epc = rig.ssh_host("enb"), rig.ssh_host("epc")
+    svc = {role: Systemd(h, systemctl=str(tools["systemctl"]), journalctl=str(tools["journalctl"]))
+           for role, h in (("enb", enb), ("epc", epc))}
+    return LteHosts(enb=enb, epc=epc, services=svc)
+
+
+@pytest.fixture
+def rig_factory(prefix):
+    rigs = []
+
+    def make():
+        from harness.sshrig import SshdRig
+        r = SshdRig(prefix)
+        rigs.append(r)
+        return r
+    yield make
+    for r in rigs:
+        r.close()
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("kind", ["netns", "ssh"])
+def test_up_status_logs_down(kind, s1, tmp_path, rig_factory):
+    inv = _inventory(tmp_path)
+    tools = _install(s1["dir"], inv)
+    hosts = _hosts(kind, s1, tools, rig_factory)
+    mme_yaml = tmp_path / "epc" / "etc" / "mme.yaml"
+    mme_yaml.write_text("# the technician's hand-made config\n")
+    secrets = load_secrets(write_secrets(tmp_path / "secrets.yaml"))
+    db = mongomock.MongoClient().open5gs.subscribers
+    try:
+        rep = lte_up(inv, hosts, secrets, lambda: db, stamp="T1", settle_s=0.2)
+
+        # Restarted in dependency order, each exactly once.
+        assert _controls(s1["dir"]) == [f"restart {u.name}" for u in START_ORDER]
+        assert rep.started == tuple(u.name for u in START_ORDER) and rep.version == "2.7.2"
+        # What was replaced is kept, readable by root only; new files have no backup.
+        backup = mme_yaml.with_name("mme.yaml" + BACKUP_SUFFIX + "-T1")
+        assert backup.read_text() == "# the technician's hand-made config\n"
+        assert backup.stat().st_mode & 0o777 == 0o600
+        assert [p.backup for p in rep.pushed if p.backup] == [str(backup)]
+        assert len(rep.pushed) == 11 and all(p.changed for p in rep.pushed)
+        assert "s1ap:\n    server:\n      - address: 192.168.30.1" in mme_yaml.read_text()
+        assert db.count_documents({}) == 3 and rep.subscribers.inserted
+        # The UE pool's gateway is on a real TUN device in the EPC namespace.
+        out = NamespaceHost("x", s1["epc"]).run(["ip", "-4", "addr", "show", "dev", "ogstun"]).stdout
+        assert "10.45.0.1/16" in out
+        # Everything runs and the MME saw the eNB's S1 connection across the veth.
+        assert all(st.active for st in lte_status(inv, hosts))
+        chk = check_s1(inv, hosts.epc)
+        assert chk.ok, chk.detail
+        assert chk.host == "epc" and "192.168.30.2" in chk.detail
+
+        logs = collect_logs(inv, hosts, tmp_path / "logs")
+        assert "eNB-S1 accepted[192.168.30.2]" in (tmp_path / "logs" / "epc" / "mme.log").read_text()
+        assert "S1 connected" in (tmp_path / "logs" / "enb" / "srsenb.journal").read_text()
+        assert len(logs) >= 16
+
+        if kind == "netns":  # (once is enough: the SSH path writes the same files)
+            # A second run changes nothing on disk and keeps no new backups; provisioning is idempotent.
+            rep2 = lte_up(inv, hosts, secrets, lambda: db, stamp="T2", settle_s=0.2)
+            assert not any(p.changed for p in rep2.pushed)
+            assert not list(mme_yaml.parent.glob("*-T2"))
+            assert rep2.subscribers.unchanged and db.count_documents({}) == 3
+    finally:
+        stopped = lte_down(inv, hosts)
+    assert stopped == [u.name for u in reversed(START_ORDER)]
+    assert _controls(s1["dir"])[-8:] == [f"stop {u.name}" for u in reversed(START_ORDER)]
+    assert not any(st.active for st in lte_status(inv, hosts))
+    hosts.enb.close()
+    hosts.epc.close()
+
+
+@pytest.mark.root
+def test_failed_daemon_names_step_host_and_log(s1, tmp_path):
+    # The MME is told to serve S1 on an address its host does not have: it cannot bind and exits.
+    inv = _inventory(tmp_path, epc_address="192.168.30.9")
+    tools = _install(s1["dir"], inv)
+    hosts = _hosts("netns", s1, tools, None)
+    try:
+        with pytest.raises(LteStepError) as ei:
+            lte_up(inv, hosts, None, None, start_deadline_s=2, settle_s=0.2)
+        e = ei.value
+        assert (e.step, e.host) == ("start MME (open5gs-mmed)", "epc")
+        assert "192.168.30.9" in str(e) and "bind failed" in str(e)      # the daemon's own words
+        # It stopped there: the eNodeB was never started.
+        assert "restart srsenb" not in _controls(s1["dir"])
+    finally:
+        lte_down(inv, hosts)
+
+
+@pytest.mark.root
+def test_version_detected_from_the_epc_host(s1, tmp_path, monkeypatch):
+    # A stand-in open5gs-mmed that only answers -v, first on PATH.
+    inv = _inventory(tmp_path, version=None)
+    tools = _install(s1["dir"], inv)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "open5gs-mmed").write_text("#!/bin/sh\necho 'Open5GS daemon v2.6.6'\n")
+    (bindir / "open5gs-mmed").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{__import__('os').environ['PATH']}")
+    hosts = _hosts("netns", s1, tools, None)
+    try:
+        rep = lte_up(inv, hosts, None, None, settle_s=0.2)
+        assert rep.version == "2.6.6"
+        text = (tmp_path / "epc" / "etc" / "mme.yaml").read_text()
+        assert "s1ap:\n    - addr: 192.168.30.1" in text            # the 2.6 layout
+        assert check_s1(inv, hosts.epc).ok
+    finally:
+        lte_down(inv, hosts)
+
+
+@pytest.mark.root
+def test_provisioning_tunnel_through_ssh(s1, rig_factory, tmp_path):
+    """MongoDB listens on the EPC's loopback: `lte up` reaches it through the EPC's SSH connection.
+
+    A TCP echo server on 127.0.0.1:27017 inside the EPC namespace stands in for mongod (none can be
+    installed here); what is tested is the forward: bytes go through sshd's direct-tcpip channel.
+    """
+    import socket
+    from contextlib import ExitStack
+
+    from lte.cli import parse_mongo_uri, provision_uri
+    rig = rig_factory()
+    rig.add("epc", s1["epc"])
+    epc = rig.ssh_host("epc")
+    echo = NamespaceHost("epc", s1["epc"]).start(
+        [__import__("sys").executable, "-c",
+         "import socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
+         "s.bind(('127.0.0.1',27017));s.listen()\nwhile True:\n c,_=s.accept();c.sendall(c.recv(100).upper());c.close()"],
+        label="echo")
+    inv = _inventory(tmp_path)
+    try:
+        with ExitStack() as stack:
+            uri = provision_uri(inv, epc, stack)
+            host, port, db = parse_mongo_uri(uri)
+            assert (host, db) == ("127.0.0.1", "open5gs") and "directConnection=true" in uri
+            reply = b""
+            for _ in range(50):                 # the echo server may still be starting
+                with socket.create_connection((host, port), timeout=5) as c:
+                    c.sendall(b"hello mongod")
+                    reply = c.recv(100)
+                if reply:
+                    break
+                __import__("time").sleep(0.1)
+            assert reply == b"HELLO MONGOD"
+        # A namespace EPC needs no tunnel: the daemons' URI is used as is.
+        assert provision_uri(inv, NamespaceHost("epc", s1["epc"]), ExitStack()) == "mongodb://localhost/open5gs"
+    finally:
+        echo.stop()
+        epc.close()
+
+
+def test_mongo_uri_parsing():
+    from harness.errors import ConfigError
+    from lte.cli import parse_mongo_uri
+    assert parse_mongo_uri("mongodb://localhost/open5gs") == ("127.0.0.1", 27017, "open5gs")
+    assert parse_mongo_uri("mongodb://u:p@10.0.0.5:27018/db5") == ("10.0.0.5", 27018, "db5")
+    with pytest.raises(ConfigError, match="provision_uri"):
+        parse_mongo_uri("mongodb+srv://cluster.example/x")

@@ -1,0 +1,135 @@
+"""The recorder: trapezoidal energy, a known transfer's energy through the real protocol, and faults."""
+from __future__ import annotations
+
+import csv
+import time
+
+import pytest
+from meter_devices import DeviceProcess, default_profile
+
+from harness.inventory import RadioPower
+from harness.meters import Reading, open_meter
+from harness.meters.recorder import Recorder, TraceWriter, integrate
+
+
+def _r(t: float, w: float) -> Reading:
+    return Reading(t, t, 5.0, w / 5.0, w)
+
+
+def test_integrate_trapezoid_with_interpolated_edges_is_exact_on_piecewise_linear_power():
+    rs = [_r(0.0, 1.0), _r(1.0, 3.0), _r(2.0, 3.0), _r(4.0, 1.0)]
+    # window [0.5, 3.0]: 0.5..1 (2 -> 3): 1.25; 1..2: 3; 2..3 (3 -> 2): 2.5
+    e, n, gap = integrate(rs, 0.5, 3.0)
+    assert e == pytest.approx(1.25 + 3.0 + 2.5)
+    assert n == 2
+    assert gap == pytest.approx(2.0)
+
+
+def test_integrate_refuses_a_window_the_readings_do_not_cover():
+    with pytest.raises(ValueError, match="do not cover"):
+        integrate([_r(1.0, 1.0), _r(2.0, 1.0)], 0.5, 1.5)
+
+
+def _transfer_expected_j(p, start: float, dur: float, rate: float, t0: float, t1: float) -> float:
+    """Closed-form energy of the power model over [t0, t1] for one LTE transfer at ``rate`` Mbit/s."""
+    lte = p.lte
+    pieces = [  # (from, to, extra watts over base)
+        (start, start + lte.promotion_s, (lte.promotion_mw + lte.mw_per_mbit * rate) / 1000),
+        (start + lte.promotion_s, start + dur, (lte.active_mw + lte.mw_per_mbit * rate) / 1000),
+        (start + dur, start + dur + lte.tail_s, lte.tail_mw / 1000),
+    ]
+    e = p.base_w * (t1 - t0)
+    for a, b, w in pieces:
+        lo, hi = max(a, t0), min(b, t1)
+        if hi > lo:
+            e += w * (hi - lo)
+    return e
+
+
+def test_known_transfer_integrates_to_expected_energy_within_half_a_percent(tmp_path):
+    # A short-tailed LTE profile so the whole promotion/active/tail cycle fits in a few seconds.
+    profile = default_profile(lte=RadioPower(active_mw=1288.04, mw_per_mbit=51.97, promotion_s=0.26,
+                                             promotion_mw=1210.4, tail_s=1.5, tail_mw=1060.0))
+    start = time.time() + 2.0   # the device is up by then (its start-up is not part of the test)
+    rate, dur = 12.0, 6.0
+    script = [[start, {"lte": rate}], [start + dur, {"lte": 0.0}]]
+    with DeviceProcess(tmp_path, profile=profile, script=script, noise_ma=0.2, noise_mv=1.0) as dev:
+        meter = open_meter("emulated-um25c", dev.link)
+        meter.open()
+        with Recorder({"n1": meter}) as rec:
+            t0 = max(rec.wait_first(), start - 0.5)
+            t1 = start + dur + profile.lte.tail_s + 0.5
+            time.sleep(max(0.0, t1 - time.time()))
+            assert rec.wait_covered(t1)
+            e = rec.energy("n1", t0, t1)
+    expected = _transfer_expected_j(profile, start, dur, rate, t0, t1)
+    assert e.flags == ()
+    assert e.energy_j == pytest.approx(expected, rel=0.005)
+    # the device's own mWh counter agrees to its resolution (1 mWh = 3.6 J, both ends truncated)
+    assert e.counter_wh is not None and abs(e.counter_wh * 3600 - expected) <= 2 * 3.6
+
+
+def test_meter_vanishing_mid_sample_flags_the_sample_reconnects_and_loses_nothing(tmp_path):
+    with DeviceProcess(tmp_path, profile=default_profile(base_w=2.0)) as dev:
+        meter = open_meter("emulated-um25c", dev.link, timeout_s=0.3)
+        meter.open()
+        writer = TraceWriter(tmp_path / "trace.csv", {"n1": "emulated-um25c"})
+        with Recorder({"n1": meter}, sink=writer) as rec:
+            t0 = rec.wait_first()
+            time.sleep(0.5)
+            dev.set_fault("vanish")                # the device disappears mid-sample
+            dev.wait_link(present=False)
+            time.sleep(0.6)
+            dev.set_fault("ok")                    # and comes back on the same path
+            dev.wait_link(present=True)
+            time.sleep(1.5)
+            t1 = time.time()
+            rec.wait_covered(t1)
+            sample = rec.energy("n1", t0, t1)
+            later = rec.energy("n1", t1 - 0.5, t1)
+            stats = rec.stats()["n1"]
+            trace = rec.trace("n1")
+        writer.close()
+    assert any(f.startswith("meter-fault") for f in sample.flags), sample.flags
+    assert any("meter-gap" in f for f in sample.flags), sample.flags
+    assert stats["reconnects"] >= 1
+    assert later.flags == () and later.mean_power_w == pytest.approx(2.0, abs=0.01)
+    rows = list(csv.DictReader(open(tmp_path / "trace.csv")))
+    assert sum(1 for r in rows if r["fault"]) >= 1
+    assert len([r for r in rows if not r["fault"]]) == len(trace)  # every reading is on disk
+
+
+def test_garbage_burst_is_not_a_fault_but_a_silent_meter_is(tmp_path):
+    with DeviceProcess(tmp_path, profile=default_profile(base_w=2.0)) as dev:
+        meter = open_meter("emulated-um25c", dev.link, timeout_s=0.3)
+        meter.open()
+        with Recorder({"n1": meter}) as rec:
+            t0 = rec.wait_first()
+            dev.set_fault("garbage 90")
+            time.sleep(0.8)
+            t_mid = time.time()
+            dev.set_fault("silent")
+            time.sleep(1.0)
+            dev.set_fault("ok")
+            time.sleep(0.8)
+            t1 = time.time()
+            rec.wait_covered(t1)
+            clean = rec.energy("n1", t0, t_mid - 0.2)
+            gap = rec.energy("n1", t0, t1)
+    assert clean.flags == () and clean.mean_power_w == pytest.approx(2.0, abs=0.01)
+    assert any("no valid frame" in f for f in gap.flags), gap.flags
+
+
+def test_a_failing_trace_sink_is_reported_not_swallowed(tmp_path):
+    def sink(name, item):
+        raise OSError(28, "No space left on device")
+
+    with DeviceProcess(tmp_path, profile=default_profile(base_w=2.0)) as dev:
+        meter = open_meter("emulated-um25c", dev.link)
+        meter.open()
+        with Recorder({"n1": meter}, sink=sink) as rec:
+            rec.wait_first()
+            time.sleep(0.3)
+            n = rec.stats()["n1"]["readings"]
+    assert n >= 2                                   # recording in memory went on
+    assert "No space left on device" in rec.sink_error

@@ -1,0 +1,135 @@
+"""WiFi: hostapd and wpa_supplicant configs from the inventory, association parsing, and
+``wifi_up`` through namespace Hosts (stand-in systemctl and daemons: no radios, no systemd here)."""
+from __future__ import annotations
+
+import pytest
+
+import standins
+from harness.emulation import clean_prefix
+from harness.errors import ConfigError
+from harness.hosts import LocalHost, NamespaceHost
+from harness.inventory import Inventory
+from harness.services import Systemd
+from lte.secrets import load_secrets
+from lte_fixtures import lab_data, lab_inventory, write_secrets
+from wifi.checks import association_state, parse_wpa_status
+from wifi.deploy import wifi_up
+from wifi.render import channel_freq_mhz, render_hostapd, render_supplicants
+
+
+def _kv(text):
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+
+
+@pytest.fixture
+def secrets(tmp_path):
+    return load_secrets(write_secrets(tmp_path / "s.yaml"))
+
+
+def test_channel_frequencies():
+    assert channel_freq_mhz("2.4", 1) == 2412 and channel_freq_mhz("2.4", 13) == 2472
+    assert channel_freq_mhz("5", 36) == 5180 and channel_freq_mhz("5", 149) == 5745
+
+
+def test_hostapd_configs(secrets):
+    files = render_hostapd(lab_inventory(), secrets)
+    assert [f.host for f in files] == ["ap-rx", "ap-snd"]
+    rx, snd = (_kv(f.text) for f in files)
+    assert rx == {**rx, "interface": "wlan0", "bridge": "br-lan", "driver": "nl80211", "ssid": "mplab-rx",
+                  "country_code": "DE", "hw_mode": "a", "channel": "36", "wpa": "2", "wpa_key_mgmt": "WPA-PSK",
+                  "rsn_pairwise": "CCMP", "wpa_passphrase": "mplab receivers 1", "ieee80211ac": "1"}
+    assert snd["channel"] == "149" and snd["ssid"] == "mplab-snd" and snd["wpa_passphrase"] == "mplab sender 22"
+    assert rx["channel"] != snd["channel"]
+    assert all(f.mode == 0o600 for f in files)                   # they carry the passphrase
+
+
+def test_2_4_ghz_ap(secrets):
+    d = lab_data()
+    d["wifi"]["aps"][1].update(band="2.4", channel=6)
+    files = render_hostapd(Inventory.model_validate(d), secrets)
+    kv = _kv(files[1].text)
+    assert kv["hw_mode"] == "g" and kv["channel"] == "6" and "ieee80211ac" not in kv
+
+
+def test_supplicant_configs(secrets):
+    files = render_supplicants(lab_inventory(), secrets)
+    assert [(f.host, f.path, f.unit) for f in files] == [
+        (n, "/etc/wpa_supplicant/wpa_supplicant-wlan0.conf", "wpa_supplicant@wlan0") for n in ("n1", "n2", "n3")]
+    net = files[0].text.split("network={", 1)[1].split("}", 1)[0]
+    kv = {k.strip(): v for k, v in _kv(net).items()}
+    assert kv == {"ssid": '"mplab-rx"', "psk": '"mplab receivers 1"', "key_mgmt": "WPA-PSK", "proto": "RSN",
+                  "pairwise": "CCMP", "scan_freq": "5180", "freq_list": "5180"}
+    assert "country=DE" in files[0].text
+
+
+def test_missing_passphrase_is_a_config_error(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("wifi_psk: {}\n")
+    p.chmod(0o600)
+    with pytest.raises(ConfigError, match="no passphrase for SSID .mplab-rx."):
+        render_hostapd(lab_inventory(), load_secrets(p))
+
+
+# `wpa_cli -i wlan0 status` on an associated Debian 12 client (format: hostap wpa_cli.c, wpa_supplicant
+# ctrl_iface "STATUS"); values made up.
+WPA_STATUS = """\
+bssid=a0:b1:c2:d3:e4:f5
+freq=5180
+ssid=mplab-rx
+id=0
+mode=station
+wifi_generation=5
+pairwise_cipher=CCMP
+group_cipher=CCMP
+key_mgmt=WPA2-PSK
+wpa_state=COMPLETED
+ip_address=192.168.10.11
+address=00:11:22:33:44:55
+"""
+
+
+def test_association_parsing():
+    st = parse_wpa_status(WPA_STATUS)
+    ok, detail = association_state(st, "mplab-rx", 5180)
+    assert ok and "a0:b1:c2:d3:e4:f5" in detail and "192.168.10.11" in detail
+    assert association_state(st, "mplab-snd", 5745) == (False, "associated with 'mplab-rx', not 'mplab-snd'")
+    assert association_state(st, "mplab-rx", 5200)[1] == "on 5180 MHz, expected 5200 MHz"
+    scanning = parse_wpa_status("wpa_state=SCANNING\naddress=00:11:22:33:44:55\n")
+    assert association_state(scanning, "mplab-rx", 5180) == (False, "not associated (wpa_state=SCANNING)")
+
+
+@pytest.mark.root
+def test_wifi_up_through_namespace_hosts(prefix, tmp_path, secrets):
+    d = lab_data()
+    d["receivers"] = d["receivers"][:2]
+    for i, ap in enumerate(d["wifi"]["aps"]):
+        ap["config_path"] = str(tmp_path / ap["host"] / "hostapd.conf")
+    d["wifi"]["supplicant_dir"] = str(tmp_path / "rx")
+    inv = Inventory.model_validate(d)
+    (tmp_path / "ap-rx").mkdir()
+    (tmp_path / "ap-snd").mkdir()
+    (tmp_path / "rx").mkdir()
+    sdir = tmp_path / "standins"
+    units = {"hostapd": standins.daemon_argv("hostapd", str(tmp_path / "ap-rx" / "hostapd.conf")),
+             "wpa_supplicant@wlan0": standins.daemon_argv("wpa_supplicant",
+                                                          str(tmp_path / "rx" / "wpa_supplicant-wlan0.conf"))}
+    tools = standins.install(sdir, units)
+    root = LocalHost("root")
+    hosts = {}
+    try:
+        for name in ("ap-rx", "n1", "n2"):
+            root.run(["ip", "netns", "add", f"{prefix}{name}"])
+            hosts[name] = NamespaceHost(name, f"{prefix}{name}")
+        hosts["ap-snd"] = hosts["ap-rx"]        # one stand-in hostapd unit serves both APs here
+        rep = wifi_up(inv, hosts, secrets, settle_s=0.2,
+                      services=lambda h: Systemd(h, str(tools["systemctl"]), str(tools["journalctl"])))
+        calls = [c for c in standins.calls(sdir) if not c.startswith("is-active")]
+        assert calls[0] == "restart hostapd" and calls[-1] == "restart wpa_supplicant@wlan0"
+        assert calls.index("restart wpa_supplicant@wlan0") > calls.index("restart hostapd")   # APs first
+        assert rep.started[:2] == ("ap-rx:hostapd", "ap-rx:hostapd")
+        conf = tmp_path / "ap-rx" / "hostapd.conf"
+        assert conf.stat().st_mode & 0o777 == 0o600 and "ssid=mplab-rx" in conf.read_text()
+        assert (tmp_path / "rx" / "wpa_supplicant-wlan0.conf").stat().st_mode & 0o777 == 0o600
+    finally:
+        standins.stop_all(sdir)
+        clean_prefix(prefix)

@@ -1,0 +1,70 @@
+"""`mplab wifi ...`: render, up and check of the lab's access points and receivers' supplicants."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from harness.errors import ConfigError, MplabError
+from harness.inventory import Inventory, load_inventory
+from lte.cli import secrets_for
+from lte.hosts import host_for, receiver_hosts
+from wifi.checks import check_association
+from wifi.deploy import wifi_up
+from wifi.render import render_hostapd, render_supplicants
+
+console = Console()
+app = typer.Typer(name="wifi", no_args_is_help=True, help="The lab's WiFi: hostapd on the APs, wpa_supplicant on receivers.")
+
+InventoryArg = Annotated[Path, typer.Argument(help="lab inventory with a wifi section")]
+SecretsOpt = Annotated[Optional[Path], typer.Option("--secrets", help="secrets file with the WiFi passphrases (0600)")]
+
+
+def wifi_inventory(path: Path) -> Inventory:
+    inv = load_inventory(path)
+    if inv.wifi is None:
+        raise ConfigError("this inventory has no 'wifi' section: the WiFi commands need a lab inventory that "
+                          "describes the access points (see inventory/lab-lte.yaml and docs/lte.md)", source=str(path))
+    return inv
+
+
+@app.command()
+def render(inventory: InventoryArg, secrets: SecretsOpt = None,
+           out: Annotated[Path, typer.Option(help="directory to write into")] = Path("wifi-rendered")) -> None:
+    """Write hostapd and wpa_supplicant configs locally (mode 0600: they hold the passphrase)."""
+    inv = wifi_inventory(inventory)
+    sec = secrets_for(inv, inventory, secrets)
+    for f in render_hostapd(inv, sec) + render_supplicants(inv, sec):
+        p = out / f.host / f.path.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f.text)
+        p.chmod(f.mode)
+        console.print(f"{f.host:8} {f.path} -> {p}")
+
+
+@app.command()
+def up(inventory: InventoryArg, secrets: SecretsOpt = None) -> None:
+    """Configure and restart hostapd on each AP, then wpa_supplicant on each receiver; check association."""
+    inv = wifi_inventory(inventory)
+    sec = secrets_for(inv, inventory, secrets)
+    hosts = {ap.host: host_for(inv, ap.host) for ap in inv.wifi.aps}
+    hosts |= receiver_hosts(inv)
+    try:
+        rep = wifi_up(inv, hosts, sec)
+        console.print(f"started: {', '.join(rep.started)}")
+        checks = [check_association(inv, r.name, hosts[r.name]) for r in inv.receivers]
+    finally:
+        for h in hosts.values():
+            h.close()
+    for c in checks:
+        console.print(f"{'[green]ok  [/]' if c.ok else '[red]FAIL[/]'} {c.host:8} {c.detail}")
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        raise MplabError(f"WiFi check '{bad[0].name}' failed on host '{bad[0].host}': {bad[0].detail} ({bad[0].fix})")
+
+
+def register(root: typer.Typer) -> None:
+    """Mount `mplab wifi ...` on the root app."""
+    root.add_typer(app, name="wifi")
