@@ -9,18 +9,54 @@ APT_PACKAGES := iperf3 mptcpd iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool linux-perf \
                 openssh-server openssh-client ser2net python3 python3-pip iputils-ping
 
-.PHONY: setup apt python test test-unit experiment clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+# The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
+CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))
+DATASET ?= datasets/$(SCENARIO)
+MODEL ?= models/$(SCENARIO)
+MLFLOW_PORT ?= 5000
+
+.PHONY: setup apt python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
-	@echo "make setup          install system packages (apt) and the Python environment (uv)"
+	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
+	@echo "make bpf            build the BPF congestion controls (harness/cc/bpf -> harness/cc/bpf/build)"
 	@echo "make test           run the whole test suite (namespace tests need root)"
 	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
+	@echo "make dataset        build \$$(DATASET) from the newest runs/\$$(SCENARIO)-* campaign (or CAMPAIGN=...)"
+	@echo "make train          train and export \$$(MODEL) from \$$(DATASET), tracked in MLflow (mlflow.db)"
+	@echo "make mlflow-ui      serve the MLflow UI on http://127.0.0.1:\$$(MLFLOW_PORT)"
 	@echo "make clean-testbed  remove namespaces, processes and state an interrupted run left behind"
 	@echo "make lte-up INVENTORY=inventory/<lab>.yaml [SECRETS=<file>]   configure and start the LTE cell"
 	@echo "make lte-down INVENTORY=...   stop it;  make lte-status / lte-check INVENTORY=...   inspect it"
 	@echo "make wifi-up INVENTORY=... [SECRETS=<file>]   configure the APs and receivers' WiFi, check association"
 
 setup: apt python
+	$(MAKE) bpf
+
+# BPF struct_ops congestion controls (lia, olia, balia, wvegas) and the arithmetic checker.
+# vmlinux.h comes from the running kernel's BTF (CO-RE: the objects load on other kernels too).
+# Without BTF or clang this prints why and leaves the objects absent: a scenario that names a
+# coupled algorithm is then refused at preflight with the same reason, never silently replaced.
+BPF_DIR := harness/cc/bpf
+BPF_BUILD := $(BPF_DIR)/build
+BPF_OBJS := $(patsubst %,$(BPF_BUILD)/%.bpf.o,lia olia balia wvegas calc)
+BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Wno-unused-variable
+
+bpf:
+	@if [ ! -r /sys/kernel/btf/vmlinux ]; then \
+	  echo "bpf: skipped: this kernel has no BTF (/sys/kernel/btf/vmlinux); coupled CCs need CONFIG_DEBUG_INFO_BTF=y"; \
+	elif ! command -v clang >/dev/null || ! command -v bpftool >/dev/null; then \
+	  echo "bpf: skipped: clang or bpftool missing (apt install clang llvm libbpf-dev bpftool)"; \
+	else $(MAKE) --no-print-directory $(BPF_OBJS); fi
+
+$(BPF_BUILD)/vmlinux.h:
+	mkdir -p $(BPF_BUILD)
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp
+	mv $@.tmp $@
+
+$(BPF_BUILD)/%.bpf.o: $(BPF_DIR)/%.bpf.c $(BPF_DIR)/mplab_cc.h $(BPF_DIR)/mplab_math.h $(BPF_BUILD)/vmlinux.h
+	clang $(BPF_CFLAGS) -I$(BPF_BUILD) -c $< -o $@.tmp
+	mv $@.tmp $@
 
 apt:
 	$(SUDO) apt-get update -q
@@ -38,6 +74,17 @@ test-unit:
 
 experiment:
 	$(UV) run --frozen mplab run scenarios/$(SCENARIO).yaml
+
+dataset:
+	@test -n "$(CAMPAIGN)" || { echo "no runs/$(SCENARIO)-* campaign: run 'make experiment' first" >&2; exit 2; }
+	$(UV) run --frozen mplab dataset build $(CAMPAIGN) -o $(DATASET) --force
+
+train:
+	$(UV) run --frozen mplab train $(DATASET) -o $(MODEL) --force
+
+mlflow-ui:
+	$(UV) run --frozen mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db \
+		--default-artifact-root $(CURDIR)/mlartifacts --host 127.0.0.1 --port $(MLFLOW_PORT)
 
 clean-testbed:
 	$(UV) run --frozen mplab clean

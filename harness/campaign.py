@@ -44,8 +44,11 @@ def build_testbed(inventory: Inventory) -> Testbed:
     return cls(inventory)
 
 
-def resolve_ccs(scenario: Scenario) -> dict[str, CongestionControl]:
-    return {name: resolve(name) for name in scenario.congestion_controls}
+def resolve_ccs(scenario: Scenario, testbed: Testbed) -> dict[str, CongestionControl]:
+    """Each named algorithm's implementation for the testbed's kernel flavour (mptcp.org or upstream)."""
+    probe = getattr(testbed, "root", testbed.sender)
+    flavour = metadata.kernel_flavour(probe)
+    return {name: resolve(name, flavour) for name in scenario.congestion_controls}
 
 
 def failed_essentials(checks: list[Check]) -> list[Check]:
@@ -100,7 +103,7 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     """Plan, preflight, create and run a new campaign."""
     plans = plan_campaign(scenario, inventory, scenario_source)
     testbed = build_testbed(inventory)
-    ccs = resolve_ccs(scenario)
+    ccs = resolve_ccs(scenario, testbed)
     checks = preflight_or_raise(testbed, ccs)
     cid = campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}"
     tb = describe_testbed(testbed)
@@ -131,7 +134,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None) -> Campaign:
     scenario = parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)")
     inventory = parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)")
     testbed = build_testbed(inventory)
-    ccs = resolve_ccs(scenario)
+    ccs = resolve_ccs(scenario, testbed)
     preflight_or_raise(testbed, ccs)
     with campaign.lock():
         for msg in campaign.repair():

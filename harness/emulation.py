@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cc import CongestionControl
+from harness.cc import CongestionControl, bpfcc
 from harness.errors import CommandError, MplabError, PreflightError
 from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost, atomic_write
 from harness.inventory import Inventory
@@ -145,8 +145,25 @@ def _read_state(d: Path) -> dict:
         return {}
 
 
-#: Extra cleaners (e.g. BPF struct_ops registered by mplab): fn(prefix, root) -> list of what was removed.
-CLEANUP_HOOKS: list = []
+def names_needed() -> set[str]:
+    """Congestion-control names that live emulated testbeds (any prefix) recorded as needed."""
+    if not STATE_ROOT.exists():
+        return set()
+    return {n for d in STATE_ROOT.iterdir() if d.is_dir() for n in _read_state(d).get("needs", [])}
+
+
+def _unregister_bpf_ccs(prefix: str, root: Host) -> list[str]:
+    """Unregister mplab's BPF struct_ops congestion controls that no live testbed needs any more.
+
+    Struct_ops are global to the machine, so a name another prefix's live testbed recorded
+    as needed stays; everything else ``mplab_*`` is a leftover (e.g. of a crashed run).
+    """
+    return bpfcc.unregister_all(root, keep=names_needed())
+
+
+#: Extra cleaners: fn(prefix, root) -> list of what was removed. Run after this prefix's
+#: namespaces and state are gone.
+CLEANUP_HOOKS: list = [_unregister_bpf_ccs]
 
 
 class EmulatedTestbed(Testbed):
@@ -178,6 +195,7 @@ class EmulatedTestbed(Testbed):
                                        rx.meter.kind, BASE_PORT + i)
         self._servers: dict[str, BackgroundProcess] = {}
         self._devices: dict[str, BackgroundProcess] = {}
+        self._ccs: list[CongestionControl] = []
         self._up = False
 
     # ------------------------------------------------------------ preflight
@@ -222,6 +240,10 @@ class EmulatedTestbed(Testbed):
         self._up = True
         try:
             self._build_topology()
+            # Register first: the kernel refuses to allow a name it does not have (BPF struct_ops).
+            for cc in ccs:
+                self._ccs.append(cc)
+                cc.setup(self.root)
             # Record before editing, so a crash right after the edit still finds it in the state file;
             # only names that were not already allowed are ours to remove later.
             current = self.root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
@@ -229,8 +251,6 @@ class EmulatedTestbed(Testbed):
             self._write_state({"prefix": self.prefix, "needs": needs, "allowed_cc_added": to_add,
                                "created": time.time()})
             _edit_allowed_cc(self.root, add=to_add)
-            for cc in ccs:
-                cc.setup(self.root)
             if self.sender_iperf3 is None:
                 self.sender_iperf3 = Iperf3.check(self.root)
             for node in self.nodes.values():
@@ -392,6 +412,13 @@ class EmulatedTestbed(Testbed):
         self._servers.clear()
         self._devices.clear()
         clean_prefix(self.prefix, self.root, nested=False)
+        # After our state is gone, so that names_needed() only lists other live testbeds.
+        for cc in reversed(self._ccs):
+            try:
+                cc.teardown(self.root)
+            except Exception as exc:  # noqa: BLE001 - teardown is best effort, it must go on
+                log.warning("congestion control %s teardown: %s", cc.implementation, exc)
+        self._ccs.clear()
         self._up = False
 
 

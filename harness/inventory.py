@@ -22,9 +22,11 @@ SCHEMA_VERSION = 1
 Radio = Literal["wifi", "lte"]
 RADIOS: tuple[Radio, ...] = ("wifi", "lte")
 
-# No dashes: namespaces are named <prefix><name>, and a dash-free name is how a testbed
-# tells its own namespaces from those of a testbed whose prefix extends its own.
-Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,14}$")]
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,14}$")]
+# Sender and receiver names have no dashes: on the emulated testbed their namespaces are named
+# <prefix><name>, and a dash-free name is how a testbed tells its own namespaces from those of a
+# testbed whose prefix extends its own.
+NodeName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,14}$")]
 #: Lab-only names (infrastructure hosts, groups) never become namespaces, so dashes are fine.
 LabName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,30}$")]
 IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
@@ -137,7 +139,7 @@ class Sim(Strict):
 class Receiver(Strict):
     """A dual-homed receiver."""
 
-    name: Name
+    name: NodeName
     interfaces: dict[Radio, Interface]
     meter: Meter
     ssh: SSHTarget | None = Field(default=None, description="how to reach this receiver (lab only)")
@@ -155,7 +157,7 @@ class Receiver(Strict):
 class Sender(Strict):
     """The machine that pushes the file."""
 
-    name: Name = "snd"
+    name: NodeName = "snd"
     address: ipaddress.IPv4Address = Field(description="address receivers connect to")
     ssh: SSHTarget | None = Field(default=None, description="how to reach the sender (lab only)")
 

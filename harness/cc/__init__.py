@@ -3,7 +3,7 @@
 Scenarios name *algorithms* (``cubic``, ``lia``, ...). Which *implementation* runs
 depends on the kernel: the kernel's own module for the uncoupled ones; on a
 multipath-tcp.org kernel its in-kernel lia/olia/balia/wvegas; on upstream kernels
-mplab's BPF struct_ops programs (their own issue). Every record stores the
+mplab's BPF struct_ops programs (``harness.cc.bpfcc``, sources in ``harness/cc/bpf``). Every record stores the
 implementation that ran, and a scenario naming an algorithm that cannot run here is
 refused at preflight, never silently replaced by another.
 
@@ -97,9 +97,17 @@ class KernelCC:
         """Kernel modules stay loaded: unloading could pull them from under other users' sockets."""
 
 
-#: How each algorithm is implemented on an upstream kernel (the coupled ones register here
-#: when their BPF implementation lands; until then they fail preflight with a clear reason).
-UPSTREAM: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC}
+from harness.cc.bpfcc import BpfCC, MptcpOrgCC  # noqa: E402 - they implement the protocol above
+
+#: How each algorithm is implemented on an upstream kernel: the uncoupled ones by the kernel,
+#: the coupled ones by mplab's BPF struct_ops programs (``harness/cc/bpf``).
+UPSTREAM: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
+                             "lia": BpfCC, "olia": BpfCC, "balia": BpfCC, "wvegas": BpfCC}
+#: ... and on a multipath-tcp.org kernel, which has its own coupled algorithms.
+MPTCP_ORG: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
+                              "lia": MptcpOrgCC, "olia": MptcpOrgCC, "balia": MptcpOrgCC, "wvegas": MptcpOrgCC}
+#: Kernel flavour (``harness.metadata.kernel_flavour``) -> implementations.
+FLAVOURS: dict[str, dict[str, type]] = {"upstream": UPSTREAM, "multipath-tcp.org": MPTCP_ORG}
 
 
 class Unavailable:
@@ -121,12 +129,19 @@ class Unavailable:
         pass
 
 
-def resolve(algorithm: str) -> CongestionControl:
-    """The implementation of ``algorithm`` for an upstream Linux kernel."""
+def resolve(algorithm: str, flavour: str = "upstream") -> CongestionControl:
+    """The implementation of ``algorithm`` for a kernel of ``flavour`` (``upstream``, ``multipath-tcp.org``).
+
+    An algorithm with no implementation for the flavour resolves to ``Unavailable``,
+    whose ``check`` fails preflight with the reason: never to another algorithm.
+    """
     if algorithm not in ALGORITHMS:
         raise KeyError(algorithm)
-    impl = UPSTREAM.get(algorithm)
+    impls = FLAVOURS.get(flavour)
+    if impls is None:
+        return Unavailable(algorithm, f"the kernel has no MPTCP (flavour {flavour!r}): "
+                                      "use Linux >= 5.19 with CONFIG_MPTCP=y")
+    impl = impls.get(algorithm)
     if impl is None:
-        return Unavailable(algorithm, "coupled MPTCP congestion control needs mplab's BPF implementation "
-                                      "(not built in this version of mplab) or a multipath-tcp.org kernel")
+        return Unavailable(algorithm, f"no implementation for a {flavour} kernel")
     return impl(algorithm)

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mplab: what every coupled struct_ops congestion control shares.
+ *
+ * Coupling: upstream MPTCP gives a congestion control no view of the other subflows,
+ * so each program keeps a hash map keyed by the owning MPTCP socket (`conn` of the
+ * subflow context behind icsk_ulp_data) whose value holds every subflow's window and
+ * RTT in a slot. A subflow claims a slot the first time it has an RTT, refreshes it
+ * on each ACK, and frees it in .release; the last one out deletes the entry, so the
+ * map holds exactly the live coupled connections.
+ *
+ * A socket that is not an MPTCP subflow (plain TCP) gets Reno: the kernel's own
+ * tcp_reno_* kfuncs.
+ */
+#ifndef MPLAB_CC_H
+#define MPLAB_CC_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "mplab_math.h"
+
+char _license[] SEC("license") = "GPL";
+
+#define MPLAB_MAX_CONNS 4096
+
+struct mplab_conn {
+	struct mplab_sf sf[MPLAB_MAX_SF];
+};
+
+/* Per-socket state in icsk_ca_priv (104 bytes available). slot is index+1 (0: none). */
+struct mplab_ca {
+	__u64 conn;
+	__u32 slot;
+	__s32 cnt;          /* OLIA: fractional window, 2^-16 packets */
+	__u32 loss1, loss2, loss3;  /* OLIA: snd_una at the last losses and now */
+	/* wVegas */
+	__u32 beg_snd_nxt;
+	__u32 base_rtt;
+	__u32 sampled_rtt;
+	__u32 cnt_rtt;
+	__u32 alpha;
+	__u32 queue_delay;
+	__u8 doing_vegas;
+};
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
+extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
+extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
+
+#define TCP_CA_Open 0
+#define TCP_CA_CWR 2
+#define TCP_CA_Recovery 3
+#define TCP_CA_Loss 4
+
+#define MPLAB_CONN_MAP(NAME)                                   \
+	struct {                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                       \
+		__uint(max_entries, MPLAB_MAX_CONNS);                  \
+		__type(key, __u64);                                    \
+		__type(value, struct mplab_conn);                      \
+	} NAME SEC(".maps")
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline struct inet_connection_sock *inet_csk(const struct sock *sk)
+{
+	return (struct inet_connection_sock *)sk;
+}
+
+static __always_inline struct mplab_ca *ca_of(const struct sock *sk)
+{
+	return (struct mplab_ca *)inet_csk(sk)->icsk_ca_priv;
+}
+
+static __always_inline int tcp_in_slow_start(const struct tcp_sock *tp)
+{
+	return tp->snd_cwnd < tp->snd_ssthresh;
+}
+
+static __always_inline int tcp_is_cwnd_limited(const struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	/* If in slow start, ensure cwnd grows to twice what was ACKed. */
+	if (tcp_in_slow_start(tp))
+		return tp->snd_cwnd < 2 * tp->max_packets_out;
+	return !!BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited);
+}
+
+/* The owning MPTCP socket of a subflow, or 0 for a plain TCP socket. */
+static __always_inline __u64 mptcp_conn_of(struct sock *sk)
+{
+	struct mptcp_subflow_context *ctx;
+	void *ulp;
+
+	if (!tcp_sk(sk)->is_mptcp)
+		return 0;
+	ulp = inet_csk(sk)->icsk_ulp_data;
+	if (!ulp)
+		return 0;
+	ctx = bpf_rdonly_cast(ulp, bpf_core_type_id_kernel(struct mptcp_subflow_context));
+	/* The context points back at its own subflow: a cheap consistency check. */
+	if ((__u64)ctx->tcp_sock != (__u64)sk)
+		return 0;
+	return (__u64)ctx->conn;
+}
+
+/*
+ * This subflow's slot in its connection's entry, claiming one if needed; NULL for a
+ * plain TCP socket, before the first RTT sample, or when all slots are taken.
+ */
+static __always_inline struct mplab_conn *mplab_attach(void *map, struct sock *sk, struct mplab_ca *ca, int *me)
+{
+	struct mplab_conn *c, zero = {};
+	__u64 conn = ca->conn;
+	int i;
+
+	if (!conn) {
+		conn = mptcp_conn_of(sk);
+		if (!conn)
+			return NULL;
+		ca->conn = conn;
+	}
+	c = bpf_map_lookup_elem(map, &conn);
+	if (!c) {
+		bpf_map_update_elem(map, &conn, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(map, &conn);
+		if (!c)
+			return NULL;
+	}
+	if (ca->slot) {
+		i = (ca->slot - 1) & (MPLAB_MAX_SF - 1);
+		if (c->sf[i].sk == (__u64)sk) {
+			*me = i;
+			return c;
+		}
+		ca->slot = 0;   /* entry was recreated: claim again */
+	}
+#pragma unroll
+	for (i = 0; i < MPLAB_MAX_SF; i++) {
+		if (c->sf[i].sk == (__u64)sk ||
+		    __sync_val_compare_and_swap(&c->sf[i].sk, 0, (__u64)sk) == 0) {
+			ca->slot = i + 1;
+			*me = i;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* Refresh this subflow's window and RTT in its slot. */
+static __always_inline void mplab_publish(struct mplab_conn *c, int me, struct sock *sk, __u32 cwnd)
+{
+	struct mplab_sf *s = &c->sf[me & (MPLAB_MAX_SF - 1)];
+
+	s->cwnd = cwnd;
+	s->srtt_us = tcp_sk(sk)->srtt_us >> 3;
+	if (!s->srtt_us && tcp_sk(sk)->srtt_us)
+		s->srtt_us = 1;
+}
+
+/* Free this subflow's slot; the last subflow out deletes the connection's entry. */
+static __always_inline void mplab_detach(void *map, struct sock *sk, struct mplab_ca *ca)
+{
+	struct mplab_conn *c;
+	__u64 conn = ca->conn;
+	int i, used = 0;
+
+	if (!conn)
+		return;
+	c = bpf_map_lookup_elem(map, &conn);
+	if (c) {
+#pragma unroll
+		for (i = 0; i < MPLAB_MAX_SF; i++) {
+			if (c->sf[i].sk == (__u64)sk) {
+				c->sf[i].cwnd = 0;
+				c->sf[i].srtt_us = 0;
+				c->sf[i].rate = 0;
+				c->sf[i].loss_int = 0;
+				__sync_val_compare_and_swap(&c->sf[i].sk, (__u64)sk, 0);
+			}
+		}
+#pragma unroll
+		for (i = 0; i < MPLAB_MAX_SF; i++)
+			if (c->sf[i].sk)
+				used++;
+		if (!used)
+			bpf_map_delete_elem(map, &conn);
+	}
+	ca->conn = 0;
+	ca->slot = 0;
+}
+
+#endif

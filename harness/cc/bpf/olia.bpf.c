@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mplab_olia: Opportunistic Linked Increases (Khalili et al., IEEE/ACM ToN 2013) for
+ * upstream Linux MPTCP, as a BPF struct_ops congestion control. Behavioural reference:
+ * multipath-tcp.org's mptcp_olia.c: each subflow tracks the bytes ACKed between its
+ * last losses (snd_una at the last three losses), the increase per ACK is
+ * w_r/rtt_r^2 / (sum w_p/rtt_p)^2 + eps_r/w_r, and a fractional counter turns it into
+ * +1/-1 packet steps. Slow start and halving as Reno; plain TCP sockets are Reno.
+ */
+#include "mplab_cc.h"
+
+MPLAB_CONN_MAP(olia_conns);
+
+static __always_inline void olia_reset(struct sock *sk, struct mplab_ca *ca)
+{
+	__u32 una = tcp_sk(sk)->snd_una;
+
+	ca->loss1 = una;
+	ca->loss2 = una;
+	ca->loss3 = una;
+	ca->cnt = 0;
+}
+
+SEC("struct_ops")
+void BPF_PROG(olia_init, struct sock *sk)
+{
+	struct mplab_ca *ca = ca_of(sk);
+
+	ca->conn = 0;
+	ca->slot = 0;
+	olia_reset(sk, ca);
+}
+
+SEC("struct_ops")
+void BPF_PROG(olia_release, struct sock *sk)
+{
+	mplab_detach(&olia_conns, sk, ca_of(sk));
+}
+
+SEC("struct_ops")
+void BPF_PROG(olia_set_state, struct sock *sk, __u8 new_state)
+{
+	struct mplab_ca *ca = ca_of(sk);
+
+	if (!ca->conn)
+		return;
+	/* A new loss: shift the inter-loss markers (not for a repeated timeout). */
+	if ((new_state == TCP_CA_Loss || new_state == TCP_CA_Recovery || new_state == TCP_CA_CWR) &&
+	    ca->loss3 != ca->loss2 && !inet_csk(sk)->icsk_retransmits) {
+		ca->loss1 = ca->loss2;
+		ca->loss2 = ca->loss3;
+	}
+}
+
+/* The window without fast recovery's artificial inflation (RFC 5681). */
+static __always_inline __u32 olia_crt_cwnd(struct sock *sk)
+{
+	if (BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state) == TCP_CA_Recovery)
+		return tcp_sk(sk)->snd_ssthresh;
+	return tcp_sk(sk)->snd_cwnd;
+}
+
+static __always_inline void olia_publish(struct mplab_conn *c, int me, struct sock *sk, struct mplab_ca *ca)
+{
+	__u32 a = ca->loss3 - ca->loss2, b = ca->loss2 - ca->loss1;
+
+	mplab_publish(c, me, sk, olia_crt_cwnd(sk));
+	c->sf[me & (MPLAB_MAX_SF - 1)].loss_int = a > b ? a : b;
+}
+
+SEC("struct_ops")
+void BPF_PROG(olia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct mplab_ca *ca = ca_of(sk);
+	struct mplab_conn *c;
+	__s64 inc;
+	int me = 0;
+
+	c = mplab_attach(&olia_conns, sk, ca, &me);
+	if (!c) {
+		tcp_reno_cong_avoid(sk, ack, acked);
+		return;
+	}
+	ca->loss3 = tp->snd_una;
+	olia_publish(c, me, sk, ca);
+	if (!tcp_is_cwnd_limited(sk))
+		return;
+	if (tcp_in_slow_start(tp)) {
+		tcp_slow_start(tp, acked);
+		olia_publish(c, me, sk, ca);
+		return;
+	}
+	inc = olia_inc(c->sf, me) * (__s64)acked;
+	if (inc > (1LL << 30))
+		inc = 1LL << 30;
+	else if (inc < -(1LL << 30))
+		inc = -(1LL << 30);
+	ca->cnt += (__s32)inc;
+	if (ca->cnt >= (1 << OLIA_SCALE) - 1) {
+		if (tp->snd_cwnd < tp->snd_cwnd_clamp)
+			tp->snd_cwnd++;
+		ca->cnt = 0;
+	} else if (ca->cnt <= -(1 << OLIA_SCALE) + 1) {
+		tp->snd_cwnd = tp->snd_cwnd > 2 ? tp->snd_cwnd - 1 : 2;
+		ca->cnt = 0;
+	}
+	olia_publish(c, me, sk, ca);
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(olia_ssthresh, struct sock *sk)
+{
+	return tcp_reno_ssthresh(sk);
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(olia_undo_cwnd, struct sock *sk)
+{
+	return tcp_reno_undo_cwnd(sk);
+}
+
+SEC(".struct_ops")
+struct tcp_congestion_ops mplab_olia = {
+	.init = (void *)olia_init,
+	.release = (void *)olia_release,
+	.set_state = (void *)olia_set_state,
+	.cong_avoid = (void *)olia_cong_avoid,
+	.ssthresh = (void *)olia_ssthresh,
+	.undo_cwnd = (void *)olia_undo_cwnd,
+	.name = "mplab_olia",
+};

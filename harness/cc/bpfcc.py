@@ -1,0 +1,215 @@
+"""mplab's coupled congestion controls as BPF struct_ops, and the multipath-tcp.org kernel's own.
+
+Upstream Linux MPTCP has no coupled congestion control, so on an upstream kernel mplab
+registers its own BPF ``tcp_congestion_ops`` (``harness/cc/bpf/*.bpf.c``, built by
+``make bpf``) under prefixed names (``mplab_lia``, ...). On a multipath-tcp.org kernel
+the in-kernel ``lia``/``olia``/``balia``/``wvegas`` run instead, with that kernel's
+sysctls. Which one ran is each record's ``cc_impl``.
+
+Registration is global to the machine (not per namespace): ``setup`` registers unless
+the name is already registered (idempotent; another live testbed may share it), and
+``teardown`` unregisters only names no other live mplab testbed still needs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from harness.errors import CommandError, PreflightError
+from harness.hosts import Host
+
+log = logging.getLogger("mplab.cc")
+
+BPF_DIR = Path(__file__).resolve().parent / "bpf"
+BUILD_DIR = BPF_DIR / "build"
+PREFIX = "mplab_"
+COUPLED = ("lia", "olia", "balia", "wvegas")
+BTF = "/sys/kernel/btf/vmlinux"
+AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+#: Kernel modules of the multipath-tcp.org kernel's coupled algorithms.
+MPTCP_ORG_MODULES = {"lia": "mptcp_coupled", "olia": "mptcp_olia", "balia": "mptcp_balia",
+                     "wvegas": "mptcp_wvegas"}
+MPTCP_ORG_SYSCTLS = {"net.mptcp.mptcp_enabled": "1", "net.mptcp.mptcp_path_manager": "fullmesh"}
+
+
+def object_path(algorithm: str) -> Path:
+    """The compiled struct_ops object of ``algorithm``."""
+    return BUILD_DIR / f"{algorithm}.bpf.o"
+
+
+def map_name(algorithm: str) -> str:
+    """Name of the per-connection coupling map inside ``algorithm``'s object."""
+    return f"{algorithm}_conns"
+
+
+def _available(host: Host) -> list[str]:
+    return host.read_text(AVAILABLE).split()
+
+
+def registered(host: Host) -> dict[str, int]:
+    """mplab's struct_ops congestion controls registered on ``host``: name -> struct_ops map id."""
+    res = host.run(["bpftool", "-j", "struct_ops", "show"], check=False)
+    if res.returncode != 0:
+        return {}
+    try:
+        entries = json.loads(res.stdout or "[]")
+    except json.JSONDecodeError:
+        return {}
+    # An unregistered struct_ops stays listed until its last socket lets go (unregistering
+    # it again fails with EINPROGRESS); only names the kernel still offers are registered.
+    offered = set(_available(host))
+    return {e["name"]: int(e["id"]) for e in entries
+            if isinstance(e, dict) and str(e.get("name", "")).startswith(PREFIX)
+            and e.get("kernel_struct_ops") == "tcp_congestion_ops" and e["name"] in offered}
+
+
+def register_argv(obj: Path) -> list[str]:
+    return ["bpftool", "struct_ops", "register", str(obj)]
+
+
+def unregister_argv(name: str) -> list[str]:
+    return ["bpftool", "struct_ops", "unregister", "name", name]
+
+
+def unregister_all(host: Host, keep: Iterable[str] = ()) -> list[str]:
+    """Unregister every ``mplab_*`` struct_ops congestion control except ``keep``; idempotent."""
+    keep = set(keep)
+    done = []
+    for name in registered(host):
+        if name in keep:
+            continue
+        res = host.run(unregister_argv(name), check=False)
+        if res.returncode == 0:
+            done.append(f"struct_ops {name}")
+        else:
+            log.warning("unregistering %s: %s", name, res.stderr.strip()[-200:])
+    return done
+
+
+def _needed_elsewhere() -> set[str]:
+    # Lazy: harness.emulation imports this module for its cleanup hook.
+    from harness.emulation import names_needed
+    return names_needed()
+
+
+class BpfCC:
+    """A coupled algorithm as mplab's BPF struct_ops program (upstream kernels)."""
+
+    def __init__(self, algorithm: str, build_dir: Path | None = None) -> None:
+        if algorithm not in COUPLED:
+            raise KeyError(algorithm)
+        self.algorithm = algorithm
+        self.sock_name = f"{PREFIX}{algorithm}"
+        self.implementation = f"bpf:{self.sock_name}"
+        self.obj = (build_dir or BUILD_DIR) / f"{algorithm}.bpf.o"
+
+    def _missing(self, host: Host) -> str | None:
+        """Why this cannot load on ``host`` (None if nothing static is missing)."""
+        if not host.exists("/proc/sys/net/mptcp/enabled"):
+            return "the kernel has no upstream MPTCP (CONFIG_MPTCP=y, Linux >= 5.19 recommended)"
+        if not host.exists(BTF):
+            return (f"the kernel has no BTF ({BTF}); BPF struct_ops congestion control needs a kernel "
+                    "built with CONFIG_DEBUG_INFO_BTF=y and CONFIG_BPF_JIT=y (Linux >= 6.0)")
+        if host.which("bpftool") is None:
+            return "bpftool not found: apt install bpftool (or linux-tools), then `make bpf`"
+        if not self.obj.exists():
+            return (f"{self.obj} is not built: run `make bpf` (needs clang, llvm, libbpf-dev, bpftool: "
+                    "apt install clang llvm libbpf-dev bpftool)")
+        return None
+
+    def check(self, host: Host) -> None:
+        """Static checks, then a trial registration (unregistered at once) so the verifier has its say now."""
+        why = self._missing(host)
+        if why:
+            raise PreflightError(f"[{host.name}] congestion control {self.algorithm!r} ({self.implementation}) "
+                                 f"cannot run: {why}")
+        if self.sock_name in _available(host):
+            return
+        self._register(host)
+        if self.sock_name not in _needed_elsewhere():
+            host.run(unregister_argv(self.sock_name), check=False)
+
+    def _register(self, host: Host) -> None:
+        try:
+            host.run(register_argv(self.obj), timeout=60)
+        except CommandError as exc:
+            if self.sock_name in _available(host):
+                return  # registered concurrently by someone else: same program, fine
+            raise PreflightError(
+                f"[{host.name}] the kernel refused {self.implementation} ({self.obj.name}): {exc}. "
+                "The verifier log above says why; kernels older than 6.0 or without struct_ops "
+                "(CONFIG_BPF_JIT, CONFIG_DEBUG_INFO_BTF) cannot load it") from None
+        if self.sock_name not in _available(host):
+            raise PreflightError(f"[{host.name}] {self.sock_name} registered but not listed in {AVAILABLE}")
+
+    def setup(self, host: Host) -> None:
+        why = self._missing(host)
+        if why:
+            raise PreflightError(f"[{host.name}] {self.implementation}: {why}")
+        if self.sock_name not in _available(host):
+            self._register(host)
+
+    def teardown(self, host: Host) -> None:
+        """Unregister unless another live testbed still needs it (best effort, idempotent)."""
+        if self.sock_name in _needed_elsewhere():
+            return
+        if self.sock_name in registered(host):
+            host.run(unregister_argv(self.sock_name), check=False)
+
+
+class MptcpOrgCC:
+    """A coupled algorithm built into the multipath-tcp.org kernel (v0.9x)."""
+
+    def __init__(self, algorithm: str) -> None:
+        if algorithm not in COUPLED:
+            raise KeyError(algorithm)
+        self.algorithm = algorithm
+        self.sock_name = algorithm
+        self.implementation = f"mptcp.org:{algorithm}"
+
+    def check(self, host: Host) -> None:
+        if self.sock_name in _available(host):
+            return
+        mod = MPTCP_ORG_MODULES[self.algorithm]
+        if host.run(["modinfo", mod], check=False).returncode != 0:
+            raise PreflightError(f"[{host.name}] {self.algorithm!r} is not in this multipath-tcp.org kernel "
+                                 f"(no module {mod}); build it with CONFIG_TCP_CONG_{self.algorithm.upper()}"
+                                 "=y/m (CONFIG_TCP_CONG_COUPLED for lia)")
+
+    def setup(self, host: Host) -> None:
+        if self.sock_name not in _available(host):
+            try:
+                host.run(["modprobe", MPTCP_ORG_MODULES[self.algorithm]])
+            except CommandError as exc:
+                raise PreflightError(f"[{host.name}] cannot load {MPTCP_ORG_MODULES[self.algorithm]}: {exc}") from None
+        for key, value in MPTCP_ORG_SYSCTLS.items():
+            host.run(["sysctl", "-q", "-w", f"{key}={value}"])
+
+    def teardown(self, host: Host) -> None:
+        """Modules and sysctls stay: other users' sockets may depend on them."""
+
+
+#: Kernel flavour -> how a coupled algorithm is implemented there.
+COUPLED_IMPLS: dict[str, Callable[[str], object]] = {"upstream": BpfCC, "multipath-tcp.org": MptcpOrgCC}
+
+
+def conn_entries(host: Host, algorithm: str) -> int | None:
+    """Entries in ``algorithm``'s coupling map (live coupled connections); None if not loaded."""
+    name = map_name(algorithm)
+    res = host.run(["bpftool", "-j", "map", "show"], check=False)
+    try:
+        maps = [m for m in json.loads(res.stdout or "[]") if m.get("name") == name]
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    if not maps:
+        return None
+    total = 0
+    for m in maps:
+        dump = host.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])], check=False)
+        try:
+            total += len(json.loads(dump.stdout or "[]"))
+        except json.JSONDecodeError:
+            return None
+    return total

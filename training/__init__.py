@@ -1,0 +1,16 @@
+"""Training: the energy model of the reference paper (a 5 x 200 ReLU MLP) from mplab datasets.
+
+Modules, one concept each:
+    features   dataset rows -> feature matrix (order, encodings) and target
+    model      the MLP, with its input/output scaling inside (so exports need no extra code)
+    fit        the training loop: Adam, early stopping on a validation part of the train split
+    evaluate   MAE / MAPE / R2 on the test split, overall and per case, beside baselines
+    tracking   MLflow: an explicit client, a run that ends FINISHED or FAILED
+    export     model.onnx (written from the weights), model.pt, model.json
+    runtime    OnnxEnergyModel: load and predict with onnxruntime, no torch (for controllers)
+    card       the model card
+    pipeline   all of the above for `mplab train`
+    synthetic  paper-size synthetic campaigns (benchmarks, unit tests)
+Reads datasets only (``harness.dataset.load_dataset``); controllers load ``model.onnx`` with
+onnxruntime alone (see ``training.export.OnnxEnergyModel``).
+"""

@@ -1,0 +1,64 @@
+"""Loading an exported model with onnxruntime alone (no PyTorch): what controllers use.
+
+Example::
+
+    from training.runtime import OnnxEnergyModel
+    m = OnnxEnergyModel.load("models/quick")
+    m.predict([{"n_receivers": 3, "cc": "cubic", "mode": "both",
+                "wifi_throughput_mbit": 12.0, "lte_throughput_mbit": 9.5}])   # -> array of joules
+
+This module must not import torch (a test checks it).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import ConfigError
+from training.features import FeatureSpec
+
+INPUT_NAME = "features"
+OUTPUT_NAME = "energy_j"
+MODEL_SCHEMA_VERSION = 1
+
+
+@dataclass
+class OnnxEnergyModel:
+    """An exported model: its ONNX Runtime session and model.json."""
+
+    session: object
+    meta: dict
+    spec: FeatureSpec
+
+    @classmethod
+    def load(cls, model_dir: str | Path, threads: int = 1) -> OnnxEnergyModel:
+        """Open ``models/<name>/`` (model.onnx + model.json); ``threads`` bounds ONNX Runtime's pools."""
+        import onnxruntime as ort
+
+        d = Path(model_dir)
+        meta_path = d / "model.json"
+        if not meta_path.exists() or not (d / "model.onnx").exists():
+            raise ConfigError(f"{d} is not an exported model (needs model.onnx and model.json); "
+                              "train one with `mplab train`")
+        meta = json.loads(meta_path.read_text())
+        v = meta.get("schema_version")
+        if not isinstance(v, int) or v > MODEL_SCHEMA_VERSION:
+            raise ConfigError(f"model schema_version {v!r} is not one this mplab reads", source=str(meta_path))
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(str(d / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"])
+        return cls(sess, meta, FeatureSpec.from_dict(meta["features"]))
+
+    def predict_matrix(self, x: np.ndarray) -> np.ndarray:
+        """Energy (J) for feature rows already in model.json's order, shape (n,)."""
+        out = self.session.run([OUTPUT_NAME], {INPUT_NAME: np.ascontiguousarray(x, dtype=np.float32)})[0]
+        return out.reshape(-1)
+
+    def predict(self, rows: Sequence[Mapping]) -> np.ndarray:
+        """Energy (J) for rows with n_receivers, cc, mode, wifi_throughput_mbit, lte_throughput_mbit."""
+        return self.predict_matrix(self.spec.matrix(rows))
