@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.campaign import build_testbed, failed_essentials, resolve_ccs
+from harness.campaign import build_testbed, failed_essentials, resolve_ccs, testbed_flavour
 from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
 from harness.hosts import LocalHost
@@ -51,9 +51,10 @@ def preflight(
     if inv_path is None:
         raise ConfigError("give --inventory (e.g. inventory/lab.example.yaml) or --scenario")
     inv = load_inventory(inv_path)
-    ccs = list(resolve_ccs(sc).values()) if sc else [resolve(name) for name in (cc or ["cubic"])]
     testbed = build_testbed(inv)
     try:
+        ccs = (list(resolve_ccs(sc, testbed).values()) if sc else
+               [resolve(name, testbed_flavour(testbed)) for name in (cc or ["cubic"])])
         if isinstance(testbed, LabTestbed):
             only = None
             if group is not None:
