@@ -38,7 +38,7 @@ def runner(prefix: str, scenario: Scenario) -> Iterator[tuple[Runner, EmulatedTe
     """A Runner on the default 9-receiver inventory, recording into a throw-away campaign."""
     inv = inventory(prefix)
     tb = EmulatedTestbed(inv)
-    ccs = resolve_ccs(scenario)
+    ccs = resolve_ccs(scenario, tb)
     tb.preflight(list(ccs.values()))
     with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
         campaign = Campaign.create(Path(tmp), "bench", {"plan": []})

@@ -58,6 +58,8 @@ def skew_rounds(hosts: list[Host], rounds: int, loops: list[float] | None = None
     out = []
     for _ in range(rounds):
         procs = [h.start(["true"], gated=True, label=f"skew:{h.name}") for h in hosts]
+        for p in procs:
+            p.wait_ready(20)  # as the runner does: every gate blocked before the first release
         t0 = time.perf_counter()
         for p in procs:
             p.release()

@@ -27,6 +27,8 @@ Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,14}$")]
 # <prefix><name>, and a dash-free name is how a testbed tells its own namespaces from those of a
 # testbed whose prefix extends its own.
 NodeName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,14}$")]
+#: Lab-only names (infrastructure hosts, groups) never become namespaces, so dashes are fine.
+LabName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,30}$")]
 IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
 
 
@@ -213,7 +215,7 @@ class SSHDefaults(Strict):
 class InfraHost(Strict):
     """A lab machine that is neither sender nor receiver (eNodeB, EPC, AP, switch): checked by preflight."""
 
-    name: Name
+    name: LabName
     role: Literal["enb", "epc", "wifi-ap", "switch", "other"]
     ssh: SSHTarget | None = Field(default=None, description="unset for appliances that have no SSH (a router's web UI)")
 
@@ -230,7 +232,7 @@ class Lab(Strict):
     iperf3_base_port: Annotated[int, Field(ge=1024, le=65000)] = Field(
         default=5200, description="receiver i's iperf3 server on the sender listens on base + i")
     infra: list[InfraHost] = Field(default_factory=list, description="eNodeB, EPC, APs, switch")
-    groups: dict[Name, list[Name]] = Field(
+    groups: dict[LabName, list[LabName]] = Field(
         default_factory=dict, description="Ansible-style named groups of host names (for `mplab preflight --group`)")
 
     def ssh_settings(self, target: SSHTarget) -> dict:
@@ -286,30 +288,35 @@ class Inventory(Strict):
         return self
 
     def _check_lab(self, names: list[str]) -> None:
-        if self.lab is None:
-            raise ValueError("a lab inventory needs a 'lab' section (ssh_defaults, secrets_file, ...)")
-        if self.sender.ssh is None:
-            raise ValueError("sender: a lab sender needs an 'ssh' section (address at least)")
+        # What is wrong on any lab inventory. What a *sweep* needs besides (SSH targets, interface
+        # addresses) is checked by ``lab_gaps`` when a LabTestbed is built, so that a partial inventory
+        # still serves meters-only commands before the machines are reachable.
         for r in self.receivers:
-            if r.ssh is None:
-                raise ValueError(f"receiver {r.name}: a lab receiver needs an 'ssh' section (address at least)")
             for radio, intf in r.interfaces.items():
-                if intf.address is None:
-                    raise ValueError(f"receiver {r.name}: interface {radio} needs its 'address' on a lab")
                 if intf.channel is not None:
                     raise ValueError(f"receiver {r.name}: interface {radio} has a 'channel': channels are emulated "
                                      "only (the lab's radios are real)")
-            m = r.meter
-            if m.kind == "emulated-um25c":
+            if r.meter.kind == "emulated-um25c":
                 raise ValueError(f"receiver {r.name}: meter kind emulated-um25c on a lab (use um25c, um34c, ...)")
-            if m.port is None and m.ser2net is None:
-                raise ValueError(f"receiver {r.name}: meter needs a 'port' (/dev/rfcomm0, rfc2217://host:port) "
-                                 "or a 'ser2net' section")
-        known = set(names) | {self.sender.name} | {h.name for h in self.lab.infra}
-        for g, members in self.lab.groups.items():
-            unknown = [m for m in members if m not in known]
-            if unknown:
-                raise ValueError(f"lab.groups.{g}: unknown host(s) {unknown} (known: {sorted(known)})")
+        if self.lab is not None:
+            known = set(names) | {self.sender.name} | {h.name for h in self.lab.infra}
+            for g, members in self.lab.groups.items():
+                unknown = [m for m in members if m not in known]
+                if unknown:
+                    raise ValueError(f"lab.groups.{g}: unknown host(s) {unknown} (known: {sorted(known)})")
+
+    def lab_gaps(self) -> list[str]:
+        """What this lab inventory lacks to drive a sweep (empty when complete)."""
+        gaps = []
+        if self.sender.ssh is None:
+            gaps.append("sender: needs an 'ssh' section (address at least)")
+        for r in self.receivers:
+            if r.ssh is None:
+                gaps.append(f"receivers.{r.name}: needs an 'ssh' section (address at least)")
+            for radio, intf in r.interfaces.items():
+                if intf.address is None:
+                    gaps.append(f"receivers.{r.name}.interfaces.{radio}: needs its 'address'")
+        return gaps
 
     def meter_port(self, rx: Receiver) -> str | None:
         """The port a receiver's meter is read through (a ser2net section implies rfc2217://<receiver>:<port>)."""

@@ -22,9 +22,9 @@ import time
 from collections.abc import Sequence
 
 from harness.cc import CongestionControl
-from harness.errors import MplabError, PreflightError
+from harness.errors import ConfigError, MplabError, PreflightError
 from harness.hosts import BackgroundProcess, Host
-from harness.inventory import Inventory
+from harness.inventory import Inventory, Lab
 from harness.meters.base import Meter, open_meter
 from harness.netcmd import sysctl_argv
 from harness.preflight import (
@@ -43,8 +43,7 @@ DEFAULT_CC = "net.ipv4.tcp_congestion_control"
 
 def ssh_host(inventory: Inventory, name: str, target) -> SSHHost:
     """An ``SSHHost`` for one lab machine, with the lab's defaults filled in."""
-    assert inventory.lab is not None
-    kw = inventory.lab.ssh_settings(target)
+    kw = (inventory.lab or Lab()).ssh_settings(target)
     return SSHHost(name, kw.pop("address"), **kw)
 
 
@@ -56,9 +55,12 @@ class LabTestbed(Testbed):
     def __init__(self, inventory: Inventory, hosts: dict[str, Host] | None = None) -> None:
         """Build hosts from ``inventory`` (``hosts`` may supply some by name, e.g. tests' namespace hosts)."""
         super().__init__(inventory)
-        if inventory.kind != "lab" or inventory.lab is None:
+        if inventory.kind != "lab":
             raise MplabError(f"inventory {inventory.name!r} is not a lab inventory")
-        self.lab = inventory.lab
+        gaps = inventory.lab_gaps()
+        if gaps:
+            raise ConfigError(f"inventory {inventory.name!r} cannot drive a lab sweep: " + "; ".join(gaps))
+        self.lab = inventory.lab or Lab()
         hosts = hosts or {}
         snd = inventory.sender
         self.sender = hosts.get(snd.name) or ssh_host(inventory, snd.name, snd.ssh)

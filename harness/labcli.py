@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.campaign import build_testbed, failed_essentials, resolve_ccs
+from harness.campaign import build_testbed, failed_essentials, resolve_ccs, testbed_flavour
 from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
 from harness.hosts import LocalHost
@@ -21,6 +21,7 @@ from harness.inventory import load_inventory
 from harness.lab import LabTestbed
 from harness.preflight import kernel_checks
 from harness.scenario import load_scenario
+from harness.sshrig import clean_rig_dirs  # noqa: F401 - registers its cleanup hook for `mplab clean`
 from harness.testbed import Check
 
 console = Console()
@@ -50,9 +51,10 @@ def preflight(
     if inv_path is None:
         raise ConfigError("give --inventory (e.g. inventory/lab.example.yaml) or --scenario")
     inv = load_inventory(inv_path)
-    ccs = list(resolve_ccs(sc).values()) if sc else [resolve(name) for name in (cc or ["cubic"])]
     testbed = build_testbed(inv)
     try:
+        ccs = (list(resolve_ccs(sc, testbed).values()) if sc else
+               [resolve(name, testbed_flavour(testbed)) for name in (cc or ["cubic"])])
         if isinstance(testbed, LabTestbed):
             only = None
             if group is not None:

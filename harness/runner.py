@@ -181,11 +181,26 @@ class Runner:
                 bind, mptcp = _client_spec(node, plan.mode)
                 argv = node.iperf3.client_argv(tb.server_address, node.port, self.scenario.file_bytes,
                                                bind=bind, mptcp=mptcp, cc=cc.sock_name)
-                procs[rx] = node.host.start(argv, gated=True, label=f"iperf3:{rx}")
-            for p in procs.values():
-                p.wait_ready(self.GATE_READY_S)
+                try:
+                    procs[rx] = node.host.start(argv, gated=True, label=f"iperf3:{rx}")
+                except MplabError as exc:
+                    # A receiver that stops answering (SSH) fails this sample with the reason; the
+                    # clients already started are stopped by the finally below, the sweep goes on.
+                    for o in outs.values():
+                        o.error = f"start: {exc}"
+                    return list(outs.values())
+            try:
+                for p in procs.values():
+                    p.wait_ready(self.GATE_READY_S)
+            except MplabError as exc:
+                for o in outs.values():
+                    o.error = f"start: {exc}"
+                return list(outs.values())
             for rx, p in procs.items():
-                outs[rx].released_at = p.release()
+                try:
+                    outs[rx].released_at = p.release()
+                except (MplabError, OSError, EOFError) as exc:
+                    outs[rx].error = f"release: {exc}"
             deadline = time.monotonic() + self.scenario.transfer_timeout_s
             pending = dict(procs)
             while pending:

@@ -38,8 +38,8 @@ from pathlib import Path
 import paramiko
 from fabric import Config, Connection
 
-from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable
-from harness.hosts import GATE_NAME, BackgroundProcess, CommandResult, Host, ProcessResult, gated_argv
+from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable, MplabError
+from harness.hosts import GATE_NAME, BackgroundProcess, CommandResult, Host, ProcessResult
 
 log = logging.getLogger("mplab.ssh")
 
@@ -51,19 +51,26 @@ _LAUNCH_NAME = "mplab-ssh"
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
 
-#: The gate of ``harness.hosts.GATE_SCRIPT`` stamped with bash's ``$EPOCHREALTIME`` (bash >= 5), a
-#: builtin: forking ``date`` on release costs a few ms per receiver on a small board, all of it skew.
-#: Hosts without bash 5 get the POSIX gate.
-BASH_GATE_SCRIPT = 'IFS= read -r _ || exit 97; printf "%s\n" "${EPOCHREALTIME/,/.}" >&2; exec "$@"'
+#: Gates (see ``harness.hosts.GATE_SCRIPT``) that report the process-group id themselves, right
+#: before they block on stdin: the id doubles as "ready to be released", so nothing that runs
+#: before (sshd's fork, the login shell's rc files) can fall between release and start.
+#: The bash variant stamps the release with ``$EPOCHREALTIME``, a builtin: forking ``date`` costs a
+#: few ms per receiver on a small board, all of it skew. ``--norc``: a bash started under sshd
+#: would otherwise source ~/.bashrc. Hosts without bash 5 get the POSIX variant.
+BASH_GATE_SCRIPT = ('echo "mplab-pgid:$$" >&2; IFS= read -r _ || exit 97; '
+                    'printf "%s\\n" "${EPOCHREALTIME/,/.}" >&2; exec "$@"')
+SH_GATE_SCRIPT = 'echo "mplab-pgid:$$" >&2; IFS= read -r _ || exit 97; date +%s.%N >&2; exec "$@"'
 
 
 def remote_command(argv: Sequence[str], gated: bool = False, bash_gate: bool = False) -> str:
     """The exact command line sent to the remote host for ``argv``."""
     if gated and bash_gate:
-        inner = ["bash", "-c", BASH_GATE_SCRIPT, GATE_NAME, *argv]
+        inner = ["bash", "--norc", "-c", BASH_GATE_SCRIPT, GATE_NAME, *argv]
+    elif gated:
+        inner = ["sh", "-c", SH_GATE_SCRIPT, GATE_NAME, *argv]
     else:
-        inner = gated_argv(argv) if gated else list(argv)
-    return shlex.join(["setsid", "-w", "sh", "-c", _LAUNCH, _LAUNCH_NAME, *inner])
+        inner = ["sh", "-c", _LAUNCH, _LAUNCH_NAME, *argv]
+    return shlex.join(["setsid", "-w", *inner])
 
 
 class _SaveNewPolicy(paramiko.MissingHostKeyPolicy):
@@ -114,17 +121,34 @@ class _RemoteProcess(BackgroundProcess):
             self._chan.sendall(input.encode())
         if not gated and not keep_stdin:
             self._chan.shutdown_write()  # EOF on stdin, as with stdin=DEVNULL locally
-        # The process group id arrives first; without it we could not stop the process. The
-        # deadline is generous: sshd forks and the login shell reads its rc files first.
-        if not self._pgid_event.wait(start_timeout_s):
-            self._chan.close()
-            raise HostUnreachable(f"[{host.name}] {shlex.join(argv)}: no process id within {start_timeout_s:.1f} s "
-                                  "(is util-linux `setsid` installed on the host? is it overloaded?)")
+        # A gated process reports its id once blocked on its release: ``wait_ready`` waits for it, so
+        # the runner starts every receiver's client first and waits for them together.
+        if not gated:
+            try:
+                self._wait_pgid(start_timeout_s)
+            except MplabError:
+                self._chan.close()
+                raise
+
+    def _wait_pgid(self, timeout_s: float) -> None:
+        """Wait for the process-group id (without it the process could not be stopped)."""
+        if self.pgid is not None:
+            return
+        # The deadline is generous: sshd forks and the login shell reads its rc files first.
+        if not self._pgid_event.wait(timeout_s):
+            raise CommandTimeout(self.host, self.argv, None,
+                                 note=f"no process id within {timeout_s:.1f} s (is util-linux `setsid` installed "
+                                      "on the host? is it overloaded?)")
         if self.pgid is None:
             self._finish_readers(1.0)
             err = self._err.decode(errors="replace")
-            raise CommandError(host.name, argv, self._chan.recv_exit_status() if self._chan.exit_status_ready()
-                               else None, err, note="remote launcher failed")
+            raise CommandError(self.host, self.argv, self._chan.recv_exit_status()
+                               if self._chan.exit_status_ready() else None, err, note="remote launcher failed")
+
+    def wait_ready(self, timeout: float) -> None:
+        if not self._gated:
+            raise RuntimeError(f"{self.label}: not a gated process")
+        self._wait_pgid(timeout)
 
     def _pump(self, recv, buf: bytearray, is_stderr: bool) -> None:
         while True:
@@ -179,6 +203,7 @@ class _RemoteProcess(BackgroundProcess):
     def release(self) -> float:
         if not self._gated:
             raise RuntimeError(f"{self.label}: not a gated process")
+        self._wait_pgid(30.0)
         self._chan.sendall(b"\n")
         # EOF on stdin is sent on the next poll: one packet per release keeps the release loop short.
         self._eof_pending = True
@@ -228,6 +253,8 @@ class _RemoteProcess(BackgroundProcess):
                 self._chan.shutdown_write()  # an unreleased gate (or a stdin loop) exits on EOF
             except (OSError, EOFError, paramiko.SSHException):
                 pass
+            if self.pgid is None:
+                self._pgid_event.wait(grace_s)  # a gated start still on its way: its id is needed to stop it
             try:
                 note = self._host._kill_group(self.pgid, self._chan.status_event, grace_s)
             except Exception as exc:  # noqa: BLE001 - stop must always return; the reason goes to stderr

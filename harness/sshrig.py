@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import PreflightError
+from harness.emulation import CLEANUP_HOOKS
 from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost
 
 log = logging.getLogger("mplab.sshrig")
@@ -181,3 +182,16 @@ def lab_inventory(testbed, rig: SshdRig, *, name: str = "rig", ser2net: dict[str
                                  "connect_timeout_s": connect_timeout_s},
                 "command_timeout_s": command_timeout_s, "iperf3_base_port": iperf3_base_port},
     }
+
+
+def clean_rig_dirs(prefix: str, root: Host) -> list[str]:  # noqa: ARG001 - CLEANUP_HOOKS signature
+    """Key directories a crashed rig left in the temp dir (its sshds died with their namespaces)."""
+    done = []
+    for d in Path(tempfile.gettempdir()).glob(f"{prefix}*ssh-*"):
+        if d.is_dir() and (d / "authorized_keys").exists():
+            shutil.rmtree(d, ignore_errors=True)
+            done.append(f"ssh rig keys {d}")
+    return done
+
+
+CLEANUP_HOOKS.append(clean_rig_dirs)

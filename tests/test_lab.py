@@ -21,7 +21,7 @@ import pytest
 from harness.campaign import start_campaign
 from harness.cc import resolve
 from harness.emulation import EmulatedTestbed
-from harness.errors import PreflightError
+from harness.errors import ConfigError, PreflightError
 from harness.hosts import NamespaceHost
 from harness.inventory import Inventory
 from harness.lab import LabTestbed
@@ -118,7 +118,7 @@ def test_sweep_over_ssh_has_the_namespace_records_shape(prefix, tmp_path):
     for r in records:
         assert r["status"] == "ok", r["error"]
         assert r["testbed_kind"] == "lab" and r["bytes"] == 1024 * 1024
-        assert r["energy_j"] and r["energy_j"] > 0 and r["meter_readings"] > 0
+        assert r["energy_j"] and r["energy_j"] > 0 and r["meter_readings"] > 0, {k: r[k] for k in ("receiver", "energy_j", "meter_readings", "flags", "window_start", "window_end")}
         assert r["started_at"] is not None
     assert {tuple(sorted(r)) for r in records} == {tuple(sorted(r)) for r in ns_records}
     for a, b in zip(sorted(records, key=lambda r: r["receiver"]), sorted(ns_records, key=lambda r: r["receiver"])):
@@ -204,17 +204,21 @@ def test_abort_leaves_no_iperf3_anywhere(rigged, tmp_path):
     assert _iperf3_left(tb) == []
 
 
-def test_lab_inventory_needs_ssh_and_addresses():
+def test_lab_sweep_needs_ssh_and_addresses():
     data = {"schema_version": 1, "kind": "lab", "name": "x", "sender": {"address": "10.0.0.1"},
             "receivers": [{"name": "r1", "meter": {"kind": "um25c", "port": "/dev/rfcomm0"},
-                           "interfaces": {"wifi": {"name": "wlan0"}, "lte": {"name": "wwan0"}}}],
-            "lab": {}}
-    with pytest.raises(Exception, match="sender: a lab sender needs an 'ssh' section"):
-        Inventory.model_validate(data)
+                           "interfaces": {"wifi": {"name": "wlan0"}, "lte": {"name": "wwan0"}}}]}
+    inv = Inventory.model_validate(data)  # enough for meters-only commands
+    with pytest.raises(ConfigError, match=r"cannot drive a lab sweep: sender: needs an 'ssh' section.*"
+                                          r"receivers.r1.interfaces.wifi: needs its 'address'") as exc:
+        LabTestbed(inv)
+    assert exc.value.exit_code == 2
     data["sender"]["ssh"] = {"address": "192.0.2.1"}
     data["receivers"][0]["ssh"] = {"address": "192.0.2.11"}
-    with pytest.raises(Exception, match="interface wifi needs its 'address'"):
-        Inventory.model_validate(data)
+    data["receivers"][0]["interfaces"] = {"wifi": {"name": "wlan0", "address": "10.1.0.2"},
+                                          "lte": {"name": "wwan0", "address": "10.2.0.2"}}
+    tb = LabTestbed(Inventory.model_validate(data))  # no 'lab' section: the defaults
+    assert tb.sender.user == "root" and tb.nodes["r1"].port == 5201
 
 
 def test_unreachable_lab_refuses_to_start(tmp_path):

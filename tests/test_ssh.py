@@ -126,7 +126,9 @@ def test_timeout_kills_the_command(host, rig):
 
 
 @pytest.mark.root
-def test_gated_start(host):
+@pytest.mark.parametrize("bash5", [True, False], ids=["bash-gate", "posix-gate"])
+def test_gated_start(host, bash5):
+    host._bash5 = bash5  # the POSIX gate serves hosts without bash 5
     p = host.start(["echo", "go"], gated=True)
     assert p.poll() is None  # held at the gate
     t = p.release()
