@@ -6,7 +6,6 @@ turned into exit codes by ``mplab.cli.main`` (usage errors: 2).
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Annotated, Optional
 

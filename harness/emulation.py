@@ -193,7 +193,6 @@ class EmulatedTestbed(Testbed):
             }
             self.nodes[rx.name] = Node(rx.name, NamespaceHost(rx.name, self.ns[rx.name]), intfs,
                                        rx.meter.kind, BASE_PORT + i)
-        self._servers: dict[str, BackgroundProcess] = {}
         self._devices: dict[str, BackgroundProcess] = {}
         self._ccs: list[CongestionControl] = []
         self._up = False
@@ -342,41 +341,6 @@ class EmulatedTestbed(Testbed):
                 if time.monotonic() > deadline:
                     raise PreflightError(f"emulated meter of {name} did not publish {link} within 15 s")
                 time.sleep(0.02)
-
-    def ensure_servers(self) -> None:
-        assert self.sender_iperf3 is not None
-        started = []
-        for name, node in self.nodes.items():
-            proc = self._servers.get(name)
-            if proc is not None and proc.poll() is None:
-                continue
-            if proc is not None:
-                res = proc.stop()
-                log.warning("iperf3 server for %s had exited (%s); restarting", name, res.returncode)
-            argv = self.sender_iperf3.server_argv(node.port)
-            self._servers[name] = self.sender.start(argv, label=f"iperf3-server:{name}")
-            started.append(node.port)
-        if started:
-            self._wait_listening(started)
-
-    def _wait_listening(self, ports: list[int], timeout_s: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        missing = set(ports)
-        while missing:
-            res = self.sender.run(["ss", "-Hltn"], check=False)
-            listening = set()
-            for line in res.stdout.splitlines():
-                parts = line.split()
-                if len(parts) >= 4:
-                    port = parts[3].rsplit(":", 1)[-1]
-                    if port.isdigit():
-                        listening.add(int(port))
-            missing -= listening
-            if not missing:
-                return
-            if time.monotonic() > deadline:
-                raise PreflightError(f"iperf3 servers on ports {sorted(missing)} not listening after {timeout_s} s")
-            time.sleep(0.02)
 
     def meter_link(self, name: str) -> Path:
         """Where the emulated meter device of receiver ``name`` publishes its pty."""

@@ -61,6 +61,7 @@ class LabTestbed(Testbed):
         if gaps:
             raise ConfigError(f"inventory {inventory.name!r} cannot drive a lab sweep: " + "; ".join(gaps))
         self.lab = inventory.lab or Lab()
+        self.SERVER_POLL_TIMEOUT_S = self.lab.command_timeout_s
         hosts = hosts or {}
         snd = inventory.sender
         self.sender = hosts.get(snd.name) or ssh_host(inventory, snd.name, snd.ssh)
@@ -73,7 +74,6 @@ class LabTestbed(Testbed):
         self.infra: dict[str, Host] = {h.name: hosts.get(h.name) or ssh_host(inventory, h.name, h.ssh)
                                        for h in self.lab.infra if h.ssh is not None}
         self.clock_offsets_s: dict[str, float | None] = {}
-        self._servers: dict[str, BackgroundProcess] = {}
         self._ser2net: dict[str, BackgroundProcess] = {}
         self._saved_cc: dict[str, str] = {}
         self._secrets: Secrets | None = None
@@ -223,39 +223,6 @@ class LabTestbed(Testbed):
                 if time.monotonic() > deadline:
                     raise PreflightError(f"[{rx.name}] ser2net not serving {port} after 10 s")
                 time.sleep(0.05)
-
-    def ensure_servers(self) -> None:
-        """One iperf3 server per receiver on the sender; restart those that died, wait until they listen."""
-        assert self.sender_iperf3 is not None
-        started = []
-        for name, node in self.nodes.items():
-            proc = self._servers.get(name)
-            if proc is not None and proc.poll() is None:
-                continue
-            if proc is not None:
-                res = proc.stop()
-                log.warning("iperf3 server for %s had exited (%s); restarting", name, res.returncode)
-            self._servers[name] = self.sender.start(self.sender_iperf3.server_argv(node.port),
-                                                    label=f"iperf3-server:{name}")
-            started.append(node.port)
-        if started:
-            self._wait_listening(started)
-
-    def _wait_listening(self, ports: list[int], timeout_s: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        missing = set(ports)
-        while missing:
-            res = self.sender.run(["ss", "-Hltn"], check=False, timeout=self.lab.command_timeout_s)
-            for line in res.stdout.splitlines():
-                parts = line.split()
-                if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
-                    missing.discard(int(parts[3].rsplit(":", 1)[-1]))
-            if not missing:
-                return
-            if time.monotonic() > deadline:
-                raise PreflightError(f"[{self.sender.name}] iperf3 servers on ports {sorted(missing)} not listening "
-                                     f"after {timeout_s} s")
-            time.sleep(0.05)
 
     def meters(self) -> dict[str, Meter]:
         out = {}

@@ -7,18 +7,22 @@ only uses what is defined here, so one runner drives both.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from harness.cc import CongestionControl
-from harness.errors import CommandError, TrafficError
-from harness.hosts import Host
+from harness.errors import CommandError, PreflightError, TrafficError
+from harness.hosts import BackgroundProcess, Host
 from harness.inventory import RADIOS, Inventory
 from harness.meters.base import Meter
 from harness.netcmd import sysctl_argv
 from harness.traffic import Iperf3
+
+log = logging.getLogger("mplab.testbed")
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ class Testbed(ABC):
         self.server_address: str
         self.nodes: dict[str, Node] = {}
         self.sender_iperf3: Iperf3 | None = None
+        #: iperf3 server per receiver on the sender, started by ``ensure_servers``.
+        self._servers: dict[str, BackgroundProcess] = {}
 
     # ------------------------------------------------------------ life cycle
 
@@ -144,8 +150,42 @@ class Testbed(ABC):
             out[radio] = stats[ifname]
         return out
 
+    #: Deadline for iperf3 servers to listen, and for one `ss` call on the sender.
+    SERVER_LISTEN_S = 15.0
+    SERVER_POLL_TIMEOUT_S = 30.0
+
     def ensure_servers(self) -> None:
-        """Make sure each receiver's iperf3 server on the sender is up (restart those that died)."""
+        """One iperf3 server per receiver on the sender; restart those that died, wait until they listen."""
+        assert self.sender_iperf3 is not None
+        started = []
+        for name, node in self.nodes.items():
+            proc = self._servers.get(name)
+            if proc is not None and proc.poll() is None:
+                continue
+            if proc is not None:
+                res = proc.stop()
+                log.warning("iperf3 server for %s had exited (%s); restarting", name, res.returncode)
+            self._servers[name] = self.sender.start(self.sender_iperf3.server_argv(node.port),
+                                                    label=f"iperf3-server:{name}")
+            started.append(node.port)
+        if started:
+            self._wait_listening(started)
+
+    def _wait_listening(self, ports: list[int]) -> None:
+        deadline = time.monotonic() + self.SERVER_LISTEN_S
+        missing = set(ports)
+        while missing:
+            res = self.sender.run(["ss", "-Hltn"], check=False, timeout=self.SERVER_POLL_TIMEOUT_S)
+            for line in res.stdout.splitlines():
+                parts = line.split()
+                if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
+                    missing.discard(int(parts[3].rsplit(":", 1)[-1]))
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise PreflightError(f"[{self.sender.name}] iperf3 servers on ports {sorted(missing)} not listening "
+                                     f"after {self.SERVER_LISTEN_S:.0f} s")
+            time.sleep(0.02)
 
     def qdisc_stats(self) -> dict[str, str]:
         """``tc -s qdisc`` of the shaping points, by host (best effort; empty on a lab)."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from harness.cc import CongestionControl, bpfcc
 from harness.emulation import ALLOWED_CC, _edit_allowed_cc, _state_dir, clean_prefix
-from harness.errors import PreflightError, TrafficError
+from harness.errors import TrafficError
 from harness.hosts import LocalHost, NamespaceHost, atomic_write
 from harness.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
