@@ -94,3 +94,13 @@ def meter_from_inventory(spec: MeterSpec, port: str | None = None) -> Meter:
     if spec.line_format is not None:
         options["line_format"] = spec.line_format
     return open_meter(spec.kind, port, **options)
+
+
+def open_serial(kind: str, port: str, baudrate: int):
+    """Open a serial device or pyserial URL (``socket://``, ``rfc2217://``); ``MeterError`` naming it if that fails."""
+    import serial  # pyserial; imported here so that planning code never needs it
+
+    try:
+        return serial.serial_for_url(port, baudrate=baudrate, timeout=0.05)
+    except (serial.SerialException, OSError, ValueError) as exc:
+        raise MeterError(f"{kind} at {port}: cannot open ({exc})") from None

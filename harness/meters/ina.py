@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from harness.errors import MeterError
 from harness.inventory import LineFormat
-from harness.meters.base import DRIVERS, Meter, Reading
+from harness.meters.base import DRIVERS, Meter, Reading, open_serial
 
 #: Field name -> (quantity, factor to SI).
 _UNITS: dict[str, tuple[str, float]] = {
@@ -100,13 +100,8 @@ class InaLineMeter(Meter):
         self._last_error = ""
 
     def open(self) -> None:
-        import serial
-
         self.close()
-        try:
-            self._ser = serial.serial_for_url(self.port, baudrate=self.baudrate, timeout=0.05)
-        except (serial.SerialException, OSError, ValueError) as exc:
-            raise MeterError(f"{self.kind} at {self.port}: cannot open ({exc})") from None
+        self._ser = open_serial(self.kind, self.port, self.baudrate)
         self._buf.clear()
         try:
             self.poll()

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from harness.errors import MeterError
-from harness.meters.base import DRIVERS, Meter, Reading
+from harness.meters.base import DRIVERS, Meter, Reading, open_serial
 
 FRAME_LEN = 130
 POLL = b"\xf0"
@@ -217,13 +217,8 @@ class UMMeter(Meter):
         self._ser = None
 
     def open(self) -> None:
-        import serial  # pyserial
-
         self.close()
-        try:
-            self._ser = serial.serial_for_url(self.port, baudrate=self.baudrate, timeout=0.05)
-        except (serial.SerialException, OSError, ValueError) as exc:
-            raise MeterError(f"{self.kind} at {self.port}: cannot open ({exc})") from None
+        self._ser = open_serial(self.kind, self.port, self.baudrate)
         try:
             self.poll()  # fails loudly if the device does not answer
         except MeterError:
