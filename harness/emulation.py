@@ -21,13 +21,15 @@ under /run/mplab and undone from there.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import shutil
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness.cc import CongestionControl, bpfcc
@@ -47,6 +49,8 @@ log = logging.getLogger("mplab.emulation")
 
 STATE_ROOT = Path("/run/mplab")
 ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
+#: Names mplab added to ALLOWED_CC (machine-wide; removed once no live testbed needs them).
+ALLOWED_ADDED = STATE_ROOT / "allowed-cc-added.json"
 BASE_PORT = 5200
 #: Policy-routing tables on each receiver.
 WIFI_TABLE, LTE_TABLE = 101, 102
@@ -109,6 +113,52 @@ def _edit_allowed_cc(root: Host, add: Sequence[str] = (), remove: Sequence[str] 
     return added
 
 
+@contextlib.contextmanager
+def _allowed_lock() -> Iterator[None]:
+    STATE_ROOT.mkdir(parents=True, exist_ok=True)
+    fd = os.open(STATE_ROOT / ".allowed.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _read_added() -> set[str]:
+    try:
+        return set(json.loads(ALLOWED_ADDED.read_text()))
+    except (OSError, json.JSONDecodeError):
+        return set()
+
+
+def allow_ccs(root: Host, names: Sequence[str]) -> list[str]:
+    """Make ``names`` selectable in every namespace; remember machine-wide which ones mplab added.
+
+    The record is machine-wide, not per testbed: when two testbeds need the same name, the
+    one that added it may tear down first, and the name must still go when the last one does.
+    Call only after the caller's state records ``names`` as needed. Returns the names added.
+    """
+    with _allowed_lock():
+        current = root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
+        to_add = [n for n in names if n not in current]
+        if to_add:
+            # Recorded before the edit, so a crash right after it still finds the names to remove.
+            atomic_write(ALLOWED_ADDED, json.dumps(sorted(_read_added() | set(to_add))).encode())
+            _edit_allowed_cc(root, add=to_add)
+        return to_add
+
+
+def release_ccs(root: Host) -> list[str]:
+    """Remove the names mplab added to the allowed list that no live testbed needs any more."""
+    with _allowed_lock():
+        added = _read_added()
+        removable = sorted(added - names_needed())
+        if removable:
+            _edit_allowed_cc(root, remove=removable)
+            atomic_write(ALLOWED_ADDED, json.dumps(sorted(added - set(removable))).encode())
+        return removable
+
+
 def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True) -> list[str]:
     """Remove everything emulated testbeds with ``prefix`` left behind; idempotent.
 
@@ -122,17 +172,15 @@ def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool 
         root.run(["ip", "netns", "del", ns], check=False)
         done.append(f"namespace {ns}")
     if STATE_ROOT.exists():
-        mine = [d for d in sorted(STATE_ROOT.iterdir()) if owned(d.name + "-", prefix, nested)]
-        others = [d for d in STATE_ROOT.iterdir() if d not in mine]
-        # Another live testbed (another prefix) may need a name we added: keep those.
-        still_needed = {n for d in others for n in _read_state(d).get("needs", [])}
-        for d in mine:
-            added = [n for n in _read_state(d).get("allowed_cc_added", []) if n not in still_needed]
-            if added:
-                _edit_allowed_cc(root, remove=added)
-                done.append(f"allowed congestion controls {added}")
-            shutil.rmtree(d, ignore_errors=True)
-            done.append(f"state {d}")
+        for d in sorted(STATE_ROOT.iterdir()):
+            if d.is_dir() and owned(d.name + "-", prefix, nested):
+                shutil.rmtree(d, ignore_errors=True)
+                done.append(f"state {d}")
+        released = release_ccs(root)
+        if released:
+            done.append(f"allowed congestion controls {released}")
+        if not any(d.is_dir() for d in STATE_ROOT.iterdir()) and not _read_added():
+            shutil.rmtree(STATE_ROOT, ignore_errors=True)  # no live testbed: leave nothing behind
     for hook in CLEANUP_HOOKS:
         done += hook(prefix, root)
     return done
@@ -235,7 +283,7 @@ class EmulatedTestbed(Testbed):
             log.info("removed stale testbed state: %s", ", ".join(stale))
         self.state_dir.mkdir(parents=True, exist_ok=True)
         needs = [cc.sock_name for cc in ccs]
-        self._write_state({"prefix": self.prefix, "needs": needs, "allowed_cc_added": [], "created": time.time()})
+        self._write_state({"prefix": self.prefix, "needs": needs, "created": time.time()})
         self._up = True
         try:
             self._build_topology()
@@ -243,13 +291,7 @@ class EmulatedTestbed(Testbed):
             for cc in ccs:
                 self._ccs.append(cc)
                 cc.setup(self.root)
-            # Record before editing, so a crash right after the edit still finds it in the state file;
-            # only names that were not already allowed are ours to remove later.
-            current = self.root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
-            to_add = [n for n in needs if n not in current]
-            self._write_state({"prefix": self.prefix, "needs": needs, "allowed_cc_added": to_add,
-                               "created": time.time()})
-            _edit_allowed_cc(self.root, add=to_add)
+            allow_ccs(self.root, needs)
             if self.sender_iperf3 is None:
                 self.sender_iperf3 = Iperf3.check(self.root)
             for node in self.nodes.values():

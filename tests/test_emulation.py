@@ -188,7 +188,7 @@ def test_clean_removes_leftovers_and_is_idempotent(cleanup):
     sleeper = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "300"])
     state = STATE_ROOT / prefix.rstrip("-")
     state.mkdir(parents=True, exist_ok=True)
-    (state / "state.json").write_text(json.dumps({"needs": [], "allowed_cc_added": []}))
+    (state / "state.json").write_text(json.dumps({"needs": []}))
     env = {**os.environ, "MPLAB_LOG": "ERROR"}
     first = subprocess.run(_mplab("clean", "--prefix", prefix), capture_output=True, text=True, env=env, timeout=60)
     assert first.returncode == 0 and ns in first.stdout
@@ -215,3 +215,29 @@ def test_a_testbed_never_touches_another_whose_prefix_extends_its_own(cleanup):
     finally:
         clean_prefix(prefix)  # nested: what `mplab clean` does
     assert list_namespaces(root, prefix) == []
+
+
+def test_allowed_list_is_restored_when_overlapping_testbeds_end_in_either_order(cleanup):
+    # A adds a name, B finds it already allowed; A ends first. The name must stay while B runs and go
+    # when B ends (B never added it itself: a per-testbed record leaked it).
+    prefix = cleanup
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    candidates = [n for n in ("cubic", "reno") if n in available and n not in _allowed().split()]
+    if not candidates:
+        pytest.skip(f"every candidate is already allowed ({_allowed()}): nothing to add and remove")
+    name = candidates[0]
+    before = _allowed()
+    a = EmulatedTestbed(small_inventory(f"{prefix}a-", [(10, 10)]))
+    b_inv = small_inventory(prefix.replace("-t", "-u", 1), [(10, 10)])
+    b = EmulatedTestbed(b_inv)
+    try:
+        a.setup([resolve(name)])
+        b.setup([resolve(name)])
+        a.teardown()
+        assert name in _allowed().split(), "B still needs it"
+        b.teardown()
+        assert _allowed() == before, f"allowed list not restored: {_allowed()!r} vs {before!r}"
+    finally:
+        a.teardown()
+        b.teardown()
+        clean_prefix(b_inv.emulation.namespace_prefix)

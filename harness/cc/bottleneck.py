@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 
 from harness.cc import CongestionControl, bpfcc
-from harness.emulation import ALLOWED_CC, _edit_allowed_cc, _state_dir, clean_prefix
+from harness.emulation import _state_dir, allow_ccs, clean_prefix
 from harness.errors import TrafficError
 from harness.hosts import LocalHost, NamespaceHost, atomic_write
 from harness.netcmd import (
@@ -124,14 +124,11 @@ class SharedBottleneck:
         # and other live testbeds see which congestion controls we need.
         state = _state_dir(self.prefix) / "state.json"
         needs = [cc.sock_name for cc in self.ccs]
-        atomic_write(state, json.dumps({"prefix": self.prefix, "needs": needs, "allowed_cc_added": []}).encode())
+        atomic_write(state, json.dumps({"prefix": self.prefix, "needs": needs}).encode())
         for cc in self.ccs:
             cc.check(root)
             cc.setup(root)
-        current = root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
-        to_add = [n for n in needs if n not in current]
-        atomic_write(state, json.dumps({"prefix": self.prefix, "needs": needs, "allowed_cc_added": to_add}).encode())
-        _edit_allowed_cc(root, add=to_add)
+        allow_ccs(root, needs)
         for ns in self.ns.values():
             root.run(netns_add_argv(ns))
         root.run(veth_argv("s0", self.ns["snd"], "b0", self.ns["bn"]))
