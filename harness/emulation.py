@@ -16,8 +16,8 @@ snd-enb 10.0.2.0/24; receiver *i* has 10.10.<i>.2 (WiFi) and 10.20.<i>.2 (LTE).
 
 Everything created carries the prefix or lives inside a namespace that does, so
 ``clean_prefix`` finds it after a crash; the one change outside namespaces (names
-added to ``net.ipv4.tcp_allowed_congestion_control``) is recorded in a state file
-under /run/mplab and undone from there.
+added to ``net.ipv4.tcp_allowed_congestion_control``) is recorded machine-wide under
+/run/mplab and undone once no live testbed (of any prefix) needs those names.
 """
 from __future__ import annotations
 
