@@ -410,13 +410,8 @@ class EmulatedTestbed(Testbed):
 
     def teardown(self) -> None:
         """Stop servers and meter devices, delete the namespaces, undo the allowed-list change."""
-        for proc in [*self._servers.values(), *self._devices.values()]:
-            try:
-                proc.stop(grace_s=1.0)
-            except Exception as exc:  # noqa: BLE001 - teardown is best effort, it must go on
-                log.warning("stopping %s: %s", proc.label, exc)
-        self._servers.clear()
-        self._devices.clear()
+        self.stop_all(self._servers)
+        self.stop_all(self._devices)
         clean_prefix(self.prefix, self.root, nested=False)
         # After our state is gone, so that names_needed() only lists other live testbeds.
         for cc in reversed(self._ccs):

@@ -237,13 +237,8 @@ class LabTestbed(Testbed):
 
     def teardown(self) -> None:
         """Stop our servers and ser2net, put default congestion controls back, close connections."""
-        for proc in [*self._servers.values(), *self._ser2net.values()]:
-            try:
-                proc.stop(grace_s=1.0)
-            except Exception as exc:  # noqa: BLE001 - teardown is best effort, it must go on
-                log.warning("stopping %s: %s", proc.label, exc)
-        self._servers.clear()
-        self._ser2net.clear()
+        self.stop_all(self._servers)
+        self.stop_all(self._ser2net)
         hosts = {h.name: h for h in [self.sender, *(n.host for n in self.nodes.values())]}
         for name, cc in self._saved_cc.items():
             try:

@@ -150,6 +150,16 @@ class Testbed(ABC):
             out[radio] = stats[ifname]
         return out
 
+    @staticmethod
+    def stop_all(procs: dict[str, BackgroundProcess]) -> None:
+        """Stop every process in ``procs`` (best effort: teardown must go on) and forget them."""
+        for proc in procs.values():
+            try:
+                proc.stop(grace_s=1.0)
+            except Exception as exc:  # noqa: BLE001 - teardown is best effort, it must go on
+                log.warning("stopping %s: %s", proc.label, exc)
+        procs.clear()
+
     #: Deadline for iperf3 servers to listen, and for one `ss` call on the sender.
     SERVER_LISTEN_S = 15.0
     SERVER_POLL_TIMEOUT_S = 30.0

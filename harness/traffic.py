@@ -60,10 +60,15 @@ class Iperf3:
             return self._mptcp(argv)
         return argv  # iperf3 >= 3.19 server follows the client's -m
 
-    def client_argv(self, server: str, port: int, nbytes: int, *, bind: str | None, mptcp: bool,
-                    cc: str | None, connect_timeout_ms: int = 5000) -> list[str]:
-        """A reverse-mode client: the server sends ``nbytes`` to us."""
-        argv = ["iperf3", "-c", server, "-p", str(port), "-R", "-n", str(nbytes), "-J",
+    def client_argv(self, server: str, port: int, nbytes: int | None, *, bind: str | None, mptcp: bool,
+                    cc: str | None, connect_timeout_ms: int = 5000, duration_s: int | None = None,
+                    omit_s: int = 0) -> list[str]:
+        """A reverse-mode client: the server sends ``nbytes`` to us, or sends for ``duration_s``
+        seconds after ``omit_s`` seconds of warm-up (give exactly one of the two)."""
+        if (nbytes is None) == (duration_s is None):
+            raise ValueError("give either nbytes or duration_s")
+        amount = ["-n", str(nbytes)] if nbytes is not None else ["-t", str(duration_s), "-O", str(omit_s)]
+        argv = ["iperf3", "-c", server, "-p", str(port), "-R", *amount, "-J",
                 "--get-server-output", "--connect-timeout", str(connect_timeout_ms)]
         if bind:
             argv += ["-B", bind]

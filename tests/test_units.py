@@ -98,6 +98,11 @@ def test_client_argv_modes():
     modern = Iperf3("3.19", native_mptcp=True, mptcpize=None)
     argv = modern.client_argv("10.0.0.1", 5201, 1000, bind=None, mptcp=True, cc=None)
     assert argv[:2] == ["iperf3", "-m"] and "mptcpize" not in argv
+    timed = legacy.client_argv("10.0.0.1", 5201, None, bind=None, mptcp=False, cc="reno", duration_s=12, omit_s=3)
+    assert timed[timed.index("-t") + 1] == "12" and timed[timed.index("-O") + 1] == "3" and "-n" not in timed
+    for bad in ({"nbytes": None}, {"nbytes": 1000, "duration_s": 5}):
+        with pytest.raises(ValueError, match="either nbytes or duration_s"):
+            legacy.client_argv("10.0.0.1", 5201, bind=None, mptcp=False, cc=None, **bad)
 
 
 def _readings(points):

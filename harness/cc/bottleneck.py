@@ -48,11 +48,8 @@ def tbf_argv(dev: str, rate_mbit: float, limit_bytes: int) -> list[str]:
 def competing_client_argv(iperf3: Iperf3, port: int, duration_s: int, omit_s: int, cc: str, *,
                           mptcp: bool, bind: str | None = None) -> list[str]:
     """A reverse-mode client that receives for ``duration_s`` after ``omit_s`` of warm-up."""
-    argv = ["iperf3", "-c", SERVER, "-p", str(port), "-R", "-t", str(duration_s), "-O", str(omit_s), "-J",
-            "--connect-timeout", "5000", "-C", cc]
-    if bind:
-        argv += ["-B", bind]
-    return iperf3._mptcp(argv) if mptcp else argv
+    return iperf3.client_argv(SERVER, port, None, bind=bind, mptcp=mptcp, cc=cc, duration_s=duration_s,
+                              omit_s=omit_s)
 
 
 @dataclass(frozen=True)

@@ -104,3 +104,13 @@ def open_serial(kind: str, port: str, baudrate: int):
         return serial.serial_for_url(port, baudrate=baudrate, timeout=0.05)
     except (serial.SerialException, OSError, ValueError) as exc:
         raise MeterError(f"{kind} at {port}: cannot open ({exc})") from None
+
+
+def close_serial(ser) -> None:
+    """Close a port opened with ``open_serial``; a vanished port may fail to close, and is closed either way."""
+    if ser is None:
+        return
+    try:
+        ser.close()
+    except Exception:  # noqa: BLE001 - see the docstring
+        pass

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from harness.errors import MeterError
 from harness.inventory import LineFormat
-from harness.meters.base import DRIVERS, Meter, Reading, open_serial
+from harness.meters.base import DRIVERS, Meter, Reading, close_serial, open_serial
 
 #: Field name -> (quantity, factor to SI).
 _UNITS: dict[str, tuple[str, float]] = {
@@ -161,13 +161,8 @@ class InaLineMeter(Meter):
         raise MeterError(f"{self.kind} at {self.port}: no valid line within {self.timeout_s:.1f} s{why}")
 
     def close(self) -> None:
-        if self._ser is not None:
-            try:
-                self._ser.close()
-            except Exception:  # noqa: BLE001 - closing a vanished port may fail; it is closed either way
-                pass
-            finally:
-                self._ser = None
+        close_serial(self._ser)
+        self._ser = None
 
 
 def _make(port: str, *, line_format: LineFormat | None = None, baudrate: int = 115200, timeout_s: float = 1.0,

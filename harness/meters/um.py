@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from harness.errors import MeterError
-from harness.meters.base import DRIVERS, Meter, Reading, open_serial
+from harness.meters.base import DRIVERS, Meter, Reading, close_serial, open_serial
 
 FRAME_LEN = 130
 POLL = b"\xf0"
@@ -243,13 +243,8 @@ class UMMeter(Meter):
                        device_watts=fr.watts)
 
     def close(self) -> None:
-        if self._ser is not None:
-            try:
-                self._ser.close()
-            except Exception:  # noqa: BLE001 - closing a vanished port may fail; it is closed either way
-                pass
-            finally:
-                self._ser = None
+        close_serial(self._ser)
+        self._ser = None
 
 
 def _factory(model: str, kind: str):
