@@ -1,0 +1,143 @@
+"""An exported energy model as a controller sees it: ``model.onnx`` and ``model.json``, nothing else.
+
+The controller never imports ``training``: it rebuilds each feature vector from the order and
+encodings that model.json records (``features.order``, ``features.encodings``) and asks ONNX
+Runtime for the energy. ``check_covers`` refuses a model whose validity (the congestion controls,
+receiver counts and file size it was trained on) does not cover what a scenario asks for.
+
+Example::
+
+    m = EnergyModel.load("models/quick-setup2")
+    m.predict([{"n_receivers": 3, "cc": "cubic", "mode": "both",
+                "wifi_throughput_mbit": 12.0, "lte_throughput_mbit": 9.5}])   # -> [joules]
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import ConfigError
+
+#: model.json schema versions this reader understands.
+MODEL_SCHEMA_VERSION = 1
+#: Numeric features a controller can fill in, by name in ``features.order``.
+NUMERIC = ("n_receivers", "wifi_throughput_mbit", "lte_throughput_mbit")
+
+
+@dataclass(frozen=True)
+class Validity:
+    """What a model was trained on: a scenario outside it is refused."""
+
+    ccs: tuple[str, ...]
+    receiver_counts: tuple[int, ...]
+    file_bytes: tuple[int, ...]
+
+
+def _validity(meta: Mapping, source: str) -> Validity:
+    v = meta.get("validity")
+    if not isinstance(v, Mapping):
+        raise ConfigError("model.json has no 'validity' section (congestion controls, receiver counts, file "
+                          "size); re-train the model with this mplab (`mplab train`)", source=source,
+                          field="validity")
+    try:
+        return Validity(tuple(v["ccs"]), tuple(int(n) for n in v["receiver_counts"]),
+                        tuple(int(b) for b in v["file_bytes"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"malformed validity section ({exc})", source=source, field="validity") from None
+
+
+@dataclass
+class EnergyModel:
+    """An ONNX Runtime session and the model.json that says how to feed it."""
+
+    session: object
+    meta: dict
+    order: tuple[str, ...]
+    validity: Validity
+    path: Path
+    input_name: str = "features"
+    output_name: str = "energy_j"
+
+    @classmethod
+    def load(cls, model_dir: str | Path, threads: int = 1) -> EnergyModel:
+        """Open ``models/<name>/``; ``ConfigError`` (exit 2) when it is missing or not one we can read."""
+        d = Path(model_dir)
+        meta_path = d / "model.json"
+        if not meta_path.exists() or not (d / "model.onnx").exists():
+            raise ConfigError(f"{d} is not an exported model (needs model.onnx and model.json); train one with "
+                              "`mplab train` or `make setup2`", field="model")
+        try:
+            meta = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"not JSON ({exc})", source=str(meta_path)) from None
+        v = meta.get("schema_version")
+        if not isinstance(v, int) or v > MODEL_SCHEMA_VERSION:
+            raise ConfigError(f"model schema_version {v!r} is not one this mplab reads", source=str(meta_path))
+        try:
+            order = tuple(meta["features"]["order"])
+        except (KeyError, TypeError):
+            raise ConfigError("no features.order", source=str(meta_path), field="features") from None
+        for name in order:
+            if name not in NUMERIC and not name.startswith(("cc=", "mode=")):
+                raise ConfigError(f"feature {name!r} is not one a controller can compute", source=str(meta_path),
+                                  field="features.order")
+        validity = _validity(meta, str(meta_path))
+        import onnxruntime as ort  # here: importing the package costs ~0.3 s, only models need it
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(str(d / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"])
+        inp = meta.get("input", {}).get("name", "features")
+        out = meta.get("output", {}).get("name", "energy_j")
+        return cls(sess, meta, order, validity, d, inp, out)
+
+    @property
+    def ccs(self) -> tuple[str, ...]:
+        return tuple(n[3:] for n in self.order if n.startswith("cc="))
+
+    def matrix(self, rows: Sequence[Mapping]) -> np.ndarray:
+        """Feature rows in model.json's order (float32, [n, F])."""
+        x = np.zeros((len(rows), len(self.order)), dtype=np.float32)
+        for i, r in enumerate(rows):
+            if r["cc"] not in self.ccs:
+                raise ConfigError(f"congestion control {r['cc']!r} is not one the model knows ({list(self.ccs)})",
+                                  source=str(self.path), field="cc")
+            for j, name in enumerate(self.order):
+                if name.startswith("cc="):
+                    x[i, j] = r["cc"] == name[3:]
+                elif name.startswith("mode="):
+                    x[i, j] = r["mode"] == name[5:]
+                else:
+                    x[i, j] = float(r[name])
+        return x
+
+    def predict(self, rows: Sequence[Mapping]) -> np.ndarray:
+        """Energy (J) per row; rows carry n_receivers, cc, mode, wifi_throughput_mbit, lte_throughput_mbit."""
+        if not rows:
+            return np.zeros(0)
+        out = self.session.run([self.output_name], {self.input_name: self.matrix(rows)})[0]
+        return np.asarray(out, dtype=np.float64).reshape(-1)
+
+    def check_covers(self, ccs: Iterable[str], receiver_counts: Iterable[int], file_bytes: int,
+                     source: str = "scenario") -> None:
+        """Refuse (``ConfigError``, exit 2) a scenario outside what the model was trained on."""
+        v = self.validity
+        problems = []
+        bad_cc = sorted(set(ccs) - set(v.ccs) - set(self.ccs))
+        if bad_cc:
+            problems.append(f"congestion control(s) {bad_cc} not in its training data {list(v.ccs)}")
+        lo, hi = min(v.receiver_counts), max(v.receiver_counts)
+        bad_n = sorted(n for n in receiver_counts if not lo <= n <= hi)
+        if bad_n:
+            problems.append(f"receiver count(s) {bad_n} outside its training range {lo}..{hi}")
+        if file_bytes not in v.file_bytes:
+            problems.append(f"file size {file_bytes} B is not the one it was trained for {list(v.file_bytes)} "
+                            "(the model predicts the energy of a whole transfer of that size)")
+        if problems:
+            raise ConfigError(f"model {self.path} does not cover the scenario: " + "; ".join(problems)
+                              + "; train a model on a sweep that does (`make setup2`)", source=source, field="model")

@@ -1,0 +1,289 @@
+"""The Policy seam: per-receiver measurements in, per receiver an interface set (and caps) out.
+
+A policy sees what a controller sees network-side: each receiver's probe rate on WiFi and on
+LTE (bytes counted at the AP and the eNB while every receiver used that network alone). It
+returns a ``Decision`` per receiver: the interfaces it may use and, for rate-split schemes
+(EEMPTCP, MP-SDN), optional per-path caps. ``epoch_s`` says whether it decides once before a
+transfer (``None``) or again every epoch (MP-SDN's loop); ``decide`` gets the epoch number in
+the context. Policies that need more than the probes (the reference paper's Tuning) get a
+``measure`` callback that runs the receivers under an assignment for a short window and
+returns the per-interface throughputs counted network-side.
+
+Registry: ``POLICIES`` maps a name to a factory taking the policy's parameters (a dict from
+the scenario or the command line). Adding a scheme is one class and one line there.
+
+Ambiguities of the reference paper resolved here (shared/reference/seed-algorithms.md §1.2, §1.4,
+§9 #10): the 10 % band is ``|R1 - R2| <= band * base(R1, R2)`` with ``base = max`` by default
+(``min`` and ``mean`` selectable; both logged in every record); both probes ~0 fails the node
+rather than assigning "both"; Tuning compares energies predicted from throughputs *measured
+under each assignment* (like for like), not from the probes; a tie adopts the tuned assignment,
+as the pseudo-code's step 7 is written; Tuning is all-or-nothing over the "both" receivers.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from harness.errors import ConfigError, MplabError
+
+log = logging.getLogger("mplab.controller")
+
+Iface = Literal["wifi", "lte"]
+IFACES: tuple[Iface, ...] = ("wifi", "lte")
+#: A probe at or below this rate (Mbit/s) counts as "the path carried nothing".
+DEAD_MBIT = 0.01
+
+
+class NodeFailed(MplabError):
+    """A receiver carried nothing on either network while probed: no interface can be chosen."""
+
+
+@dataclass(frozen=True)
+class ReceiverMeasurement:
+    """What the controller measured for one receiver: probe rate per network (Mbit/s)."""
+
+    receiver: str
+    probe_mbit: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The interfaces one receiver may use, with optional per-path rate caps (Mbit/s)."""
+
+    ifaces: frozenset[str]
+    caps_mbit: Mapping[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.ifaces or not self.ifaces <= set(IFACES):
+            raise ValueError(f"interface set {sorted(self.ifaces)} is not a non-empty subset of {IFACES}")
+
+    @property
+    def mode(self) -> str:
+        """``wifi``, ``lte`` or ``both`` (the dataset's mode names)."""
+        return "both" if len(self.ifaces) == 2 else next(iter(self.ifaces))
+
+    @classmethod
+    def of(cls, mode: str) -> Decision:
+        """The decision for a mode name (``wifi``, ``lte``, ``both``)."""
+        if mode == "both":
+            return cls(frozenset(IFACES))
+        if mode in IFACES:
+            return cls(frozenset({mode}))
+        raise ValueError(f"unknown mode {mode!r} (wifi, lte or both)")
+
+
+Assignment = dict[str, Decision]
+#: Run the receivers under an assignment for a short window; per receiver, Mbit/s per interface.
+Measure = Callable[[Assignment], dict[str, dict[str, float]]]
+#: Predicted energy (J) per receiver for rows (n_receivers, cc, mode, wifi/lte throughput).
+Predict = Callable[[Sequence[Mapping]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a policy knows besides the measurements."""
+
+    cc: str
+    n_receivers: int
+    file_bytes: int
+    epoch: int = 0
+
+
+@dataclass
+class Outcome:
+    """A policy's answer and how it got there (logged in every record)."""
+
+    assignment: Assignment
+    #: Policy-specific detail: parameters, intermediate assignments, predicted energies.
+    trace: dict = field(default_factory=dict)
+
+
+class Policy(Protocol):
+    """What every policy offers (see ``RefIS`` for an annotated example)."""
+
+    name: str
+    #: None: decide once before the transfer; a number: decide again every epoch_s seconds.
+    epoch_s: float | None
+
+    def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
+               measure: Measure | None = None) -> Outcome:
+        """The assignment for these measurements."""
+        ...
+
+    def params(self) -> dict:
+        """The parameters, recorded with every decision."""
+        ...
+
+
+def assignment_modes(a: Assignment) -> dict[str, str]:
+    """``{receiver: mode}``, for records and logs."""
+    return {rx: d.mode for rx, d in a.items()}
+
+
+@dataclass
+class Fixed:
+    """Every receiver on the same interface set (plain single-path TCP or plain MPTCP)."""
+
+    name: str
+    mode: str
+    epoch_s: float | None = None
+
+    def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
+               measure: Measure | None = None) -> Outcome:
+        return Outcome({m.receiver: Decision.of(self.mode) for m in measurements})
+
+    def params(self) -> dict:
+        return {"mode": self.mode}
+
+
+_BASES: dict[str, Callable[[float, float], float]] = {
+    "max": max, "min": min, "mean": lambda a, b: (a + b) / 2}
+
+
+@dataclass
+class RefIS:
+    """The reference paper's Interface Selection: both networks when the probes are within a band.
+
+    Annotated example of a policy: pure (no I/O), parameters as fields, ``decide`` maps the
+    measurements to one ``Decision`` per receiver, ``params`` says what to log.
+    """
+
+    band: float = 0.10
+    base: str = "max"
+    name: str = "ref-is"
+    epoch_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.band < 1:
+            raise ConfigError(f"band {self.band} must be in [0, 1)", field="band")
+        if self.base not in _BASES:
+            raise ConfigError(f"base {self.base!r} is not one of {sorted(_BASES)}", field="base")
+
+    def choose(self, m: ReceiverMeasurement) -> Decision:
+        rw, rl = float(m.probe_mbit.get("wifi", 0.0)), float(m.probe_mbit.get("lte", 0.0))
+        if max(rw, rl) <= DEAD_MBIT:
+            raise NodeFailed(f"receiver {m.receiver} carried nothing on WiFi ({rw:.3f} Mbit/s) nor LTE "
+                             f"({rl:.3f} Mbit/s) while probed; check its links")
+        if abs(rw - rl) <= self.band * _BASES[self.base](rw, rl):
+            return Decision.of("both")
+        return Decision.of("wifi" if rw > rl else "lte")
+
+    def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
+               measure: Measure | None = None) -> Outcome:
+        return Outcome({m.receiver: self.choose(m) for m in measurements}, {"params": self.params()})
+
+    def params(self) -> dict:
+        return {"band": self.band, "base": self.base}
+
+
+@dataclass
+class RefISTuned:
+    """IS, then the paper's Tuning: every "both" receiver onto its faster interface, or none.
+
+    Needs ``predict`` (the exported energy model) and, at decision time, ``measure``. Energies
+    are summed over all receivers for the IS assignment and for the tuned one, each from
+    throughputs measured under that assignment; the lower sum wins, a tie adopts the tuned one.
+    """
+
+    predict: Predict
+    band: float = 0.10
+    base: str = "max"
+    name: str = "ref-is-tuned"
+    epoch_s: float | None = None
+
+    def rows(self, a: Assignment, thr: Mapping[str, Mapping[str, float]], ctx: Context) -> list[dict]:
+        return [{"n_receivers": ctx.n_receivers, "cc": ctx.cc, "mode": d.mode,
+                 "wifi_throughput_mbit": thr[rx].get("wifi", 0.0) if "wifi" in d.ifaces else 0.0,
+                 "lte_throughput_mbit": thr[rx].get("lte", 0.0) if "lte" in d.ifaces else 0.0}
+                for rx, d in a.items()]
+
+    def energies(self, a: Assignment, thr: Mapping[str, Mapping[str, float]], ctx: Context) -> dict[str, float]:
+        pred = self.predict(self.rows(a, thr, ctx))
+        return {rx: float(e) for rx, e in zip(a, pred)}
+
+    def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
+               measure: Measure | None = None) -> Outcome:
+        a_is = RefIS(self.band, self.base).decide(measurements, ctx).assignment
+        probes = {m.receiver: m.probe_mbit for m in measurements}
+        a_t: Assignment = {}
+        for rx, d in a_is.items():
+            if len(d.ifaces) == 2:
+                best = max(IFACES, key=lambda r: probes[rx].get(r, 0.0))
+                a_t[rx] = Decision.of(best)
+            else:
+                a_t[rx] = d
+        trace: dict = {"params": self.params(), "is_assignment": assignment_modes(a_is),
+                       "tuned_assignment": assignment_modes(a_t)}
+        if a_t == a_is:
+            # No "both" receiver: nothing to tune, and nothing to measure or predict.
+            trace.update(adopted="is", reason="no receiver on both")
+            return Outcome(a_is, trace)
+        if measure is None:
+            raise ConfigError("ref-is-tuned needs a measurement callback (it re-measures under each assignment)")
+        thr_is = measure(a_is)
+        thr_t = measure(a_t)
+        e_is = self.energies(a_is, thr_is, ctx)
+        e_t = self.energies(a_t, thr_t, ctx)
+        total_is, total_t = sum(e_is.values()), sum(e_t.values())
+        adopted = "is" if total_t > total_is else "tuned"
+        trace.update(is_throughput_mbit=thr_is, tuned_throughput_mbit=thr_t, is_energy_j=e_is,
+                     tuned_energy_j=e_t, is_energy_total_j=total_is, tuned_energy_total_j=total_t,
+                     adopted=adopted)
+        log.info("ref-is-tuned: E_IS %.2f J, E_tuned %.2f J -> %s", total_is, total_t, adopted)
+        return Outcome(a_is if adopted == "is" else a_t, trace)
+
+    def params(self) -> dict:
+        return {"band": self.band, "base": self.base, "tuning": "all-or-nothing over both-receivers"}
+
+
+def _fixed(mode: str) -> Callable[..., Policy]:
+    def make(**params) -> Policy:
+        if params:
+            raise ConfigError(f"policy all-{mode} takes no parameters (got {sorted(params)})", field="policies")
+        return Fixed(f"all-{mode}", mode)
+    return make
+
+
+def _ref_is(**params) -> Policy:
+    unknown = set(params) - {"band", "base"}
+    if unknown:
+        raise ConfigError(f"ref-is parameters are band and base (got {sorted(unknown)})", field="policies")
+    return RefIS(**params)
+
+
+def _ref_is_tuned(predict: Predict | None = None, **params) -> Policy:
+    unknown = set(params) - {"band", "base"}
+    if unknown:
+        raise ConfigError(f"ref-is-tuned parameters are band and base (got {sorted(unknown)})", field="policies")
+    if predict is None:
+        raise ConfigError("policy ref-is-tuned needs a model (scenario key `model: models/<name>`)", field="model")
+    return RefISTuned(predict, **params)
+
+
+#: Policy name -> factory(**params). ``predict`` is passed to the factories that need a model.
+POLICIES: dict[str, Callable[..., Policy]] = {
+    "all-wifi": _fixed("wifi"),
+    "all-lte": _fixed("lte"),
+    "all-both": _fixed("both"),
+    "ref-is": _ref_is,
+    "ref-is-tuned": _ref_is_tuned,
+}
+#: Policies whose factory takes the energy model's ``predict``.
+NEEDS_MODEL = frozenset({"ref-is-tuned"})
+
+
+def make_policy(name: str, params: Mapping | None = None, predict: Predict | None = None) -> Policy:
+    """Build a registered policy by name (``ConfigError`` for an unknown name or bad parameters)."""
+    try:
+        factory = POLICIES[name]
+    except KeyError:
+        raise ConfigError(f"unknown policy {name!r} (known: {', '.join(POLICIES)})", field="policies") from None
+    kw = dict(params or {})
+    if name in NEEDS_MODEL:
+        kw["predict"] = predict
+    try:
+        return factory(**kw)
+    except TypeError as exc:
+        raise ConfigError(f"policy {name}: {exc}", field="policies") from None
