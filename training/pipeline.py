@@ -123,6 +123,10 @@ def _run(ds: Dataset, out: Path, cfg: TrainConfig, spec: FeatureSpec, x_train, y
         "input": {"name": "features", "dtype": "float32", "shape": ["n", len(spec.names)]},
         "output": {"name": "energy_j", "dtype": "float32", "shape": ["n", 1], "unit": "J"},
         "features": spec.to_dict(),
+        # What a controller checks a scenario against before it starts (controller.model.check_covers).
+        "validity": {"ccs": list(spec.ccs),
+                     "receiver_counts": sorted({int(n) for n in ds.frame["n_receivers"]}),
+                     "file_bytes": provenance["file_bytes"]},
         "scaler": {"x_mean": res.model.x_mean.tolist(), "x_scale": res.model.x_scale.tolist(),
                    "y_mean": res.model.y_mean.tolist(), "y_scale": res.model.y_scale.tolist(),
                    "fitted_on": "fit part of the train split", "inside_onnx": True},

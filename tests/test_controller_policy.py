@@ -1,0 +1,217 @@
+"""Policies: ref-is against a table of probe rates, ref-is-tuned with ONNX models of known weights,
+and models whose feature spec does not cover a scenario (refused, exit 2)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from harness.errors import ConfigError
+
+from controller.model import EnergyModel
+from controller.policy import (
+    POLICIES, Context, Decision, NodeFailed, ReceiverMeasurement, RefIS, RefISTuned, make_policy,
+)
+
+ORDER = ["n_receivers", "cc=balia", "cc=cubic", "mode=wifi", "mode=lte", "mode=both",
+         "wifi_throughput_mbit", "lte_throughput_mbit"]
+CTX = Context(cc="cubic", n_receivers=3, file_bytes=8 * 2**20)
+
+
+def write_model(d: Path, weights: list[float], bias: float, validity: dict | None = None) -> Path:
+    """A linear 'energy model' as ONNX: energy_j = features . weights + bias (one Gemm)."""
+    w = numpy_helper.from_array(np.array([weights], dtype=np.float32), "W")
+    b = numpy_helper.from_array(np.array([bias], dtype=np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["features", "W", "b"], ["energy_j"], transB=1)], "linear",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["n", len(ORDER)])],
+        [helper.make_tensor_value_info("energy_j", TensorProto.FLOAT, ["n", 1])], [w, b])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "model.onnx").write_bytes(m.SerializeToString())
+    meta = {"schema_version": 1, "features": {"order": ORDER},
+            "input": {"name": "features"}, "output": {"name": "energy_j"},
+            "validity": validity if validity is not None else
+            {"ccs": ["balia", "cubic"], "receiver_counts": [1, 2, 3, 4], "file_bytes": [8 * 2**20]}}
+    (d / "model.json").write_text(json.dumps(meta))
+    return d
+
+
+def meas(*rows: tuple[str, float, float]) -> list[ReceiverMeasurement]:
+    return [ReceiverMeasurement(rx, {"wifi": w, "lte": lte}) for rx, w, lte in rows]
+
+
+# (wifi Mbit/s, lte Mbit/s, band, base, expected mode)
+IS_TABLE = [
+    (10.0, 10.0, 0.10, "max", "both"),
+    (10.0, 9.0, 0.10, "max", "both"),      # |1| <= 0.1 * 10: on the band's edge, inclusive
+    (10.0, 8.9, 0.10, "max", "wifi"),
+    (8.9, 10.0, 0.10, "max", "lte"),
+    (10.0, 9.05, 0.10, "min", "wifi"),     # base min: 0.95 > 0.905
+    (10.0, 9.0, 0.10, "min", "wifi"),      # base min: 1.0 > 0.9
+    (10.0, 9.0, 0.10, "mean", "wifi"),     # 1.0 > 0.95
+    (10.0, 9.5, 0.10, "mean", "both"),
+    (30.0, 0.0, 0.10, "max", "wifi"),      # a dead LTE path
+    (0.0, 5.0, 0.10, "max", "lte"),
+    (10.0, 7.0, 0.30, "max", "both"),      # a wider band
+    (10.0, 7.0, 0.0, "max", "wifi"),       # band 0: both only when equal
+    (5.0, 5.0, 0.0, "max", "both"),
+]
+
+
+@pytest.mark.parametrize("w,lte,band,base,want", IS_TABLE)
+def test_ref_is_against_probe_table(w, lte, band, base, want):
+    out = RefIS(band=band, base=base).decide(meas(("n1", w, lte)), CTX)
+    assert out.assignment["n1"].mode == want
+    assert out.trace["params"] == {"band": band, "base": base}
+
+
+def test_ref_is_whole_assignment_and_dead_node():
+    out = RefIS().decide(meas(("n1", 20, 5), ("n2", 5, 20), ("n3", 12, 11.5)), CTX)
+    assert {rx: d.mode for rx, d in out.assignment.items()} == {"n1": "wifi", "n2": "lte", "n3": "both"}
+    with pytest.raises(NodeFailed, match="n2"):
+        RefIS().decide(meas(("n1", 20, 5), ("n2", 0.0, 0.0)), CTX)
+    with pytest.raises(ConfigError):
+        RefIS(base="median")
+    with pytest.raises(ConfigError):
+        RefIS(band=1.5)
+
+
+def _weights(both: float = 0.0, wifi: float = 0.0, lte: float = 0.0, per_mbit: float = 0.0) -> list[float]:
+    w = [0.0] * len(ORDER)
+    w[ORDER.index("mode=both")] = both
+    w[ORDER.index("mode=wifi")] = wifi
+    w[ORDER.index("mode=lte")] = lte
+    w[ORDER.index("wifi_throughput_mbit")] = per_mbit
+    w[ORDER.index("lte_throughput_mbit")] = per_mbit
+    return w
+
+
+class Recorder:
+    """A measurement callback returning fixed rates, remembering the assignments it ran."""
+
+    def __init__(self, rates: dict[str, dict[str, float]]) -> None:
+        self.rates = rates
+        self.calls: list[dict[str, str]] = []
+
+    def __call__(self, a):
+        self.calls.append({rx: d.mode for rx, d in a.items()})
+        return {rx: {r: self.rates[rx][r] for r in d.ifaces} for rx, d in a.items()}
+
+
+M = meas(("n1", 12.0, 11.5), ("n2", 20.0, 4.0), ("n3", 9.0, 9.6))
+RATES = {"n1": {"wifi": 12.0, "lte": 11.0}, "n2": {"wifi": 20.0, "lte": 4.0}, "n3": {"wifi": 9.0, "lte": 9.5}}
+
+
+def test_ref_is_tuned_replaces_is_when_the_model_says_both_costs_more(tmp_path):
+    model = EnergyModel.load(write_model(tmp_path / "m", _weights(both=10.0), 50.0))
+    rec = Recorder(RATES)
+    out = RefISTuned(model.predict).decide(M, CTX, rec)
+    assert {rx: d.mode for rx, d in out.assignment.items()} == {"n1": "wifi", "n2": "wifi", "n3": "lte"}
+    assert out.trace["adopted"] == "tuned"
+    assert out.trace["is_assignment"] == {"n1": "both", "n2": "wifi", "n3": "both"}
+    assert out.trace["is_energy_total_j"] == pytest.approx(170.0)
+    assert out.trace["tuned_energy_total_j"] == pytest.approx(150.0)
+    assert rec.calls == [out.trace["is_assignment"], out.trace["tuned_assignment"]]  # measured under each
+
+
+def test_ref_is_tuned_keeps_is_when_the_model_says_single_paths_cost_more(tmp_path):
+    model = EnergyModel.load(write_model(tmp_path / "m", _weights(wifi=8.0, lte=8.0), 50.0))
+    out = RefISTuned(model.predict).decide(M, CTX, Recorder(RATES))
+    assert {rx: d.mode for rx, d in out.assignment.items()} == {"n1": "both", "n2": "wifi", "n3": "both"}
+    assert out.trace["adopted"] == "is"
+    # n2 is on wifi in both: 58 + 100 (IS) vs 58 * 3 (tuned)
+    assert out.trace["is_energy_total_j"] == pytest.approx(158.0)
+    assert out.trace["tuned_energy_total_j"] == pytest.approx(174.0)
+
+
+def test_ref_is_tuned_uses_measured_throughputs_not_probes(tmp_path):
+    # Energy falls with throughput; the measured rates under the tuned assignment are far lower than
+    # the probes, so only a policy that re-measures keeps IS.
+    model = EnergyModel.load(write_model(tmp_path / "m", _weights(per_mbit=-1.0), 100.0))
+    low = {rx: {r: v / 4 for r, v in rates.items()} for rx, rates in RATES.items()}
+
+    def measure(a):
+        single = all(len(d.ifaces) == 1 for rx, d in a.items() if rx != "n2")
+        src = low if single else RATES
+        return {rx: {r: src[rx][r] for r in d.ifaces} for rx, d in a.items()}
+
+    out = RefISTuned(model.predict).decide(M, CTX, measure)
+    assert out.trace["adopted"] == "is"
+
+
+def test_ref_is_tuned_tie_adopts_tuned_and_no_both_needs_no_measurement(tmp_path):
+    model = EnergyModel.load(write_model(tmp_path / "m", _weights(), 50.0))
+    assert RefISTuned(model.predict).decide(M, CTX, Recorder(RATES)).trace["adopted"] == "tuned"
+    rec = Recorder(RATES)
+    out = RefISTuned(model.predict).decide(meas(("n1", 20, 5), ("n2", 5, 20)), CTX, rec)
+    assert out.trace["adopted"] == "is" and rec.calls == []
+
+
+def test_every_registered_policy_assigns_every_receiver(tmp_path):
+    model = EnergyModel.load(write_model(tmp_path / "m", _weights(both=1.0), 50.0))
+    for name in POLICIES:
+        p = make_policy(name, predict=model.predict)
+        assert p.name == name
+        out = p.decide(M, CTX, Recorder(RATES))
+        assert set(out.assignment) == {"n1", "n2", "n3"}
+        assert all(isinstance(d, Decision) for d in out.assignment.values())
+        assert isinstance(p.params(), dict)
+    with pytest.raises(ConfigError, match="unknown policy"):
+        make_policy("es-mptcp")
+    with pytest.raises(ConfigError, match="needs a model"):
+        make_policy("ref-is-tuned")
+    with pytest.raises(ConfigError):
+        make_policy("ref-is", {"bandwidth": 3})
+
+
+def test_decision_caps_and_validation():
+    d = Decision(frozenset({"wifi", "lte"}), caps_mbit={"lte": 5.0})
+    assert d.mode == "both" and d.caps_mbit == {"lte": 5.0}
+    with pytest.raises(ValueError):
+        Decision(frozenset())
+    with pytest.raises(ValueError):
+        Decision(frozenset({"ethernet"}))
+
+
+def test_model_matches_known_weights(tmp_path):
+    model = EnergyModel.load(write_model(tmp_path / "m", _weights(both=10.0, per_mbit=0.5), 50.0))
+    e = model.predict([{"n_receivers": 3, "cc": "cubic", "mode": "both", "wifi_throughput_mbit": 4.0,
+                        "lte_throughput_mbit": 2.0}])
+    assert e.tolist() == pytest.approx([63.0])
+
+
+@pytest.mark.parametrize("ccs,counts,size,what", [
+    (["cubic", "lia"], [2, 3], 8 * 2**20, "congestion control"),
+    (["cubic"], [3, 6], 8 * 2**20, "receiver count"),
+    (["balia"], [1], 60 * 2**20, "file size"),
+])
+def test_model_that_does_not_cover_the_scenario_is_refused(tmp_path, ccs, counts, size, what):
+    model = EnergyModel.load(write_model(tmp_path / "m", _weights(), 50.0))
+    with pytest.raises(ConfigError, match=what) as exc:
+        model.check_covers(ccs, counts, size)
+    assert exc.value.exit_code == 2
+    model.check_covers(["cubic"], [1, 4], 8 * 2**20)  # inside: accepted
+
+
+def test_model_without_validity_or_with_unknown_features_is_refused(tmp_path):
+    d = write_model(tmp_path / "m", _weights(), 50.0)
+    meta = json.loads((d / "model.json").read_text())
+    del meta["validity"]
+    (d / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="validity"):
+        EnergyModel.load(d)
+    meta["validity"] = {"ccs": ["cubic"], "receiver_counts": [1], "file_bytes": [1]}
+    meta["features"]["order"] = ORDER[:-1] + ["rssi_dbm"]
+    (d / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="rssi_dbm"):
+        EnergyModel.load(d)
+    with pytest.raises(ConfigError, match="not an exported model"):
+        EnergyModel.load(tmp_path / "nothing")
