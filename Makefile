@@ -9,7 +9,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # package, and tests/test_tools.py checks this list against it (and against every argv in the code).
 APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool \
-                openssh-server openssh-client ser2net python3 python3-pip iputils-ping
+                openssh-server openssh-client ser2net python3 python3-pip iputils-ping \
+                openvswitch-common openvswitch-switch
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
 CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))

@@ -61,6 +61,14 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("clang", "clang", "compiling the BPF congestion controls (make bpf)"),
     _t("git", "git", "the commit and dirty flag recorded in every manifest"),
     _t("ping", "iputils-ping", "reachability checks through the LTE tunnel"),
+    # OpenFlow steering (controller/steering/openflow.py): a real Open vSwitch run by hand
+    _t("ovsdb-tool", "openvswitch-common", "creating the switch's own OVSDB database", required=False),
+    _t("ovsdb-server", "openvswitch-common", "the switch's database server (own run/db/log dirs)",
+       required=False),
+    _t("ovs-vswitchd", "openvswitch-switch", "the switch (userspace datapath, datapath_type=netdev)",
+       required=False),
+    _t("ovs-vsctl", "openvswitch-switch", "bridge, ports and controller of the switch", required=False),
+    _t("ovs-ofctl", "openvswitch-common", "flow dumps when checking steering by hand", required=False),
     # test and bench rigs, remote meters
     _t("sshd", "openssh-server", "the SSH test rig (a real OpenSSH server in a namespace)"),
     _t("ssh-keygen", "openssh-client", "keys of the SSH test rig"),
