@@ -106,6 +106,8 @@ class Policy(Protocol):
     name: str
     #: None: decide once before the transfer; a number: decide again every epoch_s seconds.
     epoch_s: float | None
+    #: Whether ``decide`` reads the probe rates (the controller skips probing when not).
+    probes: bool
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
@@ -129,6 +131,7 @@ class Fixed:
     name: str
     mode: str
     epoch_s: float | None = None
+    probes: bool = False
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
@@ -154,6 +157,7 @@ class RefIS:
     base: str = "max"
     name: str = "ref-is"
     epoch_s: float | None = None
+    probes: bool = True
 
     def __post_init__(self) -> None:
         if not 0 <= self.band < 1:
@@ -192,6 +196,7 @@ class RefISTuned:
     base: str = "max"
     name: str = "ref-is-tuned"
     epoch_s: float | None = None
+    probes: bool = True
 
     def rows(self, a: Assignment, thr: Mapping[str, Mapping[str, float]], ctx: Context) -> list[dict]:
         return [{"n_receivers": ctx.n_receivers, "cc": ctx.cc, "mode": d.mode,

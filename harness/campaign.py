@@ -18,8 +18,9 @@ import harness
 from harness import metadata
 from harness.cc import CongestionControl, resolve
 from harness.config import digest_model, parse_model
+from harness.control import ControlFactory, SampleControl
 from harness.emulation import EmulatedTestbed
-from harness.errors import MeterError, MplabError, PreflightError, StoreError
+from harness.errors import ConfigError, MeterError, MplabError, PreflightError, StoreError
 from harness.inventory import Inventory
 from harness.lab import LabTestbed
 from harness.meters.recorder import Recorder, TraceWriter
@@ -108,10 +109,22 @@ class RunHooks:
     on_sample: Callable[[SampleOutcome], None] = lambda o: None
 
 
+def build_control(scenario: Scenario, source: str, factory: ControlFactory | None) -> SampleControl | None:
+    """The controller for a scenario with policies (refused here, before anything starts)."""
+    if not scenario.policies:
+        return None
+    if factory is None:
+        raise ConfigError("this scenario runs controller policies, but no controller was given (run it with "
+                          "`mplab run`, which mounts the controller package)", source=source, field="policies")
+    return factory(scenario, source)
+
+
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
-                   scenario_source: str = "scenario", hooks: RunHooks | None = None) -> Campaign:
+                   scenario_source: str = "scenario", hooks: RunHooks | None = None,
+                   control_factory: ControlFactory | None = None) -> Campaign:
     """Plan, preflight, create and run a new campaign."""
     plans = plan_campaign(scenario, inventory, scenario_source)
+    control = build_control(scenario, scenario_source, control_factory)
     testbed = build_testbed(inventory)
     ccs = resolve_ccs(scenario, testbed)
     checks = preflight_or_raise(testbed, ccs)
@@ -132,17 +145,21 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
         "git": metadata.safely("git", metadata.git_info),
         "preflight": [c.__dict__ for c in checks],
     }
+    if control is not None:
+        manifest["control"] = metadata.safely("control", getattr(control, "describe", dict))
     campaign = Campaign.create(runs_dir, cid, manifest)
-    _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks())
+    _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks(), control=control)
     return campaign
 
 
-def resume_campaign(path: Path, hooks: RunHooks | None = None) -> Campaign:
+def resume_campaign(path: Path, hooks: RunHooks | None = None,
+                    control_factory: ControlFactory | None = None) -> Campaign:
     """Continue a campaign where it stopped: repair the directory, run the samples without records."""
     campaign = Campaign.open(path)
     src = str(path / "manifest.json")
     scenario = parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)")
     inventory = parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)")
+    control = build_control(scenario, src, control_factory)
     testbed = build_testbed(inventory)
     ccs = resolve_ccs(scenario, testbed)
     preflight_or_raise(testbed, ccs)
@@ -152,13 +169,13 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None) -> Campaign:
     done = campaign.completed()
     by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, src)}
     plans = [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
-    _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks(), resumed=True)
+    _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks(), resumed=True, control=control)
     return campaign
 
 
 def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbed: Testbed,
              ccs: dict[str, CongestionControl], plans: list[SamplePlan], hooks: RunHooks,
-             resumed: bool = False) -> None:
+             resumed: bool = False, control: SampleControl | None = None) -> None:
     meta = {"kernel": campaign.manifest.get("kernel"),
             "power_profile": inventory.emulation.power_profile.name if inventory.emulation else None}
     with campaign.lock():
@@ -168,6 +185,8 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
         try:
             if plans:
                 testbed.setup(list(ccs.values()))
+                if control is not None:
+                    control.setup(testbed)
                 meters = testbed.meters()
                 opened = []
                 try:
@@ -190,7 +209,7 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                         if recorder.wait_first(10.0) is None:
                             log.warning("not every meter gave a reading within 10 s; the first samples may be "
                                         "flagged meter-gap")
-                        Runner(testbed, campaign, scenario, ccs, recorder, meta).run(plans, hooks.on_sample)
+                        Runner(testbed, campaign, scenario, ccs, recorder, meta, control).run(plans, hooks.on_sample)
                 finally:
                     trace.close()
                 if recorder.sink_error:
@@ -203,6 +222,11 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                               f"and kept; resume with `mplab run --resume {campaign.path}`") from None
         finally:
             try:
+                if control is not None:
+                    try:
+                        control.teardown()
+                    except Exception as exc:  # noqa: BLE001 - the testbed must still go
+                        log.warning("controller teardown: %s", exc)
                 testbed.teardown()
             finally:
                 campaign.log_session({"event": outcome})

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from harness.campaign import RunHooks, dry_run_estimate_s, resume_campaign, start_campaign
+from harness.campaign import RunHooks, build_control, dry_run_estimate_s, resume_campaign, start_campaign
 from harness.emulation import clean_prefix
 from harness.doctor import failed_essentials, run_doctor
 from harness.errors import ConfigError, PreflightError
@@ -70,6 +70,7 @@ def _progress() -> Progress:
 
 
 def run(
+    ctx: typer.Context,
     scenario: Annotated[Optional[Path], typer.Argument(help="scenario file (scenarios/*.yaml)")] = None,
     inventory: Annotated[Optional[Path], typer.Option(help="inventory file (default: the scenario's)")] = None,
     runs_dir: Annotated[Path, typer.Option(help="where campaigns are stored")] = Path("runs"),
@@ -78,11 +79,13 @@ def run(
     dry_run: Annotated[bool, typer.Option(help="print the plan and an ETA, run nothing")] = False,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
+    # mplab.cli puts the controller's factory here (the harness never imports a controller).
+    control_factory = (ctx.obj or {}).get("control_factory") if isinstance(ctx.obj, dict) else None
     if resume is not None:
         if scenario is not None:
             raise ConfigError("give either a scenario or --resume, not both")
         with _progress() as progress:
-            campaign = resume_campaign(resume, _hooks(progress))
+            campaign = resume_campaign(resume, _hooks(progress), control_factory=control_factory)
     else:
         if scenario is None:
             raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
@@ -90,6 +93,7 @@ def run(
         inv = load_inventory(inventory or Path(sc.inventory))
         if dry_run:
             plans = plan_campaign(sc, inv, str(scenario))
+            build_control(sc, str(scenario), control_factory)  # a model that does not cover it: refused here too
             eta = dry_run_estimate_s(plans, sc, inv)
             console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
                           f"{len(plans)} samples on {inv.name} ({inv.kind}); shuffled={sc.shuffle} seed={sc.seed}")
@@ -101,7 +105,7 @@ def run(
             return
         with _progress() as progress:
             campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
-                                      hooks=_hooks(progress))
+                                      hooks=_hooks(progress), control_factory=control_factory)
     records = campaign.records()
     console.print(summary_table(records, f"campaign {campaign.id}"))
     console.print(f"records: {campaign.samples_path}\nraw output: {campaign.path / 'raw'}\n"

@@ -26,10 +26,18 @@ class SamplePlan:
     mode: str
     index: int
     receivers: tuple[str, ...]
+    #: A controller policy decides each receiver's interfaces (``mode`` is then "both": MPTCP on every
+    #: receiver, the assignment restricts it); None for a plain mode sample.
+    policy: str | None = None
 
 
 def case_id(cc: str, n_receivers: int, mode: str) -> str:
+    """``<cc>-n<k>-<mode>``, or ``<cc>-n<k>-policy-<name>`` for a policy case."""
     return f"{cc}-n{n_receivers}-{mode}"
+
+
+def policy_case_id(cc: str, n_receivers: int, policy: str) -> str:
+    return f"{cc}-n{n_receivers}-policy-{policy}"
 
 
 def plan_campaign(scenario: Scenario, inventory: Inventory, source: str = "scenario") -> list[SamplePlan]:
@@ -50,6 +58,10 @@ def plan_campaign(scenario: Scenario, inventory: Inventory, source: str = "scena
                 cid = case_id(cc, k, mode)
                 for i in range(1, scenario.samples_per_case + 1):
                     plans.append(SamplePlan(f"{cid}-s{i:03d}", cid, cc, k, mode, i, tuple(names[:k])))
+            for pol in scenario.policies:
+                cid = policy_case_id(cc, k, pol.name)
+                for i in range(1, scenario.samples_per_case + 1):
+                    plans.append(SamplePlan(f"{cid}-s{i:03d}", cid, cc, k, "both", i, tuple(names[:k]), pol.name))
     if scenario.shuffle:
         random.Random(scenario.seed).shuffle(plans)
     return plans

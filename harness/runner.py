@@ -21,6 +21,7 @@ from pathlib import Path
 
 import harness
 from harness.cc import CongestionControl
+from harness.control import CONTROL_FIELDS, SampleControl
 from harness.errors import CommandError, MplabError, TrafficError
 from harness.hosts import BackgroundProcess, ProcessResult
 from harness.meters.recorder import Recorder, WindowEnergy
@@ -54,6 +55,10 @@ class ReceiverOutcome:
     flags: list[str] = field(default_factory=list)
     window: tuple[float, float] | None = None
     energy: WindowEnergy | None = None
+    #: The interface mode this receiver ran (a policy sample's assignment, else the plan's mode).
+    mode: str | None = None
+    #: Record fields a controller added (policy samples).
+    control: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -66,8 +71,14 @@ class SampleOutcome:
     transfer_s: float
 
 
-def _client_spec(node, mode: str) -> tuple[str, bool]:
-    """(bind address, MPTCP?) for an interface mode."""
+def _client_spec(node, mode: str, policy: bool = False) -> tuple[str, bool]:
+    """(bind address, MPTCP?) for an interface mode.
+
+    Under a policy every receiver runs MPTCP and starts on a path its assignment allows (LTE for
+    an LTE-only receiver, else WiFi); the steering keeps it off the other path.
+    """
+    if policy:
+        return node.interfaces["lte" if mode == "lte" else "wifi"].address, True
     if mode == "wifi":
         return node.interfaces["wifi"].address, False
     if mode == "lte":
@@ -103,13 +114,15 @@ class Runner:
     GATE_READY_S = 20.0
 
     def __init__(self, testbed: Testbed, campaign: Campaign, scenario: Scenario,
-                 ccs: dict[str, CongestionControl], recorder: Recorder, metadata: dict) -> None:
+                 ccs: dict[str, CongestionControl], recorder: Recorder, metadata: dict,
+                 control: SampleControl | None = None) -> None:
         self.testbed = testbed
         self.campaign = campaign
         self.scenario = scenario
         self.ccs = ccs
         self.recorder = recorder
         self.meta = metadata
+        self.control = control
 
     # ------------------------------------------------------------ the sweep
 
@@ -163,10 +176,44 @@ class Runner:
     def _attempt(self, plan: SamplePlan, adir: Path) -> list[ReceiverOutcome]:
         tb = self.testbed
         cc = self.ccs[plan.cc]
-        outs = {rx: ReceiverOutcome(rx) for rx in plan.receivers}
+        outs = {rx: ReceiverOutcome(rx, mode=plan.mode) for rx in plan.receivers}
         try:
             tb.ensure_servers()
             tb.apply_cc(cc, plan.receivers)
+        except (CommandError, MplabError) as exc:
+            for o in outs.values():
+                o.error = f"setup: {exc}"
+            return list(outs.values())
+        if plan.policy:
+            if self.control is None:
+                raise MplabError(f"{plan.sample_id}: a policy sample needs a controller (run it with `mplab run`)")
+            try:
+                prepared = self.control.prepare(plan)
+            except (CommandError, MplabError) as exc:
+                self._finish_control(plan)
+                for o in outs.values():
+                    o.error = f"control: {exc}"
+                return list(outs.values())
+            for rx, o in outs.items():
+                o.mode = prepared.modes[rx]
+                o.control = prepared.fields.get(rx, {})
+        try:
+            return self._transfer(plan, adir, outs)
+        finally:
+            if plan.policy:
+                self._finish_control(plan)
+
+    def _finish_control(self, plan: SamplePlan) -> None:
+        try:
+            self.control.finish(plan)
+        except (CommandError, MplabError) as exc:
+            # The next policy sample steers from scratch; a mode sample after it would run steered.
+            raise MplabError(f"{plan.sample_id}: controller could not release the receivers: {exc}") from exc
+
+    def _transfer(self, plan: SamplePlan, adir: Path, outs: dict[str, ReceiverOutcome]) -> list[ReceiverOutcome]:
+        tb = self.testbed
+        cc = self.ccs[plan.cc]
+        try:
             before = dict(zip(plan.receivers, parallel(tb.counters, plan.receivers)))
         except (CommandError, MplabError) as exc:
             for o in outs.values():
@@ -178,7 +225,7 @@ class Runner:
         try:
             for rx in plan.receivers:
                 node = tb.nodes[rx]
-                bind, mptcp = _client_spec(node, plan.mode)
+                bind, mptcp = _client_spec(node, outs[rx].mode, policy=plan.policy is not None)
                 argv = node.iperf3.client_argv(tb.server_address, node.port, self.scenario.file_bytes,
                                                bind=bind, mptcp=mptcp, cc=cc.sock_name)
                 try:
@@ -240,7 +287,7 @@ class Runner:
                     o.error = str(exc)
             if rx in after:
                 o.counters = _delta(before[rx], after[rx])
-                o.flags += check_paths(plan.mode, o.counters, self.scenario.file_bytes)
+                o.flags += check_paths(o.mode, o.counters, self.scenario.file_bytes)
             if o.transfer and o.transfer.sender_cc and o.transfer.sender_cc != cc.sock_name:
                 o.flags.append(f"cc-mismatch: sender used {o.transfer.sender_cc}, expected {cc.sock_name}")
         (adir / "qdisc.json").write_text(json.dumps({"before": qdisc_before, "after": qdisc_after}))
@@ -286,7 +333,7 @@ class Runner:
             "case_id": plan.case_id,
             "cc": plan.cc,
             "n_receivers": plan.n_receivers,
-            "mode": plan.mode,
+            "mode": o.mode or plan.mode,
             "sample_index": plan.index,
             "receiver": o.receiver,
             "status": "failed" if o.error else "ok",
@@ -318,4 +365,5 @@ class Runner:
             "iperf3_version": t.iperf3_version if t else None,
             "mplab_version": harness.__version__,
             "power_profile": self.meta.get("power_profile"),
+            **{k: o.control.get(k) for k in CONTROL_FIELDS},
         }

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.cc import ALGORITHMS
 from harness.config import Strict, load_yaml_model
@@ -35,6 +35,26 @@ def parse_size(text: str | int) -> int:
     return int(float(m.group(1)) * mult)
 
 
+class PolicySpec(Strict):
+    """A controller policy and its parameters (``controller.policy.POLICIES`` names them)."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]
+    params: dict[str, float | int | str] = Field(default_factory=dict)
+
+
+class ControlSpec(Strict):
+    """How a controller measures and steers for policy samples (Setup II)."""
+
+    steering: Literal["nftables", "openflow", "host"] = "nftables"
+    probe_s: PositiveFloat = Field(default=2.0, description="probing window per network (all on WiFi, "
+                                                             "then all on LTE), after warm_s")
+    probe_bytes: PositiveInt | None = Field(default=None, description="probe by size instead of time: bytes "
+                                                                        "per receiver per network")
+    measure_s: PositiveFloat = Field(default=2.0, description="re-measurement window under an assignment "
+                                                               "(ref-is-tuned), after warm_s")
+    warm_s: Annotated[float, Field(ge=0)] = Field(default=0.5, description="slow start left out of every window")
+
+
 class Scenario(Strict):
     """A sweep definition."""
 
@@ -45,7 +65,12 @@ class Scenario(Strict):
                            description="inventory used unless the command line names another")
     congestion_controls: list[str] = Field(min_length=1)
     receiver_counts: list[PositiveInt] = Field(min_length=1)
-    modes: list[Mode] = Field(min_length=1)
+    modes: list[Mode] = Field(default_factory=list)
+    #: Controller policies run as cases beside the modes (names, or {name, params}).
+    policies: list[PolicySpec] = Field(default_factory=list)
+    model: str | None = Field(default=None, description="exported model for policies that need one "
+                                                        "(models/<name>)")
+    control: ControlSpec = Field(default_factory=ControlSpec)
     samples_per_case: PositiveInt
     file_size: str = Field(description="bytes per receiver per sample, e.g. 60M (MiB, as iperf3 counts)")
     transfer_timeout_s: PositiveFloat = 300.0
@@ -71,6 +96,28 @@ class Scenario(Strict):
             raise ValueError("values repeated")
         return v
 
+    @field_validator("policies", mode="before")
+    @classmethod
+    def _policy_names(cls, v: object) -> object:
+        # A bare name is a policy with default parameters.
+        if isinstance(v, list):
+            return [{"name": p} if isinstance(p, str) else p for p in v]
+        return v
+
+    @field_validator("policies")
+    @classmethod
+    def _unique_policies(cls, v: list[PolicySpec]) -> list[PolicySpec]:
+        names = [p.name for p in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"policies repeated: {names}")
+        return v
+
+    @model_validator(mode="after")
+    def _something_to_run(self) -> Scenario:
+        if not self.modes and not self.policies:
+            raise ValueError("give at least one of modes (wifi, lte, both) or policies")
+        return self
+
     @field_validator("file_size")
     @classmethod
     def _size(cls, v: str) -> str:
@@ -85,8 +132,8 @@ class Scenario(Strict):
 
     @property
     def n_cases(self) -> int:
-        """Number of (cc, receiver count, mode) cases."""
-        return len(self.congestion_controls) * len(self.receiver_counts) * len(self.modes)
+        """Number of (cc, receiver count, mode or policy) cases."""
+        return len(self.congestion_controls) * len(self.receiver_counts) * (len(self.modes) + len(self.policies))
 
 
 def load_scenario(path: str | Path) -> Scenario:

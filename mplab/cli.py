@@ -16,6 +16,8 @@ from harness.meters import cli as meters_cli
 from lte import cli as lte_cli
 from wifi import cli as wifi_cli
 from training import cli as training_cli
+from controller import cli as controller_cli
+from controller.setup2 import control_factory
 
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
                   help="Measure the energy cost of MPTCP on dual-homed testbeds, emulated or real.")
@@ -27,10 +29,14 @@ wifi_cli.register(app)
 cc_cli.register(app)
 dataset_cli.register(app)
 training_cli.register(app)
+controller_cli.register(app)
 
 
 @app.callback()
-def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="log every command run")) -> None:
+def _main(ctx: typer.Context,
+          verbose: bool = typer.Option(False, "--verbose", "-v", help="log every command run")) -> None:
+    # The harness reaches the controller only through this factory (harness.control).
+    ctx.obj = {"control_factory": control_factory}
     level = logging.DEBUG if verbose else getattr(logging, os.environ.get("MPLAB_LOG", "WARNING").upper(), 30)
     logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(show_path=False)])
 

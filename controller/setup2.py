@@ -1,0 +1,246 @@
+"""Setup II on a testbed: probe, decide, steer, for each policy sample of a campaign.
+
+``Setup2Control`` is the controller the campaign runner reaches through
+``harness.control.SampleControl``. Per policy sample (the paper's procedure, §1.2-1.4 of
+shared/reference/seed-algorithms.md):
+
+1. probing (policies that read probes): every receiver steered onto WiFi, all transferring at once
+   (MPTCP, so the connection is the one the transfer will use), bytes counted network-side for
+   ``probe_s`` seconds after ``warm_s`` of slow start, or until ``probe_bytes`` arrived; then the
+   same on LTE;
+2. decide: the policy maps the probe rates to an assignment; ``ref-is-tuned`` re-measures under the
+   IS and the tuned assignments (``measure_s`` each) through the ``measure`` callback;
+3. steer: the assignment is applied; the runner then runs the transfer (MPTCP on every receiver,
+   starting on an allowed path) and calls ``finish``, which allows both networks again.
+
+The decision latency recorded is the policy's own time (model inference included), without the
+measurement windows it asked for; ``control_s`` is the whole probe + decide + steer wall time.
+Probing energy is not in the receivers' energy (meters integrate over the transfer window only).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from harness.control import PreparedSample
+from harness.errors import ConfigError, PreflightError, TrafficError
+from harness.hosts import BackgroundProcess
+from harness.plan import SamplePlan
+from harness.scenario import ControlSpec, Scenario
+from harness.testbed import Testbed
+
+from controller.model import EnergyModel
+from controller.policy import (
+    IFACES, NEEDS_MODEL, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes, make_policy,
+)
+from controller.steering import backend_class
+from controller.steering.base import SteeredReceiver, Steering, all_both
+
+log = logging.getLogger("mplab.controller")
+
+#: Deadline for probe clients to reach their gate, and for one to stop.
+GATE_READY_S = 20.0
+
+
+def model_digest(model_dir: str) -> str | None:
+    try:
+        with open(f"{model_dir}/model.onnx", "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def steered_receivers(testbed: Testbed) -> list[SteeredReceiver]:
+    return [SteeredReceiver(name, {r: i.address for r, i in node.interfaces.items()}, node.host,
+                            {r: i.name for r, i in node.interfaces.items()})
+            for name, node in testbed.nodes.items()]
+
+
+def build_steering(name: str, testbed: Testbed) -> Steering:
+    """The steering backend ``name`` for this testbed (``PreflightError`` where it cannot run)."""
+    receivers = steered_receivers(testbed)
+    cls = backend_class(name)
+    if name == "nftables":
+        ap, enb = getattr(testbed, "ap", None), getattr(testbed, "enb", None)
+        if ap is None or enb is None:
+            raise PreflightError(f"nftables steering needs the AP and eNB as hosts (the emulated testbed's "
+                                 f"namespaces); a {testbed.kind} testbed steers with `openflow` or `host`")
+        return cls({"wifi": ap, "lte": enb}, receivers)
+    if name == "host":
+        return cls(receivers)
+    # openflow: needs a switch between the sender and the access networks that the inventory names.
+    switch = getattr(testbed, "openflow_switch", None)
+    if switch is None:
+        raise PreflightError(f"openflow steering needs an Open vSwitch on the {testbed.kind} testbed's path; "
+                             "this testbed has none wired in (the emulated topology steers with `nftables`; "
+                             "see docs/controller.md)")
+    return cls.for_switch(switch, receivers)
+
+
+@dataclass
+class Setup2Control:
+    """Probing, deciding and steering for the policy samples of one campaign."""
+
+    spec: ControlSpec
+    policies: dict[str, Policy]
+    file_bytes: int
+    model: EnergyModel | None = None
+    model_path: str | None = None
+    testbed: Testbed | None = None
+    steering: Steering | None = None
+    _receivers: list[SteeredReceiver] = field(default_factory=list)
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, source: str = "scenario") -> Setup2Control:
+        """Build the policies and open the model; refuse (exit 2) what cannot run, before anything starts."""
+        needs_model = [p.name for p in scenario.policies if p.name in NEEDS_MODEL]
+        model = None
+        if scenario.model:
+            model = EnergyModel.load(scenario.model)
+            model.check_covers(scenario.congestion_controls, scenario.receiver_counts, scenario.file_bytes, source)
+        elif needs_model:
+            raise ConfigError(f"policies {needs_model} need an energy model: add `model: models/<name>` "
+                              "(train one with `make setup2`)", source=source, field="model")
+        policies = {p.name: make_policy(p.name, p.params, model.predict if model else None)
+                    for p in scenario.policies}
+        backend_class(scenario.control.steering)  # an unknown or uninstallable backend fails here
+        return cls(scenario.control, policies, scenario.file_bytes, model, scenario.model)
+
+    def describe(self) -> dict:
+        """The manifest's ``control`` section."""
+        return {"policies": {n: p.params() for n, p in self.policies.items()},
+                "steering": self.spec.steering, "probe": self.spec.model_dump(mode="json"),
+                "model": self.model_path, "model_onnx_sha256": model_digest(self.model_path) if self.model_path
+                else None}
+
+    # ------------------------------------------------------------ life cycle
+
+    def setup(self, testbed: Testbed) -> None:
+        self.testbed = testbed
+        self._receivers = steered_receivers(testbed)
+        self.steering = build_steering(self.spec.steering, testbed)
+        self.steering.setup()
+
+    def teardown(self) -> None:
+        if self.steering is not None:
+            self.steering.teardown()
+
+    def finish(self, plan: SamplePlan) -> None:
+        self.steering.apply(all_both([r for r in self._receivers if r.name in plan.receivers]))
+
+    # ------------------------------------------------------------ one sample
+
+    def prepare(self, plan: SamplePlan) -> PreparedSample:
+        policy = self.policies[plan.policy]
+        t_start = time.monotonic()
+        rxs = list(plan.receivers)
+        probes: dict[str, dict[str, float]] = {rx: {} for rx in rxs}
+        if policy.probes:
+            for radio in IFACES:
+                rates = self.window(rxs, {rx: Decision.of(radio) for rx in rxs}, self.spec.probe_s,
+                                    self.spec.probe_bytes)
+                for rx in rxs:
+                    probes[rx][radio] = rates[rx].get(radio, 0.0)
+        measured_s = 0.0
+
+        def measure(a: Assignment) -> dict[str, dict[str, float]]:
+            nonlocal measured_s
+            t = time.perf_counter()
+            try:
+                return self.window(rxs, a, self.spec.measure_s)
+            finally:
+                measured_s += time.perf_counter() - t
+
+        ctx = Context(cc=plan.cc, n_receivers=plan.n_receivers, file_bytes=self.file_bytes)
+        t0 = time.perf_counter()
+        outcome = policy.decide([ReceiverMeasurement(rx, probes[rx]) for rx in rxs], ctx, measure)
+        latency_s = time.perf_counter() - t0 - measured_s
+        self.steering.apply(outcome.assignment)
+        control_s = time.monotonic() - t_start
+        tr = outcome.trace
+        fields = {}
+        for rx in rxs:
+            pred = None
+            if "is_energy_j" in tr:
+                pred = {"is": tr["is_energy_j"][rx], "tuned": tr["tuned_energy_j"][rx]}
+            totals = ({"is": tr["is_energy_total_j"], "tuned": tr["tuned_energy_total_j"]}
+                      if "is_energy_total_j" in tr else None)
+            fields[rx] = {"policy": policy.name, "policy_params": policy.params(), "steering": self.steering.name,
+                          "assignment": outcome.assignment[rx].mode, "probe_mbit": probes[rx] or None,
+                          "predicted_energy_j": pred, "predicted_energy_total_j": totals,
+                          "adopted": tr.get("adopted"), "decision_latency_s": latency_s, "control_s": control_s}
+        log.info("%s %s: %s", plan.sample_id, policy.name, assignment_modes(outcome.assignment))
+        return PreparedSample({rx: outcome.assignment[rx].mode for rx in rxs}, fields)
+
+    def window(self, rxs: list[str], assignment: Assignment, seconds: float,
+               nbytes: int | None = None) -> dict[str, dict[str, float]]:
+        """Steer to ``assignment``, run every receiver, and return Mbit/s per receiver and network.
+
+        Rates come from the steering backend's counters (network-side). Timed: counted over
+        ``seconds`` after ``warm_s``; by size (``nbytes``): from release until each client's exit.
+        """
+        tb = self.testbed
+        self.steering.apply(assignment)
+        procs: dict[str, BackgroundProcess] = {}
+        try:
+            for rx in rxs:
+                node = tb.nodes[rx]
+                bind = node.interfaces["lte" if assignment[rx].mode == "lte" else "wifi"].address
+                if nbytes is None:
+                    # Long enough to outlast the window: the clients are stopped once it closes.
+                    argv = node.iperf3.client_argv(tb.server_address, node.port, None, bind=bind, mptcp=True,
+                                                   cc=None, duration_s=math.ceil(self.spec.warm_s + seconds) + 5)
+                else:
+                    argv = node.iperf3.client_argv(tb.server_address, node.port, nbytes, bind=bind, mptcp=True,
+                                                   cc=None)
+                procs[rx] = node.host.start(argv, gated=True, label=f"probe:{rx}")
+            for p in procs.values():
+                p.wait_ready(GATE_READY_S)
+            if nbytes is None:
+                for p in procs.values():
+                    p.release()
+                time.sleep(self.spec.warm_s)  # a measurement window, not a readiness wait
+                c0, t0 = self.steering.counters(), time.monotonic()
+                time.sleep(seconds)
+                c1, t1 = self.steering.counters(), time.monotonic()
+                self._stop(procs)
+                return {rx: {r: (c1[rx][r] - c0[rx][r]) * 8 / (t1 - t0) / 1e6 for r in IFACES} for rx in rxs}
+            c0 = self.steering.counters()
+            released = {rx: p.release() for rx, p in procs.items()}
+            deadline = time.monotonic() + 300
+            exited: dict[str, float] = {}
+            while len(exited) < len(procs):
+                for rx, p in procs.items():
+                    if rx not in exited and p.poll() is not None:
+                        res = p.wait(1.0)
+                        if res.returncode != 0:
+                            raise TrafficError(f"probe of {rx} failed (exit {res.returncode}): "
+                                               f"{res.stderr.strip()[-300:]}")
+                        exited[rx] = res.exited_at or time.time()
+                if time.monotonic() > deadline:
+                    raise TrafficError(f"probe of {nbytes} bytes did not finish within 300 s")
+                time.sleep(0.01)
+            c1 = self.steering.counters()
+            return {rx: {r: (c1[rx][r] - c0[rx][r]) * 8 / max(1e-3, exited[rx] - released[rx]) / 1e6
+                         for r in IFACES} for rx in rxs}
+        finally:
+            self._stop(procs)
+
+    @staticmethod
+    def _stop(procs: Mapping[str, BackgroundProcess]) -> None:
+        # The rates come from network-side counters; a client stopped at the end of its window
+        # exits on SIGINT (iperf3 tells its server, which is ready for the next client).
+        for p in procs.values():
+            if p.poll() is None:
+                p.stop(grace_s=2.0)
+            else:
+                p.wait(1.0)
+
+
+def control_factory(scenario: Scenario, source: str) -> Setup2Control:
+    """What ``mplab.cli`` hands to the campaign (``harness.control.ControlFactory``)."""
+    return Setup2Control.from_scenario(scenario, source)

@@ -1,0 +1,113 @@
+"""Setup II through the campaign runner: policy samples probe, decide, steer and record.
+
+The model is a one-Gemm ONNX graph with known weights (tests/test_controller_policy.py), so the
+Tuning decision is known in advance: "both" costs 10 J more, so the tuned assignment wins.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.campaign import start_campaign
+from harness.control import CONTROL_FIELDS
+from harness.emulation import list_namespaces
+from harness.errors import ConfigError
+from harness.hosts import LocalHost
+from harness.scenario import Scenario
+
+from controller.setup2 import control_factory
+
+from tests.conftest import REPO, small_inventory
+from tests.test_controller_policy import _weights, write_model
+
+FILE = 2 * 2**20
+
+
+def scenario(model: Path, **over) -> Scenario:
+    doc = {"name": "setup2-test", "congestion_controls": ["cubic"], "receiver_counts": [2], "modes": [],
+           "policies": ["all-lte", "ref-is", "ref-is-tuned"], "model": str(model), "samples_per_case": 1,
+           "file_size": "2M", "transfer_timeout_s": 60, "retries": 1, "settle_s": 0.1,
+           "control": {"probe_s": 1.0, "measure_s": 1.0, "warm_s": 0.3}}
+    doc.update(over)
+    return Scenario.model_validate(doc)
+
+
+def test_policy_names_and_mode_free_scenarios_validate(tmp_path):
+    sc = scenario(tmp_path / "m")
+    assert [p.name for p in sc.policies] == ["all-lte", "ref-is", "ref-is-tuned"] and sc.n_cases == 3
+    with pytest.raises(ValueError, match="at least one"):
+        scenario(tmp_path / "m", policies=[])
+    with pytest.raises(ValueError, match="repeated"):
+        scenario(tmp_path / "m", policies=["ref-is", "ref-is"])
+
+
+@pytest.mark.parametrize("over,what", [
+    ({"congestion_controls": ["lia"]}, "congestion control"),
+    ({"receiver_counts": [1, 2]}, "receiver count"),
+    ({"file_size": "60M"}, "file size"),
+])
+def test_a_model_that_does_not_cover_the_scenario_is_refused_before_anything_starts(tmp_path, prefix, over, what):
+    model = write_model(tmp_path / "m", _weights(both=10.0), 50.0,
+                        {"ccs": ["balia", "cubic"], "receiver_counts": [2, 3], "file_bytes": [FILE]})
+    inv = small_inventory(prefix, [(20, 5), (12, 11.5)])
+    with pytest.raises(ConfigError, match=what) as exc:
+        start_campaign(scenario(model, **over), inv, tmp_path / "runs", control_factory=control_factory)
+    assert exc.value.exit_code == 2
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    assert list_namespaces(LocalHost(), prefix) == []
+
+
+def test_mplab_run_exits_2_for_a_model_that_does_not_cover_the_scenario(tmp_path):
+    model = write_model(tmp_path / "m", _weights(), 50.0,
+                        {"ccs": ["cubic"], "receiver_counts": [1, 2], "file_bytes": [FILE]})
+    sc = yaml.safe_load((REPO / "scenarios" / "quick-setup2.yaml").read_text())
+    sc["model"] = str(model)
+    path = tmp_path / "sc.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    res = subprocess.run([sys.executable, "-m", "mplab", "run", str(path), "--dry-run"], capture_output=True,
+                         text=True, cwd=REPO, timeout=120, env={**os.environ, "MPLAB_LOG": "ERROR"})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "does not cover the scenario" in res.stderr
+
+
+@pytest.mark.root
+def test_policy_samples_probe_decide_steer_and_record(tmp_path, prefix):
+    model = write_model(tmp_path / "m", _weights(both=10.0), 50.0,
+                        {"ccs": ["cubic"], "receiver_counts": [1, 2, 3], "file_bytes": [FILE]})
+    # n1 clearly better on WiFi; n2's radios within 10%: IS puts it on both, Tuning moves it to WiFi.
+    inv = small_inventory(prefix, [(20, 5), (12, 11.5)])
+    camp = start_campaign(scenario(model), inv, tmp_path / "runs", control_factory=control_factory)
+    assert list_namespaces(LocalHost(), prefix) == []
+    recs = {(r["sample_id"].split("-policy-")[1].rsplit("-s", 1)[0], r["receiver"]): r for r in camp.records()}
+    assert len(recs) == 6
+    for r in recs.values():
+        assert r["status"] == "ok", r["error"]
+        assert r["bytes"] == FILE
+        assert set(CONTROL_FIELDS) <= set(r)
+        assert r["steering"] == "nftables" and r["decision_latency_s"] >= 0
+    assert {rx: recs[("all-lte", rx)]["assignment"] for rx in ("n1", "n2")} == {"n1": "lte", "n2": "lte"}
+    assert recs[("all-lte", "n1")]["probe_mbit"] is None  # fixed policies do not probe
+    assert {rx: recs[("ref-is", rx)]["assignment"] for rx in ("n1", "n2")} == {"n1": "wifi", "n2": "both"}
+    p1 = recs[("ref-is", "n1")]["probe_mbit"]
+    assert p1["wifi"] > 2 * p1["lte"], p1
+    tuned = {rx: recs[("ref-is-tuned", rx)] for rx in ("n1", "n2")}
+    assert {rx: r["assignment"] for rx, r in tuned.items()} == {"n1": "wifi", "n2": "wifi"}
+    assert tuned["n2"]["adopted"] == "tuned"
+    tot = tuned["n1"]["predicted_energy_total_j"]
+    assert tot["is"] == pytest.approx(tot["tuned"] + 10.0, abs=1e-3)
+    # The transfer obeyed the assignment: the records' mode is the assignment, and the blocked
+    # network carried (almost) nothing to the receiver.
+    for (pol, rx), r in recs.items():
+        assert r["mode"] == r["assignment"]
+        assert not [f for f in r["flags"] if f.startswith(("path-leak", "path-idle"))], (pol, rx, r["flags"])
+    both = recs[("ref-is", "n2")]
+    assert both["iface_bytes"]["wifi"] > 100_000 and both["iface_bytes"]["lte"] > 100_000
+    manifest = json.loads((camp.path / "manifest.json").read_text())
+    assert manifest["control"]["steering"] == "nftables"
+    assert set(manifest["control"]["policies"]) == {"all-lte", "ref-is", "ref-is-tuned"}
