@@ -18,7 +18,7 @@ DATASET ?= datasets/$(SCENARIO)
 MODEL ?= models/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: setup apt apt-packages doctor python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+.PHONY: setup2 setup2-model setup apt apt-packages doctor python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
 	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
@@ -26,6 +26,7 @@ help:
 	@echo "make bpf            build the BPF congestion controls (harness/cc/bpf -> harness/cc/bpf/build)"
 	@echo "make test           run the whole test suite (namespace tests need root)"
 	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
+	@echo "make setup2         Setup II from nothing: training sweep, dataset, model (models/quick-setup2), controller comparison"
 	@echo "make dataset        build \$$(DATASET) from the newest runs/\$$(SCENARIO)-* campaign (or CAMPAIGN=...)"
 	@echo "make train          train and export \$$(MODEL) from \$$(DATASET), tracked in MLflow (mlflow.db)"
 	@echo "make mlflow-ui      serve the MLflow UI on http://127.0.0.1:\$$(MLFLOW_PORT)"
@@ -86,7 +87,23 @@ test-unit:
 	$(UV) run --frozen pytest -m "not root"
 
 experiment:
+	@if [ "$(SCENARIO)" = quick-setup2 ] && [ ! -f models/quick-setup2/model.json ]; then \
+	  echo "experiment: scenarios/quick-setup2.yaml needs models/quick-setup2, which is missing: training it first (make setup2-model)"; \
+	  $(MAKE) --no-print-directory setup2-model; fi
 	$(UV) run --frozen mplab run scenarios/$(SCENARIO).yaml
+
+# Setup II end to end on the emulated testbed from nothing: the Setup I sweep the model needs,
+# its dataset, the model, then the controller comparison (about 10 minutes in all).
+setup2: setup2-model
+	$(UV) run --frozen mplab run scenarios/quick-setup2.yaml
+
+setup2-model:
+	@if [ -f models/quick-setup2/model.json ]; then echo "setup2-model: models/quick-setup2 exists (delete it to retrain)"; else \
+	  echo "setup2-model: sweeping scenarios/quick-setup2-train.yaml for training data" && \
+	  $(UV) run --frozen mplab run scenarios/quick-setup2-train.yaml --id quick-setup2-train-$$(date +%Y%m%dT%H%M%S) && \
+	  $(UV) run --frozen mplab dataset build $$(ls -d runs/quick-setup2-train-* | sort | tail -1) \
+	    -o datasets/quick-setup2-train --train 3 --test 1 --force && \
+	  $(UV) run --frozen mplab train datasets/quick-setup2-train -o models/quick-setup2 --force; fi
 
 dataset:
 	@test -n "$(CAMPAIGN)" || { echo "no runs/$(SCENARIO)-* campaign: run 'make experiment' first" >&2; exit 2; }

@@ -62,6 +62,8 @@ class SampleRecord(BaseModel):
     sample_status: str
     error: str | None = None
     flags: list[str]
+    #: Set in a controller's policy sample (harness.control); such records are not training data.
+    policy: str | None = None
     bytes: int | None = Field(default=None, ge=0)
     duration_s: float | None = Field(default=None, gt=0)
     throughput_mbit: float | None = Field(default=None, ge=0)
@@ -179,6 +181,8 @@ def validate_record(raw: dict, where: str) -> SampleRecord:
 
 def exclusion_reason(rec: SampleRecord, keep_flagged: bool) -> str | None:
     """Why a well-formed record cannot be a dataset row, or None if it can."""
+    if rec.policy is not None:
+        return "controller sample"  # Setup II evaluates a model; it does not feed one
     if rec.sample_status != "ok":
         return f"sample {rec.sample_status}"
     if rec.status != "ok":
