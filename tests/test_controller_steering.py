@@ -24,6 +24,8 @@ from tests.conftest import small_inventory
 #: What the AP may still send a blocked receiver: ARP and the odd frame in flight when steering lands.
 STRAY_BYTES = 16 * 1024
 FILE_BYTES = 8 * 2**20
+#: What WiFi carries before the receiver is steered (about 0.8 s of it).
+WIFI_BEFORE = 1_000_000
 
 
 def test_table_script_and_transaction_argv():
@@ -69,7 +71,7 @@ def steer_mid_transfer(tb: EmulatedTestbed, steering, cc: str) -> tuple[int, int
     try:
         t0 = ap_sent(tb, "rx1")
         deadline = time.monotonic() + 20
-        while ap_sent(tb, "rx1") - t0 < 300_000:  # WiFi is carrying the transfer
+        while ap_sent(tb, "rx1") - t0 < WIFI_BEFORE:  # WiFi is carrying the transfer
             assert proc.poll() is None, "transfer ended before steering"
             assert time.monotonic() < deadline, "WiFi never carried the transfer"
             time.sleep(0.02)
@@ -113,9 +115,37 @@ def test_nftables_steers_a_receiver_to_lte_mid_transfer(testbed):
         # Network-side counters: WiFi carried part of the file before steering (kept across the
         # element's replacement), LTE the rest.
         c = counters["n1"]
-        assert c["wifi"] >= 300_000 and c["lte"] > 0
+        assert c["wifi"] >= WIFI_BEFORE // 2 and c["lte"] > 0
         assert c["wifi"] + c["lte"] >= FILE_BYTES
     finally:
         steering.teardown()
     assert TABLE not in tb.ap.run(["nft", "list", "tables"]).stdout
     steering.teardown()  # idempotent
+
+
+@pytest.mark.root
+def test_openflow_steers_a_receiver_to_lte_mid_transfer_on_a_real_ovs(testbed):
+    from harness.testing.ovs import splice_switch
+
+    from controller.steering.openflow import OpenFlowSteering
+
+    tb = testbed
+    rig = splice_switch(tb)
+    steering = OpenFlowSteering.for_switch(rig, receivers_of(tb))
+    try:
+        steering.setup()
+        after, received, counters = steer_mid_transfer(tb, steering, "cubic")
+        assert after <= STRAY_BYTES, f"the AP sent n1 {after} bytes after its WiFi entry was deleted"
+        assert received == FILE_BYTES, "the file must arrive whole over LTE"
+        assert steering.last_apply_s is not None  # confirmed by a barrier reply
+        c = counters["n1"]
+        assert c["wifi"] >= WIFI_BEFORE // 2 and c["lte"] > 0, c  # WiFi's count survived its flow's deletion
+        assert c["wifi"] + c["lte"] >= FILE_BYTES
+        flows = rig.switch.host.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows",
+                                     f"unix:{rig.switch.state_dir}/{rig.bridge}.mgmt"]).stdout
+        assert "nw_dst=10.10.1.2" not in flows and "nw_dst=10.20.1.2" in flows and "nw_dst=10.10.2.2" in flows
+    finally:
+        steering.teardown()
+        rig.stop()
+    procs = LocalHost().run(["ip", "netns", "pids", rig.netns], check=False).stdout.split()
+    assert procs == [], "every daemon the test started must be stopped"

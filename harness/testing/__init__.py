@@ -1,0 +1,1 @@
+"""Test and bench rigs (the library never imports them)."""
