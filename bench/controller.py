@@ -1,0 +1,205 @@
+"""Setup II controller: decision latency, time to apply a steering change, time until the blocked path is quiet.
+
+From one run:
+  - decision latency of ref-is-tuned for 9 receivers with the ONNX model (p50/p95 over --decisions
+    decisions; measurement windows stubbed out, so this is IS + assignments + two model calls);
+    goal <= 2 ms. Uses --model (an exported model) or, when it is missing, a 5x200 ReLU MLP with
+    random weights in the same ONNX layout (same compute; says so).
+  - time to apply one steering change (one receiver WiFi -> blocked) with nftables (one nft
+    transaction, counters read first) and with OpenFlow (os-ken app -> real ovs-vswitchd, delete
+    confirmed by a barrier reply), measured by the caller around ``apply`` (p50/p95 over --changes).
+  - time until the blocked path carries no data: a receiver's MPTCP transfer is steered off WiFi
+    and the AP's port towards it is polled every ms; the time from ``apply`` returning to the last
+    byte the AP sent it (median over --blocks).
+Needs root (namespaces, OVS). Ratios, not absolute promises: the machine is shared.
+
+    uv run python bench/controller.py [--decisions 2000] [--changes 40] [--blocks 5] [--model models/quick-setup2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from _common import REPO, pct
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from harness.cc import resolve
+from harness.emulation import EmulatedTestbed, clean_prefix
+from harness.inventory import Inventory
+from harness.testbed import parse_link_stats
+from harness.testing.ovs import splice_switch
+
+from controller.model import EnergyModel
+from controller.policy import Context, Decision, ReceiverMeasurement, RefISTuned
+from controller.setup2 import steered_receivers
+from controller.steering.nftables import NftSteering
+from controller.steering.openflow import OpenFlowSteering
+
+ORDER = ["n_receivers", "cc=balia", "cc=cubic", "mode=wifi", "mode=lte", "mode=both",
+         "wifi_throughput_mbit", "lte_throughput_mbit"]
+
+
+def random_mlp(d: Path) -> Path:
+    """A 5 x 200 ReLU MLP with random weights, written as mplab exports it (model.onnx + model.json)."""
+    rng = np.random.default_rng(0)
+    dims = [len(ORDER)] + [200] * 5 + [1]
+    inits, nodes, prev = [], [], "features"
+    for i in range(len(dims) - 1):
+        inits += [numpy_helper.from_array(rng.normal(0, 0.1, (dims[i + 1], dims[i])).astype(np.float32), f"W{i}"),
+                  numpy_helper.from_array(np.zeros(dims[i + 1], np.float32), f"b{i}")]
+        nodes.append(helper.make_node("Gemm", [prev, f"W{i}", f"b{i}"], [f"g{i}"], transB=1))
+        prev = f"g{i}"
+        if i < len(dims) - 2:
+            nodes.append(helper.make_node("Relu", [prev], [f"h{i}"]))
+            prev = f"h{i}"
+    nodes.append(helper.make_node("Identity", [prev], ["energy_j"]))
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["n", len(ORDER)])],
+                          [helper.make_tensor_value_info("energy_j", TensorProto.FLOAT, ["n", 1])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "model.onnx").write_bytes(m.SerializeToString())
+    (d / "model.json").write_text(json.dumps({"schema_version": 1, "features": {"order": ORDER}, "validity": {
+        "ccs": ["balia", "cubic"], "receiver_counts": list(range(1, 10)), "file_bytes": [4 * 2**20]}}))
+    return d
+
+
+def decision_latency(model_dir: Path | None, n: int) -> tuple[list[float], str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        if model_dir is not None and (model_dir / "model.json").exists():
+            model, what = EnergyModel.load(model_dir), str(model_dir)
+        else:
+            model, what = EnergyModel.load(random_mlp(Path(tmp) / "m")), "random-weight 5x200 MLP (no --model found)"
+        rng = np.random.default_rng(1)
+        meas = []
+        for i in range(9):  # a third of the receivers within the 10 % band, so Tuning has work to do
+            w = float(rng.uniform(5, 20))
+            lte = w * (1.03 if i % 3 == 0 else float(rng.uniform(0.3, 0.8)))
+            meas.append(ReceiverMeasurement(f"n{i + 1}", {"wifi": w, "lte": lte}))
+        rates = {m.receiver: dict(m.probe_mbit) for m in meas}
+        pol = RefISTuned(model.predict)
+        ctx = Context("cubic", 9, 4 * 2**20)
+
+        def measure(a: dict[str, Decision]) -> dict[str, dict[str, float]]:
+            return {rx: {r: rates[rx][r] for r in d.ifaces} for rx, d in a.items()}
+
+        for _ in range(50):  # warm-up: first ONNX Runtime calls allocate
+            pol.decide(meas, ctx, measure)
+        out = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            pol.decide(meas, ctx, measure)
+            out.append(time.perf_counter() - t0)
+        return out, what
+
+
+def small_inventory(prefix: str) -> Inventory:
+    import yaml
+
+    base = yaml.safe_load((REPO / "inventory" / "emulated.yaml").read_text())
+    base["receivers"] = base["receivers"][:2]
+    base["name"] = "bench-controller"
+    base["emulation"]["namespace_prefix"] = prefix
+    return Inventory.model_validate(base)
+
+
+def ap_sent(tb: EmulatedTestbed) -> int:
+    return parse_link_stats(tb.ap.run(["ip", "-j", "-s", "link", "show", "dev", "rx1"]).stdout, "ap")["rx1"].tx_bytes
+
+
+def apply_times(steering, changes: int) -> list[float]:
+    out = []
+    for i in range(changes):
+        mode = "lte" if i % 2 == 0 else "both"
+        t0 = time.perf_counter()
+        steering.apply({"n1": Decision.of(mode)})
+        out.append(time.perf_counter() - t0)
+    steering.apply({"n1": Decision.of("both")})
+    return out
+
+
+def quiet_times(tb: EmulatedTestbed, steering, blocks: int) -> list[float]:
+    """Seconds from apply() returning to the last byte the AP sent the blocked receiver."""
+    n1 = tb.nodes["n1"]
+    out = []
+    for _ in range(blocks):
+        steering.apply({"n1": Decision.of("both")})
+        argv = n1.iperf3.client_argv(tb.server_address, n1.port, None, bind=n1.interfaces["wifi"].address,
+                                     mptcp=True, cc=None, duration_s=6)
+        proc = n1.host.start(argv, label="iperf3:n1")
+        try:
+            start = ap_sent(tb)
+            deadline = time.monotonic() + 10
+            while ap_sent(tb) - start < 1_000_000 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            steering.apply({"n1": Decision.of("lte")})
+            t_applied = time.perf_counter()
+            last, t_last = ap_sent(tb), t_applied
+            while time.perf_counter() - t_last < 0.5:  # quiet for 0.5 s: done
+                now = ap_sent(tb)
+                if now != last:
+                    last, t_last = now, time.perf_counter()
+                time.sleep(0.001)
+            out.append(t_last - t_applied)
+        finally:
+            proc.stop()
+    steering.apply({"n1": Decision.of("both")})
+    return out
+
+
+def ms(xs: list[float]) -> str:
+    return f"p50 {statistics.median(xs) * 1e3:.2f} ms, p95 {pct(xs, 95) * 1e3:.2f} ms (n={len(xs)})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--decisions", type=int, default=2000)
+    ap.add_argument("--changes", type=int, default=40)
+    ap.add_argument("--blocks", type=int, default=5)
+    ap.add_argument("--model", type=Path, default=REPO / "models" / "quick-setup2")
+    args = ap.parse_args()
+
+    lat, what = decision_latency(args.model, args.decisions)
+    print(f"decision latency, ref-is-tuned, 9 receivers, {what}: {ms(lat)}  (goal p95 <= 2 ms)")
+
+    prefix = "mplab-bench-ctl-"
+    tb = EmulatedTestbed(small_inventory(prefix))
+    cubic = resolve("cubic")
+    tb.preflight([cubic])
+    try:
+        tb.setup([cubic])
+        nft = NftSteering({"wifi": tb.ap, "lte": tb.enb}, steered_receivers(tb))
+        nft.setup()
+        try:
+            nft_apply = apply_times(nft, args.changes)
+            nft_quiet = quiet_times(tb, nft, args.blocks)
+        finally:
+            nft.teardown()
+        rig = splice_switch(tb)
+        of = OpenFlowSteering.for_switch(rig, steered_receivers(tb))
+        try:
+            of.setup()
+            of_apply = apply_times(of, args.changes)
+            of_quiet = quiet_times(tb, of, args.blocks)
+        finally:
+            of.teardown()
+            rig.stop()
+    finally:
+        tb.teardown()
+        clean_prefix(prefix)
+    print(f"apply one steering change, nftables: {ms(nft_apply)}")
+    print(f"apply one steering change, OpenFlow (barrier-confirmed): {ms(of_apply)}")
+    print(f"  ratio OpenFlow / nftables (p50): {statistics.median(of_apply) / statistics.median(nft_apply):.2f}")
+    print(f"blocked path quiet after apply returned, nftables: {ms(nft_quiet)}")
+    print(f"blocked path quiet after apply returned, OpenFlow: {ms(of_quiet)}")
+
+
+if __name__ == "__main__":
+    main()
