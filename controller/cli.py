@@ -95,6 +95,49 @@ def decide(
     console.print(f"decision {latency_ms:.2f} ms; {doc['note']}")
 
 
+@app.command()
+def serve(
+    spec: Annotated[Path, typer.Argument(help="switch spec (YAML: switch host:port, networks' ports, receivers)")],
+    assign: Annotated[list[str], typer.Option(help="NAME=wifi|lte|both, applied once connected")] = [],  # noqa: B006
+    interval_s: Annotated[float, typer.Option(help="seconds between counter prints")] = 1.0,
+    state_dir: Annotated[Path, typer.Option(help="where the app's spec and control socket go")] = Path(
+        "/tmp/mplab-controller"),
+) -> None:
+    """Run the OpenFlow steering app against a switch; print per-receiver bytes until Ctrl-C."""
+    from harness.config import load_yaml_model
+    from harness.hosts import LocalHost
+
+    from controller.steering.openflow import OpenFlowSteering, SwitchSpec
+
+    sw = load_yaml_model(SwitchSpec, spec)
+    decisions = {}
+    for a in assign:
+        name, _, mode = a.partition("=")
+        if name not in sw.receivers:
+            raise ConfigError(f"--assign {a!r}: {name!r} is not a receiver of {spec}", field="assign")
+        try:
+            decisions[name] = Decision.of(mode)
+        except ValueError as exc:
+            raise ConfigError(f"--assign {a!r}: {exc}", field="assign") from None
+    steering = OpenFlowSteering(LocalHost(), sw.switch, {k: v.model_dump() for k, v in sw.networks.items()},
+                                sw.steered(), state_dir)
+    steering.setup()
+    try:
+        if decisions:
+            steering.apply(decisions)
+            console.print(f"applied {({k: d.mode for k, d in decisions.items()})} in "
+                          f"{steering.last_apply_s * 1e3:.2f} ms (barrier-confirmed)")
+        console.print(f"connected to {sw.switch}; bytes towards each receiver per network (Ctrl-C stops)")
+        while True:
+            c = steering.counters()
+            console.print("  ".join(f"{rx}: " + " ".join(f"{n}={b}" for n, b in nets.items()) for rx, nets in c.items()))
+            time.sleep(interval_s)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        steering.teardown()
+
+
 def register(parent: typer.Typer) -> None:
     """Mount `mplab controller ...` on the top-level app."""
     parent.add_typer(app, name="controller")

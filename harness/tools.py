@@ -80,6 +80,7 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("uname", "coreutils", "kernel release", essential=True),
     _t("cat", "coreutils", "reading files on hosts", essential=True),
     _t("date", "coreutils", "clock offsets of SSH hosts", essential=True),
+    _t("env", "coreutils", "the OVS daemons' own run/db/log directories (OVS_RUNDIR etc.)", essential=True),
     _t("sha256sum", "coreutils", "checksums of deployed files", essential=True),
     _t("true", "coreutils", "reachability", essential=True),
     _t("test", "coreutils", "file tests on hosts", essential=True),

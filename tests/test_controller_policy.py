@@ -215,3 +215,25 @@ def test_model_without_validity_or_with_unknown_features_is_refused(tmp_path):
         EnergyModel.load(d)
     with pytest.raises(ConfigError, match="not an exported model"):
         EnergyModel.load(tmp_path / "nothing")
+
+
+def _mplab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mplab", *args], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent, env={**__import__("os").environ,
+                                                                           "MPLAB_LOG": "ERROR"})
+
+
+def test_cli_decide_prints_the_assignment_and_refuses_a_model_outside_its_spec(tmp_path):
+    model = write_model(tmp_path / "m", _weights(both=10.0), 50.0)
+    res = _mplab("controller", "decide", "--model", str(model), "--cc", "cubic", "--probe", "n1=20,5",
+                 "--probe", "n2=12,11.5", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["assignment"] == {"n1": "wifi", "n2": "wifi"} and doc["trace"]["adopted"] == "tuned"
+    bad = _mplab("controller", "decide", "--model", str(model), "--cc", "lia", "--probe", "n1=20,5")
+    assert bad.returncode == 2 and "does not cover" in bad.stderr, bad.stderr
+    too_many = _mplab("controller", "decide", "--model", str(model), "--cc", "cubic",
+                      *[f"--probe=n{i}=5,5" for i in range(1, 7)])
+    assert too_many.returncode == 2 and "receiver count" in too_many.stderr
+    garbled = _mplab("controller", "decide", "--policy", "ref-is", "--probe", "n1=fast")
+    assert garbled.returncode == 2 and "NAME=WIFI_MBIT,LTE_MBIT" in garbled.stderr

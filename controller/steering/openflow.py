@@ -16,6 +16,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from pydantic import Field, IPvAnyAddress
+
+from harness.config import Strict
 from harness.errors import MplabError, PreflightError
 from harness.hosts import BackgroundProcess, Host
 
@@ -25,6 +28,24 @@ from controller.steering.base import SteeredReceiver
 log = logging.getLogger("mplab.controller.openflow")
 
 READY_S = 20.0
+
+
+class NetworkPorts(Strict):
+    """One access network's two switch ports."""
+
+    up: int = Field(ge=1, description="OpenFlow port towards the sender")
+    down: int = Field(ge=1, description="OpenFlow port towards the receivers (the AP or the eNB side)")
+
+
+class SwitchSpec(Strict):
+    """A lab switch for `mplab controller serve`: where OVS listens and what to steer (YAML)."""
+
+    switch: str = Field(pattern=r"^[^:]+:\d+$", description="host:port where OVS listens (set-controller ptcp:PORT)")
+    networks: dict[str, NetworkPorts]
+    receivers: dict[str, dict[str, IPvAnyAddress]]
+
+    def steered(self) -> list[SteeredReceiver]:
+        return [SteeredReceiver(n, {net: str(a) for net, a in addrs.items()}) for n, addrs in self.receivers.items()]
 
 
 class OpenFlowError(MplabError):
