@@ -34,7 +34,7 @@ from harness.cc import resolve
 from harness.emulation import EmulatedTestbed, clean_prefix
 from harness.inventory import Inventory
 from harness.testbed import parse_link_stats
-from harness.testing.ovs import splice_switch
+from controller.steering.ovs import splice_switch
 
 from controller.model import EnergyModel
 from controller.policy import Context, Decision, ReceiverMeasurement, RefISTuned

@@ -72,13 +72,9 @@ def build_steering(name: str, testbed: Testbed) -> Steering:
         return cls({"wifi": ap, "lte": enb}, receivers)
     if name == "host":
         return cls(receivers)
-    # openflow: needs a switch between the sender and the access networks that the inventory names.
-    switch = getattr(testbed, "openflow_switch", None)
-    if switch is None:
-        raise PreflightError(f"openflow steering needs an Open vSwitch on the {testbed.kind} testbed's path; "
-                             "this testbed has none wired in (the emulated topology steers with `nftables`; "
-                             "see docs/controller.md)")
-    return cls.for_switch(switch, receivers)
+    raise PreflightError(f"openflow steering needs an Open vSwitch on the {testbed.kind} testbed's path, and "
+                         "this testbed kind has none wired in (a lab runs `mplab controller serve` against its "
+                         "switch; see docs/controller.md)")
 
 
 @dataclass
@@ -93,6 +89,7 @@ class Setup2Control:
     testbed: Testbed | None = None
     steering: Steering | None = None
     _receivers: list[SteeredReceiver] = field(default_factory=list)
+    _rig: object | None = None
 
     @classmethod
     def from_scenario(cls, scenario: Scenario, source: str = "scenario") -> Setup2Control:
@@ -122,12 +119,25 @@ class Setup2Control:
     def setup(self, testbed: Testbed) -> None:
         self.testbed = testbed
         self._receivers = steered_receivers(testbed)
-        self.steering = build_steering(self.spec.steering, testbed)
+        if self.spec.steering == "openflow" and testbed.kind == "emulated":
+            # A real OVS spliced into the sender's links, the os-ken app driving it.
+            from controller.steering.openflow import OpenFlowSteering
+            from controller.steering.ovs import splice_switch
+
+            self._rig = splice_switch(testbed)
+            self.steering = OpenFlowSteering.for_switch(self._rig, self._receivers)
+        else:
+            self.steering = build_steering(self.spec.steering, testbed)
         self.steering.setup()
 
     def teardown(self) -> None:
-        if self.steering is not None:
-            self.steering.teardown()
+        try:
+            if self.steering is not None:
+                self.steering.teardown()
+        finally:
+            if self._rig is not None:
+                self._rig.stop()
+                self._rig = None
 
     def finish(self, plan: SamplePlan) -> None:
         self.steering.apply(all_both([r for r in self._receivers if r.name in plan.receivers]))

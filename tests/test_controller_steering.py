@@ -125,7 +125,7 @@ def test_nftables_steers_a_receiver_to_lte_mid_transfer(testbed):
 
 @pytest.mark.root
 def test_openflow_steers_a_receiver_to_lte_mid_transfer_on_a_real_ovs(testbed):
-    from harness.testing.ovs import splice_switch
+    from controller.steering.ovs import splice_switch
 
     from controller.steering.openflow import OpenFlowSteering
 

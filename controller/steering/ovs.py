@@ -1,4 +1,4 @@
-"""A real Open vSwitch run by hand in a namespace, and a rig that splices it into an emulated testbed.
+"""A real Open vSwitch run by hand in a namespace, and its splice into the emulated testbed.
 
 No systemd and no openvswitch kernel module here: ``ovsdb-server`` and ``ovs-vswitchd`` run as
 our own child processes inside the switch's namespace, with their own run/db/log directory
@@ -25,7 +25,7 @@ from harness.errors import PreflightError
 from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost
 from harness.netcmd import addr_add_argv, link_up_argv, netns_add_argv, route_add_argv, veth_argv
 
-log = logging.getLogger("mplab.testing.ovs")
+log = logging.getLogger("mplab.controller.ovs")
 
 VSWITCHD = "/usr/lib/openvswitch-switch/ovs-vswitchd"
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
@@ -132,7 +132,7 @@ class OvsSwitch:
 
 @dataclass
 class SpliceRig:
-    """An OVS bridge on the emulated sender's links to the AP and the eNB."""
+    """An OVS bridge on the emulated sender's links to the AP and the eNB (what OpenFlow steering drives)."""
 
     switch: OvsSwitch
     netns: str

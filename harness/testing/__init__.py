@@ -1,1 +1,0 @@
-"""Test and bench rigs (the library never imports them)."""
