@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+# _common puts the repository first on sys.path, so `controller` is the package, not this file.
 from _common import REPO, pct
 
 import numpy as np
@@ -93,11 +95,13 @@ def decision_latency(model_dir: Path | None, n: int) -> tuple[list[float], str]:
         for _ in range(50):  # warm-up: first ONNX Runtime calls allocate
             pol.decide(meas, ctx, measure)
         out = []
+        cpu0 = time.process_time()
         for _ in range(n):
             t0 = time.perf_counter()
             pol.decide(meas, ctx, measure)
             out.append(time.perf_counter() - t0)
-        return out, what
+        cpu_ms = (time.process_time() - cpu0) / n * 1e3
+        return out, f"{what}; CPU time {cpu_ms:.3f} ms per decision"
 
 
 def small_inventory(prefix: str) -> Inventory:
@@ -167,7 +171,9 @@ def main() -> None:
     args = ap.parse_args()
 
     lat, what = decision_latency(args.model, args.decisions)
-    print(f"decision latency, ref-is-tuned, 9 receivers, {what}: {ms(lat)}  (goal p95 <= 2 ms)")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"decision latency, ref-is-tuned, 9 receivers, {what}: {ms(lat)}  (goal p95 <= 2 ms; "
+          f"load average {load} on {os.cpu_count()} CPUs: the tail is preemption when the machine is busy)")
 
     prefix = "mplab-bench-ctl-"
     tb = EmulatedTestbed(small_inventory(prefix))
