@@ -17,7 +17,7 @@ from harness.traffic import parse_iperf3
 
 from controller.policy import Decision
 from controller.steering.base import SteeredReceiver
-from controller.steering.nftables import TABLE, NftSteering, parse_map_counters, replace_argv, table_script
+from controller.steering.nftables import TABLE, NftSteering, parse_set_counters, replace_argv, table_script
 
 from tests.conftest import small_inventory
 
@@ -29,9 +29,11 @@ WIFI_BEFORE = 1_000_000
 
 
 def test_table_script_and_transaction_argv():
-    s = table_script({"10.10.1.2": "accept", "10.10.2.2": "drop"})
-    assert f"table ip {TABLE}" in s and "10.10.1.2 : accept, 10.10.2.2 : drop" in s
-    assert "ip daddr vmap @dl" in s and "ip saddr vmap @ul" in s and "counter;" in s
+    s = table_script({"10.10.1.2": "continue", "10.10.2.2": "drop"})
+    assert f"table ip {TABLE}" in s and "10.10.1.2 : continue, 10.10.2.2 : drop" in s
+    assert "set dl_count { type ipv4_addr; counter; elements = { 10.10.1.2, 10.10.2.2 }; }" in s
+    # Counting after steering: a dropped packet is not counted as forwarded.
+    assert s.index("ip daddr vmap @dl") < s.index("ip saddr vmap @ul") < s.index("ip daddr @dl_count")
     argv = replace_argv({"10.10.1.2": "drop"})
     assert argv[0] == "nft" and len(argv) == 2
     assert argv[1].split("; ") == [f"delete element ip {TABLE} dl {{ 10.10.1.2 }}",
@@ -40,13 +42,13 @@ def test_table_script_and_transaction_argv():
                                    f"add element ip {TABLE} ul {{ 10.10.1.2 : drop }}"]
 
 
-def test_parse_map_counters_real_output():
-    # Captured from nft 1.0.6 (`nft -j list map ip mplab_steer dl`).
+def test_parse_set_counters_real_output():
+    # Captured from nft 1.0.6 (`nft -j list set ip mplab_steer dl_count`).
     text = ('{"nftables": [{"metainfo": {"version": "1.0.6", "release_name": "Lester Gooch #5", '
-            '"json_schema_version": 1}}, {"map": {"family": "ip", "name": "dl", "table": "mplab_steer", '
-            '"type": "ipv4_addr", "handle": 2, "map": "verdict", "elem": [[{"elem": {"val": "10.10.1.2", '
-            '"counter": {"packets": 7, "bytes": 4242}}}, {"drop": null}]], "stmt": [{"counter": null}]}}]}')
-    assert parse_map_counters(text) == {"10.10.1.2": (4242, "drop")}
+            '"json_schema_version": 1}}, {"set": {"family": "ip", "name": "dl_count", "table": "mplab_steer", '
+            '"type": "ipv4_addr", "handle": 3, "elem": [{"elem": {"val": "10.10.1.2", "counter": '
+            '{"packets": 4, "bytes": 336}}}], "stmt": [{"counter": null}]}}]}')
+    assert parse_set_counters(text) == {"10.10.1.2": 336}
 
 
 def receivers_of(tb: EmulatedTestbed) -> list[SteeredReceiver]:
@@ -110,10 +112,9 @@ def test_nftables_steers_a_receiver_to_lte_mid_transfer(testbed):
         after, received, counters = steer_mid_transfer(tb, steering, "cubic")
         assert after <= STRAY_BYTES, f"the AP sent n1 {after} bytes after it was steered to LTE"
         assert received == FILE_BYTES, "the file must arrive whole over LTE"
-        assert steering.verdicts()["n1"] == {"wifi": "drop", "lte": "accept"}
-        assert steering.verdicts()["n2"] == {"wifi": "accept", "lte": "accept"}
-        # Network-side counters: WiFi carried part of the file before steering (kept across the
-        # element's replacement), LTE the rest.
+        assert steering.verdicts()["n1"] == {"wifi": "drop", "lte": "continue"}
+        assert steering.verdicts()["n2"] == {"wifi": "continue", "lte": "continue"}
+        # Network-side counters: WiFi forwarded part of the file before steering, LTE the rest.
         c = counters["n1"]
         assert c["wifi"] >= WIFI_BEFORE // 2 and c["lte"] > 0
         assert c["wifi"] + c["lte"] >= FILE_BYTES

@@ -2,13 +2,14 @@
 
 In each gateway namespace (``ap`` for WiFi, ``enb`` for LTE) one table ``mplab_steer`` holds two
 verdict maps keyed by the receiver's address on that network, ``dl`` (``ip daddr``) and ``ul``
-(``ip saddr``), both with per-element counters, looked up from a forward-hook chain. Blocking a
-receiver on a network swaps its elements' verdict from accept to drop in one nft transaction
-(delete + add: nft has no in-place replace, and a re-added element's counter restarts at zero,
-so the counters are read first and carried forward). ARP is not touched: the "radio" stays
-attached, as when the reference paper deleted a forwarding entry. The table name is ours alone
-(the fidelity issue's loss emulation uses ``mplab_radio``); the chain is not called ``fwd``,
-which nft refuses.
+(``ip saddr``), looked up from a forward-hook chain: ``continue`` lets the packet on, ``drop``
+blocks it. Blocking a receiver on a network swaps its elements' verdict in one nft transaction
+(delete + add: nft has no in-place replace). Counting is apart from steering: a set ``dl_count``
+with per-element counters, matched after the maps, counts the bytes the gateway forwarded to each
+receiver; its elements never change, so the counters never restart (a verdict map's element
+counter would, when the element is replaced). ARP is not touched: the "radio" stays attached, as
+when the reference paper deleted a forwarding entry. The table name is ours alone (the fidelity
+issue's loss emulation uses ``mplab_radio``); the chain is not called ``fwd``, which nft refuses.
 """
 from __future__ import annotations
 
@@ -28,17 +29,21 @@ TABLE = "mplab_steer"
 CHAIN = "steer"
 #: Before the filter hook's default priority, so a drop here wins over later accepts.
 PRIORITY = -10
+ALLOW, BLOCK = "continue", "drop"
 
 
 def table_script(entries: Mapping[str, str]) -> str:
-    """The table in nft's language; ``entries`` maps receiver address -> verdict ("accept"/"drop")."""
+    """The table in nft's language; ``entries`` maps receiver address -> verdict (``continue``/``drop``)."""
     elems = ", ".join(f"{a} : {v}" for a, v in sorted(entries.items()))
-    body = f" elements = {{ {elems} }};" if elems else ""
+    addrs = ", ".join(sorted(entries))
+    vm = f" elements = {{ {elems} }};" if elems else ""
+    st = f" elements = {{ {addrs} }};" if addrs else ""
     return (f"table ip {TABLE} {{\n"
-            f"  map dl {{ type ipv4_addr : verdict; counter;{body} }}\n"
-            f"  map ul {{ type ipv4_addr : verdict; counter;{body} }}\n"
+            f"  map dl {{ type ipv4_addr : verdict;{vm} }}\n"
+            f"  map ul {{ type ipv4_addr : verdict;{vm} }}\n"
+            f"  set dl_count {{ type ipv4_addr; counter;{st} }}\n"
             f"  chain {CHAIN} {{ type filter hook forward priority {PRIORITY}; policy accept;\n"
-            f"    ip daddr vmap @dl\n    ip saddr vmap @ul\n  }}\n}}\n")
+            f"    ip daddr vmap @dl\n    ip saddr vmap @ul\n    ip daddr @dl_count\n  }}\n}}\n")
 
 
 def replace_argv(changes: Mapping[str, str]) -> list[str]:
@@ -55,28 +60,23 @@ def delete_table_argv() -> list[str]:
     return ["nft", "delete", "table", "ip", TABLE]
 
 
-def list_map_argv(name: str) -> list[str]:
-    return ["nft", "-j", "list", "map", "ip", TABLE, name]
+def list_counts_argv() -> list[str]:
+    return ["nft", "-j", "list", "set", "ip", TABLE, "dl_count"]
 
 
-def parse_map_counters(text: str) -> dict[str, tuple[int, str]]:
-    """``{address: (bytes, verdict)}`` from ``nft -j list map``."""
+def parse_set_counters(text: str) -> dict[str, int]:
+    """``{address: bytes}`` from ``nft -j list set`` of a set with per-element counters."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MplabError(f"cannot parse `nft -j list map` output ({exc})") from None
-    out: dict[str, tuple[int, str]] = {}
+        raise MplabError(f"cannot parse `nft -j list set` output ({exc})") from None
+    out: dict[str, int] = {}
     for item in doc.get("nftables", []):
-        m = item.get("map")
-        if not m:
-            continue
-        for key, verdict in m.get("elem", []):
-            if isinstance(key, dict) and "elem" in key:
-                addr = key["elem"]["val"]
-                nbytes = int(key["elem"].get("counter", {}).get("bytes", 0))
+        for e in (item.get("set") or {}).get("elem", []):
+            if isinstance(e, dict) and "elem" in e:
+                out[str(e["elem"]["val"])] = int(e["elem"].get("counter", {}).get("bytes", 0))
             else:
-                addr, nbytes = key, 0
-            out[str(addr)] = (nbytes, next(iter(verdict)) if isinstance(verdict, dict) else str(verdict))
+                out[str(e)] = 0
     return out
 
 
@@ -97,23 +97,17 @@ class NftSteering:
         self.gateways = dict(gateways)
         self.receivers = list(receivers)
         self._verdicts: dict[str, dict[str, str]] = {}
-        self._carried: dict[tuple[str, str], int] = {}
         self._installed: set[str] = set()
 
     def setup(self) -> None:
         for radio, gw in self.gateways.items():
             gw.run(delete_table_argv(), check=False)  # a leftover of ours from a crashed run
-            entries = {r.addresses[radio]: "accept" for r in self.receivers}
+            entries = {r.addresses[radio]: ALLOW for r in self.receivers}
             gw.run(["nft", "-f", "-"], input=table_script(entries))
             self._installed.add(radio)
             self._verdicts[radio] = dict(entries)
-        self._carried.clear()
-
-    def _read(self, radio: str) -> dict[str, tuple[int, str]]:
-        return parse_map_counters(self.gateways[radio].run(list_map_argv("dl")).stdout)
 
     def apply(self, assignment: Assignment) -> None:
-        by_addr = {r.addresses[radio]: (r.name, radio) for r in self.receivers for radio in IFACES}
         for radio, gw in self.gateways.items():
             changes = {}
             for r in self.receivers:
@@ -121,29 +115,23 @@ class NftSteering:
                 if d is None:
                     continue
                 addr = r.addresses[radio]
-                want = "accept" if radio in d.ifaces else "drop"
+                want = ALLOW if radio in d.ifaces else BLOCK
                 if self._verdicts[radio].get(addr) != want:
                     changes[addr] = want
-            if not changes:
-                continue
-            before = self._read(radio)  # replaced elements restart from zero: keep what they counted
-            gw.run(replace_argv(changes))
-            for addr in changes:
-                key = by_addr[addr]
-                self._carried[key] = self._carried.get(key, 0) + before.get(addr, (0, ""))[0]
-                self._verdicts[radio][addr] = changes[addr]
+            if changes:
+                gw.run(replace_argv(changes))
+                self._verdicts[radio].update(changes)
 
     def counters(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {r.name: {} for r in self.receivers}
-        for radio in self.gateways:
-            now = self._read(radio)
+        for radio, gw in self.gateways.items():
+            now = parse_set_counters(gw.run(list_counts_argv()).stdout)
             for r in self.receivers:
-                addr = r.addresses[radio]
-                out[r.name][radio] = now.get(addr, (0, ""))[0] + self._carried.get((r.name, radio), 0)
+                out[r.name][radio] = now.get(r.addresses[radio], 0)
         return out
 
     def verdicts(self) -> dict[str, dict[str, str]]:
-        """``{receiver: {network: accept|drop}}`` as installed."""
+        """``{receiver: {network: continue|drop}}`` as installed."""
         return {r.name: {radio: self._verdicts[radio][r.addresses[radio]] for radio in self.gateways}
                 for r in self.receivers}
 
