@@ -239,6 +239,22 @@ class Setup2Control:
                          for r in IFACES} for rx in rxs}
         finally:
             self._stop(procs)
+            self._drain()
+
+    def _drain(self, quiet_s: float = 0.2, deadline_s: float = 3.0) -> None:
+        """Wait until no receiver's counters move for ``quiet_s``: a stopped probe's queued data (a deep
+        LTE buffer holds ~0.1 s) must not land in the next window or in the transfer. Best effort:
+        after ``deadline_s`` it goes on and logs it."""
+        end = time.monotonic() + deadline_s
+        last, since = self.steering.counters(), time.monotonic()
+        while time.monotonic() - since < quiet_s:
+            if time.monotonic() > end:
+                log.warning("paths still carrying probe traffic after %.1f s; going on", deadline_s)
+                return
+            time.sleep(0.05)
+            now = self.steering.counters()
+            if now != last:
+                last, since = now, time.monotonic()
 
     @staticmethod
     def _stop(procs: Mapping[str, BackgroundProcess]) -> None:

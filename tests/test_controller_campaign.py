@@ -114,20 +114,21 @@ def test_policy_samples_probe_decide_steer_and_record(tmp_path, prefix):
 
 
 @pytest.mark.root
-def test_policy_samples_steered_by_openflow_on_a_real_ovs(tmp_path, prefix):
+@pytest.mark.parametrize("steering", ["openflow", "host"])
+def test_policy_samples_steered_by_openflow_on_a_real_ovs_or_by_the_hosts(tmp_path, prefix, steering):
     model = write_model(tmp_path / "m", _weights(both=10.0), 50.0,
                         {"ccs": ["cubic"], "receiver_counts": [1, 2, 3], "file_bytes": [FILE]})
     inv = small_inventory(prefix, [(20, 5), (5, 15)])
-    sc = scenario(model, policies=["ref-is", "all-wifi"], control={"steering": "openflow", "probe_s": 1.0,
+    sc = scenario(model, policies=["ref-is", "all-wifi"], control={"steering": steering, "probe_s": 1.0,
                                                                     "measure_s": 1.0, "warm_s": 0.3})
     camp = start_campaign(sc, inv, tmp_path / "runs", control_factory=control_factory)
     assert list_namespaces(LocalHost(), prefix) == [], "the switch namespace and its daemons must be gone"
     recs = {(r["policy"], r["receiver"]): r for r in camp.records()}
     for r in recs.values():
         assert r["status"] == "ok", r["error"]
-        assert r["steering"] == "openflow" and r["bytes"] == FILE
+        assert r["steering"] == steering and r["bytes"] == FILE
         assert not [f for f in r["flags"] if f.startswith(("path-leak", "path-idle"))], r["flags"]
     assert {rx: recs[("ref-is", rx)]["assignment"] for rx in ("n1", "n2")} == {"n1": "wifi", "n2": "lte"}
     p2 = recs[("ref-is", "n2")]["probe_mbit"]
-    assert p2["lte"] > 2 * p2["wifi"], p2  # measured from OpenFlow flow statistics
+    assert p2["lte"] > 2 * p2["wifi"], p2  # from OpenFlow flow statistics, or the receivers' own counters
     assert recs[("all-wifi", "n2")]["iface_bytes"]["lte"] < 64 * 1024
