@@ -6,6 +6,7 @@ The AP's own counter of what it sent to the receiver stops moving once steering 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +151,48 @@ def test_openflow_steers_a_receiver_to_lte_mid_transfer_on_a_real_ovs(testbed):
         rig.stop()
     procs = LocalHost().run(["ip", "netns", "pids", rig.netns], check=False).stdout.split()
     assert procs == [], "every daemon the test started must be stopped"
+
+
+@pytest.mark.root
+def test_controller_serve_steers_a_real_switch_from_a_spec_and_stops_on_sigint(testbed, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    import yaml
+
+    from controller.steering.ovs import splice_switch
+
+    tb = testbed
+    rig = splice_switch(tb)
+    spec = tmp_path / "switch.yaml"
+    spec.write_text(yaml.safe_dump({
+        "switch": f"127.0.0.1:{rig.listen_port}",
+        "networks": {net: {"up": up, "down": down} for net, (up, down) in rig.ports.items()},
+        "receivers": {r.name: dict(r.addresses) for r in receivers_of(tb)}}))
+    # The app must reach OVS's listener, which is inside the switch's namespace: serve runs there.
+    proc = subprocess.Popen(["ip", "netns", "exec", rig.netns, sys.executable, "-m", "mplab", "controller", "serve",
+                             str(spec), "--assign", "n1=lte", "--state-dir", str(tmp_path / "state")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        seen = ""
+        while "connected to" not in seen:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, f"serve exited: {proc.stderr.read()}"
+            assert time.monotonic() < deadline, f"serve did not connect: {seen}"
+            seen += line
+        assert "applied {'n1': 'lte'}" in seen
+        flows = rig.switch.host.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows",
+                                     f"unix:{rig.switch.state_dir}/{rig.bridge}.mgmt"]).stdout
+        assert "nw_dst=10.10.1.2" not in flows and "nw_dst=10.20.1.2" in flows and "nw_dst=10.10.2.2" in flows
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
+        left = LocalHost().run(["ip", "netns", "pids", rig.netns]).stdout.split()
+        comms = sorted(Path(f"/proc/{p}/comm").read_text().strip() for p in left if Path(f"/proc/{p}").exists())
+        assert comms == ["ovs-vswitchd", "ovsdb-server"], f"serve left {comms} behind (its app must stop with it)"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        rig.stop()
