@@ -119,8 +119,10 @@ def test_policy_samples_steered_by_openflow_on_a_real_ovs_or_by_the_hosts(tmp_pa
     model = write_model(tmp_path / "m", _weights(both=10.0), 50.0,
                         {"ccs": ["cubic"], "receiver_counts": [1, 2, 3], "file_bytes": [FILE]})
     inv = small_inventory(prefix, [(20, 5), (5, 15)])
-    sc = scenario(model, policies=["ref-is", "all-wifi"], control={"steering": steering, "probe_s": 1.0,
-                                                                    "measure_s": 1.0, "warm_s": 0.3})
+    # The host variant probes by size (probe_bytes) rather than by time.
+    sc = scenario(model, policies=["ref-is", "all-wifi"], control={
+        "steering": steering, "probe_s": 1.0, "measure_s": 1.0, "warm_s": 0.3,
+        "probe_bytes": 600_000 if steering == "host" else None})
     camp = start_campaign(sc, inv, tmp_path / "runs", control_factory=control_factory)
     assert list_namespaces(LocalHost(), prefix) == [], "the switch namespace and its daemons must be gone"
     recs = {(r["policy"], r["receiver"]): r for r in camp.records()}
