@@ -17,11 +17,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 import standins  # noqa: E402
-from harness.emulation import clean_prefix  # noqa: E402
-from harness.hosts import LocalHost, NamespaceHost  # noqa: E402
-from harness.netcmd import veth_argv  # noqa: E402
-from harness.services import Systemd  # noqa: E402
-from harness.sshrig import SshdRig  # noqa: E402
+from harness.testbeds.emulated import clean_prefix  # noqa: E402
+from harness.hosts.local import LocalHost, NamespaceHost  # noqa: E402
+from harness.hosts.netcmd import veth_argv  # noqa: E402
+from harness.deploy.services import Systemd  # noqa: E402
+from harness.testing.sshrig import SshdRig  # noqa: E402
 from lte.deploy import LteHosts, lte_down, lte_up, push_file, push_files  # noqa: E402
 from lte.render import render_all  # noqa: E402
 from lte.version import parse_version  # noqa: E402

@@ -15,11 +15,11 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.errors import ConfigError, MplabError
-from harness.hosts import Host, LocalHost
-from harness.inventory import Inventory, load_inventory
+from harness.hosts.local import Host, LocalHost
+from harness.config.inventory import Inventory, load_inventory
 from lte.checks import diagnose, run_checks
 from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
-from lte.hosts import host_for, receiver_hosts
+from harness.deploy.machines import host_for, receiver_hosts
 from lte.render import render_all
 from lte.secrets import Secrets, load_secrets
 from lte.subscribers import open_collection

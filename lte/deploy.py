@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import CommandError, MplabError
-from harness.hosts import Host
-from harness.inventory import Inventory
+from harness.hosts.local import Host
+from harness.config.inventory import Inventory
 from lte.render import RenderedFile, render_all
 from lte.secrets import Secrets
 from lte.services import ServiceManager, Systemd, Unit, start_order, wait_active

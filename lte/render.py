@@ -16,8 +16,8 @@ from typing import Literal
 
 import jinja2
 
-from harness.inventory import Inventory
-from harness.radio import dl_freq_mhz, ul_earfcn
+from harness.config.inventory import Inventory
+from harness.config.radio import dl_freq_mhz, ul_earfcn
 from lte.version import Open5gsVersion
 
 Role = Literal["enb", "epc", "ue"]

@@ -1,7 +1,7 @@
-"""SIM keys and WiFi passphrases from the lab's secrets file (``harness.secrets``).
+"""SIM keys and WiFi passphrases from the lab's secrets file (``harness.deploy.secrets``).
 
 The file (mode 0600, named by ``lab.secrets_file`` or ``--secrets``) is loaded by
-``harness.secrets.load_secrets``; this module only picks out and checks what the LTE
+``harness.deploy.secrets.load_secrets``; this module only picks out and checks what the LTE
 cell and the WiFi need: K and OPc per IMSI (``sim``), a passphrase per SSID
 (``wifi_psk``). Values stay ``SecretStr`` until they are written into a config file
 or the subscriber database.
@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
-from harness.secrets import Secrets, load_secrets  # noqa: F401 - re-exported for lte/wifi callers
+from harness.deploy.secrets import Secrets, load_secrets  # noqa: F401 - re-exported for lte/wifi callers
 
 _HEX128 = re.compile(r"^[0-9A-Fa-f]{32}$")
 _PSK = re.compile(r'^[ !#-~]{8,63}$')

@@ -5,14 +5,14 @@ MongoDB) first; then the user-plane functions (SGW-U, UPF: PFCP servers); then t
 control-plane functions that associate with them (SGW-C, SMF); then the MME, which
 needs the HSS (S6a), SGW-C and SMF (GTP-C); last the eNodeB, which needs the MME (S1).
 Stop is the reverse. Control itself (``ServiceManager``, ``Systemd``) is in
-``harness.services``, shared with ``wifi/``.
+``harness.deploy.services``, shared with ``wifi/``.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.services import ServiceError, ServiceManager, Systemd, wait_active  # noqa: F401 - re-exported
+from harness.deploy.services import ServiceError, ServiceManager, Systemd, wait_active  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)

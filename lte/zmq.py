@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import jinja2
 
 from harness.errors import PreflightError
-from harness.hosts import BackgroundProcess, Host
-from harness.inventory import Inventory
-from harness.radio import RfDevice
+from harness.hosts.local import BackgroundProcess, Host
+from harness.config.inventory import Inventory
+from harness.config.radio import RfDevice
 from lte.render import BANNER, RenderedFile, render_srsenb
 from lte.secrets import Secrets, sim_keys
 

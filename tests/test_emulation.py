@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.campaign import start_campaign
+from harness.campaign.campaign import start_campaign
 from harness.cc import resolve
-from harness.emulation import STATE_ROOT, EmulatedTestbed, clean_prefix, list_namespaces
-from harness.hosts import LocalHost
-from harness.scenario import Scenario
-from harness.store import Campaign
+from harness.testbeds.emulated import STATE_ROOT, EmulatedTestbed, clean_prefix, list_namespaces
+from harness.hosts.local import LocalHost
+from harness.config.scenario import Scenario
+from harness.campaign.store import Campaign
 from tests.conftest import small_inventory
 
 pytestmark = pytest.mark.root

@@ -13,10 +13,10 @@ import mongomock
 import pytest
 
 import standins
-from harness.emulation import clean_prefix
-from harness.hosts import LocalHost, NamespaceHost
-from harness.inventory import Inventory
-from harness.netcmd import veth_argv
+from harness.testbeds.emulated import clean_prefix
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.config.inventory import Inventory
+from harness.hosts.netcmd import veth_argv
 from lte.checks import check_s1
 from lte.deploy import BACKUP_SUFFIX, LteHosts, LteStepError, collect_logs, lte_down, lte_status, lte_up
 from lte.secrets import load_secrets
@@ -90,7 +90,7 @@ def rig_factory(prefix):
     rigs = []
 
     def make():
-        from harness.sshrig import SshdRig
+        from harness.testing.sshrig import SshdRig
         r = SshdRig(prefix)
         rigs.append(r)
         return r

@@ -6,7 +6,7 @@ import configparser
 import pytest
 
 from harness.errors import PreflightError
-from harness.hosts import LocalHost
+from harness.hosts.local import LocalHost
 from lte.secrets import load_secrets
 from lte.zmq import ENB_ZMQ_ARGS, UE_TUN, UE_ZMQ_ARGS, check, render_zmq
 from lte_fixtures import KEYS, lab_inventory, write_secrets

@@ -11,8 +11,8 @@ import pytest
 from meter_devices import DeviceProcess, default_profile
 
 from harness.errors import MeterError
-from harness.inventory import LineFormat
-from harness.inventory import Meter as MeterSpec
+from harness.config.inventory import LineFormat
+from harness.config.inventory import Meter as MeterSpec
 from harness.meters import DRIVERS, Meter, Reading, meter_from_inventory
 
 LINE = LineFormat(fields=["volts_v", "amps_a", "watts_w"], separator=",")

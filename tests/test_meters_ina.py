@@ -8,7 +8,7 @@ from meter_devices import DeviceProcess, default_profile
 from pydantic import ValidationError
 
 from harness.errors import MeterError
-from harness.inventory import LineFormat, Meter
+from harness.config.inventory import LineFormat, Meter
 from harness.meters import open_meter
 from harness.meters.ina import format_line, parse_line
 

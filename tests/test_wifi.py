@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 import standins
-from harness.emulation import clean_prefix
+from harness.testbeds.emulated import clean_prefix
 from harness.errors import ConfigError
-from harness.hosts import LocalHost, NamespaceHost
-from harness.inventory import Inventory
-from harness.services import Systemd
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.config.inventory import Inventory
+from harness.deploy.services import Systemd
 from lte.secrets import load_secrets
 from lte_fixtures import lab_data, lab_inventory, write_secrets
 from wifi.checks import association_state, parse_wpa_status

@@ -11,6 +11,6 @@ Modules, one concept each:
     card       the model card
     pipeline   all of the above for `mplab train`
     synthetic  paper-size synthetic campaigns (benchmarks, unit tests)
-Reads datasets only (``harness.dataset.load_dataset``); controllers load ``model.onnx`` with
+Reads datasets only (``harness.dataset.build.load_dataset``); controllers load ``model.onnx`` with
 onnxruntime alone (see ``training.export.OnnxEnergyModel``).
 """

@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from harness.errors import CommandError, MplabError
-from harness.hosts import Host
-from harness.inventory import Inventory
-from harness.services import ServiceManager, Systemd, wait_active
+from harness.hosts.local import Host
+from harness.config.inventory import Inventory
+from harness.deploy.services import ServiceManager, Systemd, wait_active
 from lte.deploy import LteStepError, Pushed, push_files
 from lte.render import RenderedFile
 from lte.secrets import Secrets

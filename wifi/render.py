@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import jinja2
 
-from harness.inventory import Inventory
-from harness.radio import AccessPoint
+from harness.config.inventory import Inventory
+from harness.config.radio import AccessPoint
 from lte.secrets import Secrets, wifi_passphrase
 
 BANNER = "Written by mplab from the inventory; edits are overwritten by `mplab wifi up` (a backup is kept)."

@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import harness
-from harness import metadata
+from harness.campaign import metadata
 from harness.cc import CongestionControl, resolve
-from harness.config import digest_model, parse_model
-from harness.emulation import EmulatedTestbed
+from harness.config.load import digest_model, parse_model
+from harness.testbeds.emulated import EmulatedTestbed
 from harness.errors import MeterError, MplabError, PreflightError, StoreError
-from harness.inventory import Inventory
-from harness.lab import LabTestbed
+from harness.config.inventory import Inventory
+from harness.testbeds.lab import LabTestbed
 from harness.meters.recorder import Recorder, TraceWriter
-from harness.plan import SamplePlan, plan_campaign
-from harness.runner import Interrupted, Runner, SampleOutcome
-from harness.scenario import Scenario
-from harness.store import Campaign
-from harness.testbed import Check, Testbed
+from harness.campaign.plan import SamplePlan, plan_campaign
+from harness.campaign.runner import Interrupted, Runner, SampleOutcome
+from harness.config.scenario import Scenario
+from harness.campaign.store import Campaign
+from harness.testbeds.base import Check, Testbed
 
 log = logging.getLogger("mplab.campaign")
 

@@ -14,15 +14,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from harness.campaign import RunHooks, dry_run_estimate_s, resume_campaign, start_campaign
-from harness.emulation import clean_prefix
+from harness.campaign.campaign import RunHooks, dry_run_estimate_s, resume_campaign, start_campaign
+from harness.testbeds.emulated import clean_prefix
 from harness.errors import ConfigError
-from harness.inventory import load_inventory
-from harness.plan import plan_campaign
-from harness.runner import SampleOutcome
-from harness.scenario import load_scenario
-from harness.store import Campaign
-from harness.summary import summarize
+from harness.config.inventory import load_inventory
+from harness.campaign.plan import plan_campaign
+from harness.campaign.runner import SampleOutcome
+from harness.config.scenario import load_scenario
+from harness.campaign.store import Campaign
+from harness.campaign.summary import summarize
 
 console = Console()
 log = logging.getLogger("mplab")

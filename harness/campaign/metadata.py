@@ -13,11 +13,11 @@ from collections.abc import Callable
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 log = logging.getLogger("mplab.metadata")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 #: Sysctls that change how MPTCP and TCP behave (recorded per host, as Flent's INTERESTING_SYSCTLS).
 INTERESTING_SYSCTLS = (

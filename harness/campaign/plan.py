@@ -11,8 +11,8 @@ import random
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
-from harness.inventory import Inventory
-from harness.scenario import Scenario
+from harness.config.inventory import Inventory
+from harness.config.scenario import Scenario
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,12 @@ from pathlib import Path
 import harness
 from harness.cc import CongestionControl
 from harness.errors import CommandError, MplabError, TrafficError
-from harness.hosts import BackgroundProcess, ProcessResult
+from harness.hosts.local import BackgroundProcess, ProcessResult
 from harness.meters.recorder import Recorder, WindowEnergy
-from harness.plan import SamplePlan
-from harness.scenario import Scenario
-from harness.store import SCHEMA_VERSION, Campaign
-from harness.testbed import Counters, Testbed, parallel
+from harness.campaign.plan import SamplePlan
+from harness.config.scenario import Scenario
+from harness.campaign.store import SCHEMA_VERSION, Campaign
+from harness.testbeds.base import Counters, Testbed, parallel
 from harness.traffic import Transfer, parse_iperf3
 
 log = logging.getLogger("mplab.runner")

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.errors import StoreError
-from harness.hosts import atomic_write
+from harness.hosts.local import atomic_write
 
 SCHEMA_VERSION = 1
 

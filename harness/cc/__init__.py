@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from harness.errors import CommandError, PreflightError
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
@@ -106,7 +106,7 @@ UPSTREAM: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
 #: ... and on a multipath-tcp.org kernel, which has its own coupled algorithms.
 MPTCP_ORG: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
                               "lia": MptcpOrgCC, "olia": MptcpOrgCC, "balia": MptcpOrgCC, "wvegas": MptcpOrgCC}
-#: Kernel flavour (``harness.metadata.kernel_flavour``) -> implementations.
+#: Kernel flavour (``harness.campaign.metadata.kernel_flavour``) -> implementations.
 FLAVOURS: dict[str, dict[str, type]] = {"upstream": UPSTREAM, "multipath-tcp.org": MPTCP_ORG}
 
 

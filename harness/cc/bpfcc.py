@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.errors import CommandError, PreflightError
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 log = logging.getLogger("mplab.cc")
 
@@ -89,8 +89,8 @@ def unregister_all(host: Host, keep: Iterable[str] = ()) -> list[str]:
 
 
 def _needed_elsewhere() -> set[str]:
-    # Lazy: harness.emulation imports this module for its cleanup hook.
-    from harness.emulation import names_needed
+    # Lazy: harness.testbeds.emulated imports this module for its cleanup hook.
+    from harness.testbeds.emulated import names_needed
     return names_needed()
 
 

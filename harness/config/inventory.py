@@ -2,7 +2,7 @@
 
 One schema for both kinds of testbed. An *emulated* inventory adds channel rates,
 buffer depths and shared capacities (turned into namespaces and HTB classes by
-``harness.emulation``) and the power profile of its emulated meters; a *lab*
+``harness.testbeds.emulated``) and the power profile of its emulated meters; a *lab*
 inventory adds how to reach each machine. Pure data: nothing here touches a host.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
-from harness.config import Strict, load_yaml_model
-from harness.radio import Lte, Wifi, check_lte, check_wifi
+from harness.config.load import Strict, load_yaml_model
+from harness.config.radio import Lte, Wifi, check_lte, check_wifi
 
 SCHEMA_VERSION = 1
 
@@ -236,7 +236,7 @@ class Lab(Strict):
         default_factory=dict, description="Ansible-style named groups of host names (for `mplab preflight --group`)")
 
     def ssh_settings(self, target: SSHTarget) -> dict:
-        """``target`` completed with the defaults: keyword arguments for ``harness.ssh.SSHHost``."""
+        """``target`` completed with the defaults: keyword arguments for ``harness.hosts.ssh.SSHHost``."""
         d = self.ssh_defaults
 
         def pick(v, default):

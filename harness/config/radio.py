@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from harness.config import Strict
+from harness.config.load import Strict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.inventory import Inventory
+    from harness.config.inventory import Inventory
 
 HostName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
 IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]

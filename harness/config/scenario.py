@@ -2,7 +2,7 @@
 
 Congestion controls x receiver counts x interface modes x samples per case, with
 the file size, deadlines and the shuffle seed. Pure data, checked before anything
-runs; ``harness.plan`` turns a scenario and an inventory into a list of samples.
+runs; ``harness.campaign.plan`` turns a scenario and an inventory into a list of samples.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator
 
 from harness.cc import ALGORITHMS
-from harness.config import Strict, load_yaml_model
+from harness.config.load import Strict, load_yaml_model
 
 SCHEMA_VERSION = 1
 

@@ -37,8 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 import harness
 from harness.errors import ConfigError, StoreError
-from harness.hosts import atomic_write
-from harness.store import Campaign
+from harness.hosts.local import atomic_write
+from harness.campaign.store import Campaign
 
 SCHEMA_VERSION = 1
 RADIOS = ("wifi", "lte")
@@ -379,7 +379,7 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         "excluded": dict(sorted(excluded.items())),
     }
     atomic_write(out / "dataset.json", (json.dumps(meta, indent=2) + "\n").encode())
-    from harness.dataset_card import render_card  # the card is presentation; kept apart
+    from harness.dataset.card import render_card  # the card is presentation; kept apart
 
     atomic_write(out / "README.md", render_card(df, meta).encode())
     return BuildResult(out, digest, len(df), excluded, meta)

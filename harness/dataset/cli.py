@@ -25,7 +25,7 @@ def build(
     force: Annotated[bool, typer.Option(help="overwrite an existing dataset")] = False,
 ) -> None:
     """One row per receiver per sample, validated, split per case, with a card and a digest."""
-    from harness.dataset import SplitSpec, build_dataset  # pandas/pyarrow only when building
+    from harness.dataset.build import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
     res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged, force)
     n_train = sum(c["train_rows"] for c in res.meta["cases"])

@@ -1,15 +1,15 @@
 """Hosts of the lab's radio infrastructure (eNodeB, EPC, APs) and of its receivers.
 
 A machine named in ``lte``/``wifi`` is a ``lab.infra`` entry; a receiver has its own
-``ssh``. Both become ``harness.ssh.SSHHost``s through ``harness.lab.ssh_host`` (the lab's
+``ssh``. Both become ``harness.hosts.ssh.SSHHost``s through ``harness.testbeds.lab.ssh_host`` (the lab's
 SSH defaults filled in). A machine with no SSH target (an inventory without a ``lab``
 section, or an infra entry without ``ssh``) is this machine.
 """
 from __future__ import annotations
 
 from harness.errors import ConfigError
-from harness.hosts import Host, LocalHost
-from harness.inventory import Inventory
+from harness.hosts.local import Host, LocalHost
+from harness.config.inventory import Inventory
 
 
 def host_for(inv: Inventory, name: str) -> Host:
@@ -19,7 +19,7 @@ def host_for(inv: Inventory, name: str) -> Host:
         if target is None:
             target = next((r.ssh for r in inv.receivers if r.name == name), None)
         if target is not None:
-            from harness.lab import ssh_host
+            from harness.testbeds.lab import ssh_host
             return ssh_host(inv, name, target)
     return LocalHost(name)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field, SecretStr
 
-from harness.config import Strict, parse_model
+from harness.config.load import Strict, parse_model
 from harness.errors import ConfigError
 
 

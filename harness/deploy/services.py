@@ -10,7 +10,7 @@ import time
 from typing import Protocol
 
 from harness.errors import MplabError
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 
 class ServiceError(MplabError):

@@ -5,8 +5,8 @@ stops it again, and reads and writes files. Everything above this module talks t
 Hosts only, so the same runner drives namespaces on this machine and, through an SSH
 implementation of the same interface, the lab's boards.
 
-What this module leaves to others: which commands to run (``harness.netcmd``,
-``harness.traffic``), and building hosts from an inventory (``harness.testbed``).
+What this module leaves to others: which commands to run (``harness.hosts.netcmd``,
+``harness.traffic``), and building hosts from an inventory (``harness.testbeds.base``).
 
 Commands are argument lists, never shell strings. The one shell involved is the fixed
 *gate* script below, which receives the real command as ``"$@"``.

@@ -1,6 +1,6 @@
 """SSH hosts: a lab machine reached over SSH, with the same interface as a namespace.
 
-``SSHHost`` implements ``harness.hosts.Host`` on fabric (connection set-up and
+``SSHHost`` implements ``harness.hosts.local.Host`` on fabric (connection set-up and
 configuration) and paramiko (one exec channel per command, SFTP for files). What it
 guarantees:
 
@@ -39,7 +39,7 @@ import paramiko
 from fabric import Config, Connection
 
 from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable, MplabError
-from harness.hosts import GATE_NAME, BackgroundProcess, CommandResult, Host, ProcessResult
+from harness.hosts.local import GATE_NAME, BackgroundProcess, CommandResult, Host, ProcessResult
 
 log = logging.getLogger("mplab.ssh")
 
@@ -51,7 +51,7 @@ _LAUNCH_NAME = "mplab-ssh"
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
 
-#: Gates (see ``harness.hosts.GATE_SCRIPT``) that report the process-group id themselves, right
+#: Gates (see ``harness.hosts.local.GATE_SCRIPT``) that report the process-group id themselves, right
 #: before they block on stdin: the id doubles as "ready to be released", so nothing that runs
 #: before (sshd's fork, the login shell's rc files) can fall between release and start.
 #: The bash variant stamps the release with ``$EPOCHREALTIME``, a builtin: forking ``date`` costs a

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.errors import MeterError
-from harness.inventory import Meter as MeterSpec
+from harness.config.inventory import Meter as MeterSpec
 
 
 @dataclass(frozen=True)

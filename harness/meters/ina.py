@@ -1,7 +1,7 @@
 """INA219/INA226 bridges that print one reading per text line (Arduino or Pi sketches).
 
 Sketches differ in what they print, so the line format is configuration
-(``harness.inventory.LineFormat``): the columns in order, each with its unit, the
+(``harness.config.inventory.LineFormat``): the columns in order, each with its unit, the
 separator, and an optional command to send before each reading. A bridge that streams
 by itself is read by taking the newest complete line at each poll; lines that do not
 parse (banners, partial lines after a reconnect) are counted and skipped, never guessed.
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from harness.errors import MeterError
-from harness.inventory import LineFormat
+from harness.config.inventory import LineFormat
 from harness.meters.base import DRIVERS, Meter, Reading, close_serial, open_serial
 
 #: Field name -> (quantity, factor to SI).

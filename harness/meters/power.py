@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.inventory import RADIOS, PowerProfile, RadioPower
+from harness.config.inventory import RADIOS, PowerProfile, RadioPower
 
 
 @dataclass

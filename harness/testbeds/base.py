@@ -1,6 +1,6 @@
 """The Testbed seam: a sender Host, receiver Nodes, and what the runner asks of them.
 
-``EmulatedTestbed`` (``harness.emulation``) builds namespaces from an emulated
+``EmulatedTestbed`` (``harness.testbeds.emulated``) builds namespaces from an emulated
 inventory; a lab testbed checks and configures real machines over SSH. The runner
 only uses what is defined here, so one runner drives both.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from harness.cc import CongestionControl
 from harness.errors import CommandError, PreflightError, TrafficError
-from harness.hosts import BackgroundProcess, Host
-from harness.inventory import RADIOS, Inventory
+from harness.hosts.local import BackgroundProcess, Host
+from harness.config.inventory import RADIOS, Inventory
 from harness.meters.base import Meter
-from harness.netcmd import sysctl_argv
+from harness.hosts.netcmd import sysctl_argv
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.testbed")

@@ -13,16 +13,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.campaign import build_testbed, failed_essentials, resolve_ccs, testbed_flavour
+from harness.campaign.campaign import build_testbed, failed_essentials, resolve_ccs, testbed_flavour
 from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
-from harness.hosts import LocalHost
-from harness.inventory import load_inventory
-from harness.lab import LabTestbed
-from harness.preflight import kernel_checks
-from harness.scenario import load_scenario
-from harness.sshrig import clean_rig_dirs  # noqa: F401 - registers its cleanup hook for `mplab clean`
-from harness.testbed import Check
+from harness.hosts.local import LocalHost
+from harness.config.inventory import load_inventory
+from harness.testbeds.lab import LabTestbed
+from harness.testbeds.preflight import kernel_checks
+from harness.config.scenario import load_scenario
+from harness.testing.sshrig import clean_rig_dirs  # noqa: F401 - registers its cleanup hook for `mplab clean`
+from harness.testbeds.base import Check
 
 console = Console()
 

@@ -34,15 +34,15 @@ from pathlib import Path
 
 from harness.cc import CongestionControl, bpfcc
 from harness.errors import CommandError, MplabError, PreflightError
-from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost, atomic_write
-from harness.inventory import Inventory
+from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost, atomic_write
+from harness.config.inventory import Inventory
 from harness.meters.base import Meter, meter_from_inventory
 from harness.meters.emulated import device_argv
-from harness.netcmd import (
+from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
     offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
 )
-from harness.testbed import Check, Node, NodeInterface, Testbed
+from harness.testbeds.base import Check, Node, NodeInterface, Testbed
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")

@@ -9,7 +9,7 @@ each host's clock offset, and remembers every default it changes (the default
 congestion control) to put it back at teardown.
 
 Start synchronisation: receivers' clients are pre-spawned behind the gate
-(``harness.hosts.GATE_SCRIPT``) over already-open SSH channels and released by one
+(``harness.hosts.local.GATE_SCRIPT``) over already-open SSH channels and released by one
 write each, so connection and process start-up stay out of the skew. Each release
 is timestamped by the receiver's own clock; ``SSHHost`` maps that to the
 orchestrator's clock with the offset measured at set-up, so ``started_at`` in the
@@ -23,17 +23,17 @@ from collections.abc import Sequence
 
 from harness.cc import CongestionControl
 from harness.errors import ConfigError, MplabError, PreflightError
-from harness.hosts import BackgroundProcess, Host
-from harness.inventory import Inventory, Lab
+from harness.hosts.local import BackgroundProcess, Host
+from harness.config.inventory import Inventory, Lab
 from harness.meters.base import Meter, open_meter
-from harness.netcmd import sysctl_argv
-from harness.preflight import (
+from harness.hosts.netcmd import sysctl_argv
+from harness.testbeds.preflight import (
     cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, tcp_reachable,
 )
-from harness.secrets import Secrets, load_secrets
-from harness.ser2net import ser2net_argv
-from harness.ssh import SSHHost
-from harness.testbed import Check, Node, NodeInterface, Testbed, parallel
+from harness.deploy.secrets import Secrets, load_secrets
+from harness.testbeds.ser2net import ser2net_argv
+from harness.hosts.ssh import SSHHost
+from harness.testbeds.base import Check, Node, NodeInterface, Testbed, parallel
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.lab")

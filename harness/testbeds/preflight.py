@@ -14,9 +14,9 @@ from urllib.parse import urlparse
 
 from harness.cc import CongestionControl
 from harness.errors import MplabError, PreflightError
-from harness.hosts import Host
-from harness.metadata import kernel_flavour
-from harness.testbed import Check
+from harness.hosts.local import Host
+from harness.campaign.metadata import kernel_flavour
+from harness.testbeds.base import Check
 from harness.traffic import Iperf3
 
 #: UP, or UNKNOWN for drivers that never report carrier (many LTE modems' wwan/usb interfaces).

@@ -9,7 +9,7 @@ line (no file written, nothing left behind), and stops it with the campaign.
 """
 from __future__ import annotations
 
-from harness.inventory import Ser2Net
+from harness.config.inventory import Ser2Net
 
 
 def ser2net_argv(cfg: Ser2Net, name: str, bind: str | None = None) -> list[str]:

@@ -26,10 +26,10 @@ import time
 from dataclasses import dataclass
 
 from harness.cc import CongestionControl, bpfcc
-from harness.emulation import _state_dir, allow_ccs, clean_prefix
+from harness.testbeds.emulated import _state_dir, allow_ccs, clean_prefix
 from harness.errors import TrafficError
-from harness.hosts import LocalHost, NamespaceHost, atomic_write
-from harness.netcmd import (
+from harness.hosts.local import LocalHost, NamespaceHost, atomic_write
+from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
     route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )

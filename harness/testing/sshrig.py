@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import PreflightError
-from harness.emulation import CLEANUP_HOOKS
-from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost
+from harness.testbeds.emulated import CLEANUP_HOOKS
+from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
 
 log = logging.getLogger("mplab.sshrig")
 
@@ -131,7 +131,7 @@ class SshdRig:
 
     def ssh_host(self, name: str, **kw):
         """An ``SSHHost`` for the namespace registered as ``name``."""
-        from harness.ssh import SSHHost
+        from harness.hosts.ssh import SSHHost
 
         e = self.entries[name]
         return SSHHost(name, e.address, user="root", key_file=self.user_key, known_hosts=self.known_hosts, **kw)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.plan import case_id
-from harness.store import SCHEMA_VERSION, Campaign
+from harness.campaign.plan import case_id
+from harness.campaign.store import SCHEMA_VERSION, Campaign
 
 PAPER_CCS = ("lia", "olia", "balia", "wvegas", "cubic")
 PAPER_COUNTS = tuple(range(1, 10))
