@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.campaign.campaign import resolve_ccs  # noqa: E402
-from harness.testbeds.emulated import EmulatedTestbed, clean_prefix  # noqa: E402
+from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
 from harness.config.inventory import Inventory, load_inventory  # noqa: E402
 from harness.meters.recorder import Recorder  # noqa: E402
 from harness.campaign.plan import SamplePlan, case_id  # noqa: E402

@@ -16,7 +16,8 @@ from conftest import small_inventory
 from harness.campaign.campaign import RunHooks, start_campaign
 from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
-from harness.testbeds.emulated import ALLOWED_CC, clean_prefix, list_namespaces
+from harness.machine import ALLOWED_CC
+from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.errors import PreflightError
 from harness.hosts.local import LocalHost
 from harness.config.scenario import Scenario, load_scenario

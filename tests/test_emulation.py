@@ -18,7 +18,9 @@ import yaml
 
 from harness.campaign.campaign import start_campaign
 from harness.cc import resolve
-from harness.testbeds.emulated import STATE_ROOT, EmulatedTestbed, clean_prefix, list_namespaces
+from harness.machine import STATE_ROOT
+from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.testbeds.emulated import EmulatedTestbed
 from harness.hosts.local import LocalHost
 from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign

@@ -36,7 +36,7 @@ def rig(prefix):
         yield r
     finally:
         r.close()
-        from harness.testbeds.emulated import clean_prefix
+        from harness.testbeds.clean import clean_prefix
         clean_prefix(prefix)
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from harness.campaign.campaign import start_campaign
 from harness.dataset.build import load_dataset
-from harness.testbeds.emulated import clean_prefix
+from harness.testbeds.clean import clean_prefix
 from harness.config.scenario import Scenario
 from training.export import load_pt
 from training.features import FeatureSpec

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from harness.campaign.campaign import RunHooks, dry_run_estimate_s, resume_campaign, start_campaign
-from harness.testbeds.emulated import clean_prefix
+from harness.testbeds.clean import clean_prefix
 from harness.errors import ConfigError
 from harness.config.inventory import load_inventory
 from harness.campaign.plan import plan_campaign

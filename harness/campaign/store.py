@@ -21,13 +21,12 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from harness.errors import StoreError
-from harness.hosts.local import atomic_write
+from harness.files import atomic_write
 
 SCHEMA_VERSION = 1
 
@@ -200,8 +199,3 @@ def upgrade_record(rec: dict, source: str) -> dict:
     if v > SCHEMA_VERSION:
         raise StoreError(f"{source}: record schema_version {v} is newer than this mplab understands; upgrade mplab")
     return rec
-
-
-def remove_campaign(path: Path) -> None:
-    """Delete a campaign directory (used by tests and `mplab` only on explicit request)."""
-    shutil.rmtree(path)

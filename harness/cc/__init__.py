@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.cc.bpfcc import BpfCC, MptcpOrgCC
 from harness.errors import CommandError, PreflightError
 from harness.hosts.local import Host
 
@@ -96,8 +97,6 @@ class KernelCC:
     def teardown(self, host: Host) -> None:
         """Kernel modules stay loaded: unloading could pull them from under other users' sockets."""
 
-
-from harness.cc.bpfcc import BpfCC, MptcpOrgCC  # noqa: E402 - they implement the protocol above
 
 #: How each algorithm is implemented on an upstream kernel: the uncoupled ones by the kernel,
 #: the coupled ones by mplab's BPF struct_ops programs (``harness/cc/bpf``).

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from harness.errors import CommandError, PreflightError
 from harness.hosts.local import Host
+from harness.machine import names_needed
 
 log = logging.getLogger("mplab.cc")
 
@@ -32,11 +33,6 @@ AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 MPTCP_ORG_MODULES = {"lia": "mptcp_coupled", "olia": "mptcp_olia", "balia": "mptcp_balia",
                      "wvegas": "mptcp_wvegas"}
 MPTCP_ORG_SYSCTLS = {"net.mptcp.mptcp_enabled": "1", "net.mptcp.mptcp_path_manager": "fullmesh"}
-
-
-def object_path(algorithm: str) -> Path:
-    """The compiled struct_ops object of ``algorithm``."""
-    return BUILD_DIR / f"{algorithm}.bpf.o"
 
 
 def map_name(algorithm: str) -> str:
@@ -89,8 +85,6 @@ def unregister_all(host: Host, keep: Iterable[str] = ()) -> list[str]:
 
 
 def _needed_elsewhere() -> set[str]:
-    # Lazy: harness.testbeds.emulated imports this module for its cleanup hook.
-    from harness.testbeds.emulated import names_needed
     return names_needed()
 
 

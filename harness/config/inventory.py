@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.config.load import Strict, load_yaml_model
-from harness.config.radio import Lte, Wifi, check_lte, check_wifi
+from harness.config.radio import Lte, Wifi, earfcn_range
 
 SCHEMA_VERSION = 1
 
@@ -85,7 +85,7 @@ class Ser2Net(Strict):
     baud: PositiveInt = Field(default=9600, description="serial speed of the device (UM-series: 9600)")
 
 
-class Meter(Strict):
+class MeterSpec(Strict):
     """The energy meter in a receiver's supply."""
 
     kind: Literal["emulated-um25c", "um24c", "um25c", "um34c", "ina-line"]
@@ -103,7 +103,7 @@ class Meter(Strict):
     ser2net: Ser2Net | None = Field(default=None, description="set up and check ser2net on the receiver for this meter")
 
     @model_validator(mode="after")
-    def _complete(self) -> Meter:
+    def _complete(self) -> MeterSpec:
         if self.kind != "emulated-um25c" and not self.port and self.ser2net is None:
             raise ValueError(f"a {self.kind} meter needs a 'port' (e.g. /dev/rfcomm0 or socket://host:port) "
                              "or a 'ser2net' section")
@@ -141,7 +141,7 @@ class Receiver(Strict):
 
     name: NodeName
     interfaces: dict[Radio, Interface]
-    meter: Meter
+    meter: MeterSpec
     ssh: SSHTarget | None = Field(default=None, description="how to reach this receiver (lab only)")
     sim: Sim | None = Field(default=None, description="the LTE modem's SIM (needed when the inventory has 'lte')")
 
@@ -339,3 +339,95 @@ class Inventory(Strict):
 def load_inventory(path: str | Path) -> Inventory:
     """Read and validate an inventory file (``ConfigError`` naming file, field and reason)."""
     return load_yaml_model(Inventory, path)
+
+
+def check_lte(inv: Inventory) -> None:
+    """Cross-checks of the LTE section against itself and the rest of the inventory (raises ValueError)."""
+    lte = inv.lte
+    assert lte is not None
+    enb, epc = lte.enb, lte.epc
+    if enb.plmn != epc.plmn:
+        raise ValueError(f"lte: PLMN mismatch: eNB broadcasts {enb.plmn} but the MME serves {epc.plmn}; "
+                         "set the same mcc/mnc on both sides")
+    if enb.tac not in epc.tacs:
+        raise ValueError(f"lte: TAC mismatch: eNB tac {enb.tac} is not among the MME's TACs {epc.tacs}")
+    lo, hi = earfcn_range(enb.band, enb.n_prb)
+    if not lo <= enb.dl_earfcn <= hi:
+        raise ValueError(f"lte.enb.dl_earfcn: {enb.dl_earfcn} is outside band {enb.band} for n_prb {enb.n_prb} "
+                         f"(valid: {lo}..{hi})")
+    pool = epc.ue_pool
+    if pool.prefixlen > 30:
+        raise ValueError(f"lte.epc.ue_pool: {pool} is too small for a gateway and UEs")
+    subnets: list[tuple[str, ipaddress.IPv4Network]] = [(f"lte.lab_subnets[{i}]", n)
+                                                         for i, n in enumerate(lte.lab_subnets)]
+    if inv.wifi is not None:
+        subnets += [(f"wifi AP {a.name} subnet", a.subnet) for a in inv.wifi.aps]
+    for what, net in subnets:
+        if pool.overlaps(net):
+            raise ValueError(f"lte.epc.ue_pool: {pool} overlaps {what} {net}; pick a pool outside the lab's subnets")
+    addrs = [("the eNB address", enb.address), ("the EPC address", epc.address),
+             ("the sender address", inv.sender.address)]
+    for r in inv.receivers:
+        wifi = r.interfaces.get("wifi")
+        if wifi is not None and wifi.address is not None:
+            addrs.append((f"receiver {r.name}'s wifi address", wifi.address))
+    # Management (SSH) addresses of every lab machine, when given as IP literals.
+    ssh_targets = [(f"sender {inv.sender.name}", inv.sender.ssh)] + [(f"receiver {r.name}", r.ssh)
+                                                                      for r in inv.receivers]
+    if inv.lab is not None:
+        ssh_targets += [(f"lab.infra {ih.name}", ih.ssh) for ih in inv.lab.infra]
+    for what, target in ssh_targets:
+        if target is None:
+            continue
+        try:
+            addrs.append((f"{what}'s SSH address", ipaddress.IPv4Address(target.address)))
+        except ValueError:
+            pass  # a DNS name: nothing to compare
+    for what, addr in addrs:
+        if addr in pool:
+            raise ValueError(f"lte.epc.ue_pool: {pool} contains {what} {addr}; pick a pool outside the lab's subnets")
+    _check_infra(inv, enb.host, "enb", "lte.enb.host")
+    _check_infra(inv, epc.host, "epc", "lte.epc.host")
+    prefix = epc.plmn.mcc + epc.plmn.mnc
+    seen: dict[str, str] = {}
+    for r in inv.receivers:
+        if r.sim is None:
+            raise ValueError(f"receiver {r.name} has no IMSI: every receiver needs sim.imsi when the inventory "
+                             "has an lte section")
+        if not r.sim.imsi.startswith(prefix):
+            raise ValueError(f"receiver {r.name}: IMSI {r.sim.imsi} does not start with the PLMN {prefix} "
+                             f"({epc.plmn})")
+        if r.sim.imsi in seen:
+            raise ValueError(f"receivers {seen[r.sim.imsi]} and {r.name} share IMSI {r.sim.imsi}")
+        seen[r.sim.imsi] = r.name
+        static = r.interfaces["lte"].address
+        if static is not None and (static not in pool or static == epc.ue_gateway):
+            raise ValueError(f"receiver {r.name}: LTE address {static} must be a UE address inside {pool} "
+                             f"(not the gateway {epc.ue_gateway})")
+
+
+def _check_infra(inv: Inventory, name: str, role: str, field: str) -> None:
+    """On a lab, ``name`` must be a ``lab.infra`` machine of ``role`` (that is how mplab reaches it)."""
+    if inv.lab is None:
+        return
+    entry = next((ih for ih in inv.lab.infra if ih.name == name), None)
+    if entry is None:
+        raise ValueError(f"{field}: {name!r} is not in lab.infra (known: {[ih.name for ih in inv.lab.infra]}); "
+                         f"add it with role {role!r} and its ssh address")
+    if entry.role != role:
+        raise ValueError(f"{field}: lab.infra {name!r} has role {entry.role!r}, expected {role!r}")
+
+
+def check_wifi(inv: Inventory) -> None:
+    """Cross-checks of the WiFi section against the receivers (raises ValueError)."""
+    wifi = inv.wifi
+    assert wifi is not None
+    for i, a in enumerate(wifi.aps):
+        _check_infra(inv, a.host, "wifi-ap", f"wifi.aps[{i}].host")
+    ap = wifi.ap("receivers")
+    if ap is None:
+        return
+    for r in inv.receivers:
+        addr = r.interfaces["wifi"].address
+        if addr is not None and addr not in ap.subnet:
+            raise ValueError(f"receiver {r.name}: wifi address {addr} is outside AP {ap.name}'s subnet {ap.subnet}")

@@ -2,26 +2,25 @@
 
 Pure data (pydantic), part of the inventory schema: ``Inventory.lte`` and
 ``Inventory.wifi``. Nothing here touches a host. ``lte/`` and ``wifi/`` turn these into
-configuration files and running daemons; the cross-checks that need the whole
+configuration files and running daemons. The cross-checks that need the whole
 inventory (PLMN/TAC agreement, EARFCN in band, UE pool vs lab subnets, every receiver
-has an IMSI) are ``check_lte`` and ``check_wifi``, called by ``Inventory``'s validator,
-so a bad inventory is refused before anything is rendered or deployed.
+has an IMSI) are ``harness.config.inventory.check_lte``/``check_wifi``, run by
+``Inventory``'s validator, so a bad inventory is refused before anything is rendered or
+deployed; they live there because they read the receivers and the lab too (this module
+knows only its own sections, so the schema has no import cycle).
 
 Secrets (SIM keys K/OPc, WiFi passphrases) are *not* here: they live in a separate
-secrets file (see ``lte.secrets``).
+secrets file (see ``harness.deploy.secrets``).
 """
 from __future__ import annotations
 
 import ipaddress
 import math
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from harness.config.load import Strict
-
-if TYPE_CHECKING:  # pragma: no cover
-    from harness.config.inventory import Inventory
 
 HostName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
 IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
@@ -195,94 +194,3 @@ class Wifi(Strict):
         """The AP serving ``role`` ("receivers" or "sender"), if any."""
         return next((a for a in self.aps if a.role == role), None)
 
-
-def check_lte(inv: Inventory) -> None:
-    """Cross-checks of the LTE section against itself and the rest of the inventory (raises ValueError)."""
-    lte = inv.lte
-    assert lte is not None
-    enb, epc = lte.enb, lte.epc
-    if enb.plmn != epc.plmn:
-        raise ValueError(f"lte: PLMN mismatch: eNB broadcasts {enb.plmn} but the MME serves {epc.plmn}; "
-                         "set the same mcc/mnc on both sides")
-    if enb.tac not in epc.tacs:
-        raise ValueError(f"lte: TAC mismatch: eNB tac {enb.tac} is not among the MME's TACs {epc.tacs}")
-    lo, hi = earfcn_range(enb.band, enb.n_prb)
-    if not lo <= enb.dl_earfcn <= hi:
-        raise ValueError(f"lte.enb.dl_earfcn: {enb.dl_earfcn} is outside band {enb.band} for n_prb {enb.n_prb} "
-                         f"(valid: {lo}..{hi})")
-    pool = epc.ue_pool
-    if pool.prefixlen > 30:
-        raise ValueError(f"lte.epc.ue_pool: {pool} is too small for a gateway and UEs")
-    subnets: list[tuple[str, ipaddress.IPv4Network]] = [(f"lte.lab_subnets[{i}]", n)
-                                                         for i, n in enumerate(lte.lab_subnets)]
-    if inv.wifi is not None:
-        subnets += [(f"wifi AP {a.name} subnet", a.subnet) for a in inv.wifi.aps]
-    for what, net in subnets:
-        if pool.overlaps(net):
-            raise ValueError(f"lte.epc.ue_pool: {pool} overlaps {what} {net}; pick a pool outside the lab's subnets")
-    addrs = [("the eNB address", enb.address), ("the EPC address", epc.address),
-             ("the sender address", inv.sender.address)]
-    for r in inv.receivers:
-        wifi = r.interfaces.get("wifi")
-        if wifi is not None and wifi.address is not None:
-            addrs.append((f"receiver {r.name}'s wifi address", wifi.address))
-    # Management (SSH) addresses of every lab machine, when given as IP literals.
-    ssh_targets = [(f"sender {inv.sender.name}", inv.sender.ssh)] + [(f"receiver {r.name}", r.ssh)
-                                                                      for r in inv.receivers]
-    if inv.lab is not None:
-        ssh_targets += [(f"lab.infra {ih.name}", ih.ssh) for ih in inv.lab.infra]
-    for what, target in ssh_targets:
-        if target is None:
-            continue
-        try:
-            addrs.append((f"{what}'s SSH address", ipaddress.IPv4Address(target.address)))
-        except ValueError:
-            pass  # a DNS name: nothing to compare
-    for what, addr in addrs:
-        if addr in pool:
-            raise ValueError(f"lte.epc.ue_pool: {pool} contains {what} {addr}; pick a pool outside the lab's subnets")
-    _check_infra(inv, enb.host, "enb", "lte.enb.host")
-    _check_infra(inv, epc.host, "epc", "lte.epc.host")
-    prefix = epc.plmn.mcc + epc.plmn.mnc
-    seen: dict[str, str] = {}
-    for r in inv.receivers:
-        if r.sim is None:
-            raise ValueError(f"receiver {r.name} has no IMSI: every receiver needs sim.imsi when the inventory "
-                             "has an lte section")
-        if not r.sim.imsi.startswith(prefix):
-            raise ValueError(f"receiver {r.name}: IMSI {r.sim.imsi} does not start with the PLMN {prefix} "
-                             f"({epc.plmn})")
-        if r.sim.imsi in seen:
-            raise ValueError(f"receivers {seen[r.sim.imsi]} and {r.name} share IMSI {r.sim.imsi}")
-        seen[r.sim.imsi] = r.name
-        static = r.interfaces["lte"].address
-        if static is not None and (static not in pool or static == epc.ue_gateway):
-            raise ValueError(f"receiver {r.name}: LTE address {static} must be a UE address inside {pool} "
-                             f"(not the gateway {epc.ue_gateway})")
-
-
-def _check_infra(inv: Inventory, name: str, role: str, field: str) -> None:
-    """On a lab, ``name`` must be a ``lab.infra`` machine of ``role`` (that is how mplab reaches it)."""
-    if inv.lab is None:
-        return
-    entry = next((ih for ih in inv.lab.infra if ih.name == name), None)
-    if entry is None:
-        raise ValueError(f"{field}: {name!r} is not in lab.infra (known: {[ih.name for ih in inv.lab.infra]}); "
-                         f"add it with role {role!r} and its ssh address")
-    if entry.role != role:
-        raise ValueError(f"{field}: lab.infra {name!r} has role {entry.role!r}, expected {role!r}")
-
-
-def check_wifi(inv: Inventory) -> None:
-    """Cross-checks of the WiFi section against the receivers (raises ValueError)."""
-    wifi = inv.wifi
-    assert wifi is not None
-    for i, a in enumerate(wifi.aps):
-        _check_infra(inv, a.host, "wifi-ap", f"wifi.aps[{i}].host")
-    ap = wifi.ap("receivers")
-    if ap is None:
-        return
-    for r in inv.receivers:
-        addr = r.interfaces["wifi"].address
-        if addr is not None and addr not in ap.subnet:
-            raise ValueError(f"receiver {r.name}: wifi address {addr} is outside AP {ap.name}'s subnet {ap.subnet}")

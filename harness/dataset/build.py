@@ -37,12 +37,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 import harness
 from harness.errors import ConfigError, StoreError
-from harness.hosts.local import atomic_write
+from harness.files import atomic_write
 from harness.campaign.store import Campaign
 
 SCHEMA_VERSION = 1
 RADIOS = ("wifi", "lte")
-SPLITS = ("train", "test")
 
 
 class SampleRecord(BaseModel):

@@ -1,15 +1,22 @@
-"""Hosts of the lab's radio infrastructure (eNodeB, EPC, APs) and of its receivers.
+"""Hosts of the lab's machines, by inventory name: sender, receivers, radio infrastructure.
 
-A machine named in ``lte``/``wifi`` is a ``lab.infra`` entry; a receiver has its own
-``ssh``. Both become ``harness.hosts.ssh.SSHHost``s through ``harness.testbeds.lab.ssh_host`` (the lab's
-SSH defaults filled in). A machine with no SSH target (an inventory without a ``lab``
-section, or an infra entry without ``ssh``) is this machine.
+A machine named in ``lte``/``wifi`` is a ``lab.infra`` entry; the sender and each receiver
+have their own ``ssh``. All become ``harness.hosts.ssh.SSHHost``s through ``ssh_host`` (the
+lab's SSH defaults filled in). For deploy code, a machine with no SSH target (an inventory
+without a ``lab`` section, or an infra entry without ``ssh``) is this machine.
 """
 from __future__ import annotations
 
+from harness.config.inventory import Inventory, Lab
 from harness.errors import ConfigError
 from harness.hosts.local import Host, LocalHost
-from harness.config.inventory import Inventory
+from harness.hosts.ssh import SSHHost
+
+
+def ssh_host(inventory: Inventory, name: str, target) -> SSHHost:
+    """An ``SSHHost`` for one lab machine, with the lab's defaults filled in."""
+    kw = (inventory.lab or Lab()).ssh_settings(target)
+    return SSHHost(name, kw.pop("address"), **kw)
 
 
 def host_for(inv: Inventory, name: str) -> Host:
@@ -19,7 +26,6 @@ def host_for(inv: Inventory, name: str) -> Host:
         if target is None:
             target = next((r.ssh for r in inv.receivers if r.name == name), None)
         if target is not None:
-            from harness.testbeds.lab import ssh_host
             return ssh_host(inv, name, target)
     return LocalHost(name)
 

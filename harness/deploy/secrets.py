@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field, SecretStr
 
+from harness.config.inventory import Inventory
 from harness.config.load import Strict, parse_model
 from harness.errors import ConfigError
 
@@ -109,3 +110,16 @@ def install_redaction(secrets: Secrets) -> None:
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, RedactingFilter) and f.secrets is secrets for f in handler.filters):
             handler.addFilter(RedactingFilter(secrets))
+
+
+def secrets_for(inv: Inventory, inventory_path: Path, option: Path | None, required: bool = True) -> Secrets | None:
+    """The secrets file from ``--secrets``, else the inventory's ``lab.secrets_file`` (as LabTestbed reads it)."""
+    path = option
+    if path is None and inv.lab is not None and inv.lab.secrets_file:
+        path = Path(inv.lab.secrets_file)
+    if path is None:
+        if required:
+            raise ConfigError("no secrets file: pass --secrets FILE (YAML with SIM keys and WiFi passphrases, "
+                              "mode 0600)", source=str(inventory_path))
+        return None
+    return load_secrets(path)

@@ -2,19 +2,38 @@
 
 ``ServiceManager`` is the small interface deploy code (``lte/``, ``wifi/``) talks to;
 ``Systemd`` implements it with ``systemctl``/``journalctl`` argument lists run on a
-``Host``. ``wait_active`` polls a unit to readiness with a deadline.
+``Host``. ``wait_active`` polls a unit to readiness with a deadline; ``restart_and_wait``
+is the step both bring-ups take per daemon, failing with a ``StepError`` (the deploying
+package's subclass) that names the step and the host and carries the end of the log.
+Which daemons, in which order, is the deploying package's business.
 """
 from __future__ import annotations
 
 import time
 from typing import Protocol
 
-from harness.errors import MplabError
+from harness.errors import CommandError, MplabError
 from harness.hosts.local import Host
 
 
 class ServiceError(MplabError):
     """A daemon did not start, stop or report its state."""
+
+
+class StepError(MplabError):
+    """A named step of a bring-up failed on a named host; subclasses say whose bring-up (``what``)."""
+
+    what = "deploy"
+
+    def __init__(self, step: str, host: str, detail: str, log_tail: str = "") -> None:
+        self.step = step
+        self.host = host
+        self.detail = detail
+        msg = f"{self.what} step '{step}' failed on host '{host}': {detail}"
+        if log_tail.strip():
+            tail = "\n".join(log_tail.strip().splitlines()[-15:])
+            msg += f"\n--- last log lines ---\n{tail}"
+        super().__init__(msg)
 
 
 class ServiceManager(Protocol):
@@ -89,3 +108,20 @@ def wait_active(services: ServiceManager, unit: str, deadline_s: float, settle_s
         if time.monotonic() >= end:
             return False
         time.sleep(0.1)
+
+
+def restart_and_wait(services: ServiceManager, unit: str, *, step: str, host: str, error: type[StepError],
+                     deadline_s: float, settle_s: float = 0.0) -> None:
+    """Restart ``unit`` and wait until it is active; ``error(step, host, ...)`` with the unit's log if not.
+
+    Args:
+        host: the machine's name, for the message.
+        error: the deploying package's ``StepError`` subclass.
+    """
+    try:
+        services.restart(unit)
+    except CommandError as exc:
+        raise error(step, host, str(exc), services.logs(unit)) from exc
+    if not wait_active(services, unit, deadline_s, settle_s):
+        raise error(step, host, f"{unit} is not active {deadline_s:.0f} s after restart "
+                                "(check its configuration and the log below)", services.logs(unit))

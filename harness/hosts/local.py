@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import CommandError, CommandTimeout, HostUnreachable
+from harness.files import atomic_write
 
 log = logging.getLogger("mplab.hosts")
 
@@ -357,21 +358,3 @@ class NamespaceHost(LocalHost):
             return self.run(["cat", path]).stdout.encode()
         return super().read_file(path)
 
-
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename, with fsync."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

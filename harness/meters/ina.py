@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from harness.errors import MeterError
 from harness.config.inventory import LineFormat
-from harness.meters.base import DRIVERS, Meter, Reading, close_serial, open_serial
+from harness.meters.base import Meter, Reading, close_serial, open_serial
 
 #: Field name -> (quantity, factor to SI).
 _UNITS: dict[str, tuple[str, float]] = {
@@ -165,11 +165,8 @@ class InaLineMeter(Meter):
         self._ser = None
 
 
-def _make(port: str, *, line_format: LineFormat | None = None, baudrate: int = 115200, timeout_s: float = 1.0,
+def make(port: str, *, line_format: LineFormat | None = None, baudrate: int = 115200, timeout_s: float = 1.0,
           rate_hz: float | None = None) -> InaLineMeter:
     if line_format is None:
         raise MeterError(f"ina-line meter at {port}: no line_format given (set it in the inventory)")
     return InaLineMeter(port, line_format, baudrate=baudrate, timeout_s=timeout_s, rate_hz=rate_hz)
-
-
-DRIVERS["ina-line"] = _make

@@ -21,7 +21,6 @@ from harness.config.inventory import load_inventory
 from harness.testbeds.lab import LabTestbed
 from harness.testbeds.preflight import kernel_checks
 from harness.config.scenario import load_scenario
-from harness.testing.sshrig import clean_rig_dirs  # noqa: F401 - registers its cleanup hook for `mplab clean`
 from harness.testbeds.base import Check
 
 console = Console()

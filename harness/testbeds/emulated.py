@@ -15,203 +15,40 @@ Addresses: sender service address (inventory) on ``lo``; snd-ap 10.0.1.0/24,
 snd-enb 10.0.2.0/24; receiver *i* has 10.10.<i>.2 (WiFi) and 10.20.<i>.2 (LTE).
 
 Everything created carries the prefix or lives inside a namespace that does, so
-``clean_prefix`` finds it after a crash; the one change outside namespaces (names
-added to ``net.ipv4.tcp_allowed_congestion_control``) is recorded machine-wide under
-/run/mplab and undone once no live testbed (of any prefix) needs those names.
+``harness.testbeds.clean.clean_prefix`` finds it after a crash; the one change outside
+namespaces (names added to ``net.ipv4.tcp_allowed_congestion_control``) is recorded
+machine-wide under /run/mplab (``harness.machine``) and undone once no live testbed (of
+any prefix) needs those names.
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import logging
 import os
-import shutil
-import signal
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cc import CongestionControl, bpfcc
+from harness.cc import CongestionControl
 from harness.errors import CommandError, MplabError, PreflightError
-from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost, atomic_write
+from harness.machine import allow_ccs, state_dir, write_state
+from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
-from harness.meters.base import Meter, meter_from_inventory
+from harness.meters.base import Meter
+from harness.meters.drivers import meter_from_inventory
 from harness.meters.emulated import device_argv
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
     offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
 )
 from harness.testbeds.base import Check, Node, NodeInterface, Testbed
+from harness.testbeds.clean import clean_prefix
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")
 
-STATE_ROOT = Path("/run/mplab")
-ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
-#: Names mplab added to ALLOWED_CC (machine-wide; removed once no live testbed needs them).
-ALLOWED_ADDED = STATE_ROOT / "allowed-cc-added.json"
 BASE_PORT = 5200
 #: Policy-routing tables on each receiver.
 WIFI_TABLE, LTE_TABLE = 101, 102
-
-
-def _state_dir(prefix: str) -> Path:
-    return STATE_ROOT / prefix.rstrip("-")
-
-
-def owned(name: str, prefix: str, nested: bool) -> bool:
-    """Whether ``name`` (a namespace or state-dir name) belongs to testbeds with ``prefix``.
-
-    A testbed names its namespaces ``<prefix><role>`` with a dash-free role (``snd``, ``ap``,
-    ``n1``, ...). ``nested=False`` takes exactly those, so one testbed never touches another
-    whose prefix merely extends its own (``mplab-`` vs ``mplab-t1a2b3-``); ``nested=True``
-    (what `mplab clean` does) takes every testbed under the prefix.
-    """
-    if not name.startswith(prefix):
-        return False
-    return nested or "-" not in name[len(prefix):]
-
-
-def list_namespaces(root: Host, prefix: str, nested: bool = True) -> list[str]:
-    """Namespaces of testbeds with ``prefix`` (see ``owned``)."""
-    res = root.run(["ip", "-j", "netns", "list"], check=False)
-    try:
-        names = [e["name"] for e in json.loads(res.stdout or "[]")]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        names = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
-    return [n for n in names if owned(n, prefix, nested)]
-
-
-def _kill_namespace_processes(root: Host, ns: str) -> None:
-    # Every process inside one of our namespaces was started by mplab: stop them by pid.
-    pids = [int(p) for p in root.run(["ip", "netns", "pids", ns], check=False).stdout.split()]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        alive = []
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-                alive.append(pid)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 2.0
-        while alive and time.monotonic() < deadline:
-            alive = [p for p in alive if os.path.exists(f"/proc/{p}")]
-            time.sleep(0.02)
-        pids = alive
-        if not pids:
-            break
-
-
-def _edit_allowed_cc(root: Host, add: Sequence[str] = (), remove: Sequence[str] = ()) -> list[str]:
-    """Add/remove names in the initial namespace's allowed list; returns the names actually added."""
-    current = root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
-    added = [n for n in add if n not in current]
-    new = [n for n in current if n not in remove] + added
-    if new != current:
-        root.run(sysctl_argv(ALLOWED_CC, " ".join(new)))
-    return added
-
-
-@contextlib.contextmanager
-def _allowed_lock() -> Iterator[None]:
-    STATE_ROOT.mkdir(parents=True, exist_ok=True)
-    fd = os.open(STATE_ROOT / ".allowed.lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _read_added() -> set[str]:
-    try:
-        return set(json.loads(ALLOWED_ADDED.read_text()))
-    except (OSError, json.JSONDecodeError):
-        return set()
-
-
-def allow_ccs(root: Host, names: Sequence[str]) -> list[str]:
-    """Make ``names`` selectable in every namespace; remember machine-wide which ones mplab added.
-
-    The record is machine-wide, not per testbed: when two testbeds need the same name, the
-    one that added it may tear down first, and the name must still go when the last one does.
-    Call only after the caller's state records ``names`` as needed. Returns the names added.
-    """
-    with _allowed_lock():
-        current = root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
-        to_add = [n for n in names if n not in current]
-        if to_add:
-            # Recorded before the edit, so a crash right after it still finds the names to remove.
-            atomic_write(ALLOWED_ADDED, json.dumps(sorted(_read_added() | set(to_add))).encode())
-            _edit_allowed_cc(root, add=to_add)
-        return to_add
-
-
-def release_ccs(root: Host) -> list[str]:
-    """Remove the names mplab added to the allowed list that no live testbed needs any more."""
-    with _allowed_lock():
-        added = _read_added()
-        removable = sorted(added - names_needed())
-        if removable:
-            _edit_allowed_cc(root, remove=removable)
-            atomic_write(ALLOWED_ADDED, json.dumps(sorted(added - set(removable))).encode())
-        return removable
-
-
-def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True) -> list[str]:
-    """Remove everything emulated testbeds with ``prefix`` left behind; idempotent.
-
-    With ``nested=False`` only the testbed whose prefix is exactly ``prefix`` (see ``owned``).
-    Returns a description of what was removed.
-    """
-    root = root or LocalHost("root")
-    done = []
-    for ns in list_namespaces(root, prefix, nested):
-        _kill_namespace_processes(root, ns)
-        root.run(["ip", "netns", "del", ns], check=False)
-        done.append(f"namespace {ns}")
-    if STATE_ROOT.exists():
-        for d in sorted(STATE_ROOT.iterdir()):
-            if d.is_dir() and owned(d.name + "-", prefix, nested):
-                shutil.rmtree(d, ignore_errors=True)
-                done.append(f"state {d}")
-        released = release_ccs(root)
-        if released:
-            done.append(f"allowed congestion controls {released}")
-        if not any(d.is_dir() for d in STATE_ROOT.iterdir()) and not _read_added():
-            shutil.rmtree(STATE_ROOT, ignore_errors=True)  # no live testbed: leave nothing behind
-    for hook in CLEANUP_HOOKS:
-        done += hook(prefix, root)
-    return done
-
-
-def _read_state(d: Path) -> dict:
-    try:
-        return json.loads((d / "state.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-def names_needed() -> set[str]:
-    """Congestion-control names that live emulated testbeds (any prefix) recorded as needed."""
-    if not STATE_ROOT.exists():
-        return set()
-    return {n for d in STATE_ROOT.iterdir() if d.is_dir() for n in _read_state(d).get("needs", [])}
-
-
-def _unregister_bpf_ccs(prefix: str, root: Host) -> list[str]:
-    """Unregister mplab's BPF struct_ops congestion controls that no live testbed needs any more.
-
-    Struct_ops are global to the machine, so a name another prefix's live testbed recorded
-    as needed stays; everything else ``mplab_*`` is a leftover (e.g. of a crashed run).
-    """
-    return bpfcc.unregister_all(root, keep=names_needed())
-
-
-#: Extra cleaners: fn(prefix, root) -> list of what was removed. Run after this prefix's
-#: namespaces and state are gone.
-CLEANUP_HOOKS: list = [_unregister_bpf_ccs]
 
 
 class EmulatedTestbed(Testbed):
@@ -226,7 +63,7 @@ class EmulatedTestbed(Testbed):
         self.emu = inventory.emulation
         self.prefix = self.emu.namespace_prefix
         self.root = root or LocalHost("root")
-        self.state_dir = _state_dir(self.prefix)
+        self.state_dir = state_dir(self.prefix)
         p = self.prefix
         self.ns = {"snd": f"{p}snd", "ap": f"{p}ap", "enb": f"{p}enb"}
         self.sender = NamespaceHost(inventory.sender.name, self.ns["snd"])
@@ -303,7 +140,7 @@ class EmulatedTestbed(Testbed):
             raise
 
     def _write_state(self, state: dict) -> None:
-        atomic_write(self.state_dir / "state.json", json.dumps(state).encode())
+        write_state(self.prefix, state)
 
     def _build_topology(self) -> None:
         ns = self.ns
@@ -421,10 +258,3 @@ class EmulatedTestbed(Testbed):
                 log.warning("congestion control %s teardown: %s", cc.implementation, exc)
         self._ccs.clear()
         self._up = False
-
-
-def node_hosts(testbed: EmulatedTestbed) -> dict[str, Host]:
-    """Convenience for tests and benches: every namespace host by role."""
-    return {"snd": testbed.sender, "ap": testbed.ap, "enb": testbed.enb,
-            **{n: node.host for n, node in testbed.nodes.items()}}
-

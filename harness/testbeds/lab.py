@@ -25,11 +25,13 @@ from harness.cc import CongestionControl
 from harness.errors import ConfigError, MplabError, PreflightError
 from harness.hosts.local import BackgroundProcess, Host
 from harness.config.inventory import Inventory, Lab
-from harness.meters.base import Meter, open_meter
+from harness.meters.base import Meter
+from harness.meters.drivers import open_meter
 from harness.hosts.netcmd import sysctl_argv
 from harness.testbeds.preflight import (
     cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, tcp_reachable,
 )
+from harness.deploy.machines import ssh_host
 from harness.deploy.secrets import Secrets, load_secrets
 from harness.testbeds.ser2net import ser2net_argv
 from harness.hosts.ssh import SSHHost
@@ -39,12 +41,6 @@ from harness.traffic import Iperf3
 log = logging.getLogger("mplab.lab")
 
 DEFAULT_CC = "net.ipv4.tcp_congestion_control"
-
-
-def ssh_host(inventory: Inventory, name: str, target) -> SSHHost:
-    """An ``SSHHost`` for one lab machine, with the lab's defaults filled in."""
-    kw = (inventory.lab or Lab()).ssh_settings(target)
-    return SSHHost(name, kw.pop("address"), **kw)
 
 
 class LabTestbed(Testbed):

@@ -28,13 +28,3 @@ def ser2net_argv(cfg: Ser2Net, name: str, bind: str | None = None) -> list[str]:
             "-Y", "  options:",
             "-Y", "    kickolduser: true",
             "-Y", "    mdns: false"]
-
-
-def ser2net_yaml(cfg: Ser2Net, name: str) -> str:
-    """The same connection as a block for /etc/ser2net.yaml, for labs that run ser2net as a service."""
-    return (f"connection: &mplab-{name}\n"
-            f"  accepter: telnet(rfc2217),tcp,{cfg.tcp_port}\n"
-            f"  connector: serialdev,{cfg.device},{cfg.baud}n81,local\n"
-            "  options:\n"
-            "    kickolduser: true\n"
-            "    mdns: false\n")

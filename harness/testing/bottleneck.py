@@ -26,9 +26,10 @@ import time
 from dataclasses import dataclass
 
 from harness.cc import CongestionControl, bpfcc
-from harness.testbeds.emulated import _state_dir, allow_ccs, clean_prefix
+from harness.machine import allow_ccs, write_state
+from harness.testbeds.clean import clean_prefix
 from harness.errors import TrafficError
-from harness.hosts.local import LocalHost, NamespaceHost, atomic_write
+from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
     route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
@@ -119,9 +120,8 @@ class SharedBottleneck:
         clean_prefix(self.prefix, root)
         # Same bookkeeping as the emulated testbed, so clean_prefix() undoes it after a crash
         # and other live testbeds see which congestion controls we need.
-        state = _state_dir(self.prefix) / "state.json"
         needs = [cc.sock_name for cc in self.ccs]
-        atomic_write(state, json.dumps({"prefix": self.prefix, "needs": needs}).encode())
+        write_state(self.prefix, {"prefix": self.prefix, "needs": needs})
         for cc in self.ccs:
             cc.check(root)
             cc.setup(root)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import PreflightError
-from harness.testbeds.emulated import CLEANUP_HOOKS
+from harness.testbeds.clean import SSH_RIG_DIR
 from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
 
 log = logging.getLogger("mplab.sshrig")
@@ -72,7 +72,7 @@ class SshdRig:
             raise PreflightError("sshd not found: apt install openssh-server")
         self.prefix = prefix
         self.root = root or LocalHost("root")
-        self.dir = Path(tempfile.mkdtemp(prefix=f"{prefix}ssh-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=SSH_RIG_DIR.format(prefix=prefix)))  # found by clean.remove_ssh_rig_dirs
         self.user_key = self.dir / "id_ed25519"
         self.known_hosts = self.dir / "known_hosts"
         self.known_hosts.write_text("")
@@ -183,15 +183,3 @@ def lab_inventory(testbed, rig: SshdRig, *, name: str = "rig", ser2net: dict[str
                 "command_timeout_s": command_timeout_s, "iperf3_base_port": iperf3_base_port},
     }
 
-
-def clean_rig_dirs(prefix: str, root: Host) -> list[str]:  # noqa: ARG001 - CLEANUP_HOOKS signature
-    """Key directories a crashed rig left in the temp dir (its sshds died with their namespaces)."""
-    done = []
-    for d in Path(tempfile.gettempdir()).glob(f"{prefix}*ssh-*"):
-        if d.is_dir() and (d / "authorized_keys").exists():
-            shutil.rmtree(d, ignore_errors=True)
-            done.append(f"ssh rig keys {d}")
-    return done
-
-
-CLEANUP_HOOKS.append(clean_rig_dirs)
