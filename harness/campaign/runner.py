@@ -26,7 +26,8 @@ from harness.hosts.local import BackgroundProcess, ProcessResult
 from harness.meters.recorder import Recorder, WindowEnergy
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import Scenario
-from harness.campaign.store import SCHEMA_VERSION, Campaign
+from harness.campaign.records import SampleRecord
+from harness.campaign.store import Campaign
 from harness.testbeds.base import Counters, Testbed, parallel
 from harness.traffic import Transfer, parse_iperf3
 
@@ -78,6 +79,13 @@ def _client_spec(node, mode: str) -> tuple[str, bool]:
 def _delta(before: dict[str, Counters], after: dict[str, Counters]) -> dict[str, int]:
     return {radio: (after[radio].rx_bytes - before[radio].rx_bytes) + (after[radio].tx_bytes - before[radio].tx_bytes)
             for radio in before}
+
+
+def _fail_all(outs: dict[str, ReceiverOutcome], error: str) -> list[ReceiverOutcome]:
+    """Mark every receiver of an attempt failed with ``error``; returns the outcomes."""
+    for o in outs.values():
+        o.error = error
+    return list(outs.values())
 
 
 def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
@@ -161,6 +169,7 @@ class Runner:
     # ------------------------------------------------------------ one attempt
 
     def _attempt(self, plan: SamplePlan, adir: Path) -> list[ReceiverOutcome]:
+        """One try at a sample: set up, transfer to every receiver at once, then read counters and energy."""
         tb = self.testbed
         cc = self.ccs[plan.cc]
         outs = {rx: ReceiverOutcome(rx) for rx in plan.receivers}
@@ -169,55 +178,11 @@ class Runner:
             tb.apply_cc(cc, plan.receivers)
             before = dict(zip(plan.receivers, parallel(tb.counters, plan.receivers)))
         except (CommandError, MplabError) as exc:
-            for o in outs.values():
-                o.error = f"setup: {exc}"
-            return list(outs.values())
+            return _fail_all(outs, f"setup: {exc}")
         qdisc_before = tb.qdisc_stats()
-        procs: dict[str, BackgroundProcess] = {}
-        results: dict[str, ProcessResult] = {}
-        try:
-            for rx in plan.receivers:
-                node = tb.nodes[rx]
-                bind, mptcp = _client_spec(node, plan.mode)
-                argv = node.iperf3.client_argv(tb.server_address, node.port, self.scenario.file_bytes,
-                                               bind=bind, mptcp=mptcp, cc=cc.sock_name)
-                try:
-                    procs[rx] = node.host.start(argv, gated=True, label=f"iperf3:{rx}")
-                except MplabError as exc:
-                    # A receiver that stops answering (SSH) fails this sample with the reason; the
-                    # clients already started are stopped by the finally below, the sweep goes on.
-                    for o in outs.values():
-                        o.error = f"start: {exc}"
-                    return list(outs.values())
-            try:
-                for p in procs.values():
-                    p.wait_ready(self.GATE_READY_S)
-            except MplabError as exc:
-                for o in outs.values():
-                    o.error = f"start: {exc}"
-                return list(outs.values())
-            for rx, p in procs.items():
-                try:
-                    outs[rx].released_at = p.release()
-                except (MplabError, OSError, EOFError) as exc:
-                    outs[rx].error = f"release: {exc}"
-            deadline = time.monotonic() + self.scenario.transfer_timeout_s
-            pending = dict(procs)
-            while pending:
-                for rx, p in list(pending.items()):
-                    if p.poll() is not None:
-                        results[rx] = p.wait(1.0)
-                        del pending[rx]
-                if pending and time.monotonic() > deadline:
-                    for rx, p in pending.items():
-                        results[rx] = p.stop()
-                        outs[rx].error = f"timeout: no result after {self.scenario.transfer_timeout_s:.0f} s"
-                    break
-                time.sleep(POLL_S)
-        finally:
-            for rx, p in procs.items():
-                if rx not in results:
-                    results[rx] = p.stop()  # interrupted: leave nothing running
+        results = self._transfer(plan, cc, outs)
+        if results is None:
+            return list(outs.values())
         try:
             after = dict(zip(plan.receivers, parallel(tb.counters, plan.receivers)))
         except (CommandError, MplabError) as exc:
@@ -226,26 +191,92 @@ class Runner:
                 o.error = o.error or f"counters: {exc}"
         qdisc_after = tb.qdisc_stats()
         for rx, res in results.items():
-            o = outs[rx]
-            if res.released_at is not None:
-                o.released_at = res.released_at
-            o.exited_at = res.exited_at
-            (adir / f"iperf3-{rx}.json").write_text(res.stdout)
-            if res.stderr.strip():
-                (adir / f"iperf3-{rx}.stderr").write_text(res.stderr)
-            if o.error is None:
-                try:
-                    o.transfer = parse_iperf3(res.stdout, f"iperf3 client of {rx} (exit {res.returncode})")
-                except TrafficError as exc:
-                    o.error = str(exc)
-            if rx in after:
-                o.counters = _delta(before[rx], after[rx])
-                o.flags += check_paths(plan.mode, o.counters, self.scenario.file_bytes)
-            if o.transfer and o.transfer.sender_cc and o.transfer.sender_cc != cc.sock_name:
-                o.flags.append(f"cc-mismatch: sender used {o.transfer.sender_cc}, expected {cc.sock_name}")
+            moved = _delta(before[rx], after[rx]) if rx in after else None
+            self._outcome(plan, cc, outs[rx], res, moved, adir)
         (adir / "qdisc.json").write_text(json.dumps({"before": qdisc_before, "after": qdisc_after}))
         self._energy(plan, outs, adir)
         return [outs[rx] for rx in plan.receivers]
+
+    def _transfer(self, plan: SamplePlan, cc: CongestionControl,
+                  outs: dict[str, ReceiverOutcome]) -> dict[str, ProcessResult] | None:
+        """Start every client behind its gate, release them together, wait for all (bounded).
+
+        Returns each client's result, or None when a client could not start (``outs`` say why).
+        Whatever happens, no client is left running.
+        """
+        procs: dict[str, BackgroundProcess] = {}
+        results: dict[str, ProcessResult] = {}
+        try:
+            if not self._start_clients(plan, cc, outs, procs):
+                return None
+            for rx, p in procs.items():
+                try:
+                    outs[rx].released_at = p.release()
+                except (MplabError, OSError, EOFError) as exc:
+                    outs[rx].error = f"release: {exc}"
+            self._wait_clients(procs, outs, results)
+        finally:
+            for rx, p in procs.items():
+                if rx not in results:
+                    results[rx] = p.stop()  # interrupted: leave nothing running
+        return results
+
+    def _start_clients(self, plan: SamplePlan, cc: CongestionControl, outs: dict[str, ReceiverOutcome],
+                       procs: dict[str, BackgroundProcess]) -> bool:
+        """Pre-spawn each receiver's gated client into ``procs``; False (and every outcome failed) if one fails."""
+        tb = self.testbed
+        try:
+            for rx in plan.receivers:
+                node = tb.nodes[rx]
+                bind, mptcp = _client_spec(node, plan.mode)
+                argv = node.iperf3.client_argv(tb.server_address, node.port, self.scenario.file_bytes,
+                                               bind=bind, mptcp=mptcp, cc=cc.sock_name)
+                # A receiver that stops answering (SSH) fails this sample with the reason; the
+                # clients already started are stopped by the caller, the sweep goes on.
+                procs[rx] = node.host.start(argv, gated=True, label=f"iperf3:{rx}")
+            for p in procs.values():
+                p.wait_ready(self.GATE_READY_S)
+        except MplabError as exc:
+            _fail_all(outs, f"start: {exc}")
+            return False
+        return True
+
+    def _wait_clients(self, procs: dict[str, BackgroundProcess], outs: dict[str, ReceiverOutcome],
+                      results: dict[str, ProcessResult]) -> None:
+        """Collect each client's result into ``results``; stop those still running at the transfer timeout."""
+        deadline = time.monotonic() + self.scenario.transfer_timeout_s
+        pending = dict(procs)
+        while pending:
+            for rx, p in list(pending.items()):
+                if p.poll() is not None:
+                    results[rx] = p.wait(1.0)
+                    del pending[rx]
+            if pending and time.monotonic() > deadline:
+                for rx, p in pending.items():
+                    results[rx] = p.stop()
+                    outs[rx].error = f"timeout: no result after {self.scenario.transfer_timeout_s:.0f} s"
+                break
+            time.sleep(POLL_S)
+
+    def _outcome(self, plan: SamplePlan, cc: CongestionControl, o: ReceiverOutcome, res: ProcessResult,
+                 moved: dict[str, int] | None, adir: Path) -> None:
+        """Keep one client's raw output and fill ``o``: transfer, interface bytes, data-quality flags."""
+        if res.released_at is not None:
+            o.released_at = res.released_at
+        o.exited_at = res.exited_at
+        (adir / f"iperf3-{o.receiver}.json").write_text(res.stdout)
+        if res.stderr.strip():
+            (adir / f"iperf3-{o.receiver}.stderr").write_text(res.stderr)
+        if o.error is None:
+            try:
+                o.transfer = parse_iperf3(res.stdout, f"iperf3 client of {o.receiver} (exit {res.returncode})")
+            except TrafficError as exc:
+                o.error = str(exc)
+        if moved is not None:
+            o.counters = moved
+            o.flags += check_paths(plan.mode, moved, self.scenario.file_bytes)
+        if o.transfer and o.transfer.sender_cc and o.transfer.sender_cc != cc.sock_name:
+            o.flags.append(f"cc-mismatch: sender used {o.transfer.sender_cc}, expected {cc.sock_name}")
 
     def _energy(self, plan: SamplePlan, outs: dict[str, ReceiverOutcome], adir: Path) -> None:
         windows = {rx: (o.exited_at - o.transfer.seconds, o.exited_at)
@@ -271,6 +302,7 @@ class Runner:
     # ------------------------------------------------------------ records
 
     def _record(self, plan: SamplePlan, o: ReceiverOutcome, status: str, attempts: int) -> dict:
+        """The record of one receiver (``SampleRecord``, fields in docs/records.md), as stored."""
         tb = self.testbed
         node = tb.nodes[o.receiver]
         cc = self.ccs[plan.cc]
@@ -279,43 +311,42 @@ class Runner:
         window = o.window
         moved = o.counters
         dur = t.seconds if t else None
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "campaign": self.campaign.id,
-            "sample_id": plan.sample_id,
-            "case_id": plan.case_id,
-            "cc": plan.cc,
-            "n_receivers": plan.n_receivers,
-            "mode": plan.mode,
-            "sample_index": plan.index,
-            "receiver": o.receiver,
-            "status": "failed" if o.error else "ok",
-            "sample_status": status,
-            "error": o.error,
-            "attempts": attempts,
-            "flags": o.flags,
-            "file_bytes": self.scenario.file_bytes,
-            "started_at": o.released_at,
-            "window_start": window[0] if window else None,
-            "window_end": window[1] if window else None,
-            "bytes": t.bytes if t else None,
-            "duration_s": dur,
-            "throughput_mbit": t.throughput_mbit if t else None,
-            "retransmits": t.retransmits if t else None,
-            "iface_bytes": moved or None,
-            "iface_throughput_mbit": ({r: b * 8 / dur / 1e6 for r, b in moved.items()} if moved and dur else None),
-            "energy_j": e.energy_j if e else None,
-            "mean_power_w": e.mean_power_w if e else None,
-            "meter_readings": e.n_readings if e else 0,
-            "meter_counter_j": (e.counter_wh * 3600 if e and e.counter_wh is not None else None),
-            "meter_kind": node.meter_kind,
-            "energy_source": "emulated" if tb.kind == "emulated" else "measured",
-            "testbed_kind": tb.kind,
-            "kernel": self.meta.get("kernel"),
-            "cc_impl": cc.implementation,
-            "sender_cc": t.sender_cc if t else None,
-            "mptcp_mode": node.iperf3.mptcp_mode if (node.iperf3 and plan.mode == "both") else None,
-            "iperf3_version": t.iperf3_version if t else None,
-            "mplab_version": harness.__version__,
-            "power_profile": self.meta.get("power_profile"),
-        }
+        return SampleRecord(
+            campaign=self.campaign.id,
+            sample_id=plan.sample_id,
+            case_id=plan.case_id,
+            cc=plan.cc,
+            n_receivers=plan.n_receivers,
+            mode=plan.mode,
+            sample_index=plan.index,
+            receiver=o.receiver,
+            status="failed" if o.error else "ok",
+            sample_status=status,
+            error=o.error,
+            attempts=attempts,
+            flags=o.flags,
+            file_bytes=self.scenario.file_bytes,
+            started_at=o.released_at,
+            window_start=window[0] if window else None,
+            window_end=window[1] if window else None,
+            bytes=t.bytes if t else None,
+            duration_s=dur,
+            throughput_mbit=t.throughput_mbit if t else None,
+            retransmits=t.retransmits if t else None,
+            iface_bytes=moved or None,
+            iface_throughput_mbit=({r: b * 8 / dur / 1e6 for r, b in moved.items()} if moved and dur else None),
+            energy_j=e.energy_j if e else None,
+            mean_power_w=e.mean_power_w if e else None,
+            meter_readings=e.n_readings if e else 0,
+            meter_counter_j=(e.counter_wh * 3600 if e and e.counter_wh is not None else None),
+            meter_kind=node.meter_kind,
+            energy_source="emulated" if tb.kind == "emulated" else "measured",
+            testbed_kind=tb.kind,
+            kernel=self.meta.get("kernel"),
+            cc_impl=cc.implementation,
+            sender_cc=t.sender_cc if t else None,
+            mptcp_mode=node.iperf3.mptcp_mode if (node.iperf3 and plan.mode == "both") else None,
+            iperf3_version=t.iperf3_version if t else None,
+            mplab_version=harness.__version__,
+            power_profile=self.meta.get("power_profile"),
+        ).to_json()

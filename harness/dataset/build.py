@@ -8,7 +8,8 @@ campaigns (``runs/<campaign>/samples.jsonl``), and these files::
     dataset.json             provenance, split parameters, per-case counts, excluded records, digest
     README.md                the dataset card (for people)
 
-Every input record is validated (``SampleRecord``); a malformed one stops the build with
+Every input record is validated (``harness.campaign.records.SampleRecord``, the one record
+schema); a malformed one stops the build with
 the file, line, field and reason. Records that are well formed but unusable (failed
 samples, missing energy, flagged measurements) are excluded and counted by reason in the
 card. The train/test split is made per case and per *sample* (all receivers of one sample
@@ -33,73 +34,20 @@ from pathlib import Path
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError
 
 import harness
 from harness.errors import ConfigError, StoreError
 from harness.files import atomic_write
+from harness.campaign.records import SampleKey, SampleRecord
 from harness.campaign.store import Campaign
 
 SCHEMA_VERSION = 1
-RADIOS = ("wifi", "lte")
 
 
-class SampleRecord(BaseModel):
-    """The fields of a campaign record (``Runner._record``) a dataset uses, as they must look."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    campaign: str = Field(min_length=1)
-    sample_id: str = Field(min_length=1)
-    case_id: str = Field(min_length=1)
-    cc: str = Field(min_length=1)
-    n_receivers: int = Field(ge=1)
-    mode: Literal["wifi", "lte", "both"]
-    sample_index: int = Field(ge=0)
-    receiver: str = Field(min_length=1)
-    status: Literal["ok", "failed"]
-    sample_status: str
-    error: str | None = None
-    flags: list[str]
-    bytes: int | None = Field(default=None, ge=0)
-    duration_s: float | None = Field(default=None, gt=0)
-    throughput_mbit: float | None = Field(default=None, ge=0)
-    iface_bytes: dict[str, int] | None = None
-    iface_throughput_mbit: dict[str, float] | None = None
-    energy_j: float | None = Field(default=None, ge=0)
-    mean_power_w: float | None = Field(default=None, ge=0)
-    meter_kind: str
-    energy_source: str
-    testbed_kind: str
-    kernel: str | None = None
-    cc_impl: str | None = None
-
-    @field_validator("iface_bytes", "iface_throughput_mbit")
-    @classmethod
-    def _radios(cls, v: dict | None) -> dict | None:
-        if v is None:
-            return v
-        unknown = set(v) - set(RADIOS)
-        if unknown:
-            raise ValueError(f"unknown interface(s) {sorted(unknown)} (expected {list(RADIOS)})")
-        if any(x < 0 or (isinstance(x, float) and not math.isfinite(x)) for x in v.values()):
-            raise ValueError(f"negative or non-finite value in {v}")
-        return v
-
-
-class DatasetRow(BaseModel):
+class DatasetRow(SampleKey):
     """One row of a dataset: one receiver in one sample. Units are in the names."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    campaign: str
-    sample_id: str
-    case_id: str
-    cc: str
-    n_receivers: int = Field(ge=1)
-    mode: Literal["wifi", "lte", "both"]
-    sample_index: int = Field(ge=0)
-    receiver: str
     split: Literal["train", "test"]
     wifi_bytes: int = Field(ge=0)
     lte_bytes: int = Field(ge=0)

@@ -1,4 +1,4 @@
-"""Synthetic campaigns: records shaped exactly like ``Runner._record``, from a simple power model.
+"""Synthetic campaigns: ``SampleRecord``s (the runner's own schema) from a simple power model.
 
 For benchmarks and unit tests that need the paper's sweep size (5 congestion controls x 9
 receiver counts x 3 modes x 45 samples, one record per receiver: 30,375 rows) without two days
@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from harness.campaign.plan import case_id
-from harness.campaign.store import SCHEMA_VERSION, Campaign
+from harness.campaign.records import SampleRecord
+from harness.campaign.store import Campaign
+from harness.config.scenario import MODES
 
 PAPER_CCS = ("lia", "olia", "balia", "wvegas", "cubic")
 PAPER_COUNTS = tuple(range(1, 10))
-MODES = ("wifi", "lte", "both")
 CC_EFFICIENCY = {"lia": 0.95, "olia": 0.93, "balia": 0.94, "wvegas": 0.85, "cubic": 1.0, "reno": 0.97}
 # (theta mW, b mW per Mbit/s): Huang et al. 2012 downlink, as in the seed papers.
 RADIO = {"wifi": (132.86, 137.01), "lte": (1288.04, 51.97)}
@@ -31,7 +32,7 @@ AP_MBIT, CELL_MBIT = 40.0, 36.0
 
 def synthetic_records(campaign: str, ccs=PAPER_CCS, counts=PAPER_COUNTS, modes=MODES, samples: int = 45,
                       file_bytes: int = 60_000_000, seed: int = 0) -> list[dict]:
-    """One record per receiver per sample, as ``Runner._record`` writes them."""
+    """One record per receiver per sample (``SampleRecord.to_json``, as the runner writes them)."""
     rng = np.random.default_rng(seed)
     max_n = max(counts)
     wifi_rate = rng.uniform(4, 20, max_n)
@@ -56,17 +57,15 @@ def synthetic_records(campaign: str, ccs=PAPER_CCS, counts=PAPER_COUNTS, modes=M
                         energy = p_mw / 1000 * dur * rng.normal(1.0, 0.02) + (LTE_TAIL_J if xl > 0 else 0.0)
                         share_w = xw / total
                         ib = {"wifi": int(file_bytes * share_w), "lte": int(file_bytes * (1 - share_w))}
-                        out.append({
-                            "schema_version": SCHEMA_VERSION, "campaign": campaign, "sample_id": sid, "case_id": cid,
-                            "cc": cc, "n_receivers": n, "mode": mode, "sample_index": s, "receiver": f"n{i + 1}",
-                            "status": "ok", "sample_status": "ok", "error": None, "attempts": 1, "flags": [],
-                            "file_bytes": file_bytes, "bytes": file_bytes, "duration_s": dur,
-                            "throughput_mbit": total, "retransmits": 0, "iface_bytes": ib,
-                            "iface_throughput_mbit": {"wifi": xw, "lte": xl}, "energy_j": energy,
-                            "mean_power_w": energy / dur, "meter_readings": int(dur * 10) + 1,
-                            "meter_counter_j": None, "meter_kind": "synthetic", "energy_source": "synthetic",
-                            "testbed_kind": "synthetic", "kernel": None, "cc_impl": f"synthetic:{cc}",
-                        })
+                        out.append(SampleRecord(
+                            campaign=campaign, sample_id=sid, case_id=cid, cc=cc, n_receivers=n, mode=mode,
+                            sample_index=s, receiver=f"n{i + 1}", status="ok", sample_status="ok", attempts=1,
+                            flags=[], file_bytes=file_bytes, bytes=file_bytes, duration_s=dur,
+                            throughput_mbit=total, retransmits=0, iface_bytes=ib,
+                            iface_throughput_mbit={"wifi": xw, "lte": xl}, energy_j=energy,
+                            mean_power_w=energy / dur, meter_readings=int(dur * 10) + 1, meter_kind="synthetic",
+                            energy_source="synthetic", testbed_kind="synthetic", cc_impl=f"synthetic:{cc}",
+                        ).to_json())
     return out
 
 
