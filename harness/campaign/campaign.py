@@ -18,51 +18,22 @@ import harness
 from harness.campaign import metadata
 from harness.cc import CongestionControl, resolve
 from harness.config.load import digest_model, parse_model
-from harness.testbeds.emulated import EmulatedTestbed
-from harness.errors import MeterError, MplabError, PreflightError, StoreError
+from harness.errors import MeterError, PreflightError, StoreError
 from harness.config.inventory import Inventory
-from harness.testbeds.lab import LabTestbed
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Interrupted, Runner, SampleOutcome
 from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign
 from harness.testbeds.base import Check, Testbed
+from harness.testbeds.kinds import build_testbed, failed_essentials, testbed_flavour
 
 log = logging.getLogger("mplab.campaign")
-
-#: Inventory kind -> Testbed class.
-TESTBEDS: dict[str, type[Testbed]] = {"emulated": EmulatedTestbed, "lab": LabTestbed}
-
-
-def build_testbed(inventory: Inventory) -> Testbed:
-    try:
-        cls = TESTBEDS[inventory.kind]
-    except KeyError:
-        raise PreflightError(f"no testbed driver for inventory kind {inventory.kind!r} in this version "
-                             f"(available: {', '.join(TESTBEDS)})") from None
-    return cls(inventory)
-
-
-def testbed_flavour(testbed: Testbed) -> str:
-    """The kernel flavour of the testbed's sender (mptcp.org or upstream)."""
-    probe = getattr(testbed, "root", testbed.sender)
-    try:
-        return metadata.kernel_flavour(probe)
-    except MplabError as exc:
-        # An unreachable lab sender: preflight reports it with its fix; resolve for upstream meanwhile.
-        log.warning("kernel flavour of %s unknown (%s); assuming upstream", probe.name, exc)
-        return "upstream"
-
 
 def resolve_ccs(scenario: Scenario, testbed: Testbed) -> dict[str, CongestionControl]:
     """Each named algorithm's implementation for the testbed's kernel flavour (mptcp.org or upstream)."""
     flavour = testbed_flavour(testbed)
     return {name: resolve(name, flavour) for name in scenario.congestion_controls}
-
-
-def failed_essentials(checks: list[Check]) -> list[Check]:
-    return [c for c in checks if c.essential and not c.ok]
 
 
 def preflight_or_raise(testbed: Testbed, ccs: dict[str, CongestionControl]) -> list[Check]:

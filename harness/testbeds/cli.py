@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.campaign.campaign import build_testbed, failed_essentials, resolve_ccs, testbed_flavour
+from harness.campaign.campaign import resolve_ccs
+from harness.testbeds.kinds import build_testbed, failed_essentials, testbed_flavour
 from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
 from harness.hosts.local import LocalHost
