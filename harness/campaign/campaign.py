@@ -25,8 +25,8 @@ from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Interrupted, Runner, SampleOutcome
 from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign
-from harness.testbeds.base import Check, Testbed
-from harness.testbeds.kinds import build_testbed, failed_essentials, testbed_flavour
+from harness.testbeds.base import Check, Testbed, failed_essentials
+from harness.testbeds.kinds import build_testbed, testbed_flavour
 
 log = logging.getLogger("mplab.campaign")
 

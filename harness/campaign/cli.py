@@ -1,4 +1,4 @@
-"""`mplab run`, `mplab status`, `mplab clean`: the harness's commands.
+"""`mplab run`, `mplab status`, `mplab clean`: the campaign commands.
 
 Mounted on the `mplab` app by ``mplab.cli``. Errors are raised as ``MplabError`` and
 turned into exit codes by ``mplab.cli.main`` (usage errors: 2).

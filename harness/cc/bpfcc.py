@@ -35,6 +35,11 @@ MPTCP_ORG_MODULES = {"lia": "mptcp_coupled", "olia": "mptcp_olia", "balia": "mpt
 MPTCP_ORG_SYSCTLS = {"net.mptcp.mptcp_enabled": "1", "net.mptcp.mptcp_path_manager": "fullmesh"}
 
 
+def object_path(algorithm: str) -> Path:
+    """The compiled struct_ops object of ``algorithm``."""
+    return BUILD_DIR / f"{algorithm}.bpf.o"
+
+
 def map_name(algorithm: str) -> str:
     """Name of the per-connection coupling map inside ``algorithm``'s object."""
     return f"{algorithm}_conns"

@@ -65,6 +65,11 @@ class Check:
     essential: bool = True
 
 
+def failed_essentials(checks: list[Check]) -> list[Check]:
+    """The essential checks that failed: a sweep refuses to start on any, `mplab doctor` exits 1."""
+    return [c for c in checks if c.essential and not c.ok]
+
+
 def parse_link_stats(text: str, source: str) -> dict[str, Counters]:
     """Counters per interface from ``ip -j -s link show``."""
     try:

@@ -1,7 +1,8 @@
-"""`mplab preflight`: every check on every host of a testbed, as a pass/fail table with fixes.
+"""`mplab preflight` and `mplab doctor`: checks with fixes, before anything runs.
 
-Mounted on the `mplab` app by ``mplab.cli``. Works for lab inventories (every machine
-over SSH) and emulated ones (the machine that hosts the namespaces).
+`mplab preflight` checks every host of a testbed (lab inventories: every machine over SSH;
+emulated ones: the machine that hosts the namespaces); `mplab doctor` checks this machine
+at set-up time. Mounted on the `mplab` app by ``mplab.cli``.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.campaign.campaign import resolve_ccs
-from harness.testbeds.kinds import build_testbed, failed_essentials, testbed_flavour
+from harness.testbeds.doctor import run_doctor
+from harness.testbeds.kinds import build_testbed, testbed_flavour
 from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
 from harness.hosts.local import LocalHost
@@ -22,7 +24,7 @@ from harness.config.inventory import load_inventory
 from harness.testbeds.lab import LabTestbed
 from harness.testbeds.preflight import kernel_checks
 from harness.config.scenario import load_scenario
-from harness.testbeds.base import Check
+from harness.testbeds.base import Check, failed_essentials
 
 console = Console()
 
@@ -82,6 +84,24 @@ def preflight(
                   f"[yellow]ready with {len(warn)} warning(s)[/]")
 
 
+def doctor() -> None:
+    """Check this machine: every program mplab calls (with versions), the kernel features it needs
+    (MPTCP, BTF and struct_ops, HTB/TBF, nftables, namespaces), the Python packages. Exits 1 with the
+    fix when something essential is missing."""
+    checks = run_doctor()
+    for c in checks:
+        mark = "[green]ok  [/]" if c.ok else ("[red]FAIL[/]" if c.essential else "[yellow]warn[/]")
+        console.print(f"{mark} {c.name:36} {c.detail}", highlight=False, soft_wrap=True)
+        if not c.ok and c.fix:
+            console.print(f"     fix: {c.fix}", highlight=False, soft_wrap=True)
+    bad = failed_essentials(checks)
+    if bad:
+        raise PreflightError(f"{len(bad)} essential check(s) failed: "
+                             + "; ".join(f"{c.name}: {c.detail} (fix: {c.fix})" for c in bad))
+    console.print(f"mplab doctor: all {sum(c.essential for c in checks)} essential checks passed")
+
+
 def register(app: typer.Typer) -> None:
-    """Mount the lab commands on the top-level app."""
+    """Mount the preflight and doctor commands on the top-level app."""
     app.command()(preflight)
+    app.command()(doctor)

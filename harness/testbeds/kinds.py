@@ -11,7 +11,7 @@ import logging
 from harness.campaign import metadata
 from harness.config.inventory import Inventory
 from harness.errors import MplabError, PreflightError
-from harness.testbeds.base import Check, Testbed
+from harness.testbeds.base import Testbed
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.testbeds.lab import LabTestbed
 
@@ -40,8 +40,3 @@ def testbed_flavour(testbed: Testbed) -> str:
         # An unreachable lab sender: preflight reports it with its fix; resolve for upstream meanwhile.
         log.warning("kernel flavour of %s unknown (%s); assuming upstream", probe.name, exc)
         return "upstream"
-
-
-def failed_essentials(checks: list[Check]) -> list[Check]:
-    """The essential checks that failed (a sweep refuses to start on any)."""
-    return [c for c in checks if c.essential and not c.ok]
