@@ -31,10 +31,5 @@ __u32 BPF_PROG(balia_ssthresh, struct sock *sk)
 
 SEC(".struct_ops")
 struct tcp_congestion_ops mplab_balia = {
-	.init = (void *)balia_init,
-	.release = (void *)balia_release,
-	.cong_avoid = (void *)balia_cong_avoid,
-	.ssthresh = (void *)balia_ssthresh,
-	.undo_cwnd = (void *)balia_undo_cwnd,
-	.name = "mplab_balia",
+	MPLAB_OPS(balia),
 };

@@ -15,10 +15,5 @@ MPLAB_RENO_SSTHRESH(lia)
 
 SEC(".struct_ops")
 struct tcp_congestion_ops mplab_lia = {
-	.init = (void *)lia_init,
-	.release = (void *)lia_release,
-	.cong_avoid = (void *)lia_cong_avoid,
-	.ssthresh = (void *)lia_ssthresh,
-	.undo_cwnd = (void *)lia_undo_cwnd,
-	.name = "mplab_lia",
+	MPLAB_OPS(lia),
 };

@@ -295,4 +295,16 @@ static __always_inline struct mplab_conn *mplab_coupled(void *map, struct sock *
 		mplab_publish(c, me, sk, tp->snd_cwnd);                               \
 	}
 
+/*
+ * The struct_ops members every algorithm has, for its `struct tcp_congestion_ops` table:
+ *     struct tcp_congestion_ops mplab_olia = { MPLAB_OPS(olia), .set_state = (void *)olia_set_state };
+ */
+#define MPLAB_OPS(NAME)                                                       \
+	.init = (void *)NAME##_init,                                              \
+	.release = (void *)NAME##_release,                                        \
+	.cong_avoid = (void *)NAME##_cong_avoid,                                  \
+	.ssthresh = (void *)NAME##_ssthresh,                                      \
+	.undo_cwnd = (void *)NAME##_undo_cwnd,                                    \
+	.name = "mplab_" #NAME
+
 #endif

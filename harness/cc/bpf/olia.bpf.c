@@ -99,11 +99,6 @@ void BPF_PROG(olia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 
 SEC(".struct_ops")
 struct tcp_congestion_ops mplab_olia = {
-	.init = (void *)olia_init,
-	.release = (void *)olia_release,
+	MPLAB_OPS(olia),
 	.set_state = (void *)olia_set_state,
-	.cong_avoid = (void *)olia_cong_avoid,
-	.ssthresh = (void *)olia_ssthresh,
-	.undo_cwnd = (void *)olia_undo_cwnd,
-	.name = "mplab_olia",
 };

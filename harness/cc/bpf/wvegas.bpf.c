@@ -172,13 +172,8 @@ void BPF_PROG(wvegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 
 SEC(".struct_ops")
 struct tcp_congestion_ops mplab_wvegas = {
-	.init = (void *)wvegas_init,
-	.release = (void *)wvegas_release,
+	MPLAB_OPS(wvegas),
 	.pkts_acked = (void *)wvegas_pkts_acked,
 	.set_state = (void *)wvegas_set_state,
 	.cwnd_event = (void *)wvegas_cwnd_event,
-	.cong_avoid = (void *)wvegas_cong_avoid,
-	.ssthresh = (void *)wvegas_ssthresh,
-	.undo_cwnd = (void *)wvegas_undo_cwnd,
-	.name = "mplab_wvegas",
 };
