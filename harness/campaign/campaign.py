@@ -19,7 +19,7 @@ from harness.campaign import metadata
 from harness.cc import CongestionControl, resolve
 from harness.config.load import digest_model, parse_model
 from harness.errors import MeterError, PreflightError, StoreError
-from harness.config.inventory import Inventory
+from harness.config.inventory import RADIOS, Inventory
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Interrupted, Runner, SampleOutcome
@@ -188,7 +188,7 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
         for name in p.receivers:
             rx = inventory.receiver(name)
             rates = {}
-            for radio in ("wifi", "lte"):
+            for radio in RADIOS:
                 ch = rx.interfaces[radio].channel
                 cap = (emu.wifi_ap if radio == "wifi" else emu.lte_cell).capacity_mbit if emu else None
                 rate = ch.rate_mbit if ch else 10.0

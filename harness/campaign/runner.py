@@ -27,6 +27,7 @@ from harness.meters.recorder import Recorder, WindowEnergy
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import Scenario
 from harness.campaign.records import SampleRecord
+from harness.config.inventory import RADIOS
 from harness.campaign.store import Campaign
 from harness.testbeds.base import Counters, Testbed, parallel
 from harness.traffic import Transfer, parse_iperf3
@@ -98,7 +99,7 @@ def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
         if radio not in expected and n > STRAY_BYTES:
             flags.append(f"path-leak: {radio} carried {n} bytes in mode {mode}")
     if mode == "both":
-        idle = [r for r in ("wifi", "lte") if moved.get(r, 0) <= STRAY_BYTES]
+        idle = [r for r in RADIOS if moved.get(r, 0) <= STRAY_BYTES]
         if idle:
             flags.append(f"mptcp-single-path: {', '.join(idle)} carried no data")
     return flags
