@@ -33,9 +33,10 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.cc import resolve
-from harness.emulation import EmulatedTestbed, clean_prefix
-from harness.inventory import Inventory
-from harness.testbed import parse_link_stats
+from harness.testbeds.clean import clean_prefix
+from harness.testbeds.emulated import EmulatedTestbed
+from harness.config.inventory import Inventory
+from harness.testbeds.base import parse_link_stats
 from controller.steering.ovs import splice_switch
 
 from controller.model import EnergyModel

@@ -104,8 +104,8 @@ def serve(
         "/tmp/mplab-controller"),
 ) -> None:
     """Run the OpenFlow steering app against a switch; print per-receiver bytes until Ctrl-C."""
-    from harness.config import load_yaml_model
-    from harness.hosts import LocalHost
+    from harness.config.load import load_yaml_model
+    from harness.hosts.local import LocalHost
 
     from controller.steering.openflow import OpenFlowSteering, SwitchSpec
 

@@ -1,7 +1,7 @@
 """Setup II on a testbed: probe, decide, steer, for each policy sample of a campaign.
 
 ``Setup2Control`` is the controller the campaign runner reaches through
-``harness.control.SampleControl``. Per policy sample (the paper's procedure, §1.2-1.4 of
+``harness.campaign.control.SampleControl``. Per policy sample (the paper's procedure, §1.2-1.4 of
 shared/reference/seed-algorithms.md):
 
 1. probing (policies that read probes): every receiver steered onto WiFi, all transferring at once
@@ -26,12 +26,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from harness.control import PreparedSample
+from harness.campaign.control import PreparedSample
 from harness.errors import ConfigError, PreflightError, TrafficError
-from harness.hosts import BackgroundProcess
-from harness.plan import SamplePlan
-from harness.scenario import ControlSpec, Scenario
-from harness.testbed import Testbed
+from harness.hosts.local import BackgroundProcess
+from harness.campaign.plan import SamplePlan
+from harness.config.scenario import ControlSpec, Scenario
+from harness.testbeds.base import Testbed
 
 from controller.model import EnergyModel
 from controller.policy import (
@@ -268,5 +268,5 @@ class Setup2Control:
 
 
 def control_factory(scenario: Scenario, source: str) -> Setup2Control:
-    """What ``mplab.cli`` hands to the campaign (``harness.control.ControlFactory``)."""
+    """What ``mplab.cli`` hands to the campaign (``harness.campaign.control.ControlFactory``)."""
     return Setup2Control.from_scenario(scenario, source)

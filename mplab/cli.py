@@ -8,11 +8,12 @@ import sys
 import typer
 from rich.logging import RichHandler
 
-from harness import cli as harness_cli
-from harness import dataset_cli, labcli
+from harness.campaign import cli as campaign_cli
 from harness.cc import cli as cc_cli
+from harness.dataset import cli as dataset_cli
 from harness.errors import MplabError
 from harness.meters import cli as meters_cli
+from harness.testbeds import cli as testbeds_cli
 from lte import cli as lte_cli
 from wifi import cli as wifi_cli
 from training import cli as training_cli
@@ -21,9 +22,9 @@ from controller.setup2 import control_factory
 
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
                   help="Measure the energy cost of MPTCP on dual-homed testbeds, emulated or real.")
-harness_cli.register(app)
+campaign_cli.register(app)
 meters_cli.register(app)
-labcli.register(app)
+testbeds_cli.register(app)
 lte_cli.register(app)
 wifi_cli.register(app)
 cc_cli.register(app)
@@ -35,7 +36,7 @@ controller_cli.register(app)
 @app.callback()
 def _main(ctx: typer.Context,
           verbose: bool = typer.Option(False, "--verbose", "-v", help="log every command run")) -> None:
-    # The harness reaches the controller only through this factory (harness.control).
+    # The harness reaches the controller only through this factory (harness.campaign.control).
     ctx.obj = {"control_factory": control_factory}
     level = logging.DEBUG if verbose else getattr(logging, os.environ.get("MPLAB_LOG", "WARNING").upper(), 30)
     logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(show_path=False)])

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.campaign import start_campaign
-from harness.control import CONTROL_FIELDS
-from harness.emulation import list_namespaces
+from harness.campaign.campaign import start_campaign
+from harness.campaign.control import CONTROL_FIELDS
+from harness.testbeds.clean import list_namespaces
 from harness.errors import ConfigError
-from harness.hosts import LocalHost
-from harness.scenario import Scenario
+from harness.hosts.local import LocalHost
+from harness.config.scenario import Scenario
 
 from controller.setup2 import control_factory
 

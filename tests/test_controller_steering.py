@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.cc import resolve
-from harness.emulation import EmulatedTestbed, clean_prefix, list_namespaces
-from harness.hosts import LocalHost
-from harness.testbed import parse_link_stats
+from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.testbeds.emulated import EmulatedTestbed
+from harness.hosts.local import LocalHost
+from harness.testbeds.base import parse_link_stats
 from harness.traffic import parse_iperf3
 
 from controller.policy import Decision

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 from controller.policy import IFACES, Assignment, Decision
 

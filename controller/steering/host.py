@@ -14,7 +14,7 @@ import json
 import logging
 
 from harness.errors import CommandError, MplabError
-from harness.netcmd import mptcp_endpoint_argv, mptcp_flush_argv
+from harness.hosts.netcmd import mptcp_endpoint_argv, mptcp_flush_argv
 
 from controller.policy import Assignment
 from controller.steering.base import SteeredReceiver

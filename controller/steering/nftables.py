@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping
 
 from harness.errors import CommandError, MplabError
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 from controller.policy import IFACES, Assignment
 from controller.steering.base import SteeredReceiver, all_both

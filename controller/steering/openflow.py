@@ -18,9 +18,9 @@ from pathlib import Path
 
 from pydantic import Field, IPvAnyAddress
 
-from harness.config import Strict
+from harness.config.load import Strict
 from harness.errors import MplabError, PreflightError
-from harness.hosts import BackgroundProcess, Host
+from harness.hosts.local import BackgroundProcess, Host
 
 from controller.policy import Assignment
 from controller.steering.base import SteeredReceiver

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import PreflightError
-from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost
-from harness.netcmd import addr_add_argv, link_up_argv, netns_add_argv, route_add_argv, veth_argv
+from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
+from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, route_add_argv, veth_argv
 
 log = logging.getLogger("mplab.controller.ovs")
 

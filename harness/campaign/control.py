@@ -1,0 +1,65 @@
+"""The seam through which the campaign runner reaches a controller (Setup II), and nothing more.
+
+A scenario with ``policies:`` plans policy samples beside the mode samples. For each one the
+runner asks a ``SampleControl`` to ``prepare`` it (probe, decide, steer: whatever the policy
+needs) and gets back each receiver's interface mode and the fields the controller adds to that
+receiver's record; it then runs the transfer as MPTCP on every receiver, each connection
+starting on a path its mode allows, and calls ``finish``. The harness never imports a
+controller: ``mplab.cli`` passes a ``ControlFactory`` to the campaign, which builds the control
+before anything starts (so a bad policy or model is refused first) and sets it up once the
+testbed exists.
+
+The record fields a control adds are listed in ``CONTROL_FIELDS`` (docs/records.md) and are
+``None`` in records of mode samples.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from harness.campaign.plan import SamplePlan
+    from harness.config.scenario import Scenario
+    from harness.testbeds.base import Testbed
+
+#: Record fields a control fills for policy samples (None otherwise); documented in docs/records.md.
+CONTROL_FIELDS: tuple[str, ...] = (
+    "policy", "policy_params", "steering", "assignment", "probe_mbit", "predicted_energy_j",
+    "predicted_energy_total_j", "adopted", "decision_latency_s", "control_s",
+)
+
+
+@dataclass(frozen=True)
+class PreparedSample:
+    """What a control decided for one sample."""
+
+    #: Receiver -> "wifi", "lte" or "both".
+    modes: dict[str, str]
+    #: Receiver -> record fields (keys from CONTROL_FIELDS).
+    fields: dict[str, dict] = field(default_factory=dict)
+
+
+class SampleControl(Protocol):
+    """A controller as the runner sees it."""
+
+    def setup(self, testbed: Testbed) -> None:
+        """Once per campaign, after the testbed is up (install steering, open the model)."""
+        ...
+
+    def prepare(self, plan: SamplePlan) -> PreparedSample:
+        """Before a policy sample's transfer: measure, decide and steer."""
+        ...
+
+    def finish(self, plan: SamplePlan) -> None:
+        """After the transfer (also after a failed one): leave every receiver allowed on both."""
+        ...
+
+    def teardown(self) -> None:
+        """Once per campaign, before the testbed goes; idempotent."""
+        ...
+
+
+#: Builds the control for a scenario (``source`` names the scenario file in errors). Called before
+#: preflight: raising ``ConfigError`` there refuses the campaign before anything starts.
+ControlFactory = Callable[["Scenario", str], SampleControl]
