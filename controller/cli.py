@@ -21,7 +21,8 @@ from rich.table import Table
 from harness.errors import ConfigError
 
 from controller.model import EnergyModel
-from controller.policy import NEEDS_MODEL, POLICIES, Context, Decision, ReceiverMeasurement, make_policy
+from controller.policy import Context, Decision, ReceiverMeasurement
+from controller.registry import NEEDS_MODEL, POLICIES, make_policy
 
 console = Console()
 app = typer.Typer(no_args_is_help=True, help="Setup II controller: policies, the energy model, steering.")

@@ -9,8 +9,9 @@ the context. Policies that need more than the probes (the reference paper's Tuni
 ``measure`` callback that runs the receivers under an assignment for a short window and
 returns the per-interface throughputs counted network-side.
 
-Registry: ``POLICIES`` maps a name to a factory taking the policy's parameters (a dict from
-the scenario or the command line). Adding a scheme is one class and one line there.
+Registry: ``controller.registry.POLICIES`` maps a name to a factory taking the policy's parameters
+(a dict from the scenario or the command line); the related schemes live in ``controller.related``.
+Adding a scheme is one class and one line there.
 
 Ambiguities of the reference paper resolved here (shared/reference/seed-algorithms.md §1.2, §1.4,
 §9 #10): the 10 % band is ``|R1 - R2| <= band * base(R1, R2)`` with ``base = max`` by default
@@ -41,11 +42,28 @@ class NodeFailed(MplabError):
 
 
 @dataclass(frozen=True)
+class PathStats:
+    """Transport state of one receiver's subflow on one network, as the sender's kernel reports it.
+
+    From ``ss -ti`` of the sender's MPTCP subflows (``controller.measure``): smoothed RTT, the
+    retransmission ratio as the loss estimate (retransmitted / sent segments) and the congestion
+    window; ``source`` says where the numbers came from (recorded with the decision).
+    """
+
+    rtt_s: float | None = None
+    loss: float | None = None
+    cwnd_pkts: float | None = None
+    source: str = "ss -ti (sender)"
+
+
+@dataclass(frozen=True)
 class ReceiverMeasurement:
-    """What the controller measured for one receiver: probe rate per network (Mbit/s)."""
+    """What the controller measured for one receiver: probe rate per network (Mbit/s), and
+    per-path transport state when a policy asks for it (``Policy.path_stats``)."""
 
     receiver: str
     probe_mbit: Mapping[str, float]
+    paths: Mapping[str, PathStats] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,6 +107,10 @@ class Context:
     n_receivers: int
     file_bytes: int
     epoch: int = 0
+    #: Per network, the AP's / eNB's queue occupancy over the last epoch (0..1; periodic policies).
+    occupancy: Mapping[str, float] | None = None
+    #: Per network, the access network's capacity (Mbit/s) when the testbed knows it.
+    capacity_mbit: Mapping[str, float] | None = None
 
 
 @dataclass
@@ -265,30 +287,3 @@ def _ref_is_tuned(predict: Predict | None = None, **params) -> Policy:
     if predict is None:
         raise ConfigError("policy ref-is-tuned needs a model (scenario key `model: models/<name>`)", field="model")
     return RefISTuned(predict, **params)
-
-
-#: Policy name -> factory(**params). ``predict`` is passed to the factories that need a model.
-POLICIES: dict[str, Callable[..., Policy]] = {
-    "all-wifi": _fixed("wifi"),
-    "all-lte": _fixed("lte"),
-    "all-both": _fixed("both"),
-    "ref-is": _ref_is,
-    "ref-is-tuned": _ref_is_tuned,
-}
-#: Policies whose factory takes the energy model's ``predict``.
-NEEDS_MODEL = frozenset({"ref-is-tuned"})
-
-
-def make_policy(name: str, params: Mapping | None = None, predict: Predict | None = None) -> Policy:
-    """Build a registered policy by name (``ConfigError`` for an unknown name or bad parameters)."""
-    try:
-        factory = POLICIES[name]
-    except KeyError:
-        raise ConfigError(f"unknown policy {name!r} (known: {', '.join(POLICIES)})", field="policies") from None
-    kw = dict(params or {})
-    if name in NEEDS_MODEL:
-        kw["predict"] = predict
-    try:
-        return factory(**kw)
-    except TypeError as exc:
-        raise ConfigError(f"policy {name}: {exc}", field="policies") from None

@@ -34,9 +34,8 @@ from harness.config.scenario import ControlSpec, Scenario
 from harness.testbeds.base import Testbed
 
 from controller.model import EnergyModel
-from controller.policy import (
-    IFACES, NEEDS_MODEL, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes, make_policy,
-)
+from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes
+from controller.registry import NEEDS_MODEL, make_policy
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
 

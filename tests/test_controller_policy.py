@@ -15,9 +15,8 @@ from onnx import TensorProto, helper, numpy_helper
 from harness.errors import ConfigError
 
 from controller.model import EnergyModel
-from controller.policy import (
-    POLICIES, Context, Decision, NodeFailed, ReceiverMeasurement, RefIS, RefISTuned, make_policy,
-)
+from controller.policy import Context, Decision, NodeFailed, PathStats, ReceiverMeasurement, RefIS, RefISTuned
+from controller.registry import POLICIES, make_policy
 
 ORDER = ["n_receivers", "cc=balia", "cc=cubic", "mode=wifi", "mode=lte", "mode=both",
          "wifi_throughput_mbit", "lte_throughput_mbit"]
@@ -107,6 +106,9 @@ class Recorder:
 
 
 M = meas(("n1", 12.0, 11.5), ("n2", 20.0, 4.0), ("n3", 9.0, 9.6))
+#: The same receivers with the transport state the related schemes read (RTT, loss, cwnd per path).
+M_PATHS = [ReceiverMeasurement(m.receiver, m.probe_mbit, {"wifi": PathStats(0.025, 0.01, 12), "lte": PathStats(0.06, 0.0, 40)})
+           for m in M]
 RATES = {"n1": {"wifi": 12.0, "lte": 11.0}, "n2": {"wifi": 20.0, "lte": 4.0}, "n3": {"wifi": 9.0, "lte": 9.5}}
 
 
@@ -160,12 +162,12 @@ def test_every_registered_policy_assigns_every_receiver(tmp_path):
     for name in POLICIES:
         p = make_policy(name, predict=model.predict)
         assert p.name == name
-        out = p.decide(M, CTX, Recorder(RATES))
+        out = p.decide(M_PATHS, CTX, Recorder(RATES))
         assert set(out.assignment) == {"n1", "n2", "n3"}
         assert all(isinstance(d, Decision) for d in out.assignment.values())
         assert isinstance(p.params(), dict)
     with pytest.raises(ConfigError, match="unknown policy"):
-        make_policy("es-mptcp")
+        make_policy("no-such-policy")
     with pytest.raises(ConfigError, match="needs a model"):
         make_policy("ref-is-tuned")
     with pytest.raises(ConfigError):
