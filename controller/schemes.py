@@ -318,8 +318,8 @@ def eemptcp(capacity_mbit: Mapping[str, float], power: Mapping[str, tuple[float,
     non-empty path set, every rate on a ``step_mbit`` grid plus each capacity itself (the objective
     is linear-fractional, so its maximum sits on a vertex, and the capacities are vertices).
     C_r is whatever the caller measured (mplab: the probe rate; the paper: the Mathis rate).
-    Raises ``ValueError`` when no split satisfies the constraints (cannot happen when one path alone
-    reaches R and E_max covers it, which ``max_at_aggregate`` always does).
+    When no split satisfies the constraints (possible only with E_max readings below the fastest
+    path's own power), the fastest path alone at its capacity, marked ``infeasible`` in the trace.
     """
     live = {r: c for r, c in capacity_mbit.items() if c > 0}
     if not live:
@@ -345,11 +345,16 @@ def eemptcp(capacity_mbit: Mapping[str, float], power: Mapping[str, tuple[float,
             if found:
                 feasible_sets.append(list(subset))
     if best is None:
-        raise ValueError(f"no rate split satisfies EEMPTCP's constraints for capacities {dict(live)} "
-                         f"(E_max mode {emax_mode})")
+        # Only a reading of E_max below the fastest path's own power gets here (e.g. largest_theta with
+        # WiFi the fastest): the reference's reading is that the policy collapses to the faster single
+        # path, so take it at its capacity and say so in the trace.
+        r = max(sorted(live), key=lambda r: live[r])
+        return Choice(frozenset({r}), {r: live[r]}, {"ee_mbit_per_j": 1000 * live[r] / power_mw(power, r, live[r]),
+                                                    "required_mbit": r_min, "feasible_sets": [],
+                                                    "emax_mode": emax_mode, "infeasible": True})
     ee, paths, caps = best
     return Choice(paths, caps, {"ee_mbit_per_j": ee * 1000, "required_mbit": r_min, "feasible_sets": feasible_sets,
-                                "emax_mode": emax_mode})
+                                "emax_mode": emax_mode, "infeasible": False})
 
 
 def _product(grids: Sequence[list[float]]):
