@@ -169,3 +169,57 @@ def mean_occupancy(snapshots: Iterable[Mapping[str, float]]) -> dict[str, float]
     snaps = list(snapshots)
     nets = {n for s in snaps for n in s}
     return {n: sum(s.get(n, 0.0) for s in snaps) / len(snaps) for n in sorted(nets)} if snaps else {}
+
+
+@dataclass(frozen=True)
+class Fifo:
+    """One leaf FIFO in one snapshot: its network, fill, limit (same unit) and bytes sent so far."""
+
+    network: str
+    backlog: float
+    limit: float
+    sent_bytes: int
+
+
+def fifos(stats: Mapping[str, str]) -> dict[tuple[str, str], Fifo]:
+    """Every leaf FIFO of a ``qdisc_stats()`` snapshot, keyed by (device key, handle)."""
+    out: dict[tuple[str, str], Fifo] = {}
+    for key, text in stats.items():
+        net = network_of(key)
+        if net is None or text.startswith("error:"):
+            continue
+        try:
+            qdiscs = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise MplabError(f"cannot parse `tc -s -j qdisc` output of {key} ({exc})") from None
+        for q in qdiscs:
+            kind, lim = q.get("kind"), (q.get("options") or {}).get("limit")
+            if kind in ("bfifo", "pfifo") and lim:
+                out[(key, str(q.get("handle")))] = Fifo(net, float(q.get("backlog", 0) if kind == "bfifo"
+                                                                  else q.get("qlen", 0)), float(lim),
+                                                        int(q.get("bytes", 0)))
+    return out
+
+
+def interval_occupancy(snapshots: list[dict[tuple[str, str], Fifo]]) -> dict[str, float]:
+    """MP-SDN's MacOcc per network over one interval: the mean over snapshots of sum backlog / sum limit
+    of the FIFOs that were *active* in the interval (sent bytes or held a backlog).
+
+    The emulated AP keeps one FIFO per station; counting the idle stations' empty queues would dilute
+    the signal with the number of receivers in the inventory, so only active queues count.
+    """
+    if not snapshots:
+        return {}
+    first, last = snapshots[0], snapshots[-1]
+    active = {k for k in last if last[k].sent_bytes > first.get(k, last[k]).sent_bytes
+              or any(s.get(k) and s[k].backlog > 0 for s in snapshots)}
+    nets = sorted({f.network for f in last.values()})
+    out = {}
+    for net in nets:
+        vals = []
+        for snap in snapshots:
+            b = sum(f.backlog for k, f in snap.items() if k in active and f.network == net)
+            lim = sum(f.limit for k, f in snap.items() if k in active and f.network == net)
+            vals.append(b / lim if lim else 0.0)
+        out[net] = sum(vals) / len(vals)
+    return out

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 #: Record fields a control fills for policy samples (None otherwise); documented in docs/records.md.
 CONTROL_FIELDS: tuple[str, ...] = (
     "policy", "policy_params", "steering", "assignment", "probe_mbit", "predicted_energy_j",
-    "predicted_energy_total_j", "adopted", "decision_latency_s", "control_s",
+    "predicted_energy_total_j", "adopted", "decision_latency_s", "control_s", "path_stats", "caps_mbit",
+    "policy_trace", "control_epochs",
 )
 
 
@@ -52,7 +53,8 @@ class SampleControl(Protocol):
         ...
 
     def finish(self, plan: SamplePlan) -> None:
-        """After the transfer (also after a failed one): leave every receiver allowed on both."""
+        """After the transfer (also after a failed one): stop any periodic loop, record its epochs in the
+        fields ``prepare`` returned (records are built after ``finish``), leave every receiver on both."""
         ...
 
     def teardown(self) -> None:

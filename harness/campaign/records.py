@@ -83,6 +83,14 @@ class SampleRecord(SampleKey):
     adopted: Literal["is", "tuned"] | None = None
     decision_latency_s: float | None = Field(default=None, ge=0)
     control_s: float | None = Field(default=None, ge=0)
+    #: Related schemes: per network {rtt_s, loss, cwnd_pkts, source} read from the sender's subflows.
+    path_stats: dict[str, dict] | None = None
+    #: Per-path rate caps (Mbit/s) applied before the transfer (EEMPTCP's split, MP-SDN's Tier 2).
+    caps_mbit: dict[str, float] | None = None
+    #: What the policy weighed for this receiver (ranking, objective per candidate set, ...).
+    policy_trace: dict | None = None
+    #: Periodic policies: one entry per epoch during the transfer (time, occupancy, limits, caps, rates).
+    control_epochs: list[dict] | None = None
 
     @field_validator("iface_bytes", "iface_throughput_mbit")
     @classmethod
