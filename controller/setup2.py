@@ -22,12 +22,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.campaign.control import PreparedSample
-from harness.errors import ConfigError, PreflightError, TrafficError
+from harness.errors import ConfigError, MplabError, PreflightError, TrafficError
 from harness.hosts.local import BackgroundProcess
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import ControlSpec, Scenario
@@ -36,8 +37,10 @@ from harness.testbeds.base import Testbed
 from controller.model import EnergyModel
 from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes
 from controller.registry import NEEDS_MODEL, make_policy
+from controller.measure import fifos, interval_occupancy, parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
+from controller.steering.caps import HtbCaps
 
 log = logging.getLogger("mplab.controller")
 
@@ -57,6 +60,80 @@ def steered_receivers(testbed: Testbed) -> list[SteeredReceiver]:
     return [SteeredReceiver(name, {r: i.address for r, i in node.interfaces.items()}, node.host,
                             {r: i.name for r, i in node.interfaces.items()})
             for name, node in testbed.nodes.items()]
+
+
+def gateway_caps(testbed: Testbed) -> HtbCaps | None:
+    """Rate caps on the emulated AP's and eNB's devices towards each receiver (``rx<i>``, *i* counting
+    the inventory's receivers from 1, as ``EmulatedTestbed`` names them); None on other testbeds."""
+    ap, enb = getattr(testbed, "ap", None), getattr(testbed, "enb", None)
+    if ap is None or enb is None:
+        return None
+    return HtbCaps({"wifi": ap, "lte": enb},
+                   {name: {"wifi": f"rx{i}", "lte": f"rx{i}"} for i, name in enumerate(testbed.nodes, start=1)})
+
+
+def network_capacity(testbed: Testbed) -> dict[str, float] | None:
+    """The AP's and the cell's shared capacity (Mbit/s) from an emulated inventory, else None."""
+    emu = getattr(testbed.inventory, "emulation", None)
+    try:
+        return {"wifi": float(emu.wifi_ap.capacity_mbit), "lte": float(emu.lte_cell.capacity_mbit)}
+    except AttributeError:
+        return None
+
+
+class EpochLoop:
+    """A periodic policy during the transfer: every ``epoch_s`` read the network's queue occupancy
+    (sampled every ``sample_s`` over the interval) and each receiver's rates (steering counters),
+    decide again, steer and cap; every epoch's decision is kept for the records."""
+
+    def __init__(self, control: Setup2Control, policy: Policy, measurements: list[ReceiverMeasurement],
+                 ctx: Context, sample_s: float = 0.2) -> None:
+        self.control, self.policy, self.measurements, self.ctx = control, policy, measurements, ctx
+        self.sample_s = sample_s
+        self.epochs: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"epochs:{policy.name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> list[dict]:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        return self.epochs
+
+    def _run(self) -> None:
+        c = self.control
+        t0 = time.monotonic()
+        epoch = 0
+        try:
+            c0 = c.steering.counters()
+            while not self._stop.is_set():
+                epoch += 1
+                end = t0 + epoch * self.policy.epoch_s
+                snaps = []
+                while not self._stop.is_set() and time.monotonic() < end:
+                    snaps.append(fifos(c.testbed.qdisc_stats()))
+                    self._stop.wait(min(self.sample_s, max(0.0, end - time.monotonic())))
+                if self._stop.is_set():
+                    return
+                c1 = c.steering.counters()
+                dt = self.policy.epoch_s
+                rates = {rx: {r: (c1[rx][r] - c0[rx][r]) * 8 / dt / 1e6 for r in IFACES} for rx in c1}
+                c0 = c1
+                occ = interval_occupancy(snaps)
+                ctx = Context(self.ctx.cc, self.ctx.n_receivers, self.ctx.file_bytes, epoch=epoch, occupancy=occ,
+                              capacity_mbit=self.ctx.capacity_mbit)
+                out = self.policy.decide(self.measurements, ctx)
+                c.enforce(out.assignment)
+                self.epochs.append({"t_s": round(time.monotonic() - t0, 3), "epoch": epoch, "occupancy": occ,
+                                    "tier2_mbit": out.trace.get("tier2_mbit"), "samples": len(snaps),
+                                    "assignment": {rx: sorted(d.ifaces) for rx, d in out.assignment.items()},
+                                    "caps_mbit": {rx: dict(d.caps_mbit or {}) for rx, d in out.assignment.items()},
+                                    "rate_mbit": {rx: rates.get(rx) for rx in out.assignment}})
+        except Exception as exc:  # noqa: BLE001 - a failed loop must not kill the transfer; it is recorded
+            log.warning("%s epoch loop stopped: %s", self.policy.name, exc)
+            self.epochs.append({"epoch": epoch, "error": str(exc)})
 
 
 def build_steering(name: str, testbed: Testbed) -> Steering:
@@ -87,8 +164,11 @@ class Setup2Control:
     model_path: str | None = None
     testbed: Testbed | None = None
     steering: Steering | None = None
+    caps: HtbCaps | None = None
     _receivers: list[SteeredReceiver] = field(default_factory=list)
     _rig: object | None = None
+    _loop: EpochLoop | None = None
+    _fields: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def from_scenario(cls, scenario: Scenario, source: str = "scenario") -> Setup2Control:
@@ -128,9 +208,15 @@ class Setup2Control:
         else:
             self.steering = build_steering(self.spec.steering, testbed)
         self.steering.setup()
+        self.caps = gateway_caps(testbed)
 
     def teardown(self) -> None:
         try:
+            if self._loop is not None:
+                self._loop.stop()
+                self._loop = None
+            if self.caps is not None:
+                self.caps.clear()
             if self.steering is not None:
                 self.steering.teardown()
         finally:
@@ -139,7 +225,31 @@ class Setup2Control:
                 self._rig = None
 
     def finish(self, plan: SamplePlan) -> None:
+        if self._loop is not None:
+            epochs = self._loop.stop()
+            self._loop = None
+            for rx, f in self._fields.items():
+                # The records are built after finish(): the runner holds these very dicts.
+                f["control_epochs"] = [{**{k: v for k, v in e.items() if k not in ("assignment", "caps_mbit",
+                                                                                   "rate_mbit")},
+                                        "ifaces": e.get("assignment", {}).get(rx),
+                                        "caps_mbit": e.get("caps_mbit", {}).get(rx),
+                                        "rate_mbit": e.get("rate_mbit", {}).get(rx)} for e in epochs]
+        self._fields = {}
+        if self.caps is not None:
+            self.caps.clear()
         self.steering.apply(all_both([r for r in self._receivers if r.name in plan.receivers]))
+
+    def enforce(self, assignment: Assignment) -> None:
+        """Steer and cap to ``assignment`` (caps need the emulated gateways)."""
+        self.steering.apply(assignment)
+        if any(d.caps_mbit for d in assignment.values()):
+            if self.caps is None:
+                raise PreflightError(f"rate caps need the emulated AP and eNB; a {self.testbed.kind} testbed has "
+                                     "no cap backend yet (OpenFlow meters are not installed by the os-ken app)")
+            self.caps.apply(assignment)
+        elif self.caps is not None:
+            self.caps.apply(assignment)
 
     # ------------------------------------------------------------ one sample
 
@@ -148,12 +258,17 @@ class Setup2Control:
         t_start = time.monotonic()
         rxs = list(plan.receivers)
         probes: dict[str, dict[str, float]] = {rx: {} for rx in rxs}
+        stats: dict[str, dict] = {rx: {} for rx in rxs}
+        want_stats = getattr(policy, "path_stats", False)
         if policy.probes:
             for radio in IFACES:
+                got: dict[str, dict] = {}
                 rates = self.window(rxs, {rx: Decision.of(radio) for rx in rxs}, self.spec.probe_s,
-                                    self.spec.probe_bytes)
+                                    self.spec.probe_bytes, stats=got if want_stats else None)
                 for rx in rxs:
                     probes[rx][radio] = rates[rx].get(radio, 0.0)
+                    if radio in got.get(rx, {}):
+                        stats[rx][radio] = got[rx][radio]
         measured_s = 0.0
 
         def measure(a: Assignment) -> dict[str, dict[str, float]]:
@@ -164,13 +279,16 @@ class Setup2Control:
             finally:
                 measured_s += time.perf_counter() - t
 
-        ctx = Context(cc=plan.cc, n_receivers=plan.n_receivers, file_bytes=self.file_bytes)
+        ctx = Context(cc=plan.cc, n_receivers=plan.n_receivers, file_bytes=self.file_bytes,
+                      capacity_mbit=network_capacity(self.testbed))
+        measurements = [ReceiverMeasurement(rx, probes[rx], stats[rx]) for rx in rxs]
         t0 = time.perf_counter()
-        outcome = policy.decide([ReceiverMeasurement(rx, probes[rx]) for rx in rxs], ctx, measure)
+        outcome = policy.decide(measurements, ctx, measure)
         latency_s = time.perf_counter() - t0 - measured_s
-        self.steering.apply(outcome.assignment)
+        self.enforce(outcome.assignment)
         control_s = time.monotonic() - t_start
         tr = outcome.trace
+        per_rx = tr.get("per_receiver", {})
         fields = {}
         for rx in rxs:
             pred = None
@@ -181,12 +299,22 @@ class Setup2Control:
             fields[rx] = {"policy": policy.name, "policy_params": policy.params(), "steering": self.steering.name,
                           "assignment": outcome.assignment[rx].mode, "probe_mbit": probes[rx] or None,
                           "predicted_energy_j": pred, "predicted_energy_total_j": totals,
-                          "adopted": tr.get("adopted"), "decision_latency_s": latency_s, "control_s": control_s}
+                          "adopted": tr.get("adopted"), "decision_latency_s": latency_s, "control_s": control_s,
+                          "path_stats": ({r: vars(st) for r, st in stats[rx].items()} or None),
+                          "caps_mbit": dict(outcome.assignment[rx].caps_mbit or {}) or None,
+                          "policy_trace": per_rx.get(rx) or ({"primary": tr["primary"].get(rx),
+                                                             "tier2_mbit": tr.get("tier2_mbit")}
+                                                            if "primary" in tr else None),
+                          "control_epochs": None}
         log.info("%s %s: %s", plan.sample_id, policy.name, assignment_modes(outcome.assignment))
+        self._fields = fields
+        if policy.epoch_s:
+            self._loop = EpochLoop(self, policy, measurements, ctx)
+            self._loop.start()
         return PreparedSample({rx: outcome.assignment[rx].mode for rx in rxs}, fields)
 
     def window(self, rxs: list[str], assignment: Assignment, seconds: float,
-               nbytes: int | None = None) -> dict[str, dict[str, float]]:
+               nbytes: int | None = None, stats: dict | None = None) -> dict[str, dict[str, float]]:
         """Steer to ``assignment``, run every receiver, and return Mbit/s per receiver and network.
 
         Rates come from the steering backend's counters (network-side). Timed: counted over
@@ -216,6 +344,8 @@ class Setup2Control:
                 c0, t0 = self.steering.counters(), time.monotonic()
                 time.sleep(seconds)
                 c1, t1 = self.steering.counters(), time.monotonic()
+                if stats is not None:
+                    stats.update(self.subflow_stats(rxs))
                 self._stop(procs)
                 return {rx: {r: (c1[rx][r] - c0[rx][r]) * 8 / (t1 - t0) / 1e6 for r in IFACES} for rx in rxs}
             c0 = self.steering.counters()
@@ -234,11 +364,26 @@ class Setup2Control:
                     raise TrafficError(f"probe of {nbytes} bytes did not finish within 300 s")
                 time.sleep(0.01)
             c1 = self.steering.counters()
+            if stats is not None:
+                # By size the clients have exited: their subflows are gone, so the stats come too late.
+                log.warning("path stats need a timed probe (probe_s); probe_bytes leaves them out")
             return {rx: {r: (c1[rx][r] - c0[rx][r]) * 8 / max(1e-3, exited[rx] - released[rx]) / 1e6
                          for r in IFACES} for rx in rxs}
         finally:
             self._stop(procs)
             self._drain()
+
+    def subflow_stats(self, rxs: list[str]) -> dict[str, dict]:
+        """``{receiver: {network: PathStats}}`` from ``ss -tin`` on the sender (its subflows towards
+        each receiver address); best effort: a failed read gives no stats (the policy then says so)."""
+        tb = self.testbed
+        try:
+            text = tb.sender.run(ss_argv()).stdout
+        except MplabError as exc:
+            log.warning("ss on the sender: %s", exc)
+            return {}
+        addrs = {rx: {r: i.address for r, i in tb.nodes[rx].interfaces.items()} for rx in rxs}
+        return path_stats(parse_ss(text), addrs)
 
     def _drain(self, quiet_s: float = 0.2, deadline_s: float = 3.0) -> None:
         """Wait until no receiver's counters move for ``quiet_s``: a stopped probe's queued data (a deep
