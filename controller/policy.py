@@ -130,6 +130,8 @@ class Policy(Protocol):
     epoch_s: float | None
     #: Whether ``decide`` reads the probe rates (the controller skips probing when not).
     probes: bool
+    #: At most how many ``measure`` windows ``decide`` asks for (the dry run's estimate).
+    measures: int
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
@@ -154,6 +156,7 @@ class Fixed:
     mode: str
     epoch_s: float | None = None
     probes: bool = False
+    measures: int = 0
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
@@ -180,6 +183,7 @@ class RefIS:
     name: str = "ref-is"
     epoch_s: float | None = None
     probes: bool = True
+    measures: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.band < 1:
@@ -219,6 +223,7 @@ class RefISTuned:
     name: str = "ref-is-tuned"
     epoch_s: float | None = None
     probes: bool = True
+    measures: int = 2
 
     def rows(self, a: Assignment, thr: Mapping[str, Mapping[str, float]], ctx: Context) -> list[dict]:
         return [{"n_receivers": ctx.n_receivers, "cc": ctx.cc, "mode": d.mode,

@@ -70,6 +70,8 @@ class _Base:
     power: dict[str, tuple[float, float]] = field(default_factory=lambda: _power({}))
     epoch_s: float | None = None
     probes: bool = True
+    #: No scheme here asks for measurement windows beyond the probes (the dry run's estimate).
+    measures: int = 0
     #: The controller reads RTT, loss and cwnd of the sender's subflows while probing.
     path_stats: bool = False
 

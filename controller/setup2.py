@@ -224,6 +224,16 @@ class Setup2Control:
                 self._rig.stop()
                 self._rig = None
 
+    #: What a drain after each window usually takes (s).
+    DRAIN_S = 0.3
+
+    def estimate_s(self, plan: SamplePlan) -> float:
+        policy = self.policies[plan.policy]
+        sp = self.spec
+        probe = sp.probe_s if sp.probe_bytes is None else sp.probe_bytes * 8 / 10e6  # ~10 Mbit/s a receiver
+        t = 2 * (sp.warm_s + probe + self.DRAIN_S) if policy.probes else 0.0
+        return t + policy.measures * (sp.warm_s + sp.measure_s + self.DRAIN_S)
+
     def finish(self, plan: SamplePlan) -> None:
         if self._loop is not None:
             epochs = self._loop.stop()

@@ -134,3 +134,44 @@ def test_policy_samples_steered_by_openflow_on_a_real_ovs_or_by_the_hosts(tmp_pa
     p2 = recs[("ref-is", "n2")]["probe_mbit"]
     assert p2["lte"] > 2 * p2["wifi"], p2  # from OpenFlow flow statistics, or the receivers' own counters
     assert recs[("all-wifi", "n2")]["iface_bytes"]["lte"] < 64 * 1024
+
+
+@pytest.mark.root
+def test_a_killed_policy_campaign_with_openflow_resumes_and_leaves_nothing_running(tmp_path, prefix):
+    import signal
+    import time
+
+    from harness.campaign.store import Campaign
+
+    model = write_model(tmp_path / "m", _weights(both=10.0), 50.0,
+                        {"ccs": ["cubic"], "receiver_counts": [1, 2, 3], "file_bytes": [FILE]})
+    inv = small_inventory(prefix, [(20, 5), (5, 15)])
+    inv_path = tmp_path / "inv.yaml"
+    inv_path.write_text(yaml.safe_dump(inv.model_dump(mode="json")))
+    sc = scenario(model, receiver_counts=[1, 2], policies=["ref-is", "all-lte"],
+                  control={"steering": "openflow", "probe_s": 1.0, "measure_s": 1.0, "warm_s": 0.3})
+    sc_path = tmp_path / "sc.yaml"
+    sc_path.write_text(yaml.safe_dump(sc.model_dump(mode="json")))
+    runs = tmp_path / "runs"
+    env = {**os.environ, "MPLAB_LOG": "ERROR"}
+    proc = subprocess.Popen([sys.executable, "-m", "mplab", "run", str(sc_path), "--inventory", str(inv_path),
+                             "--runs-dir", str(runs), "--id", "k"], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    samples = runs / "k" / "samples.jsonl"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None:
+        if samples.exists() and samples.read_text().strip():
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"campaign ended before it could be killed: {proc.stderr.read().decode()[-2000:]}"
+    proc.send_signal(signal.SIGKILL)  # a crash: OVS, its database and the os-ken app are left running
+    proc.wait()
+    assert f"{prefix}sw" in list_namespaces(LocalHost(), prefix)
+    res = subprocess.run([sys.executable, "-m", "mplab", "run", "--resume", str(runs / "k")], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=400)
+    assert res.returncode == 0, res.stderr[-3000:]
+    c = Campaign.open(runs / "k")
+    recs = c.records()
+    assert {r["sample_id"] for r in recs} == set(c.manifest["plan"])
+    assert all(r["status"] == "ok" and r["steering"] == "openflow" for r in recs), [r["error"] for r in recs]
+    assert list_namespaces(LocalHost(), prefix) == [], "the switch namespace (and every daemon in it) must be gone"

@@ -162,7 +162,9 @@ def test_every_registered_policy_assigns_every_receiver(tmp_path):
     for name in POLICIES:
         p = make_policy(name, predict=model.predict)
         assert p.name == name
-        out = p.decide(M_PATHS, CTX, Recorder(RATES))
+        rec = Recorder(RATES)
+        out = p.decide(M_PATHS, CTX, rec)
+        assert len(rec.calls) <= p.measures, f"{name} measured more windows than it declares (dry-run ETA)"
         assert set(out.assignment) == {"n1", "n2", "n3"}
         assert all(isinstance(d, Decision) for d in out.assignment.values())
         assert isinstance(p.params(), dict)

@@ -27,7 +27,8 @@ from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, ro
 
 log = logging.getLogger("mplab.controller.ovs")
 
-VSWITCHD = "/usr/lib/openvswitch-switch/ovs-vswitchd"
+#: Debian's alternatives link (to /usr/lib/openvswitch-switch/ovs-vswitchd, or the DPDK build).
+VSWITCHD = "ovs-vswitchd"
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 #: How often flow statistics are refreshed (ms): the lag of OpenFlow byte counters.
 REVALIDATE_MS = 100
@@ -61,9 +62,9 @@ class OvsSwitch:
 
     @staticmethod
     def check(host: Host) -> None:
-        missing = [p for p in ("ovsdb-tool", "ovsdb-server", "ovs-vsctl") if host.which(p) is None]
-        if missing or not host.exists(VSWITCHD):
-            raise PreflightError(f"Open vSwitch is not installed (missing {missing or [VSWITCHD]}): "
+        missing = [p for p in ("ovsdb-tool", "ovsdb-server", "ovs-vsctl", VSWITCHD) if host.which(p) is None]
+        if missing:
+            raise PreflightError(f"Open vSwitch is not installed (missing {missing}): "
                                  "apt install openvswitch-switch (make setup does)")
 
     def start(self) -> None:

@@ -203,8 +203,10 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                 campaign.log_session({"event": outcome})
 
 
-def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory) -> float:
-    """A rough wall-time estimate: each sample lasts as long as its slowest receiver's share."""
+def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory,
+                       control: SampleControl | None = None) -> float:
+    """A rough wall-time estimate: each sample lasts as long as its slowest receiver's share,
+    plus, for a policy sample, what the controller expects to spend probing and deciding."""
     total = 0.0
     emu = inventory.emulation
     for p in plans:
@@ -220,4 +222,6 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
             rate = rates["wifi"] + rates["lte"] if p.mode == "both" else rates[p.mode]
             slowest = max(slowest, scenario.file_bytes * 8 / (rate * 1e6))
         total += slowest + 0.5 + scenario.settle_s
+        if p.policy is not None and control is not None:
+            total += control.estimate_s(p)
     return total

@@ -92,8 +92,8 @@ def run(
         inv = load_inventory(inventory or Path(sc.inventory))
         if dry_run:
             plans = plan_campaign(sc, inv, str(scenario))
-            build_control(sc, str(scenario), control_factory)  # a model that does not cover it: refused here too
-            eta = dry_run_estimate_s(plans, sc, inv)
+            control = build_control(sc, str(scenario), control_factory)  # a model that does not cover it: refused
+            eta = dry_run_estimate_s(plans, sc, inv, control)
             console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
                           f"{len(plans)} samples on {inv.name} ({inv.kind}); shuffled={sc.shuffle} seed={sc.seed}")
             for p in plans[:20]:

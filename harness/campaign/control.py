@@ -61,6 +61,10 @@ class SampleControl(Protocol):
         """Once per campaign, before the testbed goes; idempotent."""
         ...
 
+    def estimate_s(self, plan: SamplePlan) -> float:
+        """Seconds ``prepare`` is expected to take for ``plan`` (the dry run's ETA); no side effects."""
+        ...
+
 
 #: Builds the control for a scenario (``source`` names the scenario file in errors). Called before
 #: preflight: raising ``ConfigError`` there refuses the campaign before anything starts.

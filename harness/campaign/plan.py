@@ -32,11 +32,12 @@ class SamplePlan:
 
 
 def case_id(cc: str, n_receivers: int, mode: str) -> str:
-    """``<cc>-n<k>-<mode>``, or ``<cc>-n<k>-policy-<name>`` for a policy case."""
+    """``<cc>-n<k>-<mode>``."""
     return f"{cc}-n{n_receivers}-{mode}"
 
 
 def policy_case_id(cc: str, n_receivers: int, policy: str) -> str:
+    """``<cc>-n<k>-policy-<name>``: a case decided by a controller policy."""
     return f"{cc}-n{n_receivers}-policy-{policy}"
 
 
