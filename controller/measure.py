@@ -142,10 +142,11 @@ def queue_fill(tc_json: str) -> tuple[float, float]:
 
 def network_of(key: str) -> str | None:
     """The access network of a ``testbed.qdisc_stats()`` key: the sender's egress towards the AP / eNB
-    (``snd:to-ap``, ``snd:to-enb``) or the AP's / eNB's own downlink devices (``ap:...``, ``enb:...``)."""
-    if key.startswith(("snd:to-ap", "ap:")):
+    (``snd:to-ap``, ``snd:to-enb``: channels shaped at the sender) or the AP's / eNB's namespace
+    (``ap``, ``enb``: every downlink device there, channels shaped at the access network)."""
+    if key == "ap" or key.startswith(("snd:to-ap", "ap:")):
         return "wifi"
-    if key.startswith(("snd:to-enb", "enb:")):
+    if key == "enb" or key.startswith(("snd:to-enb", "enb:")):
         return "lte"
     return None
 
@@ -182,7 +183,8 @@ class Fifo:
 
 
 def fifos(stats: Mapping[str, str]) -> dict[tuple[str, str], Fifo]:
-    """Every leaf FIFO of a ``qdisc_stats()`` snapshot, keyed by (device key, handle)."""
+    """Every leaf FIFO of a ``qdisc_stats()`` snapshot, keyed by ("<key>:<dev>", handle): one key may list
+    every device of a namespace (``tc -s -j qdisc show`` without ``dev``), each FIFO handle per device."""
     out: dict[tuple[str, str], Fifo] = {}
     for key, text in stats.items():
         net = network_of(key)
@@ -195,7 +197,7 @@ def fifos(stats: Mapping[str, str]) -> dict[tuple[str, str], Fifo]:
         for q in qdiscs:
             kind, lim = q.get("kind"), (q.get("options") or {}).get("limit")
             if kind in ("bfifo", "pfifo") and lim:
-                out[(key, str(q.get("handle")))] = Fifo(net, float(q.get("backlog", 0) if kind == "bfifo"
+                out[(f"{key}:{q.get('dev', '')}", str(q.get("handle")))] = Fifo(net, float(q.get("backlog", 0) if kind == "bfifo"
                                                                   else q.get("qlen", 0)), float(lim),
                                                         int(q.get("bytes", 0)))
     return out

@@ -40,7 +40,7 @@ from controller.registry import NEEDS_MODEL, make_policy
 from controller.measure import fifos, interval_occupancy, parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
-from controller.steering.caps import HtbCaps
+from controller.steering.caps import EgressCaps, HtbCaps
 
 log = logging.getLogger("mplab.controller")
 
@@ -62,12 +62,21 @@ def steered_receivers(testbed: Testbed) -> list[SteeredReceiver]:
             for name, node in testbed.nodes.items()]
 
 
-def gateway_caps(testbed: Testbed) -> HtbCaps | None:
-    """Rate caps on the emulated AP's and eNB's devices towards each receiver (``rx<i>``, *i* counting
-    the inventory's receivers from 1, as ``EmulatedTestbed`` names them); None on other testbeds."""
+def gateway_caps(testbed: Testbed) -> HtbCaps | EgressCaps | None:
+    """Rate caps for an emulated testbed, where its channel shaping leaves room; None on other testbeds.
+
+    Channels shaped on the sender's egress: caps on the AP's and eNB's devices towards each receiver
+    (``rx<i>``, *i* counting the inventory's receivers from 1, as ``EmulatedTestbed`` names them).
+    Channels shaped on those devices (an HTB root already there): caps on the sender's egress instead.
+    """
     ap, enb = getattr(testbed, "ap", None), getattr(testbed, "enb", None)
-    if ap is None or enb is None:
+    if ap is None or enb is None or not testbed.nodes:
         return None
+    shaped_at_ap = '"kind":"htb"' in ap.run(["tc", "-j", "qdisc", "show", "dev", "rx1"]).stdout.replace(" ", "")
+    if shaped_at_ap:
+        return EgressCaps(testbed.sender, {"wifi": "to-ap", "lte": "to-enb"},
+                          {name: {r: i.address for r, i in node.interfaces.items()}
+                           for name, node in testbed.nodes.items()})
     return HtbCaps({"wifi": ap, "lte": enb},
                    {name: {"wifi": f"rx{i}", "lte": f"rx{i}"} for i, name in enumerate(testbed.nodes, start=1)})
 

@@ -48,14 +48,14 @@ def test_occupancy_per_network_and_its_mean():
     full = (DATA / "tc-qdisc-bfifo-backlog.json").read_text()
     occ = occupancy({"snd:to-ap": full, "snd:to-enb": "[]", "snd:lo": full, "ap:rx1": "error: gone"})
     assert occ == {"wifi": pytest.approx(0.9936), "lte": 0.0}
-    assert network_of("enb:rx3") == "lte" and network_of("snd:lo") is None
+    assert network_of("enb:rx3") == "lte" and network_of("ap") == "wifi" and network_of("snd:lo") is None
     assert mean_occupancy([{"wifi": 1.0}, {"wifi": 0.5, "lte": 0.2}]) == {"lte": 0.1, "wifi": 0.75}
 
 
 def test_interval_occupancy_counts_active_queues_only():
     full = (DATA / "tc-qdisc-bfifo-backlog.json").read_text()
     snap = fifos({"snd:to-ap": full})
-    assert snap == {("snd:to-ap", "11:"): Fifo("wifi", 29808.0, 30000.0, 158976)}
+    assert snap == {("snd:to-ap:", "11:"): Fifo("wifi", 29808.0, 30000.0, 158976)}
     idle = Fifo("wifi", 0.0, 30000.0, 500)
     s0 = {("snd:to-ap", "11:"): Fifo("wifi", 0.0, 30000.0, 1000), ("snd:to-ap", "12:"): idle,
           ("snd:to-enb", "11:"): Fifo("lte", 0.0, 90000.0, 0)}

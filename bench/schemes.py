@@ -1,0 +1,169 @@
+"""The related schemes on the emulated testbed: caps held, MP-SDN's Tier-2 trace, ES-MPTCP by file size,
+and a side-by-side table of every policy.
+
+    uv run python bench/schemes.py caps            # per-path HTB caps: configured vs counted rate
+    uv run python bench/schemes.py trace           # mp-sdn: one sample, its epochs (EI 1 s)
+    uv run python bench/schemes.py sizes           # es-mptcp at 64 KiB and 16 MiB: the chosen set
+    uv run python bench/schemes.py table RUNS/...  # side by side from a campaign of scenarios/schemes.yaml
+
+Rates are counted network-side by the nftables steering's per-receiver counters (IP bytes); HTB
+shapes whole frames, so IP bytes run ~1 % below a cap. Each part uses its own namespace prefix.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import yaml  # noqa: E402
+
+from harness.campaign.campaign import start_campaign  # noqa: E402
+from harness.cc import resolve  # noqa: E402
+from harness.config.inventory import Inventory  # noqa: E402
+from harness.config.scenario import ControlSpec, Scenario  # noqa: E402
+from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
+
+from controller.policy import Decision  # noqa: E402
+from controller.setup2 import Setup2Control, control_factory  # noqa: E402
+
+
+def inventory(prefix: str, receivers: list[tuple[float, float]]) -> Inventory:
+    base = yaml.safe_load((REPO / "inventory" / "emulated.yaml").read_text())
+    base["receivers"] = [{"name": f"n{i}", "meter": {"kind": "emulated-um25c"}, "interfaces": {
+        "wifi": {"name": "wlan0", "channel": {"rate_mbit": w, "buffer_ms": 10}},
+        "lte": {"name": "lte0", "channel": {"rate_mbit": lte, "buffer_ms": 60}}}}
+        for i, (w, lte) in enumerate(receivers, start=1)]
+    base["name"] = "bench-schemes"
+    base["emulation"]["namespace_prefix"] = prefix
+    return Inventory.model_validate(base)
+
+
+def caps(seconds: float) -> None:
+    prefix = "mplab-bench-schemes-caps-"
+    tb = EmulatedTestbed(inventory(prefix, [(20, 14), (16, 12)]))
+    cubic = resolve("cubic")
+    tb.preflight([cubic])
+    ctl = Setup2Control(ControlSpec(warm_s=1.0), {}, 0)
+    rows = []
+    try:
+        tb.setup([cubic])
+        ctl.setup(tb)
+        print(f"cap backend: {type(ctl.caps).__name__}")
+        tb.apply_cc(cubic, ["n1", "n2"])
+        wifi, lte, both = frozenset({"wifi"}), frozenset({"lte"}), frozenset({"wifi", "lte"})
+        # Single-path caps (n1 on WiFi, n2 on LTE), then both paths of each receiver capped under MPTCP.
+        for label, a in (("single path", {"n1": Decision(wifi, {"wifi": 8.0}), "n2": Decision(lte, {"lte": 6.0})}),
+                         ("single path", {"n1": Decision(wifi, {"wifi": 3.0}), "n2": Decision(lte, {"lte": 1.0})}),
+                         ("single path", {"n1": Decision(wifi, {"wifi": 15.0}), "n2": Decision(lte, {"lte": 10.0})}),
+                         ("MPTCP, both capped", {"n1": Decision(both, {"wifi": 8.0, "lte": 3.0}),
+                                                 "n2": Decision(both, {"wifi": 2.0, "lte": 6.0})})):
+            ctl.enforce(a)
+            rates = ctl.window(["n1", "n2"], a, seconds)
+            for rx, d in a.items():
+                for net, x in d.caps_mbit.items():
+                    rows.append((label, rx, net, x, rates[rx][net]))
+        ctl.finish(type("P", (), {"receivers": ("n1", "n2")})())
+    finally:
+        ctl.teardown()
+        tb.teardown()
+        clean_prefix(prefix)
+    print(f"\n| transfer | receiver | path | cap (Mbit/s) | counted (Mbit/s, {seconds:.0f} s after 1 s warm-up) | error |")
+    print("|---|---|---|---|---|---|")
+    for label, rx, net, cap, got in rows:
+        print(f"| {label} | {rx} | {net} | {cap:.1f} | {got:.2f} | {got / cap - 1:+.1%} |")
+    single = [abs(g / c - 1) for lab, _, _, c, g in rows if lab == "single path"]
+    print(f"worst |error|, single path: {max(single):.1%}; overshoot anywhere: "
+          f"{max(g / c - 1 for *_, c, g in rows):+.1%}")
+
+
+def campaign(prefix: str, receivers, policies, file_size: str, out: Path, **control) -> list[dict]:
+    sc = Scenario.model_validate({
+        "name": "bench-schemes", "congestion_controls": ["cubic"], "receiver_counts": [len(receivers)],
+        "modes": [], "policies": policies, "samples_per_case": 1, "file_size": file_size,
+        "transfer_timeout_s": 120, "retries": 1, "settle_s": 0.2,
+        "control": {"probe_s": 1.5, "warm_s": 0.5, **control}})
+    try:
+        camp = start_campaign(sc, inventory(prefix, receivers), out, control_factory=control_factory)
+    finally:
+        clean_prefix(prefix)
+    return camp.records()
+
+
+def trace(file_size: str) -> None:
+    # n1 WiFi primary (LTE secondary), n2 and n3 LTE primary (WiFi secondary): their WiFi subflows are
+    # Tier 2 on the AP while n1's transfer keeps it busy; n1 ends first, then demand on the AP drops.
+    with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
+        recs = campaign("mplab-bench-schemes-tr-", [(20, 6), (8, 12), (6, 12)],
+                        [{"name": "mp-sdn", "params": {"ei_s": 1.0}}], file_size, Path(tmp))
+    for r in sorted(recs, key=lambda r: r["receiver"]):
+        print(f"\n{r['receiver']}: status {r['status']}, primary {r['policy_trace']['primary']}, "
+              f"{r['duration_s']:.1f} s, {r['throughput_mbit']:.2f} Mbit/s, caps at start {r['caps_mbit']}")
+        print("| t (s) | occupancy wifi | occupancy lte | Tier-2 wifi | Tier-2 lte | cap | wifi Mbit/s | lte Mbit/s |")
+        print("|---|---|---|---|---|---|---|---|")
+        for e in r["control_epochs"] or []:
+            if "error" in e:
+                print(f"| error: {e['error']} |")
+                continue
+            o, t2, x = e["occupancy"], e["tier2_mbit"], e["rate_mbit"] or {}
+            print(f"| {e['t_s']:.1f} | {o.get('wifi', 0):.2f} | {o.get('lte', 0):.2f} | {t2['wifi']:.2f} | "
+                  f"{t2['lte']:.2f} | {e['caps_mbit']} | {x.get('wifi', 0):.2f} | {x.get('lte', 0):.2f} |")
+
+
+def sizes() -> None:
+    for size in ("64K", "16M"):
+        with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
+            recs = campaign("mplab-bench-schemes-sz-", [(25, 5)], ["es-mptcp"], size, Path(tmp))
+        for r in recs:
+            tr = r["policy_trace"] or {}
+            print(f"es-mptcp, {size}: {r['receiver']} -> {r['assignment']} (ranking {tr.get('ranking')}, "
+                  f"O_k {[round(k['objective'], 6) for k in tr.get('candidates', [])]}), path stats "
+                  f"{ {n: (round(s['rtt_s'] * 1000, 1), s['loss']) for n, s in (r['path_stats'] or {}).items()} } "
+                  f"(RTT ms, loss), {r['throughput_mbit']:.2f} Mbit/s, {r['energy_j']:.2f} J")
+
+
+def table(path: Path) -> None:
+    recs = [json.loads(x) for x in (path / "samples.jsonl").read_text().splitlines() if x.strip()]
+    thr, en = defaultdict(list), defaultdict(list)
+    for r in recs:
+        if r.get("policy") and r["status"] == "ok":
+            thr[(r["n_receivers"], r["policy"])].append(r["throughput_mbit"])
+            en[(r["n_receivers"], r["policy"])].append(r["energy_j"] / (r["bytes"] * 8 / 1e6))
+    ns = sorted({n for n, _ in thr})
+    pols = sorted({p for _, p in thr})
+    print("| policy | " + " | ".join(f"{n} rx: Mbit/s | {n} rx: J/Mbit" for n in ns) + " |")
+    print("|---|" + "---|---|" * len(ns))
+    for p in pols:
+        cells = []
+        for n in ns:
+            cells += [f"{statistics.mean(thr[(n, p)]):.2f}" if thr.get((n, p)) else "-",
+                      f"{statistics.mean(en[(n, p)]):.4f}" if en.get((n, p)) else "-"]
+        print(f"| {p} | " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("part", choices=("caps", "trace", "sizes", "table"))
+    ap.add_argument("campaign", nargs="?", type=Path)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--file-size", default="24M")
+    args = ap.parse_args()
+    if args.part == "caps":
+        caps(args.seconds)
+    elif args.part == "trace":
+        trace(args.file_size)
+    elif args.part == "sizes":
+        sizes()
+    else:
+        table(args.campaign)
+
+
+if __name__ == "__main__":
+    main()
