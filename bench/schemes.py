@@ -35,7 +35,7 @@ from controller.policy import Decision  # noqa: E402
 from controller.setup2 import Setup2Control, control_factory  # noqa: E402
 
 
-def inventory(prefix: str, receivers: list[tuple[float, float]]) -> Inventory:
+def inventory(prefix: str, receivers: list[tuple[float, float]], wifi_cap: float | None = None) -> Inventory:
     base = yaml.safe_load((REPO / "inventory" / "emulated.yaml").read_text())
     base["receivers"] = [{"name": f"n{i}", "meter": {"kind": "emulated-um25c"}, "interfaces": {
         "wifi": {"name": "wlan0", "channel": {"rate_mbit": w, "buffer_ms": 10}},
@@ -43,6 +43,8 @@ def inventory(prefix: str, receivers: list[tuple[float, float]]) -> Inventory:
         for i, (w, lte) in enumerate(receivers, start=1)]
     base["name"] = "bench-schemes"
     base["emulation"]["namespace_prefix"] = prefix
+    if wifi_cap:
+        base["emulation"]["wifi_ap"]["capacity_mbit"] = wifi_cap
     return Inventory.model_validate(base)
 
 
@@ -84,14 +86,15 @@ def caps(seconds: float) -> None:
           f"{max(g / c - 1 for *_, c, g in rows):+.1%}")
 
 
-def campaign(prefix: str, receivers, policies, file_size: str, out: Path, **control) -> list[dict]:
+def campaign(prefix: str, receivers, policies, file_size: str, out: Path, wifi_cap: float | None = None,
+             **control) -> list[dict]:
     sc = Scenario.model_validate({
         "name": "bench-schemes", "congestion_controls": ["cubic"], "receiver_counts": [len(receivers)],
         "modes": [], "policies": policies, "samples_per_case": 1, "file_size": file_size,
         "transfer_timeout_s": 120, "retries": 1, "settle_s": 0.2,
         "control": {"probe_s": 1.5, "warm_s": 0.5, **control}})
     try:
-        camp = start_campaign(sc, inventory(prefix, receivers), out, control_factory=control_factory)
+        camp = start_campaign(sc, inventory(prefix, receivers, wifi_cap), out, control_factory=control_factory)
     finally:
         clean_prefix(prefix)
     return camp.records()
@@ -99,10 +102,11 @@ def campaign(prefix: str, receivers, policies, file_size: str, out: Path, **cont
 
 def trace(file_size: str) -> None:
     # n1 WiFi primary (LTE secondary), n2 and n3 LTE primary (WiFi secondary): their WiFi subflows are
-    # Tier 2 on the AP while n1's transfer keeps it busy; n1 ends first, then demand on the AP drops.
+    # Tier 2 on an AP of 15 Mbit/s shared by 34 Mbit/s of station ceilings (congested) while n1's
+    # transfer keeps it busy; n1 ends first, then demand on the AP drops.
     with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
         recs = campaign("mplab-bench-schemes-tr-", [(20, 6), (8, 12), (6, 12)],
-                        [{"name": "mp-sdn", "params": {"ei_s": 1.0}}], file_size, Path(tmp))
+                        [{"name": "mp-sdn", "params": {"ei_s": 1.0}}], file_size, Path(tmp), wifi_cap=15)
     for r in sorted(recs, key=lambda r: r["receiver"]):
         print(f"\n{r['receiver']}: status {r['status']}, primary {r['policy_trace']['primary']}, "
               f"{r['duration_s']:.1f} s, {r['throughput_mbit']:.2f} Mbit/s, caps at start {r['caps_mbit']}")

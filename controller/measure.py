@@ -203,12 +203,15 @@ def fifos(stats: Mapping[str, str]) -> dict[tuple[str, str], Fifo]:
     return out
 
 
-def interval_occupancy(snapshots: list[dict[tuple[str, str], Fifo]]) -> dict[str, float]:
-    """MP-SDN's MacOcc per network over one interval: the mean over snapshots of sum backlog / sum limit
-    of the FIFOs that were *active* in the interval (sent bytes or held a backlog).
+def interval_occupancy(snapshots: list[dict[tuple[str, str], Fifo]], how: str = "max") -> dict[str, float]:
+    """MP-SDN's MacOcc per network over one interval: the mean over snapshots of the fill of the FIFOs
+    that were *active* in the interval (sent bytes or held a backlog).
 
-    The emulated AP keeps one FIFO per station; counting the idle stations' empty queues would dilute
-    the signal with the number of receivers in the inventory, so only active queues count.
+    The emulated AP keeps one FIFO per station where the paper's AP has one MAC queue. ``how="max"``
+    (default) reads the AP's queue as its fullest active station queue: a backlogged Tier-1 flow
+    filling its station's queue is what the paper's MacOcc sees; a Tier-2 flow held by its cap
+    downstream leaves an empty queue that must not dilute the signal. ``how="sum"``: sum backlog /
+    sum limit over the active queues (one shared buffer). Idle stations never count.
     """
     if not snapshots:
         return {}
@@ -220,8 +223,11 @@ def interval_occupancy(snapshots: list[dict[tuple[str, str], Fifo]]) -> dict[str
     for net in nets:
         vals = []
         for snap in snapshots:
-            b = sum(f.backlog for k, f in snap.items() if k in active and f.network == net)
-            lim = sum(f.limit for k, f in snap.items() if k in active and f.network == net)
-            vals.append(b / lim if lim else 0.0)
+            qs = [f for k, f in snap.items() if k in active and f.network == net]
+            if how == "max":
+                vals.append(max((f.backlog / f.limit for f in qs), default=0.0))
+            else:
+                lim = sum(f.limit for f in qs)
+                vals.append(sum(f.backlog for f in qs) / lim if lim else 0.0)
         out[net] = sum(vals) / len(vals)
     return out

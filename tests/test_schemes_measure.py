@@ -61,4 +61,8 @@ def test_interval_occupancy_counts_active_queues_only():
           ("snd:to-enb", "11:"): Fifo("lte", 0.0, 90000.0, 0)}
     s1 = {**s0, ("snd:to-ap", "11:"): Fifo("wifi", 15000.0, 30000.0, 90000)}
     # The idle WiFi queue (no bytes, no backlog) and the idle LTE queue do not dilute the signal.
-    assert interval_occupancy([s0, s1]) == {"lte": 0.0, "wifi": pytest.approx(0.25)}
+    assert interval_occupancy([s0, s1], how="sum") == {"lte": 0.0, "wifi": pytest.approx(0.25)}
+    # The fullest active queue (default): a second active WiFi queue, empty, does not halve the signal.
+    s2 = {k: (Fifo("wifi", 0.0, 30000.0, 2000) if k == ("snd:to-ap", "12:") else f) for k, f in s1.items()}
+    assert interval_occupancy([s0, s2])["wifi"] == pytest.approx(0.25)
+    assert interval_occupancy([s0, s2], how="sum")["wifi"] == pytest.approx(0.125)
