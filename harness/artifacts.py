@@ -106,8 +106,8 @@ def verify_sums(folder: Path, expected_digest: str | None = None) -> str:
             raise ChecksumMismatch(f"{folder / rel}: listed in {SUMS_NAME} but missing")
         got = file_sha256(folder / rel)
         if got != want:
-            raise ChecksumMismatch(f"{folder / rel}: sha256 {got[:16]}... differs from {SUMS_NAME} "
-                                   f"({want[:16]}...); the file was modified: do not use it")
+            raise ChecksumMismatch(f"{folder / rel}: its sha256 digest {got[:16]}... differs from the one in "
+                                   f"{SUMS_NAME} ({want[:16]}...); the file was modified: do not use it")
     extra = sorted(present - set(listed))
     if extra:
         raise ChecksumMismatch(f"{folder}: file(s) {extra} are not in {SUMS_NAME}")

@@ -25,7 +25,7 @@ from harness.artifacts import (SUMS_NAME, ChecksumMismatch, FolderPolicy, check_
                                write_sums)
 from harness.errors import ConfigError
 from harness.hosts import atomic_write
-from harness.mlflow_store import ensure_experiment, mlflow_client, quiet_mlflow
+from harness.mlflow_store import dataset_source, ensure_experiment, mlflow_client, quiet_mlflow
 
 EXPERIMENT = "mplab-datasets"
 ARTIFACT_DIR = "dataset"
@@ -119,7 +119,7 @@ def _log_input(client, run_id: str, ds, uri: str) -> None:  # noqa: ANN001
     import mlflow.data
     from mlflow.entities import DatasetInput, InputTag
 
-    d = mlflow.data.from_pandas(ds.frame, source=uri, targets="energy_j", name=ds.meta["name"],
+    d = mlflow.data.from_pandas(ds.frame, source=dataset_source(uri, client.tracking_uri), targets="energy_j", name=ds.meta["name"],
                                 digest=ds.digest.removeprefix("sha256:")[:32])
     # NB: the client API takes entities; _to_mlflow_entity is how mlflow.log_input converts one too.
     client.log_inputs(run_id, datasets=[DatasetInput(d._to_mlflow_entity(),

@@ -95,3 +95,17 @@ def quiet_mlflow() -> Iterator[None]:
             os.environ.pop(env, None)
         else:
             os.environ[env] = before
+
+
+def dataset_source(uri: str, tracking_uri: str):  # noqa: ANN201 - an mlflow DatasetSource or a path string
+    """What ``mlflow.data`` records as a dataset's source for ``uri`` (a local path or an artifact URI).
+
+    MLflow resolves local paths and cloud URIs itself but has no resolver for its own proxied
+    ``mlflow-artifacts:`` URIs; those become the HTTP URL the tracking server serves the folder at.
+    """
+    if uri.startswith("mlflow-artifacts:") and tracking_uri.startswith(("http://", "https://")):
+        from mlflow.data.http_dataset_source import HTTPDatasetSource
+
+        path = uri.removeprefix("mlflow-artifacts:").lstrip("/")
+        return HTTPDatasetSource(f"{tracking_uri.rstrip('/')}/api/2.0/mlflow-artifacts/artifacts/{path}")
+    return uri

@@ -254,10 +254,13 @@ def _log_inputs(run: TrainingRun, p: Prepared, cfg: TrainConfig) -> None:
 
 def mlflow_dataset(ds: Dataset):
     """The dataset as an ``mlflow.data`` dataset: name, mplab's digest (shortened), source, schema, profile."""
+    import mlflow
     import mlflow.data
 
+    from harness.mlflow_store import dataset_source
+
     reg = ds.meta.get("registry") or {}
-    source = reg.get("uri") or str(ds.path.resolve())
+    source = dataset_source(reg["uri"], mlflow.get_tracking_uri()) if reg.get("uri") else str(ds.path.resolve())
     # NB: MLflow's dataset digest column holds 36 characters; the full sha256 is in the input's tags.
     return mlflow.data.from_pandas(ds.frame, source=source, targets="energy_j", name=ds.meta["name"],
                                    digest=ds.digest.removeprefix("sha256:")[:32])
