@@ -129,9 +129,11 @@ def pull(ref: str | ModelRef, out: Path, tracking_uri: str | None = None,
                                "`mplab train --register`, so its files cannot be checked")
     check_output(out, "model.json", policy, "model")
     with tempfile.TemporaryDirectory(prefix="mplab-pull-") as tmp, quiet_mlflow():
-        got = Path(mlflow.artifacts.download_artifacts(f"models:/{r.name}/{mv.version}", dst_path=tmp,
+        # NB: a models:/ URI would be resolved against the *default* registry, not this client's;
+        # the version's own location is explicit (and only mplab's folder is fetched).
+        where = client.get_model_version_download_uri(r.name, mv.version).rstrip("/")
+        src = Path(mlflow.artifacts.download_artifacts(artifact_uri=f"{where}/{EXTRA}", dst_path=tmp,
                                                        tracking_uri=client.tracking_uri))
-        src = got / EXTRA
         if not (src / SUMS_NAME).exists():
             raise ChecksumMismatch(f"{r.name} version {mv.version}: no {EXTRA}/{SUMS_NAME} in the model's artifacts")
         digest = verify_sums(src, expected)
