@@ -9,9 +9,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAB_MARKER := .venv/mplab-no-training-stack
 UV_RUN = $(UV) run --frozen $(if $(wildcard $(LAB_MARKER)),--no-group train --no-group dev)
 
+# Every program mplab calls comes from one of these; harness/tools.py says which program needs which
+# package, and tests/test_tools.py checks this list against it (and against every argv in the code).
 APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
-                clang llvm libbpf-dev bpftool linux-perf \
-                openssh-server openssh-client ser2net python3 python3-pip iputils-ping
+                clang llvm libbpf-dev bpftool \
+                openssh-server openssh-client ser2net python3 python3-pip iputils-ping chromium
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
 CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))
@@ -19,11 +21,12 @@ DATASET ?= datasets/$(SCENARIO)
 MODEL ?= models/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: setup setup-lab python-lab apt python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+.PHONY: setup setup-lab python-lab apt apt-packages doctor python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
 	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
 	@echo "make setup-lab      the same without the training stack (PyTorch, MLflow, scikit-learn: ~5 GB) for sweep-only machines"
+	@echo "make doctor         check this machine: programs, kernel features, Python packages (make setup ends with it)"
 	@echo "make bpf            build the BPF congestion controls (harness/cc/bpf -> harness/cc/bpf/build)"
 	@echo "make test           run the whole test suite (namespace tests need root)"
 	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
@@ -37,10 +40,20 @@ help:
 
 setup: apt python
 	$(MAKE) bpf
+	$(MAKE) --no-print-directory doctor
+
+# The set-up's self-check: every program (with versions), the kernel features, the Python packages.
+# Exits non-zero with the fix when something essential is missing.
+doctor:
+	$(UV_RUN) mplab doctor
+
+apt-packages:
+	@echo $(APT_PACKAGES)
 
 # A machine that only runs sweeps: no PyTorch/MLflow/scikit-learn (the `train` dependency group).
 setup-lab: apt python-lab
 	$(MAKE) bpf
+	$(MAKE) --no-print-directory doctor
 
 # BPF struct_ops congestion controls (lia, olia, balia, wvegas) and the arithmetic checker.
 # vmlinux.h comes from the running kernel's BTF (CO-RE: the objects load on other kernels too).
