@@ -113,6 +113,7 @@ train:
 # One worker and no job runner: about 0.5 GB instead of 3.4 GB for MLflow's defaults (15 processes).
 mlflow-ui:
 	@echo "starting the MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) (store $(CURDIR)/mlflow.db); it answers after 15-60 s, Ctrl-C stops it"
+	@echo "training runs: http://127.0.0.1:$(MLFLOW_PORT)/#/experiments?workflowType=machine_learning (the 'Model training' view)"
 	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(UV_RUN) mlflow server --workers 1 \
 		--backend-store-uri sqlite:///$(CURDIR)/mlflow.db \
 		--artifacts-destination $(CURDIR)/mlartifacts --host 127.0.0.1 --port $(MLFLOW_PORT)

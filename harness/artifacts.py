@@ -138,6 +138,15 @@ class FolderPolicy:
     KEEP_PREVIOUS = "keep-previous"  # rename the old folder to <name>.<UTC stamp>
     OVERWRITE = "overwrite"  # --force: remove the old folder once the new one is complete
 
+    @staticmethod
+    def from_flags(force: bool, keep_previous: bool) -> str:
+        """The policy the command-line flags ``--force`` and ``--keep-previous`` ask for."""
+        from harness.errors import ConfigError
+
+        if force and keep_previous:
+            raise ConfigError("--force replaces the old folder, --keep-previous keeps it: choose one", field="--force")
+        return FolderPolicy.OVERWRITE if force else FolderPolicy.KEEP_PREVIOUS if keep_previous else FolderPolicy.REFUSE
+
 
 def check_output(out: Path, marker: str, policy: str, what: str) -> None:
     """Refuse before any work when ``out/marker`` exists and the policy is REFUSE."""

@@ -12,20 +12,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness.artifacts import FolderPolicy
+
 console = Console()
 app = typer.Typer(no_args_is_help=True, help="Build datasets from campaigns; publish and pull them by name and version.")
 
 TrackingUri = Annotated[Optional[str], typer.Option(
     "--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")]
-
-
-def _policy(force: bool, keep_previous: bool) -> str:
-    from harness.artifacts import FolderPolicy
-    from harness.errors import ConfigError
-
-    if force and keep_previous:
-        raise ConfigError("--force replaces the old folder, --keep-previous keeps it: choose one", field="--force")
-    return FolderPolicy.OVERWRITE if force else FolderPolicy.KEEP_PREVIOUS if keep_previous else FolderPolicy.REFUSE
 
 
 @app.command("build")
@@ -46,7 +39,7 @@ def build(
     from harness.dataset import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
     res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged,
-                        policy=_policy(force, keep_previous), license=license)
+                        policy=FolderPolicy.from_flags(force, keep_previous), license=license)
     sp = res.meta["splits"]
     console.print(f"dataset {res.path}: {res.rows} rows ({sp['train']} train, {sp['test']} test) in "
                   f"{len(res.meta['cases'])} case(s); digest {res.digest}")
@@ -86,7 +79,7 @@ def pull_cmd(
     """Bring a published version back, every file checked against SHA256SUMS and the published digest."""
     from harness.dataset_registry import pull
 
-    v = pull(ref, out, tracking_uri, _policy(force, keep_previous))
+    v = pull(ref, out, tracking_uri, FolderPolicy.from_flags(force, keep_previous))
     console.print(f"{v.name}@{v.version} -> {out} ({v.rows} rows, digest {v.digest}; checksums verified)")
 
 

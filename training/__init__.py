@@ -5,11 +5,13 @@ Modules, one concept each:
     model      the MLP, with its input/output scaling inside (so exports need no extra code)
     fit        the training loop: Adam, early stopping on a validation part of the train split
     evaluate   MAE / MAPE / R2 on the test split, overall and per case, beside baselines
-    tracking   MLflow: an explicit client, a run that ends FINISHED or FAILED
+    tracking   MLflow: mlflow.start_run (source, commit, user), batched per-epoch metrics, FINISHED or FAILED
+    registry   registered models: list, promote, pull (checksums verified), models:/ URIs for controllers
+               (no torch)
     export     model.onnx (written from the weights), model.pt, model.json
     runtime    OnnxEnergyModel: load and predict with onnxruntime, no torch (for controllers)
     card       the model card
-    pipeline   all of the above for `mplab train`
+    pipeline   all of the above for `mplab train` (dataset input and the ONNX flavour logged to MLflow)
     synthetic  paper-size synthetic campaigns (benchmarks, unit tests)
 Reads datasets only (``harness.dataset.load_dataset``); controllers load ``model.onnx`` with
 onnxruntime alone (see ``training.export.OnnxEnergyModel``).

@@ -14,20 +14,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness.artifacts import FolderPolicy
+from harness.dataset_cli import TrackingUri
+
 console = Console()
 models_app = typer.Typer(no_args_is_help=True, help="Registered models: list, promote, pull (MLflow Model Registry).")
-
-TrackingUri = Annotated[Optional[str], typer.Option(
-    "--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")]
-
-
-def _policy(force: bool, keep_previous: bool) -> str:
-    from harness.artifacts import FolderPolicy
-    from harness.errors import ConfigError
-
-    if force and keep_previous:
-        raise ConfigError("--force replaces the old folder, --keep-previous keeps it: choose one", field="--force")
-    return FolderPolicy.OVERWRITE if force else FolderPolicy.KEEP_PREVIOUS if keep_previous else FolderPolicy.REFUSE
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -61,7 +52,7 @@ def train(
     from training.fit import TrainConfig
     from training.pipeline import train as run_train
 
-    policy = _policy(force, keep_previous)
+    policy = FolderPolicy.from_flags(force, keep_previous)
     cfg = TrainConfig(epochs=epochs, patience=patience, batch_size=batch_size, lr=lr, val_fraction=val_fraction,
                       seed=seed, precision=precision)
     progress = Progress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("epochs"),
@@ -93,7 +84,9 @@ def train(
     if res.previous:
         console.print(f"previous model kept as {res.previous}")
     if res.run_id:
-        console.print(f"MLflow run {res.run_id} (experiment {experiment}), logged model {res.model_id}")
+        console.print(f"MLflow run {res.run_id} (experiment {experiment}), logged model {res.model_id}: "
+                      f"{res.run_url}" + ("" if res.run_url and not res.run_url.startswith("http://127.0.0.1:5000")
+                                         else " (after `make mlflow-ui`)"))
     if res.registered:
         console.print(f"registered {res.registered[0]} version {res.registered[1]}; promote it with "
                       f"`mplab models promote {res.registered[0]} {res.registered[1]} --alias champion`")
@@ -143,7 +136,7 @@ def pull_cmd(
     """Write a registered version as the folder `mplab train` writes, every file checked against SHA256SUMS."""
     from training.registry import pull
 
-    res = pull(ref, out, tracking_uri, _policy(force, keep_previous))
+    res = pull(ref, out, tracking_uri, FolderPolicy.from_flags(force, keep_previous))
     console.print(f"{res.name} version {res.version} -> {res.path} (checksums verified, manifest {res.sums_digest})")
     if res.previous:
         console.print(f"previous model kept as {res.previous}")

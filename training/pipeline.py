@@ -29,7 +29,7 @@ from training.export import save_onnx, save_pt, write_json
 from training.features import FeatureSpec, target
 from training.fit import EpochStats, FitResult, TrainConfig, fit, predict, validation_mask
 from training.runtime import INPUT_NAME, MODEL_SCHEMA_VERSION, OUTPUT_NAME, OnnxEnergyModel
-from training.tracking import DEFAULT_EXPERIMENT, TrainingRun, training_run
+from training.tracking import DEFAULT_EXPERIMENT, TrainingRun, training_run, ui_url
 
 ONNX_TOLERANCE = 1e-5  # |onnx - torch| <= atol + rtol * |torch|, with atol = rtol = this
 
@@ -82,6 +82,7 @@ class TrainOutcome:
     fit: FitResult
     onnx_max_abs_diff_j: float
     run_id: str | None = None
+    run_url: str | None = None  # the run's page in the MLflow UI
     model_id: str | None = None  # MLflow's logged model
     registered: tuple[str, str] | None = None  # (name, version) when --register was given
     previous: Path | None = None  # where the old model folder went (--keep-previous)
@@ -215,7 +216,8 @@ def train(dataset_dir: Path, out: Path, cfg: TrainConfig = TrainConfig(), *, tra
 
                 t = fit_and_evaluate(p, cfg, epoch)
                 doc, diff = export(folder, out.name, p, cfg, t)
-                outcome = TrainOutcome(out, t.metrics, t.fit, diff, run.run_id)
+                outcome = TrainOutcome(out, t.metrics, t.fit, diff, run.run_id,
+                                       ui_url(run.client.tracking_uri, run.experiment_id, run.run_id))
                 outcome.model_id, outcome.registered = log_to_mlflow(run, folder, p, t, doc, register)
     outcome.previous = previous[0] if previous else None
     res = outcome.fit

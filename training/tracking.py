@@ -25,6 +25,9 @@ from harness.mlflow_store import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, default_
                                default_tracking_uri, ensure_experiment, quiet_mlflow)
 
 DEFAULT_EXPERIMENT = "mplab-energy"
+# MLflow 3.17's UI chooses its "GenAI" or "Model training" view from this URL parameter (or the
+# browser's last choice; GenAI on a first visit), whatever the experiment's kind tag says.
+ML_VIEW = "workflowType=machine_learning"
 MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per log_batch
 FLUSH_EVERY_S = 5.0
 
@@ -92,6 +95,16 @@ def training_run(experiment: str = DEFAULT_EXPERIMENT, run_name: str | None = No
                     tr.flush()
     finally:
         mlflow.set_tracking_uri(previous)
+
+
+def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
+    """The UI page of a run (or experiment), in the "Model training" view.
+
+    A local store has no UI of its own: the link is where `make mlflow-ui` serves it.
+    """
+    base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+    page = f"#/experiments/{experiment_id}" + (f"/runs/{run_id}" if run_id else "")
+    return f"{base}/{page}?{ML_VIEW}"
 
 
 def _git_tags() -> dict[str, str]:

@@ -7,6 +7,9 @@ small synthetic dataset, trains and registers a model (``--register energy``), p
 ``champion`` and publishes the dataset, then photographs three pages with headless Chromium
 (Debian package ``chromium``). ``--virtual-time-budget`` lets the single-page app finish loading
 (without it the pictures show loading placeholders); the UI's ``users/current`` 404 is expected.
+MLflow 3.17's UI picks its "GenAI" or "Model training" view from the URL (``workflowType``) or
+the browser's last choice, not from the experiment's tag; the links carry ``ML_VIEW``, and
+``experiment-default-view.png`` shows what a first visit without it looks like.
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ from training.synthetic import write_synthetic_campaign
 from training.fit import TrainConfig
 from training.pipeline import train
 from training.registry import promote
+
+from training.tracking import ML_VIEW
 
 WINDOW = "1600,1300"
 BUDGET_MS = "30000"
@@ -53,9 +58,11 @@ def main(out: Path) -> None:
 
             run = MlflowClient(srv.uri).get_run(res.run_id)
             exp = run.info.experiment_id
-            pages = {"run.png": f"{srv.uri}/#/experiments/{exp}/runs/{res.run_id}",
-                     "model-version.png": f"{srv.uri}/#/models/energy/versions/{res.registered[1]}",
-                     "experiment.png": f"{srv.uri}/#/experiments/{exp}"}
+            ml = f"?{ML_VIEW}"
+            pages = {"run.png": f"{srv.uri}/#/experiments/{exp}/runs/{res.run_id}{ml}",
+                     "model-version.png": f"{srv.uri}/#/models/energy/versions/{res.registered[1]}{ml}",
+                     "experiment.png": f"{srv.uri}/#/experiments/{exp}{ml}",
+                     "experiment-default-view.png": f"{srv.uri}/#/experiments/{exp}"}
             for name, url in pages.items():
                 argv = chromium_screenshot_argv(url, out / name)
                 print("$", " ".join(argv), flush=True)
