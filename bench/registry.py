@@ -73,7 +73,8 @@ def main() -> None:
         t_pull = timed(pull_once, args.repeats)
         t_copy = timed(copy_once, args.repeats)
         same = all((tmp / "pulled1" / p.name).read_bytes() == p.read_bytes() for p in ds.iterdir())
-    print(f"dataset: {res.rows} rows, {size_mb:.1f} MB in {len(list(ds.iterdir()))} files")
+        n_files = len(list(ds.iterdir()))
+    print(f"dataset: {res.rows} rows, {size_mb:.1f} MB in {n_files} files")
     print(f"load_dataset with SHA256SUMS check {t_check * 1000:.0f} ms vs without {t_bare * 1000:.0f} ms "
           f"(x{t_check / t_bare:.2f})")
     print(f"publish (first time, local sqlite store) {t_publish:.2f} s")
