@@ -84,9 +84,10 @@ def train(
     if res.previous:
         console.print(f"previous model kept as {res.previous}")
     if res.run_id:
-        console.print(f"MLflow run {res.run_id} (experiment {experiment}), logged model {res.model_id}: "
-                      f"{res.run_url}" + ("" if res.run_url and not res.run_url.startswith("http://127.0.0.1:5000")
-                                         else " (after `make mlflow-ui`)"))
+        local = not (res.run_url or "").startswith("http") or res.run_url.startswith("http://127.0.0.1:5000/")
+        console.print(f"MLflow run {res.run_id} (experiment {experiment}), logged model {res.model_id}")
+        # soft_wrap: a URL broken over lines cannot be clicked or copied
+        console.print(f"  {res.run_url}" + (" (after `make mlflow-ui`)" if local else ""), soft_wrap=True)
     if res.registered:
         console.print(f"registered {res.registered[0]} version {res.registered[1]}; promote it with "
                       f"`mplab models promote {res.registered[0]} {res.registered[1]} --alias champion`")
