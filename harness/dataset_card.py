@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-PAPER = Path(__file__).resolve().parent.parent / "data" / "paper" / "sensors-2023-7699.yaml"
+PAPER = Path("data") / "paper" / "sensors-2023-7699.yaml"  # in the repository, beside harness/
 
 
 @functools.cache
@@ -22,9 +22,10 @@ def reference_citation() -> dict | None:
 
     Only what that file says: it has no title or authors, and none are made up here.
     """
-    if not PAPER.exists():
+    found = [d / PAPER for d in Path(__file__).resolve().parents if (d / PAPER).is_file()]
+    if not found:  # an installed wheel carries no data/ folder
         return None
-    c = yaml.safe_load(PAPER.read_text()).get("citation") or {}
+    c = yaml.safe_load(found[0].read_text()).get("citation") or {}
     if not c:
         return None
     return {"key": c.get("key"), "text": " ".join(str(c.get("text", "")).split()), "journal": c.get("journal"),
