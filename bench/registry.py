@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.artifacts import SUMS_NAME  # noqa: E402
-from harness.dataset import build_dataset, load_dataset  # noqa: E402
-from harness.dataset_registry import publish, pull  # noqa: E402
-from training.synthetic import write_synthetic_campaign  # noqa: E402
+from harness.dataset.build import build_dataset, load_dataset  # noqa: E402
+from harness.dataset.registry import publish, pull  # noqa: E402
+from harness.testing.synthetic import write_synthetic_campaign  # noqa: E402
 
 
 def timed(fn, repeats: int) -> float:

@@ -58,7 +58,7 @@ def manifest_digest(data: bytes) -> str:
 
 def write_sums(folder: Path) -> str:
     """Write ``folder/SHA256SUMS`` over every other file; returns the manifest digest."""
-    from harness.hosts import atomic_write  # the one atomic writer; imported late (hosts pulls in more)
+    from harness.files import atomic_write
 
     data = render_sums(folder)
     atomic_write(folder / SUMS_NAME, data)

@@ -1,6 +1,6 @@
 """The MLflow store where mplab publishes: tracking URI default, local artifact root, experiments.
 
-Training runs (``training.tracking``), published datasets (``harness.dataset_registry``) and
+Training runs (``training.tracking``), published datasets (``harness.dataset.registry``) and
 registered models (``training.registry``) all live in one MLflow store: ``$MLFLOW_TRACKING_URI``
 (a server, typically) or a local SQLite file. MLflow itself is imported lazily: a lab install
 without the training stack imports this module and gets a clear error only when it publishes.

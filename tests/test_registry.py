@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from harness.artifacts import SUMS_NAME, ChecksumMismatch, file_sha256, verify_sums, write_sums
 from harness.testing.mlflow_server import mlflow_server
 from mplab.cli import app
-from training.synthetic import write_synthetic_campaign
+from harness.testing.synthetic import write_synthetic_campaign
 
 from conftest import REPO
 

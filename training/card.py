@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import yaml
 
-from harness.dataset_card import reference_citation
+from harness.dataset.card import reference_citation
 
 
 def _row(cells: list[object]) -> str:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.artifacts import FolderPolicy
-from harness.dataset_cli import TrackingUri
+from harness.dataset.cli import TrackingUri
 
 console = Console()
 models_app = typer.Typer(no_args_is_help=True, help="Registered models: list, promote, pull (MLflow Model Registry).")

@@ -21,7 +21,7 @@ import torch
 
 import harness
 from harness.artifacts import FolderPolicy, check_output, staged_folder, write_sums
-from harness.dataset import Dataset, load_dataset
+from harness.dataset.build import Dataset, load_dataset
 from harness.errors import ConfigError, MplabError
 from training.card import render_model_card
 from training.evaluate import evaluate, fit_baselines

@@ -109,7 +109,7 @@ def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> 
 
 def _git_tags() -> dict[str, str]:
     """mplab's checkout commit, for runs whose entry point MLflow cannot trace to a repository."""
-    from harness.metadata import git_info, safely
+    from harness.campaign.metadata import git_info, safely
 
     g = safely("git", git_info)
     if not isinstance(g, dict):

@@ -20,10 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.dataset import SplitSpec, build_dataset
-from harness.dataset_registry import publish
+from harness.dataset.build import SplitSpec, build_dataset
+from harness.dataset.registry import publish
 from harness.testing.mlflow_server import mlflow_server
-from training.synthetic import write_synthetic_campaign
+from harness.testing.synthetic import write_synthetic_campaign
 from training.fit import TrainConfig
 from training.pipeline import train
 from training.registry import promote
