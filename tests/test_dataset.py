@@ -180,6 +180,11 @@ def test_card_front_matter_and_the_real_split_counts(tmp_path):
 def test_parquet_columns_are_categorical_with_units(tmp_path):
     import pyarrow.parquet as pq
 
+    from harness.dataset.build import ROW_COLUMNS
+    from harness.dataset.columns import COLUMN_DOCS
+
+    assert tuple(COLUMN_DOCS) == ROW_COLUMNS  # documented in the table's order, every column
+
     c = _campaign(tmp_path / "runs", _records(samples=3))
     build_dataset([c.path], tmp_path / "d")
     schema = pq.read_schema(tmp_path / "d" / "data.parquet")

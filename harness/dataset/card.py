@@ -42,7 +42,7 @@ def size_category(n: int) -> str:
 
 def front_matter(df: pd.DataFrame, meta: dict) -> dict:
     """The card's YAML header."""
-    from harness.dataset.build import COLUMN_DOCS, FLOAT_COLUMNS, INT_COLUMNS, ROW_COLUMNS
+    from harness.dataset.columns import COLUMN_DOCS, FLOAT_COLUMNS, INT_COLUMNS
 
     cite = reference_citation()
     dtype = {**{c: "int64" for c in INT_COLUMNS}, **{c: "float64" for c in FLOAT_COLUMNS}}
@@ -56,7 +56,7 @@ def front_matter(df: pd.DataFrame, meta: dict) -> dict:
         "configs": [{"config_name": "default", "data_files": "data.parquet"}],
         "dataset_info": {
             "features": [{"name": c, "dtype": dtype.get(c, "string"), "description": COLUMN_DOCS[c][1],
-                          **({"unit": COLUMN_DOCS[c][0]} if COLUMN_DOCS[c][0] else {})} for c in ROW_COLUMNS],
+                          **({"unit": COLUMN_DOCS[c][0]} if COLUMN_DOCS[c][0] else {})} for c in COLUMN_DOCS],
             "splits": [{"name": s, "num_examples": n, "column": "split"} for s, n in splits.items()],
             "dataset_size": int(len(df)),
         },
@@ -139,7 +139,7 @@ def render_card(df: pd.DataFrame, meta: dict) -> str:
         out.append(_table(["reason", "records"], [[k, v] for k, v in meta["excluded"].items()]))
     else:
         out.append("None.")
-    from harness.dataset.build import COLUMN_DOCS
+    from harness.dataset.columns import COLUMN_DOCS
 
     out += ["", "## Columns", "",
             _table(["column", "unit", "description"], [[f"`{c}`", u or "-", d] for c, (u, d) in COLUMN_DOCS.items()])]

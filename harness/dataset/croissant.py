@@ -29,20 +29,20 @@ FILES = {"data.parquet": "application/x-parquet", "data.csv": "text/csv"}
 
 
 def _data_type(column: str) -> str:
-    from harness.dataset.build import FLOAT_COLUMNS, INT_COLUMNS
+    from harness.dataset.columns import FLOAT_COLUMNS, INT_COLUMNS
 
     return "sc:Integer" if column in INT_COLUMNS else "sc:Float" if column in FLOAT_COLUMNS else "sc:Text"
 
 
 def croissant(folder: Path, meta: dict) -> dict:
     """The Croissant document of the dataset in ``folder`` (data files already written)."""
-    from harness.dataset.build import COLUMN_DOCS, ROW_COLUMNS
+    from harness.dataset.columns import COLUMN_DOCS
     from harness.dataset.card import reference_citation
 
     cite = reference_citation()
     kinds = sorted({s.get("testbed_kind") or "?" for s in meta["sources"]})
     fields = []
-    for c in ROW_COLUMNS:
+    for c in COLUMN_DOCS:
         unit, desc = COLUMN_DOCS[c]
         fields.append({"@type": "cr:Field", "@id": f"rows/{c}", "name": c,
                        "description": desc + (f" ({unit})" if unit else ""), "dataType": _data_type(c),
