@@ -237,6 +237,8 @@ for args in (['--help'], ['run', '--help'], ['dataset', 'build', '--help'], ['tr
     assert r.exit_code == 0, (args, r.output, r.exception)
 r = CliRunner().invoke(app, ['dataset', 'list'])
 assert 'training stack' in str(r.exception), r.exception
+r = CliRunner().invoke(app, ['train', 'datasets/none', '-o', 'models/none'])
+assert 'training stack' in str(r.exception) and r.exception.exit_code == 2, r.exception
 print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mlflow', 'sklearn', 'onnx')))
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -49,8 +49,14 @@ def train(
     """Train the 5 x 200 ReLU MLP on a dataset, compare it with baselines, export ONNX for controllers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from training.fit import TrainConfig
-    from training.pipeline import train as run_train
+    from harness.errors import ConfigError
+
+    try:
+        from training.fit import TrainConfig
+        from training.pipeline import train as run_train
+    except ImportError as exc:  # a lab install without the `train` dependency group
+        raise ConfigError(f"`mplab train` needs the training stack ({exc.name} is not installed): "
+                          "`uv sync --group train`, or `make setup`") from None
 
     policy = FolderPolicy.from_flags(force, keep_previous)
     cfg = TrainConfig(epochs=epochs, patience=patience, batch_size=batch_size, lr=lr, val_fraction=val_fraction,
