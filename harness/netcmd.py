@@ -113,3 +113,33 @@ def shared_bottleneck_argvs(dev: str, capacity_mbit: float,
         cmds.append(bfifo_argv(dev, f"1:{minor}", f"{minor}:", buffer_bytes))
         cmds.append(u32_dst_filter_argv(dev, address, f"1:{minor}"))
     return cmds
+
+
+def radio_qdisc_argvs(dev: str, rate_mbit: float, buffer_bytes: int) -> list[list[str]]:
+    """A receiver's downlink on one access network: HTB class 1:1 (its rate, changed by the radio loop)
+    over a byte FIFO (its buffer), on the AP's or eNB's device towards that receiver."""
+    return [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
+            htb_class_argv(dev, "1:", "1:1", rate_mbit),
+            bfifo_argv(dev, "1:1", "10:", buffer_bytes)]
+
+
+#: nftables table of the emulated radios' loss rules (issue 17's steering uses its own tables).
+RADIO_TABLE = "mplab_radio"
+
+
+def radio_loss_argvs(losses: Sequence[tuple[str, float]]) -> list[list[str]]:
+    """Random loss per downlink device: (device, percent) -> nft commands in the AP's or eNB's namespace.
+
+    ``numgen random mod 1000000 < p * 10000`` drops a packet with probability ``p`` percent; the
+    counter on each rule shows what was dropped. Empty when no device has loss.
+    """
+    rules = [(dev, pct) for dev, pct in losses if pct > 0]
+    if not rules:
+        return []
+    cmds = [["nft", "add", "table", "ip", RADIO_TABLE],
+            ["nft", "add", "chain", "ip", RADIO_TABLE, "loss", "{", "type", "filter", "hook", "forward",
+             "priority", "-10", ";", "policy", "accept", ";", "}"]]
+    for dev, pct in rules:
+        cmds.append(["nft", "add", "rule", "ip", RADIO_TABLE, "loss", "oifname", dev, "numgen", "random", "mod",
+                     "1000000", "<", str(round(pct * 10000)), "counter", "drop"])
+    return cmds

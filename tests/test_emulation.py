@@ -48,11 +48,14 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
     tb.setup([reno])
     try:
         assert set(list_namespaces(LocalHost(), prefix)) == {f"{prefix}{n}" for n in ("snd", "ap", "enb", "n1", "n2")}
-        qd = json.loads(tb.sender.run(["tc", "-j", "qdisc", "show", "dev", "to-ap"]).stdout)
-        kinds = sorted(q["kind"] for q in qd)
-        assert kinds == ["bfifo", "bfifo", "htb"]
-        classes = tb.sender.run(["tc", "class", "show", "dev", "to-ap"]).stdout
-        assert "ceil 20Mbit" in classes and "ceil 6Mbit" in classes and "rate 40Mbit" in classes
+        # Queues where the radios have them: per receiver on the AP's and the eNB's downlink, none on the sender.
+        for host, rates in ((tb.ap, ("20Mbit", "6Mbit")), (tb.enb, ("8Mbit", "12Mbit"))):
+            for i, rate in enumerate(rates, start=1):
+                qd = json.loads(host.run(["tc", "-j", "qdisc", "show", "dev", f"rx{i}"]).stdout)
+                assert sorted(q["kind"] for q in qd) == ["bfifo", "htb"]
+                assert f"rate {rate}" in host.run(["tc", "class", "show", "dev", f"rx{i}"]).stdout
+        snd_qd = json.loads(tb.sender.run(["tc", "-j", "qdisc", "show", "dev", "to-ap"]).stdout)
+        assert not {q["kind"] for q in snd_qd} & {"htb", "bfifo"}
         n1 = tb.nodes["n1"]
         eps = n1.host.run(["ip", "mptcp", "endpoint", "show"]).stdout
         assert "10.20.1.2" in eps and "subflow" in eps and "lte0" in eps
