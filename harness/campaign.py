@@ -226,7 +226,7 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
             links = {r: {n: inventory.receiver(n).interfaces[r].channel.rate_mbit for n in p.receivers}
                      for r in ("wifi", "lte")}
             res = simulate_sample(scenario.file_bytes * 8 / 1e6, list(p.receivers), p.mode, nets["wifi"], nets["lte"],
-                                  links["wifi"], links["lte"], emu.coexistence_factor if p.mode == "both" else 1.0)
+                                  links["wifi"], links["lte"], emu.coexistence if p.mode == "both" else 1.0)
             slowest = max(r.duration_s for r in res.values())
         else:
             rate = 20.0 if p.mode == "both" else 10.0

@@ -396,7 +396,7 @@ class EmulatedTestbed(Testbed):
             networks={r: self.access_network(r) for r in ("wifi", "lte")},
             stations={r: {rx.name: (f"rx{i}", rx.interfaces[r].channel.rate_mbit) for i, rx in rxs}
                       for r in ("wifi", "lte")},
-            coexistence_factor=self.emu.coexistence_factor, hz=self.emu.radio_loop_hz)
+            coexistence_factor=self.emu.coexistence, hz=self.emu.radio_loop_hz)
 
     @property
     def radiolink_log(self) -> Path:

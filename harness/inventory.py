@@ -223,6 +223,9 @@ class Emulation(Strict):
     coexistence_factor: Annotated[float, Field(gt=0, le=1)] = Field(
         default=1.0, description="share a receiver keeps on each radio while both carry its data (in-device "
                                  "interference; 1 = none)")
+    coexistence_by_active: dict[PositiveInt, Annotated[float, Field(gt=0, le=1)]] | None = Field(
+        default=None, description="coexistence factor by the number of receivers active on both radios "
+                                  "(nearest entry; overrides coexistence_factor): what the paper-lab fit needs")
     radio_loop_hz: Annotated[float, Field(ge=1, le=100)] = Field(
         default=20.0, description="how often the radio loop re-shares the access networks among active receivers")
 
@@ -234,6 +237,11 @@ class Emulation(Strict):
             raise ValueError(f"lte_cell.sharing {self.lte_cell.sharing!r}: an LTE cell shares by "
                              "'proportional-fair' or 'equal'")
         return self
+
+    @property
+    def coexistence(self) -> float | dict[int, float]:
+        """The factor, or the table by receivers active on both, as the sharing models take it."""
+        return dict(self.coexistence_by_active) if self.coexistence_by_active else self.coexistence_factor
 
     @property
     def wifi_sharing(self) -> str:

@@ -57,7 +57,7 @@ class LinkConfig:
     namespaces: dict[str, str]
     networks: dict[str, AccessNetwork]
     stations: dict[str, dict[str, tuple[str, float]]]
-    coexistence_factor: float = 1.0
+    coexistence_factor: float | dict[int, float] = 1.0
     hz: float = 20.0
     hold_s: float = 0.25
 
@@ -69,7 +69,9 @@ class LinkConfig:
                                                     if n.capacity_by_active else None)}
                          for r, n in self.networks.items()},
             "stations": {r: {s: list(v) for s, v in st.items()} for r, st in self.stations.items()},
-            "coexistence_factor": self.coexistence_factor, "hz": self.hz, "hold_s": self.hold_s})
+            "coexistence_factor": (self.coexistence_factor if isinstance(self.coexistence_factor, (int, float))
+                                   else {str(k): v for k, v in self.coexistence_factor.items()}),
+            "hz": self.hz, "hold_s": self.hold_s})
 
     @classmethod
     def from_json(cls, text: str) -> LinkConfig:
@@ -79,7 +81,9 @@ class LinkConfig:
                                  if n.get("capacity_by_active") else None)
                 for r, n in d["networks"].items()}
         stations = {r: {s: (v[0], float(v[1])) for s, v in st.items()} for r, st in d["stations"].items()}
-        return cls(d["namespaces"], nets, stations, d.get("coexistence_factor", 1.0), d.get("hz", 20.0),
+        k = d.get("coexistence_factor", 1.0)
+        k = {int(n): v for n, v in k.items()} if isinstance(k, dict) else k
+        return cls(d["namespaces"], nets, stations, k, d.get("hz", 20.0),
                    d.get("hold_s", 0.25))
 
     def solo_rates(self) -> dict[str, dict[str, float]]:

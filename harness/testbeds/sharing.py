@@ -25,7 +25,8 @@ Every model is capped by the access network's capacity ``C(N)``, which may depen
 the number ``N`` of active stations (``capacity_by_active``: scheduler and contention
 overhead; the calibrated ``paper-lab`` cell needs it). A receiver active on both radios
 gets ``coexistence_factor`` times its share on each (in-device interference between a
-2.4 GHz WiFi dongle and a band-7 LTE modem: the same airtime or PRBs carry fewer bits).
+2.4 GHz WiFi dongle and a band-7 LTE modem: the same airtime or PRBs carry fewer bits);
+a table of factors by the number of receivers active on both is accepted too.
 """
 from __future__ import annotations
 
@@ -114,16 +115,26 @@ def share_rates(net: AccessNetwork, link_mbit: Mapping[str, float]) -> dict[str,
     return {s: out.get(s, 0.0) for s in link_mbit}
 
 
+def coexistence(factor: float | Mapping[int, float], n_both: int) -> float:
+    """The coexistence factor with ``n_both`` receivers active on both radios (a table: nearest entry)."""
+    if isinstance(factor, (int, float)):
+        return float(factor)
+    if not factor:
+        return 1.0
+    return factor[min(factor, key=lambda k: (abs(k - n_both), k))]
+
+
 def radio_rates(wifi: AccessNetwork, lte: AccessNetwork, wifi_link: Mapping[str, float],
                 lte_link: Mapping[str, float], active: Mapping[str, frozenset[str]],
-                coexistence_factor: float = 1.0) -> dict[str, dict[str, float]]:
+                coexistence_factor: float | Mapping[int, float] = 1.0) -> dict[str, dict[str, float]]:
     """Rates of every receiver on both access networks, given which radios each has active.
 
     Args:
         wifi, lte: the two access networks.
         wifi_link, lte_link: every receiver's link rate alone on each.
         active: receiver -> the radios ("wifi", "lte") carrying its data now.
-        coexistence_factor: share kept on each radio by a receiver active on both.
+        coexistence_factor: share kept on each radio by a receiver active on both; a table
+            (receivers active on both -> factor) when it depends on how many are.
 
     Returns:
         receiver -> {"wifi": Mbit/s, "lte": Mbit/s} (0 for an inactive radio).
@@ -131,8 +142,9 @@ def radio_rates(wifi: AccessNetwork, lte: AccessNetwork, wifi_link: Mapping[str,
     w = share_rates(wifi, {s: wifi_link[s] for s, radios in active.items() if "wifi" in radios})
     lt = share_rates(lte, {s: lte_link[s] for s, radios in active.items() if "lte" in radios})
     out = {}
+    k_both = coexistence(coexistence_factor, sum(1 for radios in active.values() if len(radios) == 2))
     for s, radios in active.items():
-        k = coexistence_factor if len(radios) == 2 else 1.0
+        k = k_both if len(radios) == 2 else 1.0
         out[s] = {"wifi": w.get(s, 0.0) * k, "lte": lt.get(s, 0.0) * k}
     return out
 
@@ -151,7 +163,8 @@ class FluidResult:
 
 def simulate_sample(file_mbit: float, receivers: list[str], mode: str, wifi: AccessNetwork, lte: AccessNetwork,
                     wifi_link: Mapping[str, float], lte_link: Mapping[str, float],
-                    coexistence_factor: float = 1.0, efficiency: Mapping[str, float] | None = None,
+                    coexistence_factor: float | Mapping[int, float] = 1.0,
+                    efficiency: Mapping[str, float] | None = None,
                     ) -> dict[str, FluidResult]:
     """Every receiver pulls ``file_mbit`` at once in ``mode``; rates re-shared whenever one finishes.
 
