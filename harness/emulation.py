@@ -47,6 +47,8 @@ from harness.netcmd import (
     offloads_off_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
 from harness.testbed import Check, Node, NodeInterface, Testbed
+from harness.testbeds.delayline import attached, delayline_argv
+from harness.testbeds.delayline import setup_argvs as delayline_setup_argvs
 from harness.testbeds.radiolink import LinkConfig, radiolink_argv
 from harness.testbeds.sharing import AccessNetwork
 from harness.traffic import Iperf3
@@ -249,6 +251,7 @@ class EmulatedTestbed(Testbed):
                                        rx.meter.kind, BASE_PORT + i)
         self._devices: dict[str, BackgroundProcess] = {}
         self._radiolink: BackgroundProcess | None = None
+        self._delaylines: dict[str, BackgroundProcess] = {}
         self._ccs: list[CongestionControl] = []
         self._up = False
 
@@ -308,6 +311,7 @@ class EmulatedTestbed(Testbed):
                 node.iperf3 = self.sender_iperf3
             self._start_devices()
             self._start_radiolink()
+            self._start_delaylines()
             self.ensure_servers()
         except BaseException:
             self.teardown()
@@ -403,6 +407,29 @@ class EmulatedTestbed(Testbed):
         """Where the radio loop logs each change (one JSON line; the first says it is ready)."""
         return self.state_dir / "radiolink.jsonl"
 
+    def path_delays(self, radio: str) -> dict[str, float]:
+        """Receiver address on ``radio`` -> base delay (ms), for the paths that have one."""
+        return {self.nodes[rx.name].interfaces[radio].address: rx.interfaces[radio].channel.delay_ms
+                for rx in self.inventory.receivers if rx.interfaces[radio].channel.delay_ms > 0}
+
+    def _start_delaylines(self) -> None:
+        for host, radio in ((self.ap, "wifi"), (self.enb, "lte")):
+            delays = self.path_delays(radio)
+            if not delays:
+                continue
+            for argv in delayline_setup_argvs(delays):
+                host.run(argv)
+            proc = host.start(delayline_argv(delays), label=f"delayline:{radio}")
+            self._delaylines[radio] = proc
+            deadline = time.monotonic() + 15
+            while not attached(host.run(["ip", "-j", "link", "show", "dly0"]).stdout):
+                if proc.poll() is not None:
+                    res = proc.stop()
+                    raise PreflightError(f"delay line in {host.name} exited: {res.stderr.strip()[-500:]}")
+                if time.monotonic() > deadline:
+                    raise PreflightError(f"delay line in {host.name} did not attach to dly0 within 15 s")
+                time.sleep(0.02)
+
     def _start_radiolink(self) -> None:
         log_path = self.radiolink_log
         log_path.unlink(missing_ok=True)
@@ -468,6 +495,7 @@ class EmulatedTestbed(Testbed):
         if self._radiolink is not None:
             self._radiolink.stop()
             self._radiolink = None
+        self.stop_all(self._delaylines)
         clean_prefix(self.prefix, self.root, nested=False)
         # After our state is gone, so that names_needed() only lists other live testbeds.
         for cc in reversed(self._ccs):

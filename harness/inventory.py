@@ -37,6 +37,9 @@ class Channel(Strict):
 
     rate_mbit: PositiveFloat = Field(description="downlink rate ceiling of this receiver on this radio (Mbit/s)")
     buffer_ms: PositiveFloat = Field(description="bottleneck buffer depth, as queueing delay at rate_mbit (ms)")
+    delay_ms: Annotated[float, Field(ge=0, le=1000)] = Field(
+        default=0.0, description="base one-way delay of this receiver's downlink on this radio (ms), added by a "
+                                 "user-space delay line (harness/testbeds/delayline.py); 0 = none")
     loss_pct: Annotated[float, Field(ge=0, lt=100)] = Field(
         default=0.0, description="random loss of this receiver's downlink packets on this radio (%), e.g. 1 for "
                                  "the related schemes' WLAN setting")

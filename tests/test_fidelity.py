@@ -170,3 +170,41 @@ def test_radio_loop_parses_proc_net_dev_and_writes_batch_lines():
     back = LinkConfig.from_json(cfg.to_json())
     assert back == cfg
     assert back.solo_rates() == {"wifi": {"n1": 30}, "lte": {"n1": 40}}
+
+
+# ------------------------------------------------------------------ on the kernel
+
+def _ping(host, dst: str, count: int, interval: str = "0.02") -> tuple[int, float]:
+    """(replies received, minimum RTT ms)."""
+    out = host.run(["ping", "-n", "-q", "-c", str(count), "-i", interval, "-W", "2", dst], check=False,
+                   timeout=60).stdout
+    received = int(out.split(" received")[0].rsplit(",", 1)[1].strip()) if " received" in out else 0
+    rtt = [line for line in out.splitlines() if "min/avg/max" in line]
+    return received, (float(rtt[0].split("=")[1].split("/")[0]) if rtt else float("nan"))
+
+
+@pytest.mark.root
+def test_base_delay_and_loss_act_on_their_own_path_only(prefix):
+    from harness.emulation import EmulatedTestbed, clean_prefix
+
+    base = small_inventory(prefix, [(20, 10), (20, 10)]).model_dump(mode="json")
+    base["receivers"][0]["interfaces"]["wifi"]["channel"]["delay_ms"] = 40
+    base["receivers"][0]["interfaces"]["lte"]["channel"]["loss_pct"] = 30
+    tb = EmulatedTestbed(Inventory.model_validate(base))
+    try:
+        tb.setup([])
+        n1, n2 = tb.nodes["n1"], tb.nodes["n2"]
+        # The sender's pings to n1 over WiFi wait in the delay line (one way: the reply is not delayed).
+        got, rtt = _ping(tb.sender, n1.interfaces["wifi"].address, 5, "0.2")
+        assert got == 5 and rtt >= 35, rtt
+        got, rtt = _ping(tb.sender, n2.interfaces["wifi"].address, 5, "0.2")
+        assert got == 5 and rtt < 35, rtt
+        # 30 % loss on n1's LTE downlink: of 100 pings some never come back; n2's LTE loses none.
+        got, _ = _ping(tb.sender, n1.interfaces["lte"].address, 100)
+        assert got < 95, got
+        assert _ping(tb.sender, n2.interfaces["lte"].address, 100)[0] == 100
+        rules = tb.enb.run(["nft", "list", "table", "ip", "mplab_radio"]).stdout
+        assert 'oifname "rx1"' in rules and "rx2" not in rules
+    finally:
+        tb.teardown()
+        clean_prefix(prefix)
