@@ -162,15 +162,20 @@ def bench_bottleneck(args) -> list[str]:
     from harness.cc.bottleneck import SharedBottleneck
 
     lia, cubic = resolve("lia"), resolve("cubic")
-    coupled, uncoupled = [], []
-    with SharedBottleneck("mplab-bench-fbn-", [lia, cubic], rate_mbit=50, buffer_bytes=75_000) as bn:
-        for _ in range(args.rounds):
-            coupled.append(bn.compete(lia, duration_s=6, omit_s=2).ratio)
-            uncoupled.append(bn.compete(cubic, duration_s=6, omit_s=2).ratio)
-    lm, cm = statistics.median(coupled), statistics.median(uncoupled)
-    return [f"shared bottleneck (router, 50 Mbit/s, 75 kB FIFO), MPTCP over one TCP flow, {args.rounds} rounds: "
-            f"LIA median {lm:.2f} ({min(coupled):.2f}-{max(coupled):.2f}), uncoupled cubic median {cm:.2f} "
-            f"({min(uncoupled):.2f}-{max(uncoupled):.2f}); cubic/LIA {cm / lm:.2f} (theory: about 1 and 2)"]
+    lines = []
+    for delay_ms, buffer_bytes in ((0.0, 75_000), (args.bottleneck_delay_ms, 75_000)):
+        coupled, uncoupled = [], []
+        with SharedBottleneck("mplab-bench-fbn-", [lia, cubic], rate_mbit=50, buffer_bytes=buffer_bytes,
+                              base_delay_ms=delay_ms) as bn:
+            for _ in range(args.rounds):
+                coupled.append(bn.compete(lia, duration_s=8, omit_s=3).ratio)
+                uncoupled.append(bn.compete(cubic, duration_s=8, omit_s=3).ratio)
+        lm, cm = statistics.median(coupled), statistics.median(uncoupled)
+        lines.append(f"shared bottleneck (router, 50 Mbit/s, {buffer_bytes // 1000} kB FIFO, base delay {delay_ms:g} ms), "
+                     f"MPTCP over one TCP flow, {args.rounds} rounds: LIA median {lm:.2f} ({min(coupled):.2f}-"
+                     f"{max(coupled):.2f}), uncoupled cubic median {cm:.2f} ({min(uncoupled):.2f}-{max(uncoupled):.2f}); "
+                     f"cubic/LIA {cm / lm:.2f} (theory: about 1 and 2)")
+    return lines
 
 
 def per_receiver_rates(records: list[dict], raw: Path) -> dict[str, float]:
@@ -196,6 +201,8 @@ def main() -> None:
     ap.add_argument("--file-size", default="4M")
     ap.add_argument("--cc", default="cubic")
     ap.add_argument("--rounds", type=int, default=4, help="shared-bottleneck rounds per algorithm")
+    ap.add_argument("--bottleneck-delay-ms", type=float, default=20.0,
+                    help="base one-way delay of the second shared-bottleneck run (delay line)")
     ap.add_argument("--only", default="paths,sharing,loss,bottleneck")
     args = ap.parse_args()
     only = set(args.only.split(","))
