@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from harness.testbeds.sharing import AccessNetwork, radio_rates
 
-#: Bytes per tick below which a radio counts as idle (ARP, stray ACKs, keep-alives).
-IDLE_BYTES = 3000
+#: Bytes per tick below which a radio counts as idle (ARP, iperf3's small control messages): a
+#: station that receives two full frames per tick (0.5 Mbit/s at 20 Hz) or more is active.
+IDLE_BYTES = 1600
 RADIOS = ("wifi", "lte")
 
 
