@@ -20,7 +20,7 @@ from harness.emulation import clean_prefix
 from harness.hosts import LocalHost, NamespaceHost
 from harness.netcmd import addr_add_argv, link_up_argv, netns_add_argv, offloads_off_argv, route_add_argv, \
     sysctl_argv, veth_argv
-from harness.testbeds.delayline import attached, delayline_argv, setup_argvs
+from harness.testbeds import delayline
 from harness.traffic import Iperf3
 
 PREFIX = "mplab-bench-dly-"
@@ -66,14 +66,7 @@ def main() -> None:
         c.run(route_add_argv("default", via="10.9.2.1"))
         base = _ping(a, 100)
         delays = {"10.9.2.2": args.delay_ms}
-        for argv in setup_argvs(delays):
-            b.run(argv)
-        line = b.start(delayline_argv(delays), label="delayline")
-        deadline = time.monotonic() + 10
-        while not attached(b.run(["ip", "-j", "link", "show", "dly0"]).stdout):
-            if time.monotonic() > deadline:
-                raise SystemExit("the delay line did not attach to dly0 within 10 s")
-            time.sleep(0.02)
+        line = delayline.start(b, delays)
         with_line = _ping(a, 100)
         iperf = Iperf3.check(root)
         server = c.start(iperf.server_argv(5999, mptcp=False), label="iperf3-s")

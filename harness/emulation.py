@@ -47,8 +47,7 @@ from harness.netcmd import (
     offloads_off_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
 from harness.testbed import Check, Node, NodeInterface, Testbed
-from harness.testbeds.delayline import attached, delayline_argv
-from harness.testbeds.delayline import setup_argvs as delayline_setup_argvs
+from harness.testbeds import delayline
 from harness.testbeds.radiolink import LinkConfig, radiolink_argv
 from harness.testbeds.sharing import AccessNetwork
 from harness.traffic import Iperf3
@@ -415,20 +414,8 @@ class EmulatedTestbed(Testbed):
     def _start_delaylines(self) -> None:
         for host, radio in ((self.ap, "wifi"), (self.enb, "lte")):
             delays = self.path_delays(radio)
-            if not delays:
-                continue
-            for argv in delayline_setup_argvs(delays):
-                host.run(argv)
-            proc = host.start(delayline_argv(delays), label=f"delayline:{radio}")
-            self._delaylines[radio] = proc
-            deadline = time.monotonic() + 15
-            while not attached(host.run(["ip", "-j", "link", "show", "dly0"]).stdout):
-                if proc.poll() is not None:
-                    res = proc.stop()
-                    raise PreflightError(f"delay line in {host.name} exited: {res.stderr.strip()[-500:]}")
-                if time.monotonic() > deadline:
-                    raise PreflightError(f"delay line in {host.name} did not attach to dly0 within 15 s")
-                time.sleep(0.02)
+            if delays:
+                self._delaylines[radio] = delayline.start(host, delays)
 
     def _start_radiolink(self) -> None:
         log_path = self.radiolink_log

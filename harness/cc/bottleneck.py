@@ -35,8 +35,7 @@ from harness.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
     route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
-from harness.testbeds.delayline import attached, delayline_argv
-from harness.testbeds.delayline import setup_argvs as delayline_setup_argvs
+from harness.testbeds import delayline
 from harness.traffic import Iperf3
 
 SERVER = "10.77.0.1"
@@ -162,14 +161,7 @@ class SharedBottleneck:
         rcv.run(mptcp_endpoint_argv("10.77.2.2", "c2", ("subflow",)))
         if self.base_delay_ms > 0:
             delays = {"10.77.1.2": self.base_delay_ms, "10.77.2.2": self.base_delay_ms}
-            for argv in delayline_setup_argvs(delays, uplink_dev="t0"):
-                rtr.run(argv)
-            self._servers.append(rtr.start(delayline_argv(delays), label="delayline"))
-            deadline = time.monotonic() + 10
-            while not attached(rtr.run(["ip", "-j", "link", "show", "dly0"]).stdout):
-                if time.monotonic() > deadline:
-                    raise TrafficError("the delay line in the shared-bottleneck topology did not attach within 10 s")
-                time.sleep(0.02)
+            self._servers.append(delayline.start(rtr, delays, uplink_dev="t0"))
         self.iperf3 = Iperf3.check(root)
         self._servers += [snd.start(self.iperf3.server_argv(MPTCP_PORT, mptcp=True), label="iperf3-mptcp"),
                          snd.start(self.iperf3.server_argv(TCP_PORT, mptcp=False), label="iperf3-tcp")]

@@ -78,6 +78,34 @@ def attached(link_json: str) -> bool:
         return False
 
 
+def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s: float = 15.0):
+    """Steer ``host``'s packets from ``uplink_dev`` through a delay line and start it there.
+
+    Args:
+        host: the namespace Host (AP, eNB, a router) the delay line lives in.
+        delays: destination address -> one-way delay (ms).
+        uplink_dev: the device the sender's packets arrive on.
+
+    Returns:
+        The running process (a ``BackgroundProcess``), once it holds the TUN device.
+    """
+    from harness.errors import PreflightError
+
+    for argv in setup_argvs(delays, uplink_dev):
+        host.run(argv)
+    proc = host.start(delayline_argv(delays), label=f"delayline:{host.name}")
+    deadline = time.monotonic() + deadline_s
+    while not attached(host.run(["ip", "-j", "link", "show", DEV]).stdout):
+        if proc.poll() is not None:
+            res = proc.stop()
+            raise PreflightError(f"delay line in {host.name} exited: {res.stderr.strip()[-500:]}")
+        if time.monotonic() > deadline:
+            proc.stop()
+            raise PreflightError(f"delay line in {host.name} did not attach to {DEV} within {deadline_s:.0f} s")
+        time.sleep(0.02)
+    return proc
+
+
 def delayline_argv(delays: dict[str, float], python: str = sys.executable) -> list[str]:
     """The argument list that starts the delay line (for a namespace Host's ``start``)."""
     argv = [python, "-m", "harness.testbeds.delayline", "--dev", DEV]
