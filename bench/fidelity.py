@@ -36,18 +36,7 @@ def shared_rate(records: list[dict], raw: Path) -> float:
     Averaging over first start to last finish would count the time when only the slowest
     receivers are left and the shared capacity is no longer the bottleneck.
     """
-    spans = [(r["window_start"], r["window_end"]) for r in records]
-    w0, w1 = max(s for s, _ in spans), min(e for _, e in spans)
-    bits = 0.0
-    for r in records:
-        doc = json.loads((raw / f"iperf3-{r['receiver']}.json").read_text())
-        for iv in doc["intervals"]:
-            s = iv["sum"]
-            a, b = r["window_start"] + s["start"], r["window_start"] + s["end"]
-            overlap = max(0.0, min(b, w1) - max(a, w0))
-            if overlap > 0 and b > a:
-                bits += s["bytes"] * 8 * overlap / (b - a)
-    return bits / (w1 - w0) / 1e6
+    return sum(per_receiver_rates(records, raw).values())
 
 
 def custom_inventory(path: Path, receivers: list[tuple[float, float, float]], wifi: dict, lte: dict,

@@ -208,3 +208,51 @@ def test_base_delay_and_loss_act_on_their_own_path_only(prefix):
     finally:
         tb.teardown()
         clean_prefix(prefix)
+
+
+def test_radio_loop_reshares_as_stations_start_and_finish():
+    from harness.testbeds.radiolink import RadioLoop
+
+    class Pipe:
+        def __init__(self):
+            self.lines: list[str] = []
+
+        def write(self, text):
+            self.lines += text.splitlines()
+
+        def flush(self):
+            pass
+
+    class FakeTc:
+        def __init__(self):
+            self.stdin = Pipe()
+
+    class Loop(RadioLoop):
+        counters = {"wifi": {"rx1": 0, "rx2": 0}, "lte": {"rx1": 0, "rx2": 0}}
+
+        def _counters(self, radio):
+            return dict(self.counters[radio])
+
+    cfg = LinkConfig({"wifi": "a", "lte": "e"}, {"wifi": AccessNetwork("dcf", 100),
+                                                 "lte": AccessNetwork("proportional-fair", 100)},
+                     {"wifi": {"n1": ("rx1", 30), "n2": ("rx2", 6)}, "lte": {"n1": ("rx1", 20), "n2": ("rx2", 20)}},
+                     hold_s=0.2)
+    loop = Loop(cfg)
+    loop.tc = {"wifi": FakeTc(), "lte": FakeTc()}
+    loop.apply(cfg.solo_rates())
+    loop.last_bytes = {r: loop._counters(r) for r in loop.tc}
+
+    def flow(t, **moved):
+        for dev, n in moved.items():
+            Loop.counters["wifi"][dev] += n
+        loop.step(t)
+        return {s: round(x, 3) for s, x in loop.current["wifi"].items()}
+
+    assert flow(0.05, rx1=50_000) == {"n1": 30, "n2": 6}             # n1 alone: its own rate
+    both = 1 / (1 / 30 + 1 / 6)
+    assert flow(0.10, rx1=20_000, rx2=20_000) == {"n1": round(both, 3), "n2": round(both, 3)}  # DCF
+    assert flow(0.20, rx2=20_000) == {"n1": round(both, 3), "n2": round(both, 3)}  # n1 quiet < hold_s
+    assert flow(0.35, rx2=20_000) == {"n1": 30, "n2": 6}             # n1 finished: n2 alone again
+    # Every change went to tc as a class change of the right device.
+    assert any(line.startswith("class change dev rx2 ") and "rate 5000kbit" in line
+               for line in loop.tc["wifi"].stdin.lines)
