@@ -16,9 +16,9 @@ import time
 
 from _common import REPO  # noqa: F401 - sys.path
 
-from harness.emulation import clean_prefix
-from harness.hosts import LocalHost, NamespaceHost
-from harness.netcmd import addr_add_argv, link_up_argv, netns_add_argv, offloads_off_argv, route_add_argv, \
+from harness.testbeds.clean import clean_prefix
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, offloads_off_argv, route_add_argv, \
     sysctl_argv, veth_argv
 from harness.testbeds import delayline
 from harness.traffic import Iperf3

@@ -17,7 +17,7 @@ import statistics
 import yaml
 from _common import REPO, plan, runner
 
-from harness.scenario import Scenario, parse_size
+from harness.config.scenario import Scenario, parse_size
 
 PAPER_BYTES = 60_000_000
 CASES = (("wifi-sptcp", "cubic", "wifi"), ("lte-sptcp", "cubic", "lte"), ("mptcp-balia", "balia", "both"),

@@ -12,13 +12,14 @@ import time
 import pytest
 
 from conftest import small_inventory
-from harness.campaign import RunHooks, start_campaign
+from harness.campaign.campaign import RunHooks, start_campaign
 from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
-from harness.emulation import ALLOWED_CC, clean_prefix, list_namespaces
+from harness.machine import ALLOWED_CC
+from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.errors import PreflightError
-from harness.hosts import LocalHost
-from harness.scenario import Scenario, load_scenario
+from harness.hosts.local import LocalHost
+from harness.config.scenario import Scenario, load_scenario
 
 COUPLED = ("lia", "olia", "balia", "wvegas")
 ROOT = LocalHost("root")
@@ -215,7 +216,7 @@ def test_lia_couples_both_subflows_at_a_shared_bottleneck_without_starving_them(
     compare with a TCP flow (ratios, theory about 1 and 2) is measured by bench/fidelity.py:
     those ratios vary too much on a loaded 2-core machine to gate a landing on.
     """
-    from harness.cc.bottleneck import SharedBottleneck
+    from harness.testing.bottleneck import SharedBottleneck
 
     lia = resolve("lia")
     with SharedBottleneck(prefix, [lia], rate_mbit=50, buffer_bytes=75_000) as bn:

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.inventory import Inventory, PowerProfile, load_inventory
-from harness.netcmd import RADIO_TABLE, radio_loss_argvs
-from harness.plan import plan_campaign, select_receivers
-from harness.power import PowerModel
-from harness.scenario import Scenario
+from harness.config.inventory import Inventory, PowerProfile, load_inventory
+from harness.hosts.netcmd import RADIO_TABLE, radio_loss_argvs
+from harness.campaign.plan import plan_campaign, select_receivers
+from harness.meters.power import PowerModel
+from harness.config.scenario import Scenario
 from harness.testbeds import calibration as cal
 from harness.testbeds.radiolink import LinkConfig, htb_rate_line, read_tx_bytes
 from harness.testbeds.sharing import AccessNetwork, share_rates, simulate_sample
@@ -185,7 +185,8 @@ def _ping(host, dst: str, count: int, interval: str = "0.02") -> tuple[int, floa
 
 @pytest.mark.root
 def test_base_delay_and_loss_act_on_their_own_path_only(prefix):
-    from harness.emulation import EmulatedTestbed, clean_prefix
+    from harness.testbeds.clean import clean_prefix
+    from harness.testbeds.emulated import EmulatedTestbed
 
     base = small_inventory(prefix, [(20, 10), (20, 10)]).model_dump(mode="json")
     base["receivers"][0]["interfaces"]["wifi"]["channel"]["delay_ms"] = 40

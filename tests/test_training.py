@@ -20,14 +20,14 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from harness.dataset import SplitSpec, build_dataset
+from harness.dataset.build import SplitSpec, build_dataset
 from harness.errors import ConfigError
 from training.export import load_pt, to_onnx
 from training.features import FeatureSpec
 from training.fit import TrainConfig, fit, predict
 from training.pipeline import train
 from training.runtime import OnnxEnergyModel
-from training.synthetic import write_synthetic_campaign
+from harness.testing.synthetic import write_synthetic_campaign
 from training.tracking import tracked_run
 
 from conftest import REPO

@@ -35,7 +35,7 @@ RADIOS = ("wifi", "lte")
 
 
 def htb_rate_line(dev: str, rate_mbit: float) -> str:
-    """One ``tc -batch`` line setting a receiver's downlink class (see ``harness.netcmd.radio_qdisc_argvs``)."""
+    """One ``tc -batch`` line setting a receiver's downlink class (see ``harness.hosts.netcmd.radio_qdisc_argvs``)."""
     kbit = max(8, round(rate_mbit * 1000))
     return f"class change dev {dev} parent 1: classid 1:1 htb rate {kbit}kbit ceil {kbit}kbit quantum 1514"
 
