@@ -43,6 +43,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delay-ms", type=float, default=20.0)
     ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--rt-priority", type=int, default=delayline.RT_PRIORITY,
+                    help="SCHED_FIFO priority of the delay line (0: normal scheduling)")
     args = ap.parse_args()
     root = LocalHost("root")
     clean_prefix(PREFIX, root)
@@ -66,7 +68,7 @@ def main() -> None:
         c.run(route_add_argv("default", via="10.9.2.1"))
         base = _ping(a, 100)
         delays = {"10.9.2.2": args.delay_ms}
-        line = delayline.start(b, delays)
+        line = delayline.start(b, delays, rt_priority=args.rt_priority)
         with_line = _ping(a, 100)
         iperf = Iperf3.check(root)
         server = c.start(iperf.server_argv(5999, mptcp=False), label="iperf3-s")
