@@ -5,7 +5,7 @@ UV ?= uv
 export UV_PYTHON_DOWNLOADS := never
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
+APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git chromium \
                 clang llvm libbpf-dev bpftool linux-perf \
                 openssh-server openssh-client ser2net python3 python3-pip iputils-ping
 
