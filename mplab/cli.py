@@ -8,6 +8,7 @@ import sys
 import typer
 from rich.logging import RichHandler
 
+from analysis import cli as analysis_cli
 from harness import cli as harness_cli
 from harness import dataset_cli, labcli
 from harness.cc import cli as cc_cli
@@ -27,6 +28,7 @@ wifi_cli.register(app)
 cc_cli.register(app)
 dataset_cli.register(app)
 training_cli.register(app)
+analysis_cli.register(app)
 
 
 @app.callback()
