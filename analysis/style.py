@@ -65,7 +65,8 @@ def label_energy(fig, labels) -> None:
     """Say on the figure where its energy comes from (``emulated energy (profile NAME)``)."""
     text = "; ".join(sorted({str(x) for x in labels if x}))
     if text:
-        fig.text(0.995, 0.005, text, ha="right", va="bottom", fontsize=7.5, color="#444444", style="italic")
+        # Below everything (bbox_inches="tight" grows the canvas to hold it), clear of the axis labels.
+        fig.text(0.995, -0.02, text, ha="right", va="top", fontsize=7.5, color="#444444", style="italic")
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,7 @@ def closeup(frame: pd.DataFrame, source: Source, palette: Palette, out: Path,
     fig, axes = plt.subplots(len(recs), 1, figsize=(8, 2.3 * len(recs) + 0.6), sharex=True, squeeze=False)
     t0 = min(float(r) for r in recs["window_start"].dropna()) if recs["window_start"].notna().any() else None
     tail_known = True
+    legend: dict[str, object] = {}
     for ax, rec in zip(axes[:, 0], recs.to_dict("records")):
         rx = rec["receiver"]
         meter, iperf = att / f"meter-{rx}.csv", att / f"iperf3-{rx}.json"
@@ -96,14 +97,22 @@ def closeup(frame: pd.DataFrame, source: Source, palette: Palette, out: Path,
             ax.text(0.5, 0.5, f"{rx}: no meter trace", transform=ax.transAxes, ha="center")
             continue
         m = read_meter(meter)
-        ax.plot(m["wall_s"] - t0, m["watts"], color="#333333", lw=1.1, label="meter power")
+        t = m["wall_s"] - t0
+        ax.plot(t, m["watts"], color="#333333", lw=1.1, label="meter power (W)")
         ax.set_ylabel(f"{rx}\npower (W)")
+        ax.set_xlim(float(t.min()), float(t.max()))
         ws, we = rec["window_start"] - t0, rec["window_end"] - t0
-        ax.axvspan(ws, we, color="#9ecae1", alpha=0.35, label=f"transfer window ({rec['energy_j']:.3g} J)"
-                   if pd.notna(rec["energy_j"]) else "transfer window")
+        ax.axvspan(ws, we, color="#9ecae1", alpha=0.35, label="transfer window (energy_j)")
+        if pd.notna(rec["energy_j"]):
+            ax.text(0.01, 0.95, f"{rec['energy_j']:.3g} J in the transfer window", transform=ax.transAxes,
+                    va="top", fontsize=7.5)
         tail = tail_seconds(rec, camp.manifest)
         if tail:
-            ax.axvspan(we, we + tail, color="#fdae6b", alpha=0.3, hatch="//", label=f"tail ({tail:.3g} s)")
+            beyond = we + tail > float(t.max())
+            ax.axvspan(we, min(we + tail, float(t.max())), color="#fdae6b", alpha=0.3, hatch="//",
+                       label="tail after the transfer")
+            ax.text(0.99, 0.04, f"tail {tail:.3g} s" + (" (runs past the trace)" if beyond else ""),
+                    transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5)
         else:
             tail_known = False
         ax2 = ax.twinx()
@@ -112,20 +121,22 @@ def closeup(frame: pd.DataFrame, source: Source, palette: Palette, out: Path,
         if iperf.exists():
             g = read_goodput(iperf, rec["window_start"])
             if rec["mode"] in ("wifi", "lte"):
-                lab, col = f"goodput over {rec['mode'].upper() if rec['mode'] == 'lte' else 'WiFi'}", \
+                lab, col = f"goodput over {'LTE' if rec['mode'] == 'lte' else 'WiFi'} (Mbit/s)", \
                     palette.colour(rec["mode"])
             else:
-                wb = (rec.get("wifi_bytes") or 0) / 1e6
-                lb = (rec.get("lte_bytes") or 0) / 1e6
-                lab, col = f"goodput, both interfaces (whole transfer: WiFi {wb:.2f} MB, LTE {lb:.2f} MB)", \
-                    palette.colour(mode)
-            for i, row in enumerate(g.itertuples()):
-                ax2.hlines(row.mbit, row.t0 - t0, row.t1 - t0, color=col, lw=2, label=lab if i == 0 else None)
+                lab, col = "goodput, both interfaces (Mbit/s)", palette.colour(mode)
+                ax.text(0.36, 0.04, f"whole transfer: WiFi {(rec.get('wifi_bytes') or 0) / 1e6:.2f} MB, "
+                        f"LTE {(rec.get('lte_bytes') or 0) / 1e6:.2f} MB", transform=ax.transAxes, ha="center",
+                        fontsize=7.5, color=col)
+            for row in g.itertuples():
+                ax2.hlines(row.mbit, row.t0 - t0, row.t1 - t0, color=col, lw=2.2, label=lab)
         ax2.set_ylabel("goodput (Mbit/s)")
         ax2.set_ylim(bottom=0)
-        h1, l1 = ax.get_legend_handles_labels()
-        h2, l2 = ax2.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, loc="upper right", fontsize=7)
+        for a in (ax, ax2):
+            for h, lab in zip(*a.get_legend_handles_labels()):
+                legend.setdefault(lab, h)
+    fig.legend(list(legend.values()), list(legend), loc="upper center", ncols=min(5, len(legend)),
+               bbox_to_anchor=(0.5, 0.955))
     axes[-1, 0].set_xlabel("time since the first receiver's transfer started (s)")
     first = recs.iloc[0]
     fig.suptitle(f"{sid} ({camp.id}): {first['cc']}, {int(first['n_receivers'])} receiver(s), "

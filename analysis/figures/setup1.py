@@ -52,9 +52,9 @@ def one_receiver(energy: pd.DataFrame, thr: pd.DataFrame, palette: Palette, out:
         ax.set_ylabel(ylabel)
     axes[1].set_xticks(x, ccs)
     axes[1].set_xlabel("congestion control")
-    axes[0].legend(title="interfaces", ncols=len(modes), loc="lower right")
+    axes[0].legend(title="interfaces", ncols=len(modes), loc="lower center", bbox_to_anchor=(0.5, 1.0))
     stand_in = "" if n == 1 else f" These campaigns have no one-receiver case: N = {n} stands in."
-    fig.suptitle(f"Setup I, N = {n} receiver{'s' if n > 1 else ''}")
+    fig.suptitle(f"Setup I, N = {n} receiver{'s' if n > 1 else ''}", y=1.04)
     label_energy(fig, e["energy_label"])
     caption = (f"Mean per-receiver throughput and energy with {n} receiver(s), per congestion control (x) and "
                f"interface mode (colour).{stand_in} {ci_note(ci_text)}")
