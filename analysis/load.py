@@ -156,13 +156,26 @@ def read_campaign(path: Path) -> tuple[Source, pd.DataFrame]:
     return src, df
 
 
+def _dataset_profiles(ds: Dataset) -> list[str | None]:
+    camps = [c for c in ds.meta.get("sources") or [] if isinstance(c, dict)]
+    return [c.get("power_profile", {}).get("name") if isinstance(c.get("power_profile"), dict)
+            else c.get("power_profile") for c in camps]
+
+
+def dataset_energy_label(ds: Dataset) -> str:
+    """The energy label(s) of a dataset's rows, joined (one in a dataset built from one testbed)."""
+    profiles = _dataset_profiles(ds)
+    profile = profiles[0] if len(set(profiles)) == 1 else None
+    f = ds.frame
+    return "; ".join(sorted({energy_label(s, profile, k) for s, k in zip(f["energy_source"], f["meter_kind"])}))
+
+
 def read_dataset(path: Path) -> tuple[Source, pd.DataFrame]:
     """A dataset directory -> its ``Source`` and its rows (only the kept ones; every row is usable)."""
     ds = load_dataset(path)
     f = ds.frame
     camps = [c for c in ds.meta.get("sources") or [] if isinstance(c, dict)]
-    profiles = [c.get("power_profile", {}).get("name") if isinstance(c.get("power_profile"), dict)
-                else c.get("power_profile") for c in camps]
+    profiles = _dataset_profiles(ds)
     rows = []
     for r in f.to_dict("records"):
         profile = r.get("power_profile") or (profiles[0] if len(set(profiles)) == 1 else None)

@@ -132,16 +132,35 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
     res.checks = checks
 
     tick("Setup I figures")
-    s1 = [setup1.one_receiver(stats["energy_j"], stats["throughput_mbit"], palette, figs_dir, ci_text),
-          setup1.receivers(stats["energy_j"], stats["throughput_mbit"], palette, figs_dir, ci_text)]
+    # One set of Setup I/II figures per energy label: energies of different profiles or sources never share a line.
+    labels = sorted(set(stats["energy_j"].loc[stats["energy_j"]["n_samples"] > 0, "energy_label"])) or [None]
+    s1: list[Saved | Skipped] = []
+    s2: list[Saved | Skipped] = []
+    policies = set(f["policy"].dropna())
+    for i, label in enumerate(labels):
+        tag = f"-{i + 1}" if len(labels) > 1 else ""
+        e, t = (_only(stats["energy_j"], label), _only(stats["throughput_mbit"], label))
+        if len(labels) > 1 and not e["scheme"].isin(setup1.MODES).any():
+            continue  # a label without Setup I cases (e.g. a Setup II campaign beside a Setup I one)
+        s1 += [_tagged(x, tag, label) for x in (setup1.one_receiver(e, t, palette, figs_dir, ci_text),
+                                                  setup1.receivers(e, t, palette, figs_dir, ci_text))]
 
     tick("Setup II figures")
-    policies = set(f["policy"].dropna())
-    s2 = [setup2.is_vs_tuned(stats["energy_j"], policies, palette, figs_dir, ci_text),
-          *setup2.policies_vs_receivers(stats["energy_j"], stats["throughput_mbit"], policies, palette, figs_dir,
-                                        ci_text),
-          setup2.scatter(per_sample(f, "energy_j"), per_sample(f, "throughput_mbit"), stats["energy_j"],
-                         stats["throughput_mbit"], policies, palette, figs_dir, ci_text)]
+    for i, label in enumerate(labels):
+        tag = f"-{i + 1}" if len(labels) > 1 else ""
+        e, t = (_only(stats["energy_j"], label), _only(stats["throughput_mbit"], label))
+        pol = policies & set(e["scheme"]) if label is not None else policies
+        if len(labels) > 1 and not pol:
+            continue  # a label without policies (e.g. a Setup I campaign beside a Setup II one)
+        items = [setup2.is_vs_tuned(e, pol, palette, figs_dir, ci_text),
+                 *setup2.policies_vs_receivers(e, t, pol, palette, figs_dir, ci_text),
+                 setup2.scatter(_only(per_sample(f, "energy_j"), label), _only(per_sample(f, "throughput_mbit"), label),
+                                e, t, pol, palette, figs_dir, ci_text)]
+        s2 += [_tagged(x, tag, label) for x in items]
+    if not s2:
+        s2 = [Skipped("setup2", "Setup II figures", setup2.NO_POLICIES)]
+    if not s1:
+        s1 = [Skipped("setup1", "Setup I figures", "no Setup I cases (records with a mode and no policy)")]
 
     tick("sample close-up")
     camps = study.campaigns
@@ -151,12 +170,17 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
             raise ConfigError(f"sample {sample!r} is in none of the campaigns given", field="--sample")
         sc = [sample_figs.closeup(f, owner, palette, figs_dir, sample)]
     elif camps:
-        sc = [sample_figs.closeup(f, camps[0], palette, figs_dir)]
+        # The first campaign that has an ok sample with raw output (generated campaigns have none).
+        sc = [next((r for r in (sample_figs.closeup(f, c, palette, figs_dir) for c in camps)
+                    if isinstance(r, Saved)), None)
+              or Skipped(sample_figs.NAME, sample_figs.TITLE, "no campaign given has an ok sample with raw output")]
     else:
         sc = [Skipped(sample_figs.NAME, sample_figs.TITLE, "no campaign given (datasets carry no raw output)")]
 
     tick("dataset and model figures")
-    dm: list[Saved | Skipped] = [model_figs.distributions(f, palette, figs_dir)]
+    dm: list[Saved | Skipped] = [
+        _tagged(model_figs.distributions(_only(f, label), palette, figs_dir), f"-{i + 1}" if len(labels) > 1 else "",
+                label) for i, label in enumerate(labels)]
     if model is None:
         dm.append(Skipped("model", "Model figures", "no --model given"))
     else:
@@ -164,8 +188,7 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         if isinstance(got, str):
             dm.append(Skipped("model", "Model: predicted vs measured, error per case", got))
         else:
-            test, where = got
-            label = "; ".join(sorted(set(study.frame["energy_label"].dropna()))) or ""
+            test, where, label = got
             dm.append(model_figs.predicted_vs_measured(test, where, Path(model).name, palette, figs_dir, label))
             saved, per_case = model_figs.error_per_case(test, palette, figs_dir, label)
             dm.append(saved)
@@ -223,6 +246,22 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
            "notes": study.notes}
     (out / "report.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
     return res
+
+
+def _only(df: pd.DataFrame, label: str | None) -> pd.DataFrame:
+    return df if label is None else df[df["energy_label"] == label]
+
+
+def _tagged(item: Saved | Skipped, tag: str, label: str | None) -> Saved | Skipped:
+    """Give a figure drawn for one of several energy labels a unique name (its files renamed) and say which."""
+    if not tag:
+        return item
+    if isinstance(item, Skipped):
+        return Skipped(item.name + tag, f"{item.title} [{label}]", item.reason)
+    png, svg = item.png.with_name(item.name + tag + ".png"), item.svg.with_name(item.name + tag + ".svg")
+    item.png.replace(png)
+    item.svg.replace(svg)
+    return Saved(item.name + tag, f"{item.title} [{label}]", item.caption, png, svg, item.shows_energy)
 
 
 def _analog_view(t: pd.DataFrame) -> pd.DataFrame:

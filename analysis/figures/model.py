@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis.load import Source, read_json
+from analysis.load import Source, dataset_energy_label, read_json
 from analysis.stats import usable
 from analysis.style import Palette, Saved, Skipped, label_energy, marker, order_ccs, order_schemes, save
 
@@ -52,8 +52,9 @@ def distributions(frame: pd.DataFrame, palette: Palette, out: Path) -> Saved | S
     return save(fig, out, name, title, caption, shows_energy=True)
 
 
-def model_test_rows(model_dir: Path, datasets: list[Source]) -> tuple[pd.DataFrame, str] | str:
-    """The test split of the model's dataset with ``predicted_j`` added, and where it came from; or why not."""
+def model_test_rows(model_dir: Path, datasets: list[Source]) -> tuple[pd.DataFrame, str, str] | str:
+    """The test split of the model's dataset with ``predicted_j`` added, where it came from and its energy
+    label; or why not."""
     meta = read_json(model_dir / "model.json")
     digest = (meta.get("provenance") or {}).get("dataset_digest")
     ds = next((s.dataset for s in datasets if s.dataset is not None and s.dataset.digest == digest), None)
@@ -76,7 +77,8 @@ def model_test_rows(model_dir: Path, datasets: list[Source]) -> tuple[pd.DataFra
 
     model = OnnxEnergyModel.load(model_dir)
     pred = model.predict(test.to_dict("records"))
-    return test.assign(predicted_j=np.asarray(pred, dtype=float)), f"test split of {ds.path.name} ({where})"
+    return (test.assign(predicted_j=np.asarray(pred, dtype=float)), f"test split of {ds.path.name} ({where})",
+            dataset_energy_label(ds))
 
 
 def predicted_vs_measured(test: pd.DataFrame, where: str, model_name: str, palette: Palette, out: Path,

@@ -28,9 +28,11 @@ NAME, TITLE = "sample-closeup", "One sample up close: power and goodput over tim
 RADIOS = {"wifi": ("wifi",), "lte": ("lte",), "both": ("wifi", "lte")}
 
 
-def pick_sample(frame: pd.DataFrame, campaign: str) -> str | None:
-    """An ok sample of ``campaign`` to show: MPTCP or a policy first, then the most receivers, then by id."""
+def pick_sample(frame: pd.DataFrame, campaign: str, raw: Path) -> str | None:
+    """An ok sample of ``campaign`` with raw output under ``raw``: MPTCP or a policy first, then the most
+    receivers, then by id."""
     f = frame[(frame["campaign"] == campaign) & (frame["sample_status"] == "ok")]
+    f = f[[(raw / sid).is_dir() for sid in f["sample_id"]]]
     if f.empty:
         return None
     g = f.groupby("sample_id").agg(mode=("mode", "first"), n=("n_receivers", "first"), pol=("policy", "first"))
@@ -77,9 +79,9 @@ def closeup(frame: pd.DataFrame, source: Source, palette: Palette, out: Path,
     camp = source.campaign
     if camp is None:
         return Skipped(NAME, TITLE, f"{source.name} is a dataset; the close-up needs a campaign's raw/ output")
-    sid = sample_id or pick_sample(frame, camp.id)
+    sid = sample_id or pick_sample(frame, camp.id, camp.path / "raw")
     if sid is None:
-        return Skipped(NAME, TITLE, f"campaign {camp.id} has no ok sample")
+        return Skipped(NAME, TITLE, f"campaign {camp.id} has no ok sample with raw output")
     att = last_attempt(camp.path / "raw" / sid)
     if att is None:
         return Skipped(NAME, TITLE, f"no raw output for {sid} in {camp.path / 'raw'}")
