@@ -24,13 +24,13 @@ h1{font-size:1.5em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-b
 h3{margin-bottom:.3em}
 table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em} th,td{border:1px solid #ddd;padding:2px 6px;text-align:right}
 th{background:#f4f4f4} td:first-child,th:first-child{text-align:left}
-.prov td{text-align:left} .prov th{text-align:left;width:15em}
+.prov td,.left td,.left th{text-align:left}
 .pass{background:#d9f2dd;color:#14532d;font-weight:600} .fail{background:#fbd9d9;color:#7f1d1d;font-weight:600}
 .na{background:#eee;color:#555}
 figure{margin:1em 0 2em} figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.88em;color:#333;max-width:62em} .note{color:#555;font-size:.9em}
 .banner{background:#fff6d6;border:1px solid #e8d48a;padding:.5em .8em;margin:.8em 0}
-.scroll{overflow-x:auto}
+.scroll{overflow-x:auto} .scroll td{white-space:nowrap}
 </style></head>
 <body>
 <h1>{{ title }}</h1>
@@ -82,9 +82,10 @@ energies per MB compare across file sizes.</p>
 """
 
 
-def table_html(df: pd.DataFrame, status_cols: tuple[str, ...] = ()) -> str:
-    """A frame as an HTML table; pass/fail/n/a cells of ``status_cols`` get a colour class."""
-    html = df.to_html(index=False, na_rep="–", float_format=lambda x: f"{x:.4g}", border=0, escape=True)
+def table_html(df: pd.DataFrame, status_cols: tuple[str, ...] = (), left: bool = False) -> str:
+    """A frame as an HTML table; pass/fail/n/a cells of ``status_cols`` get a colour class; ``left``: text table."""
+    html = df.to_html(index=False, na_rep="–", float_format=lambda x: f"{x:.4g}", border=0, escape=True,
+                      classes="left" if left else None)
     for s, cls in (("pass", "pass"), ("fail", "fail"), ("n/a", "na")):
         if status_cols:
             html = html.replace(f"<td>{s}</td>", f'<td class="{cls}">{s}</td>')

@@ -146,7 +146,8 @@ def read_campaign(path: Path) -> tuple[Source, pd.DataFrame]:
         testbed_kinds=_uniq([tb.get("kind"), *df["testbed_kind"]]),
         inventories=_uniq([(m.get("inventory") or {}).get("name")]),
         power_profiles=_uniq([prof, *df["power_profile"]]),
-        energy_sources=_uniq([tb.get("energy_source"), *df["energy_source"]]),
+        # The manifest's energy_source is a sentence ("emulated: power model driven by..."): its first word.
+        energy_sources=_uniq([*df["energy_source"]] or [str(tb.get("energy_source") or "").split(":")[0]]),
         kernels=_uniq([m.get("kernel"), *df["kernel"]]),
         cc_impls=_uniq(list((m.get("congestion_controls") or {}).values()) or df["cc_impl"]),
         mplab_versions=_uniq([m.get("mplab_version"), *df["mplab_version"]]),

@@ -220,13 +220,14 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         "mplab_commit": commit, "seconds": f"{res.seconds:.1f}",
         "inputs": ", ".join(str(p) for p in inputs), "energy_banner": _energy_banner(study),
         "sources": study.sources, "ci_text": ci_text, "notes": study.notes,
-        "excluded": html.table_html(excluded) if len(excluded) else "",
-        "checks": html.table_html(checks, ("status", "paper_status")) if len(checks) else
+        "excluded": html.table_html(excluded, left=True) if len(excluded) else "",
+        "checks": html.table_html(checks, ("status", "paper_status"), left=True) if len(checks) else
         "<p>No case matches a column of the paper.</p>",
         "paper_citation": "Paper: " + paper.citation_text, "paper_file_size": paper.file_size,
-        "analog_tables": [{"title": tables[k][0], "csv": f"tables/{k}.csv",
-                           "html": html.table_html(_analog_view(tables[k][1]))}
-                          for k in ("paper-table2-throughput", "paper-table3-energy")],
+        "analog_tables": [{"title": f"{tables[k][0]}: {label}", "csv": f"tables/{k}.csv",
+                           "html": html.table_html(view)}
+                          for k in ("paper-table2-throughput", "paper-table3-energy")
+                          for label, view in _analog_views(tables[k][1])],
         "sections": [html.section("setup1", "Setup I: plain MPTCP", s1, out),
                      html.section("setup2", "Setup II: policies", s2, out),
                      html.section("sample", "One sample up close", sc, out),
@@ -264,13 +265,39 @@ def _tagged(item: Saved | Skipped, tag: str, label: str | None) -> Saved | Skipp
     return Saved(item.name + tag, f"{item.title} [{label}]", item.caption, png, svg, item.shows_energy)
 
 
-def _analog_view(t: pd.DataFrame) -> pd.DataFrame:
-    """The side-by-side table as shown: rows that have a paper value or ours; fewer columns."""
+def _analog_views(t: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The side-by-side tables as shown, one per energy label: rows = node count, per paper column the
+    paper's value beside ours (mean [95% interval] n=samples); energies also per MB (paper: 60 MB)."""
+    views = []
     if t.empty:
-        return t
-    v = t[t["paper"].notna() | t["ours_mean"].notna()].copy()
-    v["ours 95% CI"] = [f"{lo:.4g}..{hi:.4g}" if pd.notna(lo) else "–" for lo, hi in zip(v["ours_ci_low"],
-                                                                                          v["ours_ci_high"])]
-    cols = ["energy_label", "label", "n_receivers", "paper", "ours_mean", "ours 95% CI", "ours_n_samples"]
-    cols += [c for c in ("paper_j_per_mb", "ours_j_per_mb") if c in v]
-    return v[cols].rename(columns={"label": "paper column", "n_receivers": "N"})
+        return views
+    energy = "paper_j_per_mb" in t
+    for label, d in t.groupby("energy_label", dropna=False, sort=True):
+        if d["ours_mean"].isna().all():
+            continue
+        d = d[d["paper"].notna() | d["ours_mean"].notna()]
+        cols = {}
+        for key in dict.fromkeys(d["column"]):
+            dk = d[d["column"] == key].set_index("n_receivers")
+            name = dk["label"].iloc[0] + (" (held out)" if dk["held_out"].iloc[0] else "")
+            cols[(name, "paper")] = [_cell(r["paper"], None, None, None, r.get("paper_j_per_mb") if energy else None)
+                                    for _, r in dk.iterrows()]
+            cols[(name, "ours")] = [_cell(r["ours_mean"], r["ours_ci_low"], r["ours_ci_high"], r["ours_n_samples"],
+                                          r.get("ours_j_per_mb") if energy else None) for _, r in dk.iterrows()]
+            index = list(dk.index)
+        v = pd.DataFrame(cols, index=pd.Index(index, name="N"))
+        views.append((str(label), v.reset_index()))
+    return views
+
+
+def _cell(mean, lo, hi, n, per_mb) -> str:
+    if pd.isna(mean):
+        return "–"
+    s = f"{mean:.4g}"
+    if lo is not None and pd.notna(lo):
+        s += f" [{lo:.4g}, {hi:.4g}]"
+    if n is not None:
+        s += f" n={int(n)}"
+    if per_mb is not None and pd.notna(per_mb):
+        s += f" ({per_mb:.3g}/MB)"
+    return s
