@@ -277,14 +277,15 @@ def _analog_views(t: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
             continue
         d = d[d["paper"].notna() | d["ours_mean"].notna()]
         cols = {}
+        index = sorted(set(d["n_receivers"]))
         for key in dict.fromkeys(d["column"]):
-            dk = d[d["column"] == key].set_index("n_receivers")
+            dk = d[d["column"] == key]
             name = dk["label"].iloc[0] + (" (held out)" if dk["held_out"].iloc[0] else "")
+            rows = [r for _, r in dk.set_index("n_receivers").reindex(index).iterrows()]
             cols[(name, "paper")] = [_cell(r["paper"], None, None, None, r.get("paper_j_per_mb") if energy else None)
-                                    for _, r in dk.iterrows()]
+                                    for r in rows]
             cols[(name, "ours")] = [_cell(r["ours_mean"], r["ours_ci_low"], r["ours_ci_high"], r["ours_n_samples"],
-                                          r.get("ours_j_per_mb") if energy else None) for _, r in dk.iterrows()]
-            index = list(dk.index)
+                                          r.get("ours_j_per_mb") if energy else None) for r in rows]
         v = pd.DataFrame(cols, index=pd.Index(index, name="N"))
         views.append((str(label), v.reset_index()))
     return views
