@@ -122,6 +122,11 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         "network-throughput": ("Per access network: interface throughput (Mbit/s) and share of bytes",
                                network_stats(f, ci)),
     }
+    if f["tail_energy_j"].notna().any():
+        # Records with an accounted tail (the nothing-lost issue): the transfer plus its tail, beside energy_j.
+        f = f.assign(energy_with_tail_j=f["energy_j"] + f["tail_energy_j"])
+        tables["case-energy-with-tail"] = ("Energy per case including the tail after the transfer (J per receiver)",
+                                           case_stats(f, "energy_with_tail_j", ci))
     excluded = exclusion_summary(f)
 
     tick("paper tables and checks")

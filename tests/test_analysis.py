@@ -232,3 +232,16 @@ def test_cli_exits_2_on_bad_input(tmp_path):
                          str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert cp.returncode == 2, cp.stderr
     assert "neither a campaign" in cp.stderr
+
+
+def test_records_with_a_tail_get_an_energy_with_tail_table(tmp_path):
+    from analysis_fixtures import paper_records, write_campaign
+
+    recs = paper_records("tailed")
+    for r in recs:
+        r["tail_energy_j"] = 5.0  # a field of newer records (the nothing-lost issue); older ones lack it
+    camp = write_campaign(tmp_path / "runs", "tailed", recs).path
+    res = build_report([camp], tmp_path / "r")
+    plain = pd.read_csv(res.tables["case-energy"]).set_index(["cc", "n_receivers", "scheme"])
+    tailed = pd.read_csv(res.tables["case-energy-with-tail"]).set_index(["cc", "n_receivers", "scheme"])
+    np.testing.assert_allclose(tailed["mean"], plain["mean"] + 5.0, rtol=1e-12)
