@@ -245,3 +245,12 @@ def test_records_with_a_tail_get_an_energy_with_tail_table(tmp_path):
     plain = pd.read_csv(res.tables["case-energy"]).set_index(["cc", "n_receivers", "scheme"])
     tailed = pd.read_csv(res.tables["case-energy-with-tail"]).set_index(["cc", "n_receivers", "scheme"])
     np.testing.assert_allclose(tailed["mean"], plain["mean"] + 5.0, rtol=1e-12)
+
+
+def test_figure_captions_count_what_they_left_out(full_report):
+    out, res = full_report
+    captions = {f.name: f.caption for f in res.figures}
+    # the fixture's failed sample (balia, 5 receivers, all-both) and flagged record (cubic, 3, all-lte)
+    assert "1 failed sample(s), 0 flagged record(s)" in captions["setup2-policies-balia-1"]
+    assert "0 failed sample(s), 1 flagged record(s)" in captions["setup2-policies-cubic-1"]
+    assert "Left out" not in captions["setup1-receivers-3"]

@@ -14,3 +14,13 @@ def yerr(d: pd.DataFrame) -> np.ndarray | None:
 
 def ci_note(method_text: str) -> str:
     return f"Error bars: {method_text}."
+
+
+def left_out_note(*stats: pd.DataFrame) -> str:
+    """What the drawn cases left out (from ``case_stats`` rows), for a caption; empty when nothing was."""
+    failed = max((int(s["samples_failed"].sum()) for s in stats if len(s)), default=0)
+    flagged = max((int(s["records_flagged"].sum()) for s in stats if len(s)), default=0)
+    if not failed and not flagged:
+        return ""
+    return (f" Left out of these means: {failed} failed sample(s), {flagged} flagged record(s) "
+            "(see \"Left out\").")

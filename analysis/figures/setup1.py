@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis.figures.common import ci_note, yerr
+from analysis.figures.common import ci_note, left_out_note, yerr
 from analysis.style import Palette, Saved, Skipped, label_energy, order_ccs, order_schemes, save
 
 MODES = ("wifi", "lte", "both")
@@ -57,7 +57,8 @@ def one_receiver(energy: pd.DataFrame, thr: pd.DataFrame, palette: Palette, out:
     fig.suptitle(f"Setup I, N = {n} receiver{'s' if n > 1 else ''}", y=1.04)
     label_energy(fig, e["energy_label"])
     caption = (f"Mean per-receiver throughput and energy with {n} receiver(s), per congestion control (x) and "
-               f"interface mode (colour).{stand_in} {ci_note(ci_text)}")
+               f"interface mode (colour).{stand_in} {ci_note(ci_text)}"
+               + left_out_note(energy[energy["scheme"].isin(MODES) & (energy["n_receivers"] == n)]))
     return save(fig, out, name, title, caption, shows_energy=True)
 
 
@@ -91,5 +92,6 @@ def receivers(energy: pd.DataFrame, thr: pd.DataFrame, palette: Palette, out: Pa
     axes[0][0].legend(title="interfaces")
     label_energy(fig, e["energy_label"])
     caption = ("Mean per-receiver throughput (top) and energy (bottom) against the number of concurrent "
-               f"receivers, one panel per congestion control, one colour per interface mode. {ci_note(ci_text)}")
+               f"receivers, one panel per congestion control, one colour per interface mode. {ci_note(ci_text)}"
+               + left_out_note(energy[energy["scheme"].isin(MODES)]))
     return save(fig, out, name, title, caption, shows_energy=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis.figures.common import ci_note, yerr
+from analysis.figures.common import ci_note, left_out_note, yerr
 from analysis.style import Palette, Saved, Skipped, label_energy, marker, order_ccs, order_schemes, save
 
 IS, TUNED = "ref-is", "ref-is-tuned"
@@ -49,7 +49,8 @@ def is_vs_tuned(energy: pd.DataFrame, policies: set[str], palette: Palette, out:
     axes[0][0].legend(title="policy")
     label_energy(fig, e["energy_label"])
     caption = ("Mean per-receiver energy under Interface Selection (ref-is) and IS + DNN Tuning (ref-is-tuned) "
-               f"against the number of receivers, one panel per congestion control. {ci_note(ci_text)}")
+               f"against the number of receivers, one panel per congestion control. {ci_note(ci_text)}"
+               + left_out_note(energy[energy["scheme"].isin({IS, TUNED})]))
     return save(fig, out, name, title, caption, shows_energy=True)
 
 
@@ -75,7 +76,8 @@ def policies_vs_receivers(energy: pd.DataFrame, thr: pd.DataFrame, policies: set
         fig.suptitle(f"Setup II, {cc}")
         label_energy(fig, e[e["cc"] == cc]["energy_label"])
         caption = (f"Mean per-receiver throughput (left) and energy (right) per policy against the number of "
-                   f"receivers, congestion control {cc}. {ci_note(ci_text)}")
+                   f"receivers, congestion control {cc}. {ci_note(ci_text)}"
+                   + left_out_note(energy[energy["scheme"].isin(policies) & (energy["cc"] == cc)]))
         res.append(save(fig, out, f"setup2-policies-{cc}", f"Setup II, {cc}: throughput and energy per policy "
                         "(Figs. 12-15)", caption, shows_energy=True))
     return res
@@ -112,5 +114,5 @@ def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFra
     label_energy(fig, m["energy_label"])
     caption = ("Throughput against energy: each faint dot is one sample (mean over its receivers); markers are "
                "case means (one per policy, congestion control and receiver count; marker = congestion control). "
-               f"Better is right and down. {ci_note(ci_text)}")
+               f"Better is right and down. {ci_note(ci_text)}" + left_out_note(energy[energy["scheme"].isin(policies)]))
     return save(fig, out, name, title, caption, shows_energy=True)
