@@ -254,3 +254,15 @@ def test_figure_captions_count_what_they_left_out(full_report):
     assert "1 failed sample(s), 0 flagged record(s)" in captions["setup2-policies-balia-1"]
     assert "0 failed sample(s), 1 flagged record(s)" in captions["setup2-policies-cubic-1"]
     assert "Left out" not in captions["setup1-receivers-3"]
+
+
+def test_training_curve_is_skipped_when_the_store_is_unreachable(model_dir, tmp_path):
+    from analysis.figures.model import training_curve
+
+    _, model, _ = model_dir
+    missing = tmp_path / "nowhere.db"
+    got = training_curve(model, f"sqlite:///{missing}", tmp_path)
+    assert got.name == "model-training-curve" and "does not exist" in got.reason
+    assert not missing.exists()  # never created as a side effect
+    got = training_curve(model, "http://127.0.0.1:9", tmp_path)  # nothing listens on the discard port
+    assert "not reachable" in got.reason
