@@ -24,3 +24,10 @@ def left_out_note(*stats: pd.DataFrame) -> str:
         return ""
     return (f" Left out of these means: {failed} failed sample(s), {flagged} flagged record(s) "
             "(see \"Left out\").")
+
+
+def integer_x(ax) -> None:
+    """Receiver counts are whole numbers: no 4.5-receiver ticks."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis.figures.common import ci_note, left_out_note, yerr
+from analysis.figures.common import ci_note, integer_x, left_out_note, yerr
 from analysis.style import Palette, Saved, Skipped, label_energy, marker, order_ccs, order_schemes, save
 
 IS, TUNED = "ref-is", "ref-is-tuned"
@@ -45,6 +45,7 @@ def is_vs_tuned(energy: pd.DataFrame, policies: set[str], palette: Palette, out:
                             color=palette.colour(pol), label=pol)
         ax.set_title(cc)
         ax.set_xlabel("receivers")
+        integer_x(ax)
     axes[0][0].set_ylabel("energy per receiver (J)")
     axes[0][0].legend(title="policy")
     label_energy(fig, e["energy_label"])
@@ -72,6 +73,7 @@ def policies_vs_receivers(energy: pd.DataFrame, thr: pd.DataFrame, policies: set
                             color=palette.colour(pol), label=pol)
             ax.set_xlabel("receivers")
             ax.set_ylabel(ylabel)
+            integer_x(ax)
         axes[0].legend(title="policy")
         fig.suptitle(f"Setup II, {cc}")
         label_energy(fig, e[e["cc"] == cc]["energy_label"])
