@@ -18,11 +18,12 @@ TEMPLATE = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }}</title>
 <style>
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:1.2em 1.6em;
-color:#1d1d1d;line-height:1.45}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1180px;
+padding:1.2em 1.6em;color:#1d1d1d;line-height:1.45}
 h1{font-size:1.5em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
 h3{margin-bottom:.3em}
-table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em} th,td{border:1px solid #ddd;padding:2px 6px;text-align:right}
+table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em}
+th,td{border:1px solid #ddd;padding:2px 6px;text-align:right}
 th{background:#f4f4f4} td:first-child,th:first-child{text-align:left}
 .prov td,.left td,.left th{text-align:left}
 .pass{background:#d9f2dd;color:#14532d;font-weight:600} .fail{background:#fbd9d9;color:#7f1d1d;font-weight:600}
@@ -34,8 +35,8 @@ figcaption{font-size:.88em;color:#333;max-width:62em} .note{color:#555;font-size
 </style></head>
 <body>
 <h1>{{ title }}</h1>
-<p class="note">Built {{ built }} by mplab {{ mplab_version }}{% if mplab_commit %} (commit {{ mplab_commit }}){% endif %}
-in {{ seconds }} s. Inputs: {{ inputs }}.</p>
+<p class="note">Built {{ built }} by mplab {{ mplab_version }}
+{%- if mplab_commit %} (commit {{ mplab_commit }}){% endif %} in {{ seconds }} s. Inputs: {{ inputs }}.</p>
 <div class="banner"><b>Energy:</b> {{ energy_banner }}</div>
 
 <h2 id="provenance">Provenance</h2>
