@@ -1,8 +1,8 @@
 """Sources of a report: campaign directories and datasets, read into one tidy frame.
 
-A campaign (``runs/<id>/``, read with ``harness.store.Campaign``) gives every record, failed and
+A campaign (``runs/<id>/``, read with ``harness.campaign.store.Campaign``) gives every record, failed and
 flagged ones included, so the statistics can count what they leave out. A dataset
-(``datasets/<name>/``, read with ``harness.dataset.load_dataset``) gives only the rows its build
+(``datasets/<name>/``, read with ``harness.dataset.build.load_dataset``) gives only the rows its build
 kept (its exclusions are counted in ``dataset.json``) plus the train/test split the model
 figures need. Rows of a dataset whose campaign is also given are not counted twice.
 
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.dataset import Dataset, load_dataset
+from harness.dataset.build import Dataset, load_dataset
 from harness.errors import ConfigError
-from harness.store import Campaign
+from harness.campaign.store import Campaign
 
 # Columns of the tidy frame; optional record fields default to None.
 COLUMNS = (

@@ -215,7 +215,7 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
     res.figures = [i for i in all_items if isinstance(i, Saved)]
     res.skipped = [i for i in all_items if isinstance(i, Skipped)]
     res.seconds = time.monotonic() - t0
-    from harness.metadata import git_info
+    from harness.campaign.metadata import git_info
 
     git = git_info() or {}
     commit = f"{git['commit'][:12]}{' (dirty)' if git.get('dirty') else ''}" if git.get("commit") else None

@@ -47,7 +47,7 @@ def main() -> None:
     camp = a.campaign or max((REPO / "runs").glob("quick-*"), default=None)
     if camp is None:
         sys.exit("no campaign given and no runs/quick-*: run `make experiment` first")
-    from harness.store import Campaign
+    from harness.campaign.store import Campaign
 
     n_quick = len(Campaign.open(camp).records())
     with tempfile.TemporaryDirectory(prefix="mplab-bench-report-") as tmp:
@@ -60,7 +60,7 @@ def main() -> None:
         total_q, steps_q, figs_q = timed_build([camp], Path(tmp) / "quick")
         show(f"quick campaign {camp.name}", total_q, steps_q, figs_q, n_quick)
         if a.paper_size:
-            from training.synthetic import write_synthetic_campaign
+            from harness.testing.synthetic import write_synthetic_campaign
 
             c = write_synthetic_campaign(Path(tmp) / "runs", "paper-size")
             n_paper = len(c.records())

@@ -140,7 +140,7 @@ def test_analog_table_puts_the_paper_beside_our_case_means(runs):
 @pytest.fixture(scope="module")
 def model_dir(runs, tmp_path_factory) -> tuple[Path, Path, str]:
     """A dataset of the Setup I fixture and a small model trained on it, tracked in a temporary MLflow store."""
-    from harness.dataset import SplitSpec, build_dataset
+    from harness.dataset.build import SplitSpec, build_dataset
     from training.fit import TrainConfig
     from training.pipeline import train
 

@@ -62,7 +62,7 @@ def model_test_rows(model_dir: Path, datasets: list[Source]) -> tuple[pd.DataFra
     if ds is None:
         path = (meta.get("provenance") or {}).get("dataset_path")
         if path and (Path(path) / "dataset.json").exists():
-            from harness.dataset import load_dataset
+            from harness.dataset.build import load_dataset
 
             cand = load_dataset(path)
             if cand.digest == digest:
