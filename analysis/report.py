@@ -128,6 +128,11 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         tables["case-energy-with-tail"] = ("Energy per case including the tail after the transfer (J per receiver)",
                                            case_stats(f, "energy_with_tail_j", ci))
     excluded = exclusion_summary(f)
+    # A dataset's own build left records out before the report saw them: list those counts too.
+    ds_rows = [{"source": s.name, "reason": f"{reason} (at the dataset's build)", "records": int(n)}
+               for s in study.datasets for reason, n in (s.dataset.meta.get("excluded") or {}).items()]
+    if ds_rows:
+        excluded = pd.concat([excluded, pd.DataFrame(ds_rows)], ignore_index=True)
 
     tick("paper tables and checks")
     fb = _file_bytes(study)

@@ -266,3 +266,19 @@ def test_training_curve_is_skipped_when_the_store_is_unreachable(model_dir, tmp_
     assert not missing.exists()  # never created as a side effect
     got = training_curve(model, "http://127.0.0.1:9", tmp_path)  # nothing listens on the discard port
     assert "not reachable" in got.reason
+
+
+def test_a_datasets_own_exclusions_are_listed(tmp_path):
+    from analysis_fixtures import paper_records, write_campaign
+    from harness.dataset.build import SplitSpec, build_dataset
+
+    recs = paper_records("no-policy")
+    for r in recs:
+        del r["policy"]  # the record schema of this branch has no policy field yet (the controller issue adds it)
+    camp = write_campaign(tmp_path / "runs", "no-policy", recs).path
+    build_dataset([camp], tmp_path / "ds", SplitSpec(train=2, test=1))
+    res = build_report([tmp_path / "ds"], tmp_path / "r")
+    left = pd.read_csv(res.tables["excluded"])
+    reasons = dict(zip(left["reason"], left["records"]))
+    assert reasons["sample failed (at the dataset's build)"] == 5   # the failed 5-receiver sample
+    assert reasons["flagged: meter-gap (at the dataset's build)"] == 1
