@@ -86,15 +86,23 @@ def caps(seconds: float) -> None:
           f"{max(g / c - 1 for *_, c, g in rows):+.1%}")
 
 
+def paper_links(prefix: str, n: int) -> Inventory:
+    """inventory/schemes-paper-links.yaml (WLAN 25 Mbit/s, 25 ms, 1 %; 3G-like 5 Mbit/s, 65 ms), n receivers."""
+    base = yaml.safe_load((REPO / "inventory" / "schemes-paper-links.yaml").read_text())
+    base["receivers"] = base["receivers"][:n]
+    base["emulation"]["namespace_prefix"] = prefix
+    return Inventory.model_validate(base)
+
+
 def campaign(prefix: str, receivers, policies, file_size: str, out: Path, wifi_cap: float | None = None,
-             **control) -> list[dict]:
+             inv: Inventory | None = None, **control) -> list[dict]:
     sc = Scenario.model_validate({
         "name": "bench-schemes", "congestion_controls": ["cubic"], "receiver_counts": [len(receivers)],
         "modes": [], "policies": policies, "samples_per_case": 1, "file_size": file_size,
         "transfer_timeout_s": 120, "retries": 1, "settle_s": 0.2,
         "control": {"probe_s": 1.5, "warm_s": 0.5, **control}})
     try:
-        camp = start_campaign(sc, inventory(prefix, receivers, wifi_cap), out, control_factory=control_factory)
+        camp = start_campaign(sc, inv or inventory(prefix, receivers, wifi_cap), out, control_factory=control_factory)
     finally:
         clean_prefix(prefix)
     return camp.records()
@@ -122,9 +130,12 @@ def trace(file_size: str) -> None:
 
 
 def sizes() -> None:
+    # The paper's links (inventory/schemes-paper-links.yaml), one receiver; the 3G path's power constants.
+    pol = {"name": "es-mptcp", "params": {"lte_b": 122.1, "lte_theta": 817.9}}
+    prefix = "mplab-bench-schemes-sz-"
     for size in ("64K", "16M"):
         with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
-            recs = campaign("mplab-bench-schemes-sz-", [(25, 5)], ["es-mptcp"], size, Path(tmp))
+            recs = campaign(prefix, [(25, 5)], [pol], size, Path(tmp), inv=paper_links(prefix, 1))
         for r in recs:
             tr = r["policy_trace"] or {}
             print(f"es-mptcp, {size}: {r['receiver']} -> {r['assignment']} (ranking {tr.get('ranking')}, "
