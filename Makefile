@@ -7,7 +7,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool linux-perf \
-                openssh-server openssh-client ser2net python3 python3-pip iputils-ping
+                openssh-server openssh-client ser2net python3 python3-pip iputils-ping \
+                hostapd wpasupplicant
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
 CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))

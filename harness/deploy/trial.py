@@ -1,0 +1,151 @@
+"""Trial starts: does a real daemon accept the configuration mplab rendered for it?
+
+A ``Trial`` is one program on one configuration file plus the log lines that tell how far
+it got. ``run_trial`` starts it in a scratch network namespace (``scratch_netns``: its
+own loopback carrying the addresses the configuration binds to, so nothing touches the
+machine's network), reads what it prints until the first line that decides the matter,
+then stops it: a *passed* line means the program got past configuration parsing (it
+went on to open its radio, driver or sockets), a *failed* line is a configuration
+error and becomes the verdict's detail. A program that exits or runs out of time
+without either is a failure naming its last words.
+
+What this module leaves to others: which programs, files and markers (``lte.realcheck``,
+``wifi.realcheck``), and where the files live (the caller writes them, paths redirected).
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from harness.errors import CommandError
+from harness.hosts import Host, LocalHost, NamespaceHost
+from harness.netcmd import addr_add_argv, link_up_argv, netns_add_argv, netns_del_argv
+
+#: Where Debian keeps daemons, searched after PATH (root's PATH has them, a user's often not).
+SYSTEM_SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+#: How long a program may print nothing decisive before the trial gives up.
+DEFAULT_DEADLINE_S = 15.0
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One program on one configuration, and the lines that decide whether it accepted it.
+
+    Args:
+        name: what the user sees ("hostapd ap-rx", "srsenb", "open5gs-mmed").
+        argv: the command; its program is resolved by the caller (PATH or a given directory).
+        passed: regular expressions; a matching line shows the program is past parsing.
+        failed: regular expressions; a matching line is a configuration error.
+        deadline_s: give up (a failure) when neither has appeared after this long.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    passed: tuple[str, ...]
+    failed: tuple[str, ...]
+    deadline_s: float = DEFAULT_DEADLINE_S
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a trial ended. ``ok`` is None when the program is not installed (nothing ran)."""
+
+    name: str
+    ok: bool | None
+    detail: str
+    argv: tuple[str, ...] = ()
+    output: str = field(default="", repr=False)
+
+    @property
+    def word(self) -> str:
+        """"ok", "FAIL" or "absent"."""
+        return "absent" if self.ok is None else ("ok" if self.ok else "FAIL")
+
+
+def decide(output: str, trial: Trial) -> tuple[bool, str] | None:
+    """The first deciding line of ``output``: (True, line) past parsing, (False, line) an error, or None."""
+    passed = [re.compile(p) for p in trial.passed]
+    failed = [re.compile(p) for p in trial.failed]
+    for line in output.splitlines():
+        text = line.strip()
+        if any(r.search(text) for r in failed):
+            return False, text
+        if any(r.search(text) for r in passed):
+            return True, text
+    return None
+
+
+def last_words(output: str, n: int = 1) -> str:
+    """The last ``n`` non-empty lines of ``output`` (what a silent failure said last)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) if lines else "(no output)"
+
+
+def run_trial(host: Host, trial: Trial, poll_s: float = 0.1) -> Verdict:
+    """Start ``trial`` on ``host``, watch its output until a deciding line, a deadline or its exit; stop it."""
+    try:
+        proc = host.start(list(trial.argv), label=f"trial:{trial.name}")
+    except CommandError as exc:
+        return Verdict(trial.name, False, f"could not start: {exc}", trial.argv)
+    end = time.monotonic() + trial.deadline_s
+    try:
+        while True:
+            out, err = proc.output_so_far()
+            both = out + ("\n" if out and not out.endswith("\n") else "") + err
+            verdict = decide(both, trial)
+            if verdict is not None:
+                return Verdict(trial.name, verdict[0], verdict[1], trial.argv, both)
+            rc = proc.poll()
+            if rc is not None:
+                res = proc.stop()
+                both = res.stdout + res.stderr
+                verdict = decide(both, trial)   # the last lines may have arrived with the exit
+                if verdict is not None:
+                    return Verdict(trial.name, verdict[0], verdict[1], trial.argv, both)
+                return Verdict(trial.name, False, f"exited {rc} before getting past its configuration: "
+                               f"{last_words(both, 2)}", trial.argv, both)
+            if time.monotonic() > end:
+                return Verdict(trial.name, False, f"no sign of getting past its configuration within "
+                               f"{trial.deadline_s:.0f} s: {last_words(both, 2)}", trial.argv, both)
+            time.sleep(poll_s)
+    finally:
+        proc.stop(grace_s=2.0)
+
+
+def find_program(name: str, bin_dirs: Sequence[str] = ()) -> str | None:
+    """``name`` from the first of ``bin_dirs`` that has it, else from PATH (and /usr/sbin, /sbin), else None."""
+    for d in bin_dirs:
+        p = os.path.join(d, name)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    path = os.environ.get("PATH", "").split(os.pathsep) + list(SYSTEM_SBIN)
+    for d in path:
+        p = os.path.join(d, name)
+        if d and os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+@contextmanager
+def scratch_netns(name: str, addresses: Sequence[str] = (), root: Host | None = None) -> Iterator[NamespaceHost]:
+    """A fresh network namespace ``name`` whose loopback is up and carries ``addresses`` (/32 each).
+
+    Removed on exit, with whatever the trial left in it (a TUN device, sockets). The
+    name should carry the caller's prefix so that ``mplab clean`` recognises a leftover.
+    """
+    root = root or LocalHost("root")
+    root.run(netns_add_argv(name))
+    try:
+        ns = NamespaceHost(name, name)
+        ns.run(link_up_argv("lo"))
+        for a in dict.fromkeys(addresses):       # once each, in order
+            if not a.startswith("127."):          # 127/8 is on lo already
+                ns.run(addr_add_argv("lo", f"{a}/32"))
+        yield ns
+    finally:
+        root.run(netns_del_argv(name), check=False)
