@@ -56,6 +56,17 @@ def ul_earfcn(band: int, dl_earfcn: int) -> int:
     return dl_earfcn - n_offs_dl + n_offs_ul
 
 
+#: SIB2 ``ue_timers_and_constants`` mplab writes into sib.conf (t3xx in ms, n3xx counts; srsenb's example values).
+SIB2_UE_TIMERS: dict[str, int] = {"t300": 2000, "t301": 100, "t310": 200, "n310": 1, "t311": 10000, "n311": 1}
+
+
+def min_rrc_inactivity_timer_ms(timers: dict[str, int] = SIB2_UE_TIMERS) -> int:
+    """srsenb's lower bound on ``rrc_inactivity_timer``: t310 + t311 + n310 + 50 ms
+    (srsenb/src/enb_cfg_parser.cc, 22.04 to 23.11: below it srsenb logs "rrc_inactivity_timer=... is too
+    low" and releases a UE before it could have declared radio-link failure)."""
+    return timers["t310"] + timers["t311"] + timers["n310"] + 50
+
+
 class Plmn(Strict):
     """A public land mobile network id. Strings, because leading zeros matter (001 != 1)."""
 
@@ -97,10 +108,23 @@ class Enb(Reach):
     n_prb: Literal[6, 15, 25, 50, 75, 100] = 50
     rf: RfDevice = RfDevice()
     rrc_inactivity_timer_ms: int | None = Field(
-        default=None, gt=0, description="[expert] rrc_inactivity_timer; sets the LTE tail (record it!)")
+        default=None, gt=0, lt=1 << 32, description="[expert] rrc_inactivity_timer; sets the LTE tail (record it!); "
+        "at least t310 + t311 + n310 + 50 ms of sib.conf (10251 ms); None = srsenb's default (30000 ms)")
+    version: Annotated[str, Field(pattern=r"^[0-9]{2}\.[0-9]{2}(\.[0-9]+)?$")] | None = Field(
+        default=None, description="srsRAN 4G release the eNodeB runs (e.g. 23.04); chooses the templates; "
+                                  "unknown releases are refused before anything is pushed")
     config_dir: Path_ = "/etc/srsran"
     log_path: Path_ = "/tmp/enb.log"
     unit: str = Field(default="srsenb", description="systemd unit running srsenb")
+
+    @model_validator(mode="after")
+    def _inactivity_timer_above_srsenb_minimum(self) -> Enb:
+        low = min_rrc_inactivity_timer_ms()
+        if self.rrc_inactivity_timer_ms is not None and self.rrc_inactivity_timer_ms < low:
+            raise ValueError(f"rrc_inactivity_timer_ms {self.rrc_inactivity_timer_ms} is below srsenb's minimum "
+                             f"{low} ms (t310 + t311 + n310 + 50 of sib.conf); use at least {low}, or leave it "
+                             "out for srsenb's default 30000")
+        return self
 
 
 class Epc(Reach):
