@@ -193,6 +193,34 @@ def logs(inventory: InventoryArg,
     console.print(f"{len(files)} file(s) in {dest}")
 
 
+@app.command("check-configs")
+def check_configs(inventory: InventoryArg,
+                  keep: Annotated[Optional[Path], typer.Option(
+                      help="render into this directory and keep it (default: a temporary one)")] = None) -> None:
+    """Start each installed srsRAN/Open5GS daemon on the rendered configs in a scratch namespace; a daemon
+    passes when it gets past parsing. Programs: $MPLAB_LTE_BIN, then PATH. Exit 1 if one refuses its file."""
+    import os
+
+    from lte.realcheck import BIN_ENV, check_configs as run_check
+
+    inv = lte_inventory(inventory)
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    plan, verdicts = run_check(inv, f"mplab-ltecheck-{os.getpid()}", keep.resolve() if keep else None)
+    if plan.open5gs_version:
+        console.print(f"Open5GS schema of {plan.open5gs_version}")
+    colour = {"ok": "green", "FAIL": "red", "absent": "yellow"}
+    for v in verdicts:
+        console.print(f"[{colour[v.word]}]{v.word:6}[/] {v.name:16} {v.detail}", highlight=False, soft_wrap=True)
+    if all(v.ok is None for v in verdicts):
+        console.print(f"nothing checked: no srsRAN 4G or Open5GS program found (install them, or point "
+                      f"{BIN_ENV} at their bin directory; see docs/lte.md)")
+    bad = [v for v in verdicts if v.ok is False]
+    if bad:
+        raise MplabError(f"{len(bad)} daemon(s) refused mplab's configuration: "
+                         + "; ".join(f"{v.name}: {v.detail}" for v in bad))
+
+
 @app.command()
 def zmq(inventory: InventoryArg,
         receiver: Annotated[str, typer.Option(help="the receiver whose SIM srsUE uses")],
