@@ -128,7 +128,11 @@ class Enb(Reach):
 
 
 class Epc(Reach):
-    """The Open5GS EPC (MME, SGW-C, SGW-U, SMF as PGW-C, UPF as PGW-U, HSS, PCRF) on one machine."""
+    """The EPC on one machine: Open5GS (MME, SGW-C, SGW-U, SMF as PGW-C, UPF as PGW-U, HSS, PCRF; subscribers
+    in MongoDB) or srsEPC (one ``srsepc`` process; subscribers in a CSV file, no database)."""
+
+    kind: Literal["open5gs", "srsepc"] = Field(
+        default="open5gs", description="open5gs, or srsepc (srsRAN 4G's EPC: epc.conf + user_db.csv, no MongoDB)")
 
     address: ipaddress.IPv4Address = Field(description="MME S1AP and SGW-U GTP-U address, reachable from the eNB")
     plmn: Plmn
@@ -150,6 +154,17 @@ class Epc(Reach):
     config_dir: Path_ = "/etc/open5gs"
     log_dir: Path_ = "/var/log/open5gs"
     freediameter_dir: Path_ = "/etc/freeDiameter"
+    @model_validator(mode="before")
+    @classmethod
+    def _srsepc_paths(cls, data: object) -> object:
+        # srsepc's files live where srsRAN's packages put them, not in Open5GS's directories.
+        if isinstance(data, dict) and data.get("kind") == "srsepc":
+            data = {"config_dir": "/etc/srsran", "log_dir": "/tmp", **data}
+        return data
+
+    user_db: Path_ = Field(default="/etc/srsran/user_db.csv",
+                           description="srsepc: its subscriber CSV (srsepc writes SQNs back into it on exit)")
+    unit: str = Field(default="srsepc", description="srsepc: systemd unit running srsepc")
 
     @property
     def ue_gateway(self) -> ipaddress.IPv4Address:
@@ -283,6 +298,16 @@ def check_lte(inv: Inventory) -> None:
         if static is not None and (static not in pool or static == epc.ue_gateway):
             raise ValueError(f"receiver {r.name}: LTE address {static} must be a UE address inside {pool} "
                              f"(not the gateway {epc.ue_gateway})")
+        if epc.kind == "srsepc" and static is not None and static not in srsepc_sgi_subnet(epc.ue_gateway):
+            raise ValueError(f"receiver {r.name}: LTE address {static} is outside srsepc's SGi subnet "
+                             f"{srsepc_sgi_subnet(epc.ue_gateway)} (srsepc gives its SGi interface a /24)")
+    if epc.kind == "srsepc" and len(epc.tacs) != 1:
+        raise ValueError(f"lte.epc.tacs: srsepc's MME serves one TAC, not {epc.tacs}")
+
+
+def srsepc_sgi_subnet(gateway: ipaddress.IPv4Address) -> ipaddress.IPv4Network:
+    """The subnet srsepc routes to its UEs: the SGi TUN address with a fixed /24 (srsepc/src/spgw/gtpu.cc)."""
+    return ipaddress.IPv4Network(f"{gateway}/24", strict=False)
 
 
 def _check_infra(inv: Inventory, name: str, role: str, field: str) -> None:
