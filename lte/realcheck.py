@@ -48,11 +48,12 @@ SRS_FAILED = (r"^Error ", r"^Error:", r"[Ee]rror parsing", r"not supported yet",
 O5GS_PASSED = (r"initialize\.\.\.done", r"socket\(\) failed \(93:Protocol not supported\)",
                r"ogs_sctp_socket\(\) failed")
 O5GS_FAILED = (r"\] (ERROR|FATAL): ", r"CRITICAL")
-#: srsepc: "HSS Initialized" comes after user_db.csv was read; the MME's SCTP socket is next.
-SRSEPC_PASSED = (r"SP-GW Initialized", r"Error creating socket", r"Failed to create S1-MME socket",
-                 r"Protocol not supported")
+#: srsepc (srsepc/src/main.cc: HSS, then MME, then SP-GW): "HSS Initialized." comes once user_db.csv was
+#: read; on a kernel without SCTP the MME then stops at "Could not create SCTP socket", past all parsing.
+SRSEPC_PASSED = (r"SP-GW Initialized", r"SPGW Initialized", r"Could not create SCTP socket")
 SRSEPC_FAILED = (r"^Error ", r"[Ee]rror parsing", r"unrecognised option", r"unrecognized option",
-                 r"Error initializing HSS", r"Error reading user database", r"Error opening")
+                 r"Error initializing HSS", r"Error reading user database", r"Error opening",
+                 r"Wrong number of columns", r"the argument \(.*\) for option .* is invalid")
 
 
 def bin_dirs() -> list[str]:
@@ -143,8 +144,9 @@ def plan(inv: Inventory, where: Path, dirs: Sequence[str] = (), netns: str = "mp
     daemons = {d: find_program(f"open5gs-{d}d", dirs) for d in EPC_DAEMONS}
     version = None
     if not any(daemons.values()):
-        absent.append(Verdict("open5gs", None, f"no Open5GS daemon is installed (open5gs-*d, not on PATH or under "
-                                               f"${BIN_ENV})"))
+        if inv.lte.epc.kind == "open5gs":
+                absent.append(Verdict("open5gs", None, f"no Open5GS daemon is installed (open5gs-*d, not on PATH or "
+                                                   f"under ${BIN_ENV})"))
     else:
         first = next(p for p in daemons.values() if p)
         pinned = inv.lte.epc.version
@@ -161,7 +163,45 @@ def plan(inv: Inventory, where: Path, dirs: Sequence[str] = (), netns: str = "mp
                 continue
             trials.append(Trial(f"open5gs-{d}d", (prog, "-c", f"{inv_e.lte.epc.config_dir}/{d}.yaml"),
                                 O5GS_PASSED, O5GS_FAILED))
+    srsepc_trial(inv, where, dirs, trials, absent)
     return Plan(tuple(trials), tuple(absent), None if version is None else str(version))
+
+
+def srsepc_variant(inv: Inventory) -> Inventory | None:
+    """``inv`` with srsEPC as its core (None when the inventory cannot have one, e.g. several TACs)."""
+    if inv.lte.epc.kind == "srsepc":
+        return inv
+    data = inv.model_dump(mode="json", exclude_none=True)
+    data["lte"]["epc"].update(kind="srsepc", config_dir="/etc/srsran", log_dir="/tmp")
+    try:
+        return Inventory.model_validate(data)
+    except ValueError:
+        return None
+
+
+def srsepc_trial(inv: Inventory, where: Path, dirs: Sequence[str], trials: list[Trial],
+                 absent: list[Verdict]) -> None:
+    """srsepc on its epc.conf and user_db.csv (placeholder keys), when installed; the inventory's own core or,
+    for an Open5GS inventory, the srsepc variant of it (so that a lab can see both cores' verdicts)."""
+    from lte.srsepc import render_srsepc
+    own = inv.lte.epc.kind == "srsepc"
+    prog = find_program("srsepc", dirs)
+    if prog is None:
+        if own:
+            absent.append(Verdict("srsepc", None, f"srsepc is not installed (not on PATH or under ${BIN_ENV})"))
+        return
+    variant = srsepc_variant(inv)
+    if variant is None:
+        return
+    epc = variant.lte.epc.model_copy(update={"config_dir": str(where / "srsepc"), "log_dir": str(where / "srsepc"),
+                                             "user_db": str(where / "srsepc" / "user_db.csv")})
+    variant = variant.model_copy(update={"lte": variant.lte.model_copy(update={"epc": epc})})
+    dummy = Secrets.model_validate({"sim": {r.sim.imsi: {"k": "0" * 32, "opc": "0" * 32}
+                                            for r in inv.receivers if r.sim is not None}})
+    files, _ = render_srsepc(variant, dummy)
+    write(files)
+    trials.append(Trial("srsepc" if own else "srsepc (other core)", (prog, f"{epc.config_dir}/epc.conf"),
+                        SRSEPC_PASSED, SRSEPC_FAILED))
 
 
 def scratch_addresses(inv: Inventory) -> list[str]:
