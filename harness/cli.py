@@ -1,4 +1,4 @@
-"""`mplab run`, `mplab status`, `mplab clean`: the harness's commands.
+"""`mplab run`, `mplab status`, `mplab clean`, `mplab doctor`: the harness's commands.
 
 Mounted on the `mplab` app by ``mplab.cli``. Errors are raised as ``MplabError`` and
 turned into exit codes by ``mplab.cli.main`` (usage errors: 2).
@@ -16,7 +16,8 @@ from rich.table import Table
 
 from harness.campaign import RunHooks, dry_run_estimate_s, resume_campaign, start_campaign
 from harness.emulation import clean_prefix
-from harness.errors import ConfigError
+from harness.doctor import failed_essentials, run_doctor
+from harness.errors import ConfigError, PreflightError
 from harness.inventory import load_inventory
 from harness.plan import plan_campaign
 from harness.runner import SampleOutcome
@@ -135,8 +136,26 @@ def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")
     console.print("removed: " + (", ".join(done) if done else "nothing (already clean)"))
 
 
+def doctor() -> None:
+    """Check this machine: every program mplab calls (with versions), the kernel features it needs
+    (MPTCP, BTF and struct_ops, HTB/TBF, nftables, namespaces), the Python packages. Exits 1 with the
+    fix when something essential is missing."""
+    checks = run_doctor()
+    for c in checks:
+        mark = "[green]ok  [/]" if c.ok else ("[red]FAIL[/]" if c.essential else "[yellow]warn[/]")
+        console.print(f"{mark} {c.name:36} {c.detail}", highlight=False, soft_wrap=True)
+        if not c.ok and c.fix:
+            console.print(f"     fix: {c.fix}", highlight=False, soft_wrap=True)
+    bad = failed_essentials(checks)
+    if bad:
+        raise PreflightError(f"{len(bad)} essential check(s) failed: "
+                             + "; ".join(f"{c.name}: {c.detail} (fix: {c.fix})" for c in bad))
+    console.print(f"mplab doctor: all {sum(c.essential for c in checks)} essential checks passed")
+
+
 def register(app: typer.Typer) -> None:
     """Mount the harness commands on the top-level app."""
     app.command()(run)
     app.command()(status)
     app.command()(clean)
+    app.command()(doctor)

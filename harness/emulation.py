@@ -265,7 +265,7 @@ class EmulatedTestbed(Testbed):
             self.sender_iperf3 = Iperf3.check(root)
             add("iperf3", True, f"{self.sender_iperf3.version}, MPTCP via {self.sender_iperf3.mptcp_mode}")
         except PreflightError as exc:
-            add("iperf3", False, str(exc), "apt install iperf3 mptcpd")
+            add("iperf3", False, str(exc), "apt install iperf3 mptcpize")
         for cc in ccs:
             try:
                 cc.check(root)

@@ -70,7 +70,7 @@ def iperf3_check(host: Host) -> tuple[Check, Iperf3 | None]:
         ip3 = Iperf3.check(host)
         return Check(host.name, "iperf3", True, f"{ip3.version}, MPTCP via {ip3.mptcp_mode}"), ip3
     except PreflightError as exc:
-        return Check(host.name, "iperf3", False, str(exc), "apt install iperf3 mptcpd (or iperf3 >= 3.19)"), None
+        return Check(host.name, "iperf3", False, str(exc), "apt install iperf3 mptcpize (or iperf3 >= 3.19)"), None
 
 
 def interface_checks(host: Host, radio: str, ifname: str, address: str, probe_dst: str) -> list[Check]:

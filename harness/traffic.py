@@ -40,7 +40,7 @@ class Iperf3:
         mptcpize = host.which("mptcpize")
         if not native and mptcpize is None:
             raise PreflightError(f"[{host.name}] iperf3 {version} has no --mptcp and mptcpize is missing: "
-                                 "install mptcpd (apt install mptcpd) or iperf3 >= 3.19")
+                                 "install mptcpize (apt install mptcpize) or iperf3 >= 3.19")
         return cls(version, native, mptcpize)
 
     def _mptcp(self, argv: list[str]) -> list[str]:
