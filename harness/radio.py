@@ -110,7 +110,7 @@ class Enb(Reach):
     rrc_inactivity_timer_ms: int | None = Field(
         default=None, gt=0, lt=1 << 32, description="[expert] rrc_inactivity_timer; sets the LTE tail (record it!); "
         "at least t310 + t311 + n310 + 50 ms of sib.conf (10251 ms); None = srsenb's default (30000 ms)")
-    version: Annotated[str, Field(pattern=r"^[0-9]{2}\.[0-9]{2}(\.[0-9]+)?$")] | None = Field(
+    version: Annotated[str, Field(pattern=r"^[0-9]{2}\.[0-9]{1,2}(\.[0-9]+)?$")] | None = Field(
         default=None, description="srsRAN 4G release the eNodeB runs (e.g. 23.04); chooses the templates; "
                                   "unknown releases are refused before anything is pushed")
     config_dir: Path_ = "/etc/srsran"

@@ -42,6 +42,8 @@ class Trial:
         passed: regular expressions; a matching line shows the program is past parsing.
         failed: regular expressions; a matching line is a configuration error.
         deadline_s: give up (a failure) when neither has appeared after this long.
+        warned: regular expressions; matching lines are added to a passing verdict (complaints the
+            program survives, e.g. srsenb's "rrc_inactivity_timer=... is too low").
     """
 
     name: str
@@ -49,6 +51,7 @@ class Trial:
     passed: tuple[str, ...]
     failed: tuple[str, ...]
     deadline_s: float = DEFAULT_DEADLINE_S
+    warned: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,16 +70,43 @@ class Verdict:
         return "absent" if self.ok is None else ("ok" if self.ok else "FAIL")
 
 
-def decide(output: str, trial: Trial) -> tuple[bool, str] | None:
-    """The first deciding line of ``output``: (True, line) past parsing, (False, line) an error, or None."""
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _lines(text: str) -> list[str]:
+    """Non-empty lines without terminal colours (srsRAN colours its errors)."""
+    return [t for t in (_ANSI.sub("", ln).strip() for ln in text.splitlines()) if t]
+
+
+def _first(text: str, passed: list[re.Pattern], failed: list[re.Pattern]) -> tuple[bool, str] | None:
+    for t in _lines(text):
+        if any(r.search(t) for r in failed):
+            return False, t
+        if any(r.search(t) for r in passed):
+            return True, t
+    return None
+
+
+def decide(stdout: str, stderr: str, trial: Trial) -> tuple[bool, str] | None:
+    """(True, line) once either stream shows the program past parsing; (False, lines) on configuration errors;
+    None while undecided.
+
+    The two streams are read apart: C stdio buffers a redirected stdout, so their interleaving in time is
+    lost. A passed line wins over an error in the other stream (errors that come after parsing are about
+    something else: a missing radio or SCTP); failing, the error lines are reported stderr first (where
+    the parsers write), at most three.
+    """
     passed = [re.compile(p) for p in trial.passed]
     failed = [re.compile(p) for p in trial.failed]
-    for line in output.splitlines():
-        text = line.strip()
-        if any(r.search(text) for r in failed):
-            return False, text
-        if any(r.search(text) for r in passed):
-            return True, text
+    first = [_first(stderr, passed, failed), _first(stdout, passed, failed)]
+    for f in first:
+        if f is not None and f[0]:
+            warned = [re.compile(p) for p in trial.warned]
+            warnings = [t for text in (stderr, stdout) for t in _lines(text) if any(r.search(t) for r in warned)]
+            return True, f[1] + (f"; but: {' / '.join(dict.fromkeys(warnings))}" if warnings else "")
+    if any(f is not None for f in first):
+        lines = [t for text in (stderr, stdout) for t in _lines(text) if any(r.search(t) for r in failed)]
+        return False, " / ".join(list(dict.fromkeys(lines))[:3])
     return None
 
 
@@ -97,14 +127,23 @@ def run_trial(host: Host, trial: Trial, poll_s: float = 0.1) -> Verdict:
         while True:
             out, err = proc.output_so_far()
             both = out + ("\n" if out and not out.endswith("\n") else "") + err
-            verdict = decide(both, trial)
-            if verdict is not None:
-                return Verdict(trial.name, verdict[0], verdict[1], trial.argv, both)
+            verdict = decide(out, err, trial)
             rc = proc.poll()
+            if verdict is not None:
+                if not verdict[0] and rc is None:
+                    # A configuration error: the program is about to exit. Let it finish writing (its
+                    # buffered stdout arrives only then), for at most 2 s, and read the lines again.
+                    settle = time.monotonic() + 2.0
+                    while proc.poll() is None and time.monotonic() < settle:
+                        time.sleep(poll_s)
+                    out, err = proc.output_so_far()
+                    both = out + ("\n" if out and not out.endswith("\n") else "") + err
+                    verdict = decide(out, err, trial) or verdict
+                return Verdict(trial.name, verdict[0], verdict[1], trial.argv, both)
             if rc is not None:
                 res = proc.stop()
-                both = res.stdout + res.stderr
-                verdict = decide(both, trial)   # the last lines may have arrived with the exit
+                both = res.stdout + "\n" + res.stderr
+                verdict = decide(res.stdout, res.stderr, trial)   # the last lines may have come with the exit
                 if verdict is not None:
                     return Verdict(trial.name, verdict[0], verdict[1], trial.argv, both)
                 return Verdict(trial.name, False, f"exited {rc} before getting past its configuration: "
