@@ -106,7 +106,9 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
             p = Path(f.path)
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(f.text)
-        env = ["env", f"LD_PRELOAD={shim}"] if shim else []
+        # line-buffered stdout (coreutils' stdbuf library) so that console lines arrive as they are printed
+        stdbuf = "/usr/libexec/coreutils/libstdbuf.so"
+        env = ["env", f"LD_PRELOAD={shim} {stdbuf}" if shim else f"LD_PRELOAD={stdbuf}", "_STDBUF_O=L"]
         epc = cell.start(env + [progs["srsepc"], f"{inv.lte.epc.config_dir}/epc.conf"], label="srsepc")
         procs.append(epc)
         wait_line(epc, r"SP-GW Initialized|SPGW Initialized", 30)
@@ -115,16 +117,19 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
         wait_line(enb, r"==== eNodeB started ===", 60)
         wait_line(epc, r"Sending S1 Setup Response", 20)
         t0 = time.monotonic()
-        ue = cell.start([progs["srsue"], str(tmp / "enb" / "ue.conf")], label="srsue")
+        ue = cell.start(env + [progs["srsue"], str(tmp / "enb" / "ue.conf")], label="srsue")
         procs.append(ue)
-        wait_line(ue, r"Network attach successful|Attach successful", 60)
         addr = None
         while time.monotonic() - t0 < 60 and addr is None:
             res = ue_ns.run(["ip", "-j", "-4", "addr", "show", "dev", UE_TUN], check=False)
             for link in json.loads(res.stdout or "[]") if res.returncode == 0 else []:
                 for a in link.get("addr_info", []):
                     addr = a["local"]
+            if ue.poll() is not None:
+                raise RuntimeError(f"srsue exited: {''.join(ue.output_so_far())[-1500:]}")
             time.sleep(0.05)
+        if addr is None:
+            raise RuntimeError(f"srsue: no address on {UE_TUN} within 60 s: {''.join(ue.output_so_far())[-1500:]}")
         attach_s = time.monotonic() - t0
         ue_ns.run(route_add_argv("default", dev=UE_TUN))
         gw = str(inv.lte.epc.ue_gateway)
@@ -203,7 +208,7 @@ def main() -> None:
     print(f"{'downlink Mbit/s':24}{real['rate_mbit']:14.1f}{emu['rate_mbit']:14.1f}   (emulated configured "
           f"{emu['configured_mbit']} Mbit/s, buffer {emu['buffer_ms']} ms)")
     for name, key in (("RTT idle ms (median)", "idle"), ("RTT loaded ms (median)", "loaded")):
-        print(f"{name:24}{statistics.median(real[key]):14.1f}{statistics.median(emu[key]):14.1f}")
+        print(f"{name:24}{statistics.median(real[key]):14.2f}{statistics.median(emu[key]):14.2f}")
     print(f"{'RTT loaded ms (p95)':24}{pct(real['loaded'], 0.95):14.1f}{pct(emu['loaded'], 0.95):14.1f}")
     print(f"loaded/idle RTT: real {statistics.median(real['loaded']) / statistics.median(real['idle']):.2f}x, "
           f"emulated {statistics.median(emu['loaded']) / max(statistics.median(emu['idle']), 1e-3):.0f}x")
