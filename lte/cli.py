@@ -227,7 +227,8 @@ def check_configs(inventory: InventoryArg,
         console.print(f"Open5GS schema of {plan.open5gs_version}")
     colour = {"ok": "green", "FAIL": "red", "absent": "yellow"}
     for v in verdicts:
-        console.print(f"[{colour[v.word]}]{v.word:6}[/] {v.name:16} {v.detail}", highlight=False, soft_wrap=True)
+        console.print(f"[{colour[v.word]}]{v.word:6}[/] ", end="")
+        console.print(f"{v.name:16} {v.detail}", markup=False, highlight=False, soft_wrap=True)
     if all(v.ok is None for v in verdicts):
         console.print(f"nothing checked: no srsRAN 4G or Open5GS program found (install them, or point "
                       f"{BIN_ENV} at their bin directory; see docs/lte.md)")

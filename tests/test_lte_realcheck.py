@@ -73,3 +73,37 @@ def test_open5gs_daemons_accept_the_rendered_files(prefix, tmp_path):
     _, verdicts = check_configs(lab_inventory(), f"{prefix}lte", tmp_path)
     bad = [f"{v.name}: {v.detail}" for v in verdicts if v.name.startswith("open5gs") and v.ok is False]
     assert not bad, bad
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_open5gs_2_7_sgwc_without_global_section_aborts(prefix, tmp_path):
+    """The check can fail: sgwc.yaml as mplab wrote it before issue 15 (no `global:`) aborts v2.7."""
+    _need("open5gs-sgwcd")
+    import yaml
+    inv = lab_inventory()
+    p = plan(inv, tmp_path, bin_dirs())
+    conf = tmp_path / "epc" / "sgwc.yaml"
+    doc = yaml.safe_load(conf.read_text())
+    del doc["global"]
+    conf.write_text(yaml.safe_dump(doc))
+    trial = next(t for t in p.trials if t.name == "open5gs-sgwcd")
+    with scratch_netns(f"{prefix}lte", scratch_addresses(inv)) as ns:
+        v = run_trial(ns, trial)
+    assert v.ok is False and "epoll_create() failed" in v.detail, v.detail
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_srsepc_reads_epc_conf_and_user_db_and_refuses_a_short_row(prefix, tmp_path):
+    _need("srsepc")
+    inv = lab_inventory()
+    p = plan(inv, tmp_path, bin_dirs())
+    trial = next(t for t in p.trials if t.name.startswith("srsepc"))
+    with scratch_netns(f"{prefix}lte", scratch_addresses(inv)) as ns:
+        good = run_trial(ns, trial)
+        db = tmp_path / "srsepc" / "user_db.csv"
+        db.write_text("n1,mil,001010000000001," + "0" * 32 + ",opc," + "0" * 32 + ",8000,000000000000,9\n")
+        bad = run_trial(ns, trial)
+    assert good.ok, good.output[-2000:]
+    assert bad.ok is False and "Wrong number of columns" in bad.detail, bad.detail

@@ -52,6 +52,9 @@ class Trial:
     failed: tuple[str, ...]
     deadline_s: float = DEFAULT_DEADLINE_S
     warned: tuple[str, ...] = ()
+    #: Lines that can only come after parsing and show this machine, not the file, stopped the program
+    #: (no SCTP in the kernel, no database): a pass, said as such.
+    blocked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,11 @@ def _lines(text: str) -> list[str]:
     return [t for t in (_ANSI.sub("", ln).strip() for ln in text.splitlines()) if t]
 
 
-def _first(text: str, passed: list[re.Pattern], failed: list[re.Pattern]) -> tuple[bool, str] | None:
+def _first(text: str, passed: list[re.Pattern], failed: list[re.Pattern],
+           blocked: list[re.Pattern] = ()) -> tuple[bool, str] | None:
     for t in _lines(text):
+        if any(r.search(t) for r in blocked):
+            return True, f"past its configuration, then stopped by this machine: {t}"
         if any(r.search(t) for r in failed):
             return False, t
         if any(r.search(t) for r in passed):
@@ -98,7 +104,8 @@ def decide(stdout: str, stderr: str, trial: Trial) -> tuple[bool, str] | None:
     """
     passed = [re.compile(p) for p in trial.passed]
     failed = [re.compile(p) for p in trial.failed]
-    first = [_first(stderr, passed, failed), _first(stdout, passed, failed)]
+    blocked = [re.compile(p) for p in trial.blocked]
+    first = [_first(stderr, passed, failed, blocked), _first(stdout, passed, failed, blocked)]
     for f in first:
         if f is not None and f[0]:
             warned = [re.compile(p) for p in trial.warned]
