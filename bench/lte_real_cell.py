@@ -31,12 +31,12 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from harness.deploy.trial import find_program  # noqa: E402
-from harness.hosts import LocalHost, NamespaceHost  # noqa: E402
-from harness.inventory import Inventory  # noqa: E402
-from harness.netcmd import link_up_argv, netns_add_argv, netns_del_argv, route_add_argv  # noqa: E402
+from harness.hosts.local import LocalHost, NamespaceHost  # noqa: E402
+from harness.config.inventory import Inventory  # noqa: E402
+from harness.hosts.netcmd import link_up_argv, netns_add_argv, netns_del_argv, route_add_argv  # noqa: E402
 from harness.testing.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
 from lte.realcheck import bin_dirs  # noqa: E402
-from lte.secrets import load_secrets  # noqa: E402
+from harness.deploy.secrets import load_secrets  # noqa: E402
 from lte.srsepc import render_srsepc  # noqa: E402
 from lte.zmq import UE_TUN, render_zmq  # noqa: E402
 from lte_fixtures import lab_data, write_secrets  # noqa: E402
@@ -160,7 +160,8 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
 def emulated(seconds: int, rate_mbit: float) -> dict:
     from _common import inventory as emu_inventory
 
-    from harness.emulation import EmulatedTestbed, clean_prefix, node_hosts
+    from harness.testbeds.clean import clean_prefix
+    from harness.testbeds.emulated import EmulatedTestbed
     prefix = "mplab-bench-emucell-"
     inv = emu_inventory(prefix)
     data = inv.model_dump(mode="json")
@@ -172,7 +173,7 @@ def emulated(seconds: int, rate_mbit: float) -> dict:
     tb = EmulatedTestbed(inv)
     try:
         tb.setup([])
-        hosts = node_hosts(tb)
+        hosts = {n: node.host for n, node in tb.nodes.items()}
         node = tb.nodes[rx["name"]]
         lte = node.interfaces["lte"]
         srv_addr = str(tb.server_address)

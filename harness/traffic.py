@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import PreflightError, TrafficError
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 _VERSION = re.compile(r"iperf (\d+)\.(\d+)(?:\.(\d+))?")
 

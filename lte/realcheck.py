@@ -27,10 +27,11 @@ from pathlib import Path
 
 from harness.deploy.trial import Trial, Verdict, find_program, run_trial, scratch_netns
 from harness.errors import MplabError
-from harness.hosts import LocalHost
-from harness.inventory import Inventory
-from harness.secrets import Secrets
-from lte.render import EPC_DAEMONS, RenderedFile, render_open5gs, render_srsenb
+from harness.hosts.local import LocalHost
+from harness.config.inventory import Inventory
+from harness.deploy.secrets import Secrets
+from harness.deploy.files import ConfigFile
+from lte.render import EPC_DAEMONS, render_open5gs, render_srsenb
 from lte.version import Open5gsVersion, parse_version
 
 #: Environment variable naming extra directories with the LTE programs (before PATH).
@@ -86,7 +87,7 @@ def redirected(inv: Inventory, where: Path, fd_dir: str | None = None) -> Invent
     return inv.model_copy(update={"lte": inv.lte.model_copy(update={"enb": enb, "epc": epc})})
 
 
-def write(files: Sequence[RenderedFile]) -> None:
+def write(files: Sequence[ConfigFile]) -> None:
     """Write rendered files where they say (the scratch directory, after ``redirected``)."""
     for f in files:
         p = Path(f.path)
@@ -105,7 +106,7 @@ def installed_open5gs_version(mmed: str) -> Open5gsVersion | None:
     return parse_version(m.group(0)) if m else None
 
 
-def ue_conf(inv: Inventory, where: Path, netns: str) -> RenderedFile | None:
+def ue_conf(inv: Inventory, where: Path, netns: str) -> ConfigFile | None:
     """srsUE's ue.conf of the ZMQ cell for the first receiver with a SIM (placeholder keys: only parsing
     is checked), or None when no receiver has one."""
     from lte.zmq import render_zmq

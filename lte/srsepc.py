@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 import jinja2
 
 from harness.errors import ConfigError
-from harness.inventory import Inventory
-from lte.render import BANNER, RenderedFile
+from harness.config.inventory import Inventory
+from harness.deploy.files import ConfigFile
+from lte.render import BANNER, Role
 from lte.secrets import Secrets
 from lte.subscribers import inventory_documents
 
@@ -121,7 +122,7 @@ def user_db_text(inv: Inventory, rows: list[UserDbRow]) -> str:
     return HEADER.format(banner=BANNER, name=inv.name) + "".join(r.line() + "\n" for r in rows)
 
 
-def render_epc_conf(inv: Inventory) -> RenderedFile:
+def render_epc_conf(inv: Inventory) -> ConfigFile[Role]:
     """srsepc's epc.conf (``lte.epc.config_dir``/epc.conf)."""
     assert inv.lte is not None
     epc = inv.lte.epc
@@ -130,14 +131,14 @@ def render_epc_conf(inv: Inventory) -> RenderedFile:
     text = env.get_template("srsepc/epc.conf.j2").render(
         banner=BANNER, inventory_name=inv.name, epc=epc, gateway=str(epc.ue_gateway),
         dns=str(epc.dns[0]) if epc.dns else "8.8.8.8")
-    return RenderedFile("epc", f"{epc.config_dir}/epc.conf", text)
+    return ConfigFile("epc", f"{epc.config_dir}/epc.conf", text)
 
 
 def render_srsepc(inv: Inventory, secrets: Secrets, existing_user_db: str | None = None,
-                  source: str = "secrets") -> tuple[list[RenderedFile], SqnMerge]:
+                  source: str = "secrets") -> tuple[list[ConfigFile[Role]], SqnMerge]:
     """epc.conf and user_db.csv (mode 0600: it holds the keys), SQNs carried over from ``existing_user_db``."""
     assert inv.lte is not None
     rows, merge = merge_sqn(inventory_rows(inv, secrets, source), existing_user_db,
                             source=f"{inv.lte.epc.host}:{inv.lte.epc.user_db}")
-    db = RenderedFile("epc", inv.lte.epc.user_db, user_db_text(inv, rows), mode=0o600)
+    db = ConfigFile("epc", inv.lte.epc.user_db, user_db_text(inv, rows), mode=0o600)
     return [render_epc_conf(inv), db], merge

@@ -186,7 +186,7 @@ def test_2_6_and_2_7_differ_where_the_schemas_do(epc):
 
 
 def test_several_tacs_render_as_a_list(tmp_path):
-    from harness.inventory import Inventory
+    from harness.config.inventory import Inventory
     from lte_fixtures import lab_data
     d = lab_data()
     d["lte"]["epc"]["tacs"] = [7, 9]
@@ -231,7 +231,7 @@ OPEN5GS_27 = ["2.7.0", "2.7.2", "2.8.0"]
 
 
 def _with_enb(**enb):
-    from harness.inventory import Inventory
+    from harness.config.inventory import Inventory
     from lte_fixtures import lab_data
     d = lab_data()
     d["lte"]["enb"].update(enb)
@@ -239,7 +239,7 @@ def _with_enb(**enb):
 
 
 def _zmq_files(inv, tmp_path):
-    from lte.secrets import load_secrets
+    from harness.deploy.secrets import load_secrets
     from lte.zmq import render_zmq
     from lte_fixtures import write_secrets
     return _by_name(render_zmq(inv, "n1", load_secrets(write_secrets(tmp_path / "s.yaml")), str(tmp_path), "ns"))

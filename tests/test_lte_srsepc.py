@@ -8,9 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from harness.errors import ConfigError
-from harness.inventory import Inventory
+from harness.config.inventory import Inventory
 from lte.checks import srsepc_s1_seen
-from lte.secrets import load_secrets
+from harness.deploy.secrets import load_secrets
 from lte.srsepc import SQN_ZERO, inventory_rows, merge_sqn, parse_user_db, render_srsepc
 from lte.subscribers import inventory_documents
 from lte_fixtures import KEYS, lab_data, write_secrets

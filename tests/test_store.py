@@ -6,7 +6,7 @@ import json
 import pytest
 
 from harness.errors import StoreError
-from harness.store import SCHEMA_VERSION, Campaign
+from harness.campaign.store import SCHEMA_VERSION, Campaign
 
 
 def rec(sid: str, rx: str) -> dict:

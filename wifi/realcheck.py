@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.deploy.trial import Trial, Verdict, find_program, run_trial, scratch_netns
-from wifi.render import WifiFile
+from harness.deploy.files import ConfigFile
 
 #: Lines that show the program has parsed its file and gone on to its driver (hostapd and
 #: wpa_supplicant 2.10, src/drivers/driver_nl80211.c: without cfg80211 "'nl80211' generic
@@ -28,19 +28,19 @@ HOSTAPD_ERRORS = (r"^Line \d+: ", r"errors? found in configuration file", r"Coul
 SUPPLICANT_ERRORS = (r"^Line:? \d+", r"Failed to read or parse configuration", r"Failed to open config file")
 
 
-def trials(files: Sequence[WifiFile], where: Path, bin_dirs: Sequence[str] = ()) -> tuple[list[Trial], list[Verdict]]:
+def trials(files: Sequence[ConfigFile[str]], where: Path, bin_dirs: Sequence[str] = ()) -> tuple[list[Trial], list[Verdict]]:
     """A trial per file written under ``where`` (mode kept), and verdicts for programs that are absent."""
     out, absent = [], []
     programs = {"hostapd": find_program("hostapd", bin_dirs),
                 "wpa_supplicant": find_program("wpa_supplicant", bin_dirs)}
     for f in files:
-        path = where / f.host / f.path.lstrip("/")
+        path = where / f.machine / f.path.lstrip("/")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f.text)
         os.chmod(path, f.mode)
         supplicant = f.unit.startswith("wpa_supplicant")
         prog = "wpa_supplicant" if supplicant else "hostapd"
-        name = f"{prog} {f.host}"
+        name = f"{prog} {f.machine}"
         if programs[prog] is None:
             absent.append(Verdict(name, None, f"{prog} is not installed (Debian: apt-get install "
                                               f"{'wpasupplicant' if supplicant else 'hostapd'})"))
@@ -54,7 +54,7 @@ def trials(files: Sequence[WifiFile], where: Path, bin_dirs: Sequence[str] = ())
     return out, absent
 
 
-def check_files(files: Sequence[WifiFile], where: Path, netns: str, bin_dirs: Sequence[str] = ()) -> list[Verdict]:
+def check_files(files: Sequence[ConfigFile[str]], where: Path, netns: str, bin_dirs: Sequence[str] = ()) -> list[Verdict]:
     """Each file through its real daemon in the scratch namespace ``netns``; one verdict per file."""
     todo, verdicts = trials(files, where, bin_dirs)
     if todo:

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from harness.errors import CommandError
-from harness.hosts import Host, LocalHost, NamespaceHost
-from harness.netcmd import addr_add_argv, link_up_argv, netns_add_argv, netns_del_argv
+from harness.hosts.local import Host, LocalHost, NamespaceHost
+from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, netns_del_argv
 
 #: Where Debian keeps daemons, searched after PATH (root's PATH has them, a user's often not).
 SYSTEM_SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from harness.errors import PreflightError
-from harness.hosts import LocalHost
+from harness.hosts.local import LocalHost
 
 SOURCE = Path(__file__).with_name("sctp_over_udp.c")
 
