@@ -42,6 +42,8 @@ from lte.zmq import UE_TUN, render_zmq  # noqa: E402
 from lte_fixtures import lab_data, write_secrets  # noqa: E402
 
 PREFIX = "mplab-bench-cell-"
+#: Where srsRAN's FFTW wisdom is kept between bench runs (measured plans; not the invoking user's home).
+FFTW_HOME = Path("/var/tmp/mplab-srsran-home")
 RX = "n2"
 
 
@@ -108,7 +110,11 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
             p.write_text(f.text)
         # line-buffered stdout (coreutils' stdbuf library) so that console lines arrive as they are printed
         stdbuf = "/usr/libexec/coreutils/libstdbuf.so"
-        env = ["env", f"LD_PRELOAD={shim} {stdbuf}" if shim else f"LD_PRELOAD={stdbuf}", "_STDBUF_O=L"]
+        # srsRAN plans its FFTs with FFTW_MEASURE and keeps the plans in $HOME/.srsran_fftwisdom: without it
+        # srsUE's "Waiting PHY to initialize" took 50-90 s here; the bench keeps its own wisdom in FFTW_HOME.
+        FFTW_HOME.mkdir(parents=True, exist_ok=True)
+        env = ["env", f"HOME={FFTW_HOME}", f"LD_PRELOAD={shim} {stdbuf}" if shim else f"LD_PRELOAD={stdbuf}",
+               "_STDBUF_O=L"]
         epc = cell.start(env + [progs["srsepc"], f"{inv.lte.epc.config_dir}/epc.conf"], label="srsepc")
         procs.append(epc)
         wait_line(epc, r"SP-GW Initialized|SPGW Initialized", 30)
@@ -116,11 +122,18 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
         procs.append(enb)
         wait_line(enb, r"==== eNodeB started ===", 60)
         wait_line(epc, r"Sending S1 Setup Response", 20)
-        t0 = time.monotonic()
         ue = cell.start(env + [progs["srsue"], str(tmp / "enb" / "ue.conf")], label="srsue")
         procs.append(ue)
+        # srsUE's PHY start-up (FFT plans, worker buffers) took 40-90 s on this shared machine, before any
+        # radio exchange: it is reported apart, and attach is timed from "Attaching UE..." as a modem's would be.
+        stages = {"phy_init": wait_line(ue, r"Waiting PHY to initialize \.\.\. done", 240)[0]}
+        t0 = time.monotonic()
+        for stage, pattern in (("cell_found", r"Found Cell"), ("rrc_connected", r"RRC Connected"),
+                               ("attached", r"Network attach successful")):
+            wait_line(ue, pattern, 60)
+            stages[stage] = time.monotonic() - t0
         addr = None
-        while time.monotonic() - t0 < 60 and addr is None:
+        while time.monotonic() - t0 < 90 and addr is None:
             res = ue_ns.run(["ip", "-j", "-4", "addr", "show", "dev", UE_TUN], check=False)
             for link in json.loads(res.stdout or "[]") if res.returncode == 0 else []:
                 for a in link.get("addr_info", []):
@@ -131,6 +144,10 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
         if addr is None:
             raise RuntimeError(f"srsue: no address on {UE_TUN} within 60 s: {''.join(ue.output_so_far())[-1500:]}")
         attach_s = time.monotonic() - t0
+        if "--verbose" in sys.argv:
+            print("--- srsue ---\n" + "".join(ue.output_so_far())[-3000:])
+            print("--- srsenb ---\n" + "".join(enb.output_so_far())[-2000:])
+            print("--- srsepc ---\n" + "".join(epc.output_so_far())[-2000:])
         ue_ns.run(route_add_argv("default", dev=UE_TUN))
         gw = str(inv.lte.epc.ue_gateway)
         idle = ping_rtts(ue_ns.run([progs["ping"], "-n", "-c", "20", "-i", "0.2", gw], timeout=30).stdout)
@@ -147,7 +164,7 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
         # The tail: srsenb releases the idle UE after rrc_inactivity_timer (RRC idle), as a modem would.
         t_idle = time.monotonic()
         release_s, line = wait_line(enb, r"[Dd]isconnecting rnti|RRC.*[Rr]elease|Release.*rnti", 30)
-        return {"attach_s": attach_s, "ue_addr": addr, "rate_mbit": rate, "idle": idle, "loaded": loaded,
+        return {"attach_s": attach_s, "stages": stages, "ue_addr": addr, "rate_mbit": rate, "idle": idle, "loaded": loaded,
                 "release_after_idle_s": time.monotonic() - t_idle, "release_line": line.strip()[:120],
                 "retransmits": doc["end"].get("sum_sent", {}).get("retransmits")}
     finally:
@@ -200,11 +217,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--prb", type=int, default=50, choices=[25, 50])
+    ap.add_argument("--verbose", action="store_true", help="print the daemons' output at attach")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mplab-bench-cell-") as tmp:
         real = real_cell(a.seconds, a.prb, Path(tmp))
     emu = emulated(a.seconds, real["rate_mbit"])
-    print(f"real cell ({a.prb} PRB, ZMQ, srsepc): attach {real['attach_s']:.2f} s, UE {real['ue_addr']}")
+    st = real["stages"]
+    print(f"real cell ({a.prb} PRB, ZMQ, srsepc): attach {real['attach_s']:.2f} s from 'Attaching UE' to the TUN "
+          f"address, UE {real['ue_addr']} (cell found {st['cell_found']:.2f} s, RRC connected {st['rrc_connected']:.2f} s, "
+          f"NAS attach {st['attached']:.2f} s; srsUE PHY start-up before that {st['phy_init']:.0f} s)")
     print(f"{'':24}{'real cell':>14}{'emulated':>14}")
     print(f"{'downlink Mbit/s':24}{real['rate_mbit']:14.1f}{emu['rate_mbit']:14.1f}   (emulated configured "
           f"{emu['configured_mbit']} Mbit/s, buffer {emu['buffer_ms']} ms)")
