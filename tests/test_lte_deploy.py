@@ -285,3 +285,29 @@ def test_srsepc_up_keeps_the_sqn_it_wrote_back(s1, tmp_path):
                                         "stop srsepc", "stop srsepc", "restart srsepc", "restart srsenb"]
     finally:
         lte_down(inv, hosts)
+
+
+@pytest.mark.parametrize("kind", ["open5gs", "srsepc"])
+def test_unknown_srsran_release_refused_before_anything_is_pushed(kind, tmp_path):
+    from harness.errors import ConfigError
+    d = lab_data()
+    d["lte"]["enb"].update(version="21.10", config_dir=str(tmp_path / "enb"))
+    d["lte"]["epc"].update(kind=kind, config_dir=str(tmp_path / "epc"), version="2.7.2",
+                           user_db=str(tmp_path / "epc" / "user_db.csv"))
+    inv = Inventory.model_validate(d)
+    hosts = LteHosts(enb=LocalHost("enb"), epc=LocalHost("epc"))
+    secrets = load_secrets(write_secrets(tmp_path / "s.yaml"))
+    with pytest.raises(ConfigError, match="srsRAN 4G 21.10.0 is not a release mplab knows"):
+        lte_up(inv, hosts, secrets, None)
+    assert not (tmp_path / "enb").exists() and not (tmp_path / "epc").exists()
+
+
+def test_unknown_open5gs_version_refused_before_anything_is_pushed(tmp_path):
+    from harness.errors import ConfigError
+    d = lab_data()
+    d["lte"]["enb"].update(config_dir=str(tmp_path / "enb"))
+    d["lte"]["epc"].update(config_dir=str(tmp_path / "epc"), version="2.5.9")
+    inv = Inventory.model_validate(d)
+    with pytest.raises(ConfigError, match="Open5GS 2.5.9 is not a version mplab knows"):
+        lte_up(inv, LteHosts(enb=LocalHost("enb"), epc=LocalHost("epc")), None, None)
+    assert not (tmp_path / "enb").exists() and not (tmp_path / "epc").exists()
