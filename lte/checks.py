@@ -56,26 +56,19 @@ def srsepc_s1_seen(epc_log: str) -> tuple[bool, str]:
 def check_s1(inv: Inventory, epc: Host) -> Check:
     """S1 setup of the inventory's eNodeB, from the MME log on the EPC host (srsepc's own log for srsEPC)."""
     assert inv.lte is not None
-    if inv.lte.epc.kind == "srsepc":
-        path = f"{inv.lte.epc.log_dir}/epc.log"
-        try:
-            text = epc.read_file(path).decode(errors="replace")
-        except (OSError, MplabError) as exc:
-            return Check(epc.name, "s1-setup", False, f"cannot read {path}: {exc}",
-                         "is srsepc running and logging there ([log] filename)?")
-        ok, detail = srsepc_s1_seen(text)
-        return Check(epc.name, "s1-setup", ok, detail,
-                     "" if ok else f"check srsenb is running, mme_addr = {inv.lte.epc.address}, the PLMN/TAC of "
-                                   "both sides, and S1 (SCTP 36412) reachable from the eNB")
-    path = f"{inv.lte.epc.log_dir}/mme.log"
+    epc_cfg = inv.lte.epc
+    srsepc = epc_cfg.kind == "srsepc"
+    path = f"{epc_cfg.log_dir}/{'epc' if srsepc else 'mme'}.log"
     try:
         text = epc.read_file(path).decode(errors="replace")
     except (OSError, MplabError) as exc:
         return Check(epc.name, "s1-setup", False, f"cannot read {path}: {exc}",
+                     "is srsepc running and logging there ([log] filename)?" if srsepc else
                      "is open5gs-mmed running and logging there?")
-    ok, detail = s1_setup_seen(text, str(inv.lte.enb.address))
+    ok, detail = srsepc_s1_seen(text) if srsepc else s1_setup_seen(text, str(inv.lte.enb.address))
+    also = ", the PLMN/TAC of both sides," if srsepc else ""
     return Check(epc.name, "s1-setup", ok, detail,
-                 "" if ok else f"check srsenb is running, mme_addr = {inv.lte.epc.address}, and S1 (SCTP 36412) "
+                 "" if ok else f"check srsenb is running, mme_addr = {epc_cfg.address}{also} and S1 (SCTP 36412) "
                                "is reachable from the eNB")
 
 

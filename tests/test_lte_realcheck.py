@@ -22,6 +22,17 @@ def _need(*programs):
         pytest.skip(f"{', '.join(missing)} not installed (not on PATH or under $MPLAB_LTE_BIN)")
 
 
+def _broken(prefix, tmp_path, name: str, path: str, edit):
+    """Render the lab's files, break ``path`` (relative to the scratch directory) with ``edit``, run ``name``."""
+    inv = lab_inventory()
+    p = plan(inv, tmp_path, bin_dirs())
+    f = tmp_path / path
+    f.write_text(edit(f.read_text()))
+    trial = next(t for t in p.trials if t.name.startswith(name))
+    with scratch_netns(f"{prefix}lte", scratch_addresses(inv)) as ns:
+        return run_trial(ns, trial)
+
+
 def test_absent_programs_are_reported_not_run(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr("harness.deploy.trial.SYSTEM_SBIN", ())
@@ -55,13 +66,7 @@ def test_srsenb_and_srsue_accept_the_rendered_files(prefix, tmp_path):
 def test_srsenb_refuses_an_rb_conf_without_the_5g_sections(prefix, tmp_path):
     """The check can fail: the rb.conf mplab wrote before issue 15 (no five_qi_config, no 5G SRBs)."""
     _need("srsenb")
-    inv = lab_inventory()
-    p = plan(inv, tmp_path, bin_dirs())
-    rb = tmp_path / "enb" / "rb.conf"
-    rb.write_text(rb.read_text().split("srb1_5g_config")[0])
-    trial = next(t for t in p.trials if t.name == "srsenb")
-    with scratch_netns(f"{prefix}lte", scratch_addresses(inv)) as ns:
-        v = run_trial(ns, trial)
+    v = _broken(prefix, tmp_path, "srsenb", "enb/rb.conf", lambda text: text.split("srb1_5g_config")[0])
     assert v.ok is False, v.output[-2000:]
     assert "5G SRB" in v.detail or "five_qi_config" in v.detail or "RB configuration" in v.detail, v.detail
 
@@ -81,15 +86,12 @@ def test_open5gs_2_7_sgwc_without_global_section_aborts(prefix, tmp_path):
     """The check can fail: sgwc.yaml as mplab wrote it before issue 15 (no `global:`) aborts v2.7."""
     _need("open5gs-sgwcd")
     import yaml
-    inv = lab_inventory()
-    p = plan(inv, tmp_path, bin_dirs())
-    conf = tmp_path / "epc" / "sgwc.yaml"
-    doc = yaml.safe_load(conf.read_text())
-    del doc["global"]
-    conf.write_text(yaml.safe_dump(doc))
-    trial = next(t for t in p.trials if t.name == "open5gs-sgwcd")
-    with scratch_netns(f"{prefix}lte", scratch_addresses(inv)) as ns:
-        v = run_trial(ns, trial)
+
+    def drop_global(text):
+        doc = yaml.safe_load(text)
+        del doc["global"]
+        return yaml.safe_dump(doc)
+    v = _broken(prefix, tmp_path, "open5gs-sgwcd", "epc/sgwc.yaml", drop_global)
     assert v.ok is False and "epoll_create() failed" in v.detail, v.detail
 
 

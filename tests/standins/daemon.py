@@ -29,6 +29,19 @@ def dig(doc, *path):
 running = True
 
 
+def s1_listener(addr, error):
+    """A TCP listener on addr:36412 (standing in for the MME's SCTP socket); ``error`` words a bind failure."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        srv.bind((addr, 36412))
+    except OSError as exc:
+        fail(error.format(addr=addr, exc=exc))
+    srv.listen(8)
+    srv.settimeout(0.1)
+    return srv
+
+
 def _term(*_):
     global running
     running = False
@@ -96,15 +109,7 @@ if kind == "srsepc":
         fail("Error parsing UE database. Wrong number of columns in user database CSV.")
     log = open(cp.get("log", "filename"), "a", buffering=1)
     log.write("HSS Initialized.\n")
-    addr = cp.get("mme", "mme_bind_addr")
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        srv.bind((addr, 36412))
-    except OSError as exc:
-        fail(f"Error binding SCTP socket {addr}: {exc}")
-    srv.listen(8)
-    srv.settimeout(0.1)
+    srv = s1_listener(cp.get("mme", "mme_bind_addr"), "Error binding SCTP socket {addr}: {exc}")
     print("[srsepc] SP-GW Initialized.", flush=True)
     peers = []
     while running:
@@ -136,14 +141,7 @@ if kind == "mme":
     addr = s1ap["server"][0]["address"] if isinstance(s1ap, dict) else s1ap[0]["addr"]
     dig(doc, "mme", "tai")
     dig(doc, "mme", "gummei")
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        srv.bind((addr, 36412))
-    except OSError as exc:
-        fail(f"s1ap_server() [{addr}]:36412 bind failed: {exc}")
-    srv.listen(8)
-    srv.settimeout(0.1)
+    srv = s1_listener(addr, "s1ap_server() [{addr}]:36412 bind failed: {exc}")
     log.write(f"[mme] INFO: s1ap_server() [{addr}]:36412\n")
 print(f"[{kind}] started", flush=True)
 peers = []
