@@ -7,8 +7,9 @@ device in a second namespace (the receiver). S1 runs over the SCTP-over-UDP shim
 during a 20 s iperf3 downlink, the downlink rate, and the RRC release after srsenb's inactivity
 timer (set to its minimum here so that the tail is seen).
 
-Emulated: a one-receiver emulated testbed whose LTE channel has the rate the real cell achieved
-and the inventory's default LTE buffer (60 ms); the same ping/iperf3 measurements.
+Emulated: a one-receiver emulated testbed whose LTE channel has the rate the real cell achieved,
+the real cell's idle RTT as base delay (the delay line; --no-emu-delay: none) and the inventory's
+default LTE buffer (60 ms); the same ping/iperf3 measurements.
 
 Prints one table; numbers are from this run. Needs root, the programs ($MPLAB_LTE_BIN or PATH),
 clang (for the shim) and ~1.5 of 2 cores while the cell is up: run it alone.
@@ -102,7 +103,7 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
         for a in ("127.0.1.1/8", "127.0.1.100/8"):
             cell.run(["ip", "addr", "add", a, "dev", "lo"], check=False)
         # the minimum inactivity timer, so that the RRC release (the tail) is seen within the run
-        files = render_zmq(inv, RX, secrets, str(tmp / "enb"), ns_ue, rrc_inactivity_timer_ms=10251)
+        files = render_zmq(inv, RX, secrets, str(tmp / "enb"), ns_ue, rrc_inactivity_timer_ms=10251, n_prb=prb)
         epc_files, _ = render_srsepc(inv, secrets)
         for f in files + epc_files:
             p = Path(f.path)
@@ -174,7 +175,7 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
             root.run(netns_del_argv(ns), check=False)
 
 
-def emulated(seconds: int, rate_mbit: float) -> dict:
+def emulated(seconds: int, rate_mbit: float, delay_ms: float) -> dict:
     from _common import inventory as emu_inventory
 
     from harness.testbeds.clean import clean_prefix
@@ -184,6 +185,7 @@ def emulated(seconds: int, rate_mbit: float) -> dict:
     data = inv.model_dump(mode="json")
     rx = data["receivers"][1]
     rx["interfaces"]["lte"]["channel"]["rate_mbit"] = round(rate_mbit, 1)
+    rx["interfaces"]["lte"]["channel"]["delay_ms"] = round(delay_ms, 1)
     data["receivers"] = [rx]
     data["emulation"]["lte_cell"]["capacity_mbit"] = max(round(rate_mbit, 1), 1.0)
     inv = Inventory.model_validate(data)
@@ -207,7 +209,8 @@ def emulated(seconds: int, rate_mbit: float) -> dict:
         loaded = ping_rtts(load.wait(seconds + 10).stdout)
         srv.stop()
         return {"rate_mbit": doc["end"]["sum_received"]["bits_per_second"] / 1e6, "idle": idle, "loaded": loaded,
-                "configured_mbit": round(rate_mbit, 1), "buffer_ms": rx["interfaces"]["lte"]["channel"]["buffer_ms"]}
+                "configured_mbit": round(rate_mbit, 1), "buffer_ms": rx["interfaces"]["lte"]["channel"]["buffer_ms"],
+                "delay_ms": round(delay_ms, 1)}
     finally:
         tb.teardown()
         clean_prefix(prefix)
@@ -218,22 +221,26 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--prb", type=int, default=50, choices=[25, 50])
     ap.add_argument("--verbose", action="store_true", help="print the daemons' output at attach")
+    ap.add_argument("--no-emu-delay", dest="emu_delay", action="store_false",
+                    help="emulated channel without the real cell's idle RTT as base delay")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mplab-bench-cell-") as tmp:
         real = real_cell(a.seconds, a.prb, Path(tmp))
-    emu = emulated(a.seconds, real["rate_mbit"])
+    # The emulated channel gets the real cell's rate and, through its delay line (downlink only), the real
+    # cell's idle RTT as base delay: what remains to compare is the queueing under load and the tail.
+    emu = emulated(a.seconds, real["rate_mbit"], statistics.median(real["idle"]) if a.emu_delay else 0.0)
     st = real["stages"]
     print(f"real cell ({a.prb} PRB, ZMQ, srsepc): attach {real['attach_s']:.2f} s from 'Attaching UE' to the TUN "
           f"address, UE {real['ue_addr']} (cell found {st['cell_found']:.2f} s, RRC connected {st['rrc_connected']:.2f} s, "
           f"NAS attach {st['attached']:.2f} s; srsUE PHY start-up before that {st['phy_init']:.0f} s)")
     print(f"{'':24}{'real cell':>14}{'emulated':>14}")
     print(f"{'downlink Mbit/s':24}{real['rate_mbit']:14.1f}{emu['rate_mbit']:14.1f}   (emulated configured "
-          f"{emu['configured_mbit']} Mbit/s, buffer {emu['buffer_ms']} ms)")
+          f"{emu['configured_mbit']} Mbit/s, buffer {emu['buffer_ms']} ms, delay line {emu['delay_ms']} ms)")
     for name, key in (("RTT idle ms (median)", "idle"), ("RTT loaded ms (median)", "loaded")):
         print(f"{name:24}{statistics.median(real[key]):14.2f}{statistics.median(emu[key]):14.2f}")
     print(f"{'RTT loaded ms (p95)':24}{pct(real['loaded'], 0.95):14.1f}{pct(emu['loaded'], 0.95):14.1f}")
     print(f"loaded/idle RTT: real {statistics.median(real['loaded']) / statistics.median(real['idle']):.2f}x, "
-          f"emulated {statistics.median(emu['loaded']) / max(statistics.median(emu['idle']), 1e-3):.0f}x")
+          f"emulated {statistics.median(emu['loaded']) / max(statistics.median(emu['idle']), 1e-3):.2f}x")
     print(f"tail: real RRC release {real['release_after_idle_s']:.1f} s after the download "
           f"(rrc_inactivity_timer 10251 ms): {real['release_line']!r}; emulated: no RRC state (power profile "
           "tail only)")

@@ -38,24 +38,25 @@ ZMQ_N_PRB = 50
 ZMQ_RRC_INACTIVITY_MS = 3_600_000
 
 
-def zmq_inventory(inv: Inventory, config_dir: str, rrc_inactivity_timer_ms: int = ZMQ_RRC_INACTIVITY_MS) -> Inventory:
+def zmq_inventory(inv: Inventory, config_dir: str, rrc_inactivity_timer_ms: int = ZMQ_RRC_INACTIVITY_MS,
+                  n_prb: int = ZMQ_N_PRB) -> Inventory:
     """``inv`` with the eNodeB's radio replaced by ZMQ, and its files under ``config_dir``."""
     assert inv.lte is not None
     enb = inv.lte.enb.model_copy(update={
         "rf": RfDevice(device_name="zmq", device_args=ENB_ZMQ_ARGS, tx_gain_db=80, rx_gain_db=40),
-        "n_prb": ZMQ_N_PRB, "config_dir": config_dir, "log_path": f"{config_dir}/enb.log",
+        "n_prb": n_prb, "config_dir": config_dir, "log_path": f"{config_dir}/enb.log",
         "rrc_inactivity_timer_ms": rrc_inactivity_timer_ms})
     return inv.model_copy(update={"lte": inv.lte.model_copy(update={"enb": enb})})
 
 
 def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str, netns: str,
-               rrc_inactivity_timer_ms: int = ZMQ_RRC_INACTIVITY_MS) -> list[ConfigFile[Role]]:
+               rrc_inactivity_timer_ms: int = ZMQ_RRC_INACTIVITY_MS, n_prb: int = ZMQ_N_PRB) -> list[ConfigFile[Role]]:
     """srsenb's four files with a ZMQ radio, plus ``ue.conf`` for ``receiver``'s SIM.
 
     ``rrc_inactivity_timer_ms``: an hour by default (srsUE does not answer paging); a bench that
     wants to see the RRC release after idle sets srsenb's minimum instead.
     """
-    zinv = zmq_inventory(inv, config_dir, rrc_inactivity_timer_ms)
+    zinv = zmq_inventory(inv, config_dir, rrc_inactivity_timer_ms, n_prb)
     r = inv.receiver(receiver)
     if r.sim is None:
         raise PreflightError(f"receiver {receiver} has no SIM (sim.imsi) for srsUE")
