@@ -20,9 +20,10 @@ APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
 CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))
 DATASET ?= datasets/$(SCENARIO)
 MODEL ?= models/$(SCENARIO)
+REPORT ?= reports/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: setup setup-lab python-lab apt apt-packages doctor python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+.PHONY: setup setup-lab python-lab apt apt-packages doctor python bpf test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
 	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
@@ -33,6 +34,8 @@ help:
 	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
 	@echo "make dataset        build \$$(DATASET) from the newest runs/\$$(SCENARIO)-* campaign (or CAMPAIGN=...); an existing one is kept as \$$(DATASET).<UTC time>"
 	@echo "make train          train and export \$$(MODEL) from \$$(DATASET), tracked in MLflow (mlflow.db); an existing model is kept as \$$(MODEL).<UTC time>"
+	@echo "make report         figures, Tables 2-3 beside the paper and index.html in \$$(REPORT) from the newest campaign"
+	@echo "                    (with \$$(DATASET) and \$$(MODEL) when they exist)"
 	@echo "make mlflow-ui      serve the MLflow UI on http://127.0.0.1:\$$(MLFLOW_PORT) (one worker; it takes 15-60 s to answer)"
 	@echo "make clean-testbed  remove namespaces, processes and state an interrupted run left behind"
 	@echo "make lte-up INVENTORY=inventory/<lab>.yaml [SECRETS=<file>]   configure and start the LTE cell"
@@ -112,6 +115,12 @@ dataset:
 
 train:
 	$(UV_RUN) mplab train $(DATASET) -o $(MODEL) --keep-previous
+
+# The report of the newest campaign; the dataset and model of the same scenario join it when they exist.
+report:
+	@test -n "$(CAMPAIGN)" || { echo "no runs/$(SCENARIO)-* campaign: run 'make experiment' first" >&2; exit 2; }
+	$(UV_RUN) mplab report $(CAMPAIGN) $(if $(wildcard $(DATASET)/dataset.json),$(DATASET)) \
+		$(if $(wildcard $(MODEL)/model.json),--model $(MODEL)) -o $(REPORT) --force
 
 # One worker and no job runner: about 0.5 GB instead of 3.4 GB for MLflow's defaults (15 processes).
 mlflow-ui:

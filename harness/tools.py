@@ -67,7 +67,8 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("ser2net", "ser2net", "meters shared over the network (rfc2217/raw TCP)", required=False),
     _t("hostapd", "hostapd", "the lab APs; here: parses every rendered hostapd.conf (wifi.realcheck)"),
     _t("wpa_supplicant", "wpasupplicant", "lab receivers' WiFi; here: parses every rendered supplicant config"),
-    _t("chromium", "chromium", "headless screenshots of the MLflow UI (docs/mlflow-ui/capture.py)", required=False),
+    _t("chromium", "chromium", "a real headless browser: reports opened by tests (Playwright), MLflow UI screenshots",
+       required=False),
     # part of every Debian system
     _t("sh", "dash", "gated starts and small host commands", essential=True),
     _t("bash", "bash", "gated starts with EPOCHREALTIME", essential=True),
