@@ -14,7 +14,7 @@ UV_RUN = $(UV) run --frozen $(if $(wildcard $(LAB_MARKER)),--no-group train --no
 APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool \
                 openssh-server openssh-client ser2net python3 python3-pip iputils-ping chromium \
-                openvswitch-common openvswitch-switch
+                openvswitch-common openvswitch-switch hostapd wpasupplicant
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
 CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))
@@ -109,10 +109,12 @@ test-unit:
 
 experiment:
 	@if [ "$(SCENARIO)" = quick-setup2 ] && [ ! -f models/quick-setup2/model.json ]; then \
+	  echo "experiment: scenarios/quick-setup2.yaml needs models/quick-setup2, which is missing: training it first (make setup2-model)"; \
+	  $(MAKE) --no-print-directory setup2-model; fi
 	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml
 
 # Setup II end to end on the emulated testbed from nothing: the Setup I sweep the model needs,
-# its dataset, the model, then the controller comparison (about 10 minutes in all).
+# its dataset, the model, then the controller comparison (about 13 minutes in all).
 setup2: setup2-model
 	$(UV_RUN) mplab run scenarios/quick-setup2.yaml
 
