@@ -109,10 +109,12 @@ test-unit:
 
 experiment:
 	@if [ "$(SCENARIO)" = quick-setup2 ] && [ ! -f models/quick-setup2/model.json ]; then \
+	  echo "experiment: scenarios/quick-setup2.yaml needs models/quick-setup2, which is missing: training it first (make setup2-model)"; \
+	  $(MAKE) --no-print-directory setup2-model; fi
 	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml
 
 # Setup II end to end on the emulated testbed from nothing: the Setup I sweep the model needs,
-# its dataset, the model, then the controller comparison (about 10 minutes in all).
+# its dataset, the model, then the controller comparison (about 13 minutes in all).
 setup2: setup2-model
 	$(UV_RUN) mplab run scenarios/quick-setup2.yaml
 
