@@ -20,7 +20,7 @@ from harness.errors import ConfigError
 from harness.inventory import load_inventory
 from harness.plan import plan_campaign
 from harness.runner import SampleOutcome
-from harness.scenario import load_scenario
+from harness.scenario import load_scenario, scenario_inventory
 from harness.store import Campaign
 from harness.summary import summarize
 
@@ -86,7 +86,7 @@ def run(
         if scenario is None:
             raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
         sc = load_scenario(scenario)
-        inv = load_inventory(inventory or Path(sc.inventory))
+        inv = load_inventory(inventory or scenario_inventory(sc, scenario))
         if dry_run:
             plans = plan_campaign(sc, inv, str(scenario))
             eta = dry_run_estimate_s(plans, sc, inv)

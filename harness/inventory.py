@@ -11,7 +11,7 @@ import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.config import Strict, load_yaml_model
 from harness.radio import Lte, Wifi, check_lte, check_wifi
@@ -178,7 +178,7 @@ class PowerProfile(Strict):
 
     name: str
     source: str = Field(description="where the constants come from (recorded with every emulated record)")
-    base_w: PositiveFloat = Field(description="board plus idle dongles (W)")
+    base_w: NonNegativeFloat = Field(description="board plus idle dongles (W); 0 for a meter on the radios only")
     volts: PositiveFloat = Field(default=5.1, description="supply voltage the emulated meter reports (V)")
     active_threshold_mbit: float = Field(default=0.05, ge=0,
                                          description="throughput above which a radio counts as active (Mbit/s)")

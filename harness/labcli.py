@@ -20,7 +20,7 @@ from harness.hosts import LocalHost
 from harness.inventory import load_inventory
 from harness.lab import LabTestbed
 from harness.preflight import kernel_checks
-from harness.scenario import load_scenario
+from harness.scenario import load_scenario, scenario_inventory
 from harness.sshrig import clean_rig_dirs  # noqa: F401 - registers its cleanup hook for `mplab clean`
 from harness.testbed import Check
 
@@ -47,7 +47,7 @@ def preflight(
     """Check every host: reachability, kernel and MPTCP, congestion controls, interfaces and routes,
     iperf3, meters, clock offset. Exits 1 if an essential check fails (a sweep would refuse to start)."""
     sc = load_scenario(scenario) if scenario else None
-    inv_path = inventory or (Path(sc.inventory) if sc else None)
+    inv_path = inventory or (scenario_inventory(sc, scenario) if sc else None)
     if inv_path is None:
         raise ConfigError("give --inventory (e.g. inventory/lab.example.yaml) or --scenario")
     inv = load_inventory(inv_path)

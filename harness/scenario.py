@@ -41,8 +41,9 @@ class Scenario(Strict):
     schema_version: Literal[1] = 1
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
     description: str = ""
-    inventory: str = Field(default="inventory/emulated.yaml",
-                           description="inventory used unless the command line names another")
+    inventory: str = Field(default="../inventory/emulated.yaml",
+                           description="inventory used unless the command line names another; a relative "
+                                       "path is relative to the scenario file's folder")
     congestion_controls: list[str] = Field(min_length=1)
     receiver_counts: list[PositiveInt] = Field(min_length=1)
     modes: list[Mode] = Field(min_length=1)
@@ -87,6 +88,12 @@ class Scenario(Strict):
     def n_cases(self) -> int:
         """Number of (cc, receiver count, mode) cases."""
         return len(self.congestion_controls) * len(self.receiver_counts) * len(self.modes)
+
+
+def scenario_inventory(scenario: Scenario, scenario_path: str | Path) -> Path:
+    """The inventory a scenario file names, resolved from the scenario's folder (not the current directory)."""
+    p = Path(scenario.inventory).expanduser()
+    return p if p.is_absolute() else Path(scenario_path).parent / p
 
 
 def load_scenario(path: str | Path) -> Scenario:
