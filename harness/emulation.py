@@ -43,6 +43,7 @@ from harness.netcmd import (
     offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
 )
 from harness.testbed import Check, Node, NodeInterface, Testbed
+from harness.testbeds import claim as claims
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")
@@ -159,21 +160,37 @@ def release_ccs(root: Host) -> list[str]:
         return removable
 
 
+def testbed_prefix(ns: str) -> str:
+    """The prefix of the testbed a namespace belongs to (``mplab-t1-n1`` -> ``mplab-t1-``: roles have no dash)."""
+    return ns[:ns.rindex("-") + 1]
+
+
 def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True) -> list[str]:
     """Remove everything emulated testbeds with ``prefix`` left behind; idempotent.
 
     With ``nested=False`` only the testbed whose prefix is exactly ``prefix`` (see ``owned``).
-    Returns a description of what was removed.
+    A testbed whose prefix another live process has claimed (``harness.testbeds.claim``) is
+    left alone and reported as skipped. Returns a description of what was removed.
     """
     root = root or LocalHost("root")
     done = []
+    skipped: dict[str, str] = {}
+
+    def live(tb_prefix: str) -> bool:
+        if tb_prefix not in skipped:
+            h = claims.held_by_other(tb_prefix)
+            skipped[tb_prefix] = h.describe() if h else ""
+        return bool(skipped[tb_prefix])
+
     for ns in list_namespaces(root, prefix, nested):
+        if live(testbed_prefix(ns)):
+            continue
         _kill_namespace_processes(root, ns)
         root.run(["ip", "netns", "del", ns], check=False)
         done.append(f"namespace {ns}")
     if STATE_ROOT.exists():
         for d in sorted(STATE_ROOT.iterdir()):
-            if d.is_dir() and owned(d.name + "-", prefix, nested):
+            if d.is_dir() and owned(d.name + "-", prefix, nested) and not live(d.name + "-"):
                 shutil.rmtree(d, ignore_errors=True)
                 done.append(f"state {d}")
         released = release_ccs(root)
@@ -183,6 +200,8 @@ def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool 
             shutil.rmtree(STATE_ROOT, ignore_errors=True)  # no live testbed: leave nothing behind
     for hook in CLEANUP_HOOKS:
         done += hook(prefix, root)
+    done += claims.remove_stale(prefix)
+    done += [f"skipped {p}*: live testbed of {who}" for p, who in sorted(skipped.items()) if who]
     return done
 
 
@@ -244,6 +263,19 @@ class EmulatedTestbed(Testbed):
         self._devices: dict[str, BackgroundProcess] = {}
         self._ccs: list[CongestionControl] = []
         self._up = False
+        self._claim: claims.PrefixClaim | None = None
+
+    # ------------------------------------------------------------ the prefix
+
+    def claim(self, owner: str) -> None:
+        """Claim the namespace prefix for ``owner`` (a campaign id); ``Busy`` naming the live holder."""
+        if self._claim is None or not self._claim.held:
+            self._claim = claims.PrefixClaim(self.prefix, owner)
+            self._claim.acquire()
+
+    def release_claim(self) -> None:
+        if self._claim is not None:
+            self._claim.release()
 
     # ------------------------------------------------------------ preflight
 
@@ -277,7 +309,9 @@ class EmulatedTestbed(Testbed):
     # ------------------------------------------------------------ setup
 
     def setup(self, ccs: Sequence[CongestionControl]) -> None:
-        """Clear stale state with our prefix, then build the topology, servers and meter devices."""
+        """Claim the prefix, clear stale state with it, then build the topology, servers and meter devices."""
+        # Before anything is cleared: a live testbed on this prefix is refused, never torn down.
+        self.claim(f"a testbed of pid {os.getpid()}")
         stale = clean_prefix(self.prefix, self.root, nested=False)
         if stale:
             log.info("removed stale testbed state: %s", ", ".join(stale))
@@ -421,6 +455,7 @@ class EmulatedTestbed(Testbed):
                 log.warning("congestion control %s teardown: %s", cc.implementation, exc)
         self._ccs.clear()
         self._up = False
+        self.release_claim()
 
 
 def node_hosts(testbed: EmulatedTestbed) -> dict[str, Host]:

@@ -9,19 +9,21 @@ field in docs/records.md.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import logging
 import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import harness
 from harness.cc import CongestionControl
-from harness.errors import CommandError, MplabError, TrafficError
+from harness.errors import CommandError, Interrupted, MplabError, TrafficError
 from harness.hosts import BackgroundProcess, ProcessResult
 from harness.meters.recorder import Recorder, WindowEnergy
 from harness.plan import SamplePlan
@@ -37,8 +39,56 @@ STRAY_BYTES = 64 * 1024
 POLL_S = 0.005
 
 
-class Interrupted(MplabError):
-    """The sweep was interrupted (SIGINT/SIGTERM); completed samples are kept."""
+#: Signals that stop a campaign cleanly (SIGINT arrives as KeyboardInterrupt).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def signal_reason(signum: int) -> str:
+    """What a user reads for a stop signal."""
+    name = signal.Signals(signum).name
+    return f"interrupted by Ctrl-C ({name})" if signum == signal.SIGINT else f"stopped by {name}"
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into ``Interrupted`` for the block, so teardown and session logs run.
+
+    A no-op outside the main thread (Python delivers signals to the main thread only).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):  # noqa: ARG001
+        raise Interrupted(signal_reason(signum), signum)
+
+    old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """Hold SIGINT/SIGTERM/SIGHUP during the block (teardown must finish); yields the ones that came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    came: list[int] = []
+
+    def _note(signum, frame):  # noqa: ARG001
+        came.append(signum)
+        log.warning("%s during teardown: finishing the teardown first", signal.Signals(signum).name)
+
+    sigs = (signal.SIGINT, *STOP_SIGNALS)
+    old = {s: signal.signal(s, _note) for s in sigs}
+    try:
+        yield came
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 @dataclass
@@ -117,12 +167,7 @@ class Runner:
             on_sample: Callable[[SampleOutcome], None] | None = None) -> list[SampleOutcome]:
         """Run ``plans`` in order; SIGINT/SIGTERM stop cleanly between (or inside) samples."""
         outcomes = []
-
-        def _term(signum, frame):  # noqa: ARG001
-            raise Interrupted(f"interrupted by signal {signum}")
-
-        old = signal.signal(signal.SIGTERM, _term)
-        try:
+        with stop_on_signals():
             for i, plan in enumerate(plans):
                 if i and self.scenario.settle_s:
                     time.sleep(self.scenario.settle_s)  # let queues drain and radio tails end
@@ -130,8 +175,6 @@ class Runner:
                 outcomes.append(out)
                 if on_sample:
                     on_sample(out)
-        finally:
-            signal.signal(signal.SIGTERM, old)
         return outcomes
 
     def run_sample(self, plan: SamplePlan) -> SampleOutcome:

@@ -112,6 +112,15 @@ class Testbed(ABC):
     def teardown(self) -> None:
         """Undo ``setup``; idempotent, best effort, reverse order."""
 
+    def claim(self, owner: str) -> None:
+        """Hold what this testbed needs exclusively (the emulated namespace prefix) for ``owner``.
+
+        Raises ``Busy`` naming the live holder. A lab is one testbed by nature: nothing to claim.
+        """
+
+    def release_claim(self) -> None:
+        """Give up what ``claim`` took (idempotent); ``teardown`` does it too."""
+
     @abstractmethod
     def meters(self) -> dict[str, Meter]:
         """One unopened Meter per receiver."""
