@@ -443,9 +443,16 @@ class EmulatedTestbed(Testbed):
     # ------------------------------------------------------------ teardown
 
     def teardown(self) -> None:
-        """Stop servers and meter devices, delete the namespaces, undo the allowed-list change."""
+        """Stop servers and meter devices, delete the namespaces, undo the allowed-list change.
+
+        Only while this testbed holds the prefix: a testbed refused a live prefix (or torn down
+        already) removes nothing, so it can never take another's namespaces with it.
+        """
         self.stop_all(self._servers)
         self.stop_all(self._devices)
+        if self._claim is None or not self._claim.held:
+            self._up = False
+            return
         clean_prefix(self.prefix, self.root, nested=False)
         # After our state is gone, so that names_needed() only lists other live testbeds.
         for cc in reversed(self._ccs):
