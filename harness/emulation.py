@@ -30,6 +30,7 @@ import shutil
 import signal
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cc import CongestionControl, bpfcc
@@ -42,7 +43,7 @@ from harness.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
     offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
 )
-from harness.testbed import Check, Node, NodeInterface, Testbed
+from harness.testbed import Check, Health, Node, NodeInterface, Testbed
 from harness.testbeds import claim as claims
 from harness.traffic import Iperf3
 
@@ -381,11 +382,10 @@ class EmulatedTestbed(Testbed):
             h.run(addr_add_argv(lte.name, f"{lte.address}/24"))
             h.run(link_up_argv(wifi.name))
             h.run(link_up_argv(lte.name))
-            h.run(route_add_argv("default", via=f"10.10.{i}.1", dev=wifi.name))
-            h.run(route_add_argv("default", via=f"10.10.{i}.1", dev=wifi.name, table=WIFI_TABLE))
-            h.run(route_add_argv("default", via=f"10.20.{i}.1", dev=lte.name, table=LTE_TABLE))
-            h.run(rule_add_argv(wifi.address, WIFI_TABLE, 1000))
-            h.run(rule_add_argv(lte.address, LTE_TABLE, 1001))
+            for route in receiver_routes(i, wifi.name, lte.name):
+                h.run(route_add_argv(route.dest, via=route.via, dev=route.dev, table=route.table))
+            for rule in receiver_rules(wifi.address, lte.address):
+                h.run(rule_add_argv(rule.source, rule.table, rule.priority))
             h.run(mptcp_flush_argv())
             h.run(mptcp_limits_argv(2, 2))
             h.run(mptcp_endpoint_argv(lte.address, lte.name, ("subflow",)))
@@ -440,6 +440,62 @@ class EmulatedTestbed(Testbed):
                 out[f"snd:{dev}"] = f"error: {exc}"
         return out
 
+    # ------------------------------------------------------------ health
+
+    #: How long a repaired link may take to carry its routes again.
+    REPAIR_S = 5.0
+
+    def check_health(self, nodes: Sequence[str]) -> Health:
+        """Links up, addresses, routes and policy rules of each receiver as set-up made them; repair the rest.
+
+        A link flap (``ip link set wlan0 down; up``) makes the kernel drop the routes through
+        that link, in the main and the policy tables: they are put back here.
+        """
+        health = Health()
+        for name in nodes:
+            try:
+                health.repaired += self._repair_node(name)
+            except (MplabError, ValueError) as exc:
+                health.broken[name] = str(exc)
+        return health
+
+    def _repair_node(self, name: str) -> list[str]:
+        node = self.nodes[name]
+        h = node.host
+        i = list(self.nodes).index(name) + 1
+        wifi, lte = node.interfaces["wifi"], node.interfaces["lte"]
+        done = []
+        links = {ln["ifname"]: ln for ln in json.loads(h.run(["ip", "-j", "addr", "show"]).stdout or "[]")}
+        for intf in (wifi, lte):
+            ln = links.get(intf.name)
+            if ln is None:
+                raise MplabError(f"interface {intf.name} ({intf.radio}) is gone; cannot repair")
+            if "UP" not in ln.get("flags", []):
+                h.run(link_up_argv(intf.name))
+                done.append(f"{name}: set {intf.name} up")
+            addrs = {a.get("local") for a in ln.get("addr_info", [])}
+            if intf.address not in addrs:
+                h.run(addr_add_argv(intf.name, f"{intf.address}/24"))
+                done.append(f"{name}: address {intf.address} back on {intf.name}")
+        want = receiver_routes(i, wifi.name, lte.name)
+        deadline = time.monotonic() + self.REPAIR_S
+        while missing := missing_routes(h.run(["ip", "-j", "route", "show", "table", "all"]).stdout, want):
+            if time.monotonic() > deadline:
+                raise MplabError(f"routes could not be restored within {self.REPAIR_S:.0f} s: "
+                                 + ", ".join(f"{r.dest} via {r.via} dev {r.dev} table {r.table or 'main'}"
+                                             for r in missing))
+            for r in missing:
+                # Right after a link comes up its connected route may not be back yet: retried until the deadline.
+                res = h.run(route_add_argv(r.dest, via=r.via, dev=r.dev, table=r.table), check=False)
+                if res.returncode == 0:
+                    done.append(f"{name}: route {r.dest} via {r.via} dev {r.dev} table {r.table or 'main'} restored")
+            time.sleep(0.02)
+        for rule in missing_rules(h.run(["ip", "-j", "rule", "show"]).stdout, receiver_rules(wifi.address,
+                                                                                             lte.address)):
+            h.run(rule_add_argv(rule.source, rule.table, rule.priority))
+            done.append(f"{name}: rule from {rule.source} lookup {rule.table} restored")
+        return done
+
     # ------------------------------------------------------------ teardown
 
     def teardown(self) -> None:
@@ -463,6 +519,50 @@ class EmulatedTestbed(Testbed):
         self._ccs.clear()
         self._up = False
         self.release_claim()
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route a receiver needs (``table`` None: the main table)."""
+
+    dest: str
+    via: str
+    dev: str
+    table: int | None
+
+
+@dataclass(frozen=True)
+class Rule:
+    source: str
+    table: int
+    priority: int
+
+
+def receiver_routes(i: int, wifi_dev: str, lte_dev: str) -> list[Route]:
+    """Receiver *i*'s routes: default over WiFi, and one policy table per radio (for MPTCP's second subflow)."""
+    return [Route("default", f"10.10.{i}.1", wifi_dev, None),
+            Route("default", f"10.10.{i}.1", wifi_dev, WIFI_TABLE),
+            Route("default", f"10.20.{i}.1", lte_dev, LTE_TABLE)]
+
+
+def receiver_rules(wifi_address: str, lte_address: str) -> list[Rule]:
+    """Source-address rules that pick each radio's policy table."""
+    return [Rule(wifi_address, WIFI_TABLE, 1000), Rule(lte_address, LTE_TABLE, 1001)]
+
+
+def missing_routes(routes_json: str, want: list[Route]) -> list[Route]:
+    """Which of ``want`` are absent from ``ip -j route show table all``."""
+    have = set()
+    for r in json.loads(routes_json or "[]"):
+        table = r.get("table", "main")
+        have.add((r.get("dst"), r.get("gateway"), r.get("dev"), None if table == "main" else str(table)))
+    return [w for w in want if (w.dest, w.via, w.dev, None if w.table is None else str(w.table)) not in have]
+
+
+def missing_rules(rules_json: str, want: list[Rule]) -> list[Rule]:
+    """Which of ``want`` are absent from ``ip -j rule show``."""
+    have = {(r.get("src"), str(r.get("table")), r.get("priority")) for r in json.loads(rules_json or "[]")}
+    return [w for w in want if (w.source, str(w.table), w.priority) not in have]
 
 
 def node_hosts(testbed: EmulatedTestbed) -> dict[str, Host]:

@@ -104,6 +104,8 @@ class ReceiverOutcome:
     flags: list[str] = field(default_factory=list)
     window: tuple[float, float] | None = None
     energy: WindowEnergy | None = None
+    #: What the health check before the attempt repaired on this receiver (a link flap's routes).
+    repairs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -207,6 +209,22 @@ class Runner:
         tb = self.testbed
         cc = self.ccs[plan.cc]
         outs = {rx: ReceiverOutcome(rx) for rx in plan.receivers}
+        try:
+            health = tb.check_health(plan.receivers)
+        except (CommandError, MplabError) as exc:
+            for o in outs.values():
+                o.error = f"health check: {exc}"
+            return list(outs.values())
+        for msg in health.repaired:
+            log.warning("%s: repaired before the sample: %s", plan.sample_id, msg)
+            rx = msg.split(":", 1)[0]
+            if rx in outs:
+                outs[rx].repairs.append(msg.split(": ", 1)[-1])
+        if health.broken:
+            why = "; ".join(f"receiver {rx} broken: {reason}" for rx, reason in health.broken.items())
+            for o in outs.values():
+                o.error = f"testbed: {why}"
+            return list(outs.values())
         try:
             tb.ensure_servers()
             tb.apply_cc(cc, plan.receivers)
@@ -337,6 +355,7 @@ class Runner:
             "error": o.error,
             "attempts": attempts,
             "flags": o.flags,
+            "repairs": o.repairs,
             "file_bytes": self.scenario.file_bytes,
             "started_at": o.released_at,
             "window_start": window[0] if window else None,

@@ -12,7 +12,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl
 from harness.errors import CommandError, PreflightError, TrafficError
@@ -63,6 +63,14 @@ class Check:
     detail: str
     fix: str = ""
     essential: bool = True
+
+
+@dataclass
+class Health:
+    """What a health check before a sample found: repairs it made, receivers it could not repair (with why)."""
+
+    repaired: list[str] = field(default_factory=list)
+    broken: dict[str, str] = field(default_factory=dict)
 
 
 def parse_link_stats(text: str, source: str) -> dict[str, Counters]:
@@ -144,6 +152,15 @@ class Testbed(ABC):
         """
         hosts = [self.sender, *(self.nodes[n].host for n in nodes)]
         parallel(lambda h: h.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name)), hosts)
+
+    def check_health(self, nodes: Sequence[str]) -> Health:
+        """Check what the testbed owns on ``nodes`` (links up, routes, policy tables) and repair it.
+
+        Called before every sample. A receiver that cannot be repaired is returned in
+        ``broken`` with the reason; its sample fails with that reason and the sweep goes on.
+        The base checks nothing (a lab's routes belong to its machines' own configuration).
+        """
+        return Health()
 
     def counters(self, node: str) -> dict[str, Counters]:
         """Byte counters of a receiver's radios, by radio."""

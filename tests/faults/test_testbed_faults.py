@@ -104,3 +104,61 @@ def test_signal_during_setup_tears_down_and_logs_the_reason(tmp_path, prefix, si
             proc.kill()
             proc.wait()
         clean_prefix(prefix, nested=False)
+
+
+def _campaign_args(tmp_path, prefix, samples=3):
+    from harness.config import parse_model
+    from harness.scenario import Scenario
+
+    inv = small_inventory(prefix, [(20, 8)])
+    sc = parse_model(Scenario, {"name": "flap", "congestion_controls": ["cubic"], "receiver_counts": [1],
+                                "modes": ["wifi"], "samples_per_case": samples, "file_size": "512K",
+                                "settle_s": 0, "retries": 0}, "test")
+    return sc, inv
+
+
+def test_link_flap_is_repaired_before_the_next_sample(tmp_path, prefix):
+    from harness.campaign import RunHooks, start_campaign
+
+    sc, inv = _campaign_args(tmp_path, prefix)
+    root = LocalHost("root")
+    seen = []
+
+    def flap(outcome):
+        seen.append(outcome.plan.sample_id)
+        if len(seen) == 1:
+            for updown in ("down", "up"):
+                root.run(["ip", "netns", "exec", f"{prefix}n1", "ip", "link", "set", "wlan0", updown])
+
+    try:
+        c = start_campaign(sc, inv, tmp_path / "runs", campaign_id="flap", hooks=RunHooks(on_sample=flap))
+    finally:
+        clean_prefix(prefix, nested=False)
+    recs = c.records()
+    assert [r["status"] for r in recs] == ["ok"] * 3, [r["error"] for r in recs]
+    assert any("restored" in x for x in recs[1]["repairs"]), recs[1]["repairs"]
+    assert recs[0]["repairs"] == [] and recs[2]["repairs"] == []
+
+
+def test_unrepairable_receiver_fails_its_samples_with_the_reason_and_run_exits_3(tmp_path, prefix):
+    from harness.campaign import RunHooks, start_campaign
+    from mplab.cli import run as mplab_run
+
+    sc, inv = _campaign_args(tmp_path, prefix)
+    root = LocalHost("root")
+
+    def unplug(outcome):
+        root.run(["ip", "netns", "exec", f"{prefix}n1", "ip", "link", "del", "lte0"], check=False)
+
+    try:
+        c = start_campaign(sc, inv, tmp_path / "runs", campaign_id="gone", hooks=RunHooks(on_sample=unplug))
+    finally:
+        clean_prefix(prefix, nested=False)
+    recs = c.records()
+    assert [r["status"] for r in recs] == ["ok", "failed", "failed"]
+    assert "receiver n1 broken: interface lte0 (lte) is gone" in recs[1]["error"]
+    # Everything is recorded, nothing is pending: the resume builds nothing, and the exit code says samples failed.
+    try:
+        assert mplab_run(["run", "--resume", str(c.path)]) == 3
+    finally:
+        clean_prefix(prefix, nested=False)
