@@ -23,11 +23,14 @@ def build(
     seed: Annotated[int, typer.Option(help="seed of the per-case split")] = 2023,
     keep_flagged: Annotated[bool, typer.Option(help="keep records whose measurement was flagged")] = False,
     force: Annotated[bool, typer.Option(help="overwrite an existing dataset")] = False,
+    allow_mixed: Annotated[bool, typer.Option(help="merge campaigns of different testbeds, power profiles or "
+                                                   "energy sources (the card lists the mix)")] = False,
 ) -> None:
     """One row per receiver per sample, validated, split per case, with a card and a digest."""
     from harness.dataset import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
-    res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged, force)
+    res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged, force,
+                        allow_mixed)
     n_train = sum(c["train_rows"] for c in res.meta["cases"])
     console.print(f"dataset {res.path}: {res.rows} rows ({n_train} train, {res.rows - n_train} test) in "
                   f"{len(res.meta['cases'])} case(s); digest {res.digest}")

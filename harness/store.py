@@ -152,7 +152,7 @@ class Campaign:
         """
         recs = self._all_records()
         done = complete_samples(recs)
-        return [r for r in recs if r["sample_id"] in done]
+        return [r for r in recs if r.get("sample_id") in done]
 
     def _all_records(self) -> list[dict]:
         if not self.samples_path.exists():
@@ -253,9 +253,12 @@ def complete_samples(records: list[dict]) -> set[str]:
     """Sample ids with a record for each of their ``n_receivers`` receivers."""
     seen: dict[str, set[str]] = {}
     want: dict[str, int] = {}
-    for r in records:
-        seen.setdefault(r["sample_id"], set()).add(r["receiver"])
-        want[r["sample_id"]] = int(r.get("n_receivers") or 1)
+    for i, r in enumerate(records):
+        # Tolerant of malformed records (counted, not dropped): the dataset's validation names them.
+        sid = r.get("sample_id")
+        seen.setdefault(sid, set()).add(r.get("receiver", f"?{i}"))
+        n = r.get("n_receivers")
+        want[sid] = n if isinstance(n, int) and n >= 1 else 1
     return {sid for sid, rx in seen.items() if len(rx) >= want[sid]}
 
 
