@@ -257,5 +257,9 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
                 rates[radio] = min(rate, cap / p.n_receivers) if cap else rate
             rate = rates["wifi"] + rates["lte"] if p.mode == "both" else rates[p.mode]
             slowest = max(slowest, scenario.file_bytes * 8 / (rate * 1e6))
-        total += slowest + 0.5 + scenario.settle_s
+        tail = 0.0
+        if emu:  # the radios' tails are waited out between samples (harness.meters.idle)
+            radios = {"wifi": ("wifi",), "lte": ("lte",), "both": ("wifi", "lte")}[p.mode]
+            tail = max(getattr(emu.power_profile, r).tail_s for r in radios) + 0.6
+        total += slowest + 0.5 + scenario.settle_s + tail
     return total

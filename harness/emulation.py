@@ -38,7 +38,7 @@ from harness.errors import CommandError, MplabError, PreflightError
 from harness.hosts import BackgroundProcess, Host, LocalHost, NamespaceHost, atomic_write
 from harness.inventory import Inventory
 from harness.meters.base import Meter, meter_from_inventory
-from harness.meters.emulated import device_argv
+from harness.meters.emulated import SAMPLE_PERIOD_S, device_argv
 from harness.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
     offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
@@ -439,6 +439,18 @@ class EmulatedTestbed(Testbed):
             except CommandError as exc:
                 out[f"snd:{dev}"] = f"error: {exc}"
         return out
+
+    # ------------------------------------------------------------ idle
+
+    def idle_power_w(self, node: str) -> float | None:
+        """The profile's base power: what the emulated meter reads with both radios idle."""
+        return self.emu.power_profile.base_w
+
+    def tail_s(self, mode: str) -> float:
+        """The profile's longest tail among the radios ``mode`` uses, plus one counter-sampling period."""
+        profile = self.emu.power_profile
+        radios = {"wifi": ("wifi",), "lte": ("lte",), "both": ("wifi", "lte")}[mode]
+        return max(getattr(profile, r).tail_s for r in radios) + SAMPLE_PERIOD_S
 
     # ------------------------------------------------------------ health
 

@@ -25,6 +25,7 @@ import harness
 from harness.cc import CongestionControl
 from harness.errors import CommandError, Interrupted, MplabError, TrafficError
 from harness.hosts import BackgroundProcess, ProcessResult
+from harness.meters.idle import IdleResult, IdleSettings, IdleWaiter
 from harness.meters.recorder import Recorder, WindowEnergy
 from harness.plan import SamplePlan
 from harness.scenario import Scenario
@@ -106,6 +107,9 @@ class ReceiverOutcome:
     energy: WindowEnergy | None = None
     #: What the health check before the attempt repaired on this receiver (a link flap's routes).
     repairs: list[str] = field(default_factory=list)
+    #: When the receiver was idle again after the transfer, and the energy of that tail.
+    idle: IdleResult | None = None
+    tail: WindowEnergy | None = None
 
 
 @dataclass
@@ -162,6 +166,9 @@ class Runner:
         self.ccs = ccs
         self.recorder = recorder
         self.meta = metadata
+        self.idle = IdleWaiter(recorder, IdleSettings(tolerance_w=scenario.idle_tolerance_w,
+                                                      timeout_s=scenario.idle_timeout_s),
+                               known_w={rx: testbed.idle_power_w(rx) for rx in testbed.nodes})
 
     # ------------------------------------------------------------ the sweep
 
@@ -170,9 +177,10 @@ class Runner:
         """Run ``plans`` in order; SIGINT/SIGTERM stop cleanly between (or inside) samples."""
         outcomes = []
         with stop_on_signals():
+            self.idle.learn(list(self.testbed.nodes))  # meters the testbed knows no idle power of (a lab)
             for i, plan in enumerate(plans):
                 if i and self.scenario.settle_s:
-                    time.sleep(self.scenario.settle_s)  # let queues drain and radio tails end
+                    time.sleep(self.scenario.settle_s)  # let queues drain (radio tails were waited out)
                 out = self.run_sample(plan)
                 outcomes.append(out)
                 if on_sample:
@@ -189,6 +197,8 @@ class Runner:
             adir = raw / f"attempt-{attempt}"
             adir.mkdir(exist_ok=True)
             outcomes = self._attempt(plan, adir)
+            # Every attempt's radio tail ends before anything else runs: a retry, or the next sample.
+            self._wait_idle(plan, outcomes)
             failed = [o for o in outcomes if o.error]
             if not failed:
                 break
@@ -329,7 +339,34 @@ class Runner:
                             r.device_watts])
             (adir / f"meter-{rx}.csv").write_text(buf.getvalue())
 
+    def _wait_idle(self, plan: SamplePlan, outs: list[ReceiverOutcome]) -> None:
+        """Wait until the sample's receivers are idle again; measure each one's tail energy."""
+        now = time.time()
+        since = {o.receiver: (o.window[1] if o.window else now) for o in outs}
+        results = self.idle.wait(since, self.testbed.tail_s(plan.mode))
+        for o in outs:
+            res = results.get(o.receiver)
+            o.idle = res
+            if res is None or o.window is None:
+                continue
+            if not res.settled:
+                ref = f"{res.reference_w:.3f} W" if res.reference_w is not None else "unknown"
+                o.flags.append(f"tail-unsettled: not idle {res.wait_s:.1f} s after the transfer (idle power {ref})")
+            if res.idle_at - o.window[1] > 1e-3:
+                # A meter gap in the tail leaves tail_energy_j unknown (None); energy_j is unaffected.
+                self.recorder.wait_covered(res.idle_at)
+                o.tail = self.recorder.energy(o.receiver, o.window[1], res.idle_at)
+
     # ------------------------------------------------------------ records
+
+    @staticmethod
+    def _tail_energy_j(o: ReceiverOutcome) -> float | None:
+        """Energy from the end of the transfer window until idle; None when unknown (unsettled, meter gap)."""
+        if o.energy is None or o.idle is None or not o.idle.settled:
+            return None
+        if o.tail is None:
+            return 0.0  # idle at once
+        return o.tail.energy_j if not o.tail.flags else None
 
     def _record(self, plan: SamplePlan, o: ReceiverOutcome, status: str, attempts: int) -> dict:
         tb = self.testbed
@@ -368,6 +405,8 @@ class Runner:
             "iface_throughput_mbit": ({r: b * 8 / dur / 1e6 for r, b in moved.items()} if moved and dur else None),
             "energy_j": e.energy_j if e else None,
             "mean_power_w": e.mean_power_w if e else None,
+            "tail_energy_j": self._tail_energy_j(o),
+            "idle_wait_s": round(o.idle.wait_s, 3) if o.idle else None,
             "meter_readings": e.n_readings if e else 0,
             "meter_counter_j": (e.counter_wh * 3600 if e and e.counter_wh is not None else None),
             "meter_kind": node.meter_kind,

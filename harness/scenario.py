@@ -51,7 +51,14 @@ class Scenario(Strict):
     file_size: str = Field(description="bytes per receiver per sample, e.g. 60M (MiB, as iperf3 counts)")
     transfer_timeout_s: PositiveFloat = 300.0
     retries: Annotated[int, Field(ge=0, le=10)] = 2
-    settle_s: Annotated[float, Field(ge=0)] = 0.5
+    settle_s: Annotated[float, Field(ge=0)] = Field(
+        default=0.5, description="extra pause between samples (queues drain); radio tails are waited out anyway")
+    idle_tolerance_w: Annotated[float, Field(ge=0)] = Field(
+        default=0.05, description="between samples a receiver is idle when its mean power is within this of its "
+                                  "idle power (W)")
+    idle_timeout_s: PositiveFloat = Field(
+        default=30.0, description="longest wait for receivers to be idle after a sample; beyond it the records are "
+                                  "flagged tail-unsettled (s)")
     shuffle: bool = True
     seed: int = 1
 

@@ -162,6 +162,14 @@ class Testbed(ABC):
         """
         return Health()
 
+    def idle_power_w(self, node: str) -> float | None:
+        """A receiver's power when all its radios are idle, if the testbed knows it (None: measure it)."""
+        return None
+
+    def tail_s(self, mode: str) -> float:
+        """How long the radios a mode uses stay in a high-power state after the last byte (0: unknown)."""
+        return 0.0
+
     def counters(self, node: str) -> dict[str, Counters]:
         """Byte counters of a receiver's radios, by radio."""
         n = self.nodes[node]
