@@ -87,6 +87,8 @@ def _run(ds: Dataset, out: Path, cfg: TrainConfig, spec: FeatureSpec, x_train, y
                   "rows_fit": int((~val).sum()), "rows_val": int(val.sum()), "rows_test": len(x_test),
                   "testbed_kinds": sorted(set(ds.frame["testbed_kind"])),
                   "energy_sources": sorted(set(ds.frame["energy_source"])),
+                  # What the target means (the radio tail in or out); older datasets did not say.
+                  "energy": ds.meta.get("energy", "energy_j over the transfer window (tails not separated)"),
                   "file_bytes": sorted({int(b) for b in ds.frame["bytes"]})}
     if run:
         run.log_params({**{f"train.{k}": v for k, v in asdict(cfg).items()},
