@@ -72,7 +72,7 @@ def leftovers(prefix: str) -> dict:
 def kills(tmp: Path, n_kills: int, seed: int) -> dict:
     prefix = f"mplab-brl{uuid.uuid4().hex[:4]}-"
     sc = files(tmp, prefix, [(20, 8), (12, 10)], {"receiver_counts": [1, 2], "modes": ["wifi"],
-                                                  "samples_per_case": 8, "file_size": "1M", "settle_s": 0})
+                                                  "samples_per_case": 12, "file_size": "1M", "settle_s": 0})
     runs = tmp / "runs"
     path = runs / "k"
     rng = random.Random(seed)
@@ -80,8 +80,9 @@ def kills(tmp: Path, n_kills: int, seed: int) -> dict:
     prev = b""
     try:
         for k in range(n_kills + 1):
-            args = ["run", str(sc), "--runs-dir", str(runs), "--id", "k"] if k == 0 else \
-                ["run", "--resume", str(path)]
+            started = (path / "manifest.json").exists()
+            args = ["run", "--resume", str(path)] if started else ["run", str(sc), "--runs-dir", str(runs), "--id", "k"]
+            size0 = (path / "samples.jsonl").stat().st_size if (path / "samples.jsonl").exists() else 0
             proc = subprocess.Popen([sys.executable, "-m", "mplab", *args], cwd=REPO, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True)
             if k == n_kills:  # the last one runs to the end
@@ -89,11 +90,18 @@ def kills(tmp: Path, n_kills: int, seed: int) -> dict:
                 if proc.returncode != 0:
                     raise SystemExit(f"final resume exited {proc.returncode}: {err[-2000:]}")
                 break
-            time.sleep(rng.uniform(1.0, 6.0))
+            # Mid-sweep: once this session has recorded a sample, at a random moment within the next ~2 samples.
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < deadline:
+                p = path / "samples.jsonl"
+                if p.exists() and p.stat().st_size > size0:
+                    break
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0.0, 2.5))
             if proc.poll() is not None:
                 cycles.append("finished before the kill")
                 break
-            before = len(Campaign.open(path).completed()) if (path / "manifest.json").exists() else 0
+            before = len(Campaign.open(path).completed())
             proc.kill()
             proc.wait()
             now = path / "samples.jsonl"
