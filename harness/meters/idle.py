@@ -87,40 +87,44 @@ class IdleWaiter:
     def wait(self, since: dict[str, float], expected_s: float = 0.0) -> dict[str, IdleResult]:
         """Wait until each receiver in ``since`` (name -> end of its transfer window) is idle again.
 
+        Each receiver is judged on its own readings from its own window end on (the recorder keeps
+        them), so one that finished early is found idle when it was, not when the slowest one is.
+
         Args:
             since: wall time each receiver's transfer window ended.
-            expected_s: how long the testbed expects the tail to last (0: unknown, poll at once).
+            expected_s: how long the testbed expects the tail to last (0: unknown, look at once).
 
         Returns:
-            Per receiver: when it was idle again (the start of the first idle hold window), or
-            ``settled=False`` at the deadline.
+            Per receiver: when it was idle again (the start of the first hold window whose mean
+            power is within the tolerance), or ``settled=False`` at the deadline.
         """
         s = self.settings
-        out: dict[str, IdleResult] = {}
-        first_check = max(since.values()) + expected_s
-        deadline = max(since.values()) + max(s.timeout_s, expected_s + 5 * s.hold_s)
-        delay = first_check + s.hold_s - time.time()
-        if delay > 0:
-            time.sleep(delay)
-        pending = dict(since)
         step = max(self.recorder.period_s, 0.05)
-        while pending:
+        out: dict[str, IdleResult] = {}
+        cursor = {name: t_end + expected_s for name, t_end in since.items()}
+        deadline = max(since.values()) + max(s.timeout_s, expected_s + 5 * s.hold_s)
+        while cursor:
+            delay = min(cursor.values()) + s.hold_s - time.time()
+            if delay > 0:
+                time.sleep(min(delay, max(0.0, deadline - time.time())) or step)
             now = time.time()
             self.recorder.wait_covered(now)
-            for name, t_end in list(pending.items()):
+            for name in list(cursor):
                 ref = self.reference_w(name)
-                mean = self._mean_w(name, now)
-                if ref is None or mean is None:
-                    continue
-                if mean <= ref + s.tolerance_w:
-                    out[name] = IdleResult(name, t_end, max(t_end, now - s.hold_s), True, ref)
-                    if self.known_w.get(name) is None:
-                        self._learn(name, now)
-                    del pending[name]
-            if pending and now > deadline:
-                for name, t_end in pending.items():
-                    out[name] = IdleResult(name, t_end, now, False, self.reference_w(name))
+                t = cursor[name]
+                while ref is not None and t + s.hold_s <= now:
+                    mean = self._mean_w(name, t + s.hold_s)
+                    if mean is not None and mean <= ref + s.tolerance_w:
+                        out[name] = IdleResult(name, since[name], t, True, ref)
+                        if self.known_w.get(name) is None:
+                            self._learn(name, t + s.hold_s)
+                        del cursor[name]
+                        break
+                    t += step
+                else:
+                    cursor[name] = t
+            if cursor and now > deadline:
+                for name in cursor:
+                    out[name] = IdleResult(name, since[name], now, False, self.reference_w(name))
                 break
-            if pending:
-                time.sleep(step)
         return out
