@@ -5,8 +5,10 @@ UV ?= uv
 export UV_PYTHON_DOWNLOADS := never
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+# Every program mplab calls comes from one of these; harness/tools.py says which program needs which
+# package, and tests/test_tools.py checks this list against it (and against every argv in the code).
 APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
-                clang llvm libbpf-dev bpftool linux-perf \
+                clang llvm libbpf-dev bpftool \
                 openssh-server openssh-client ser2net python3 python3-pip iputils-ping
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
@@ -15,10 +17,11 @@ DATASET ?= datasets/$(SCENARIO)
 MODEL ?= models/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: setup apt python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+.PHONY: setup apt apt-packages doctor python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
 	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
+	@echo "make doctor         check this machine: programs, kernel features, Python packages (make setup ends with it)"
 	@echo "make bpf            build the BPF congestion controls (harness/cc/bpf -> harness/cc/bpf/build)"
 	@echo "make test           run the whole test suite (namespace tests need root)"
 	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
@@ -32,6 +35,15 @@ help:
 
 setup: apt python
 	$(MAKE) bpf
+	$(MAKE) --no-print-directory doctor
+
+# The set-up's self-check: every program (with versions), the kernel features, the Python packages.
+# Exits non-zero with the fix when something essential is missing.
+doctor:
+	$(UV) run --frozen mplab doctor
+
+apt-packages:
+	@echo $(APT_PACKAGES)
 
 # BPF struct_ops congestion controls (lia, olia, balia, wvegas) and the arithmetic checker.
 # vmlinux.h comes from the running kernel's BTF (CO-RE: the objects load on other kernels too).

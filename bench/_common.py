@@ -11,14 +11,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.campaign import resolve_ccs  # noqa: E402
-from harness.emulation import EmulatedTestbed, clean_prefix  # noqa: E402
-from harness.inventory import Inventory, load_inventory  # noqa: E402
+from harness.campaign.campaign import resolve_ccs  # noqa: E402
+from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
+from harness.config.inventory import Inventory, load_inventory  # noqa: E402
 from harness.meters.recorder import Recorder  # noqa: E402
-from harness.plan import SamplePlan, case_id  # noqa: E402
-from harness.runner import Runner  # noqa: E402
-from harness.scenario import Scenario  # noqa: E402
-from harness.store import Campaign  # noqa: E402
+from harness.campaign.plan import SamplePlan, case_id  # noqa: E402
+from harness.campaign.runner import Runner  # noqa: E402
+from harness.config.scenario import Scenario  # noqa: E402
+from harness.campaign.store import Campaign  # noqa: E402
 
 
 def inventory(prefix: str) -> Inventory:

@@ -30,10 +30,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.campaign import start_campaign  # noqa: E402
-from harness.config import load_yaml_model  # noqa: E402
-from harness.inventory import Inventory  # noqa: E402
-from harness.scenario import load_scenario, scenario_inventory  # noqa: E402
+from harness.campaign.campaign import start_campaign  # noqa: E402
+from harness.config.load import load_yaml_model  # noqa: E402
+from harness.config.inventory import Inventory  # noqa: E402
+from harness.config.scenario import load_scenario, scenario_inventory  # noqa: E402
 
 TICK_S = 0.05
 

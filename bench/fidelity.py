@@ -16,7 +16,7 @@ from pathlib import Path
 
 from _common import plan, runner
 
-from harness.scenario import Scenario
+from harness.config.scenario import Scenario
 
 
 def shared_rate(records: list[dict], raw: Path) -> float:

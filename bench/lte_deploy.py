@@ -17,12 +17,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 import standins  # noqa: E402
-from harness.emulation import clean_prefix  # noqa: E402
-from harness.hosts import LocalHost, NamespaceHost  # noqa: E402
-from harness.netcmd import veth_argv  # noqa: E402
-from harness.services import Systemd  # noqa: E402
-from harness.sshrig import SshdRig  # noqa: E402
-from lte.deploy import LteHosts, lte_down, lte_up, push_file, push_files  # noqa: E402
+from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.hosts.local import LocalHost, NamespaceHost  # noqa: E402
+from harness.hosts.netcmd import veth_argv  # noqa: E402
+from harness.deploy.services import Systemd  # noqa: E402
+from harness.testing.sshrig import SshdRig  # noqa: E402
+from harness.deploy.files import push_file, push_files  # noqa: E402
+from lte.deploy import LteHosts, lte_down, lte_up  # noqa: E402
 from lte.render import render_all  # noqa: E402
 from lte.version import parse_version  # noqa: E402
 from test_lte_deploy import DAEMON_KIND, _inventory  # noqa: E402
@@ -70,7 +71,7 @@ def main() -> None:
             walls[kind] = time.perf_counter() - t
             lte_down(inv, h)
         h = hosts("ssh")
-        files = [f for f in render_all(inv, parse_version("2.7.2")) if f.role == "epc"]
+        files = [f for f in render_all(inv, parse_version("2.7.2")) if f.machine == "epc"]
         h.epc.run(["true"])                      # connect first: set-up cost is not what is compared
         batched = per_file = 0.0
         for _ in range(5):                       # alternate, so drift hits both alike

@@ -27,8 +27,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.inventory import PowerProfile
-from harness.meters import open_meter
+from harness.config.inventory import PowerProfile
+from harness.meters.drivers import open_meter
 from harness.meters.emulated import device_argv
 from harness.meters.recorder import Recorder
 

@@ -15,7 +15,7 @@ import statistics
 
 from _common import pct, plan, runner
 
-from harness.scenario import Scenario
+from harness.config.scenario import Scenario
 
 
 def main() -> None:

@@ -34,9 +34,10 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
-from harness.emulation import STATE_ROOT, clean_prefix, list_namespaces  # noqa: E402
-from harness.hosts import LocalHost  # noqa: E402
-from harness.store import Campaign, incomplete_tail_start  # noqa: E402
+from harness.machine import STATE_ROOT  # noqa: E402
+from harness.testbeds.clean import clean_prefix, list_namespaces  # noqa: E402
+from harness.hosts.local import LocalHost  # noqa: E402
+from harness.campaign.store import Campaign, incomplete_tail_start  # noqa: E402
 from harness.testbeds.claim import claim_path  # noqa: E402
 
 

@@ -7,7 +7,7 @@ Run as root on a machine with kernel MPTCP, iperf3 and openssh-server:
 What it measures, in one run on one machine:
 
 * **start skew**: the emulated testbed's 9 receiver namespaces each run a real sshd
-  (``harness.sshrig``); per round, a gated command is pre-spawned on every receiver
+  (``harness.testing.sshrig``); per round, a gated command is pre-spawned on every receiver
   through its ``SSHHost`` and all are released as the runner releases iperf3 clients.
   Each gate stamps its own release time (receiver clock mapped to the orchestrator's
   with the measured offset); skew = latest - earliest release in the round. The same
@@ -34,13 +34,14 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.campaign import RunHooks, start_campaign  # noqa: E402
+from harness.campaign.campaign import RunHooks, start_campaign  # noqa: E402
 from harness.cc import resolve  # noqa: E402
-from harness.emulation import EmulatedTestbed, clean_prefix  # noqa: E402
-from harness.hosts import Host  # noqa: E402
-from harness.inventory import Inventory  # noqa: E402
-from harness.scenario import Scenario  # noqa: E402
-from harness.sshrig import SshdRig, lab_inventory  # noqa: E402
+from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
+from harness.hosts.local import Host  # noqa: E402
+from harness.config.inventory import Inventory  # noqa: E402
+from harness.config.scenario import Scenario  # noqa: E402
+from harness.testing.sshrig import SshdRig, lab_inventory  # noqa: E402
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -97,7 +98,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=6, help="samples per overhead run")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--login-rc", action="store_true",
-                    help="let the rig's shells source root's ~/.bashrc (see harness.sshrig.SKIP_RC)")
+                    help="let the rig's shells source root's ~/.bashrc (see harness.testing.sshrig.SKIP_RC)")
     args = ap.parse_args()
 
     prefix = f"mplab-b{uuid.uuid4().hex[:5]}-"

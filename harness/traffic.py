@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import PreflightError, TrafficError
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 _VERSION = re.compile(r"iperf (\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -40,7 +40,7 @@ class Iperf3:
         mptcpize = host.which("mptcpize")
         if not native and mptcpize is None:
             raise PreflightError(f"[{host.name}] iperf3 {version} has no --mptcp and mptcpize is missing: "
-                                 "install mptcpd (apt install mptcpd) or iperf3 >= 3.19")
+                                 "install mptcpize (apt install mptcpize) or iperf3 >= 3.19")
         return cls(version, native, mptcpize)
 
     def _mptcp(self, argv: list[str]) -> list[str]:

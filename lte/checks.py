@@ -1,7 +1,7 @@
 """Is the LTE cell working? S1 setup in the MME log, each receiver attached (LTE
 interface up with an address from the UE pool), and a ping through the LTE path.
 
-Each check is a ``harness.testbed.Check`` (host, name, ok, detail, fix). ``diagnose``
+Each check is a ``harness.testbeds.base.Check`` (host, name, ok, detail, fix). ``diagnose``
 turns a list of them into one message naming the first failed step and its host, and
 what to look at next.
 """
@@ -13,9 +13,9 @@ import re
 from collections.abc import Mapping
 
 from harness.errors import MplabError
-from harness.hosts import Host
-from harness.inventory import Inventory, Receiver
-from harness.testbed import Check
+from harness.hosts.local import Host
+from harness.config.inventory import Inventory, Receiver
+from harness.testbeds.base import Check
 
 #: Open5GS MME log line when an eNodeB's S1 association is accepted, e.g.
 #: ``[mme] INFO: eNB-S1 accepted[192.168.30.2]:36412 in s1_path module`` (open5gs/open5gs issues #902, #1003).

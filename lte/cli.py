@@ -15,13 +15,13 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.errors import ConfigError, MplabError
-from harness.hosts import Host, LocalHost
-from harness.inventory import Inventory, load_inventory
+from harness.hosts.local import Host, LocalHost
+from harness.config.inventory import Inventory, load_inventory
+from harness.deploy.machines import host_for, receiver_hosts
+from harness.deploy.secrets import secrets_for
 from lte.checks import diagnose, run_checks
 from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
-from lte.hosts import host_for, receiver_hosts
 from lte.render import render_all
-from lte.secrets import Secrets, load_secrets
 from lte.subscribers import open_collection
 from lte.tunnel import LocalForward
 from lte.version import parse_version
@@ -42,19 +42,6 @@ def lte_inventory(path: Path) -> Inventory:
                           "describes the eNodeB and the EPC (see inventory/lab-lte.yaml and docs/lte.md)",
                           source=str(path))
     return inv
-
-
-def secrets_for(inv: Inventory, inventory_path: Path, option: Path | None, required: bool = True) -> Secrets | None:
-    """The secrets file from ``--secrets``, else the inventory's ``lab.secrets_file`` (as LabTestbed reads it)."""
-    path = option
-    if path is None and inv.lab is not None and inv.lab.secrets_file:
-        path = Path(inv.lab.secrets_file)
-    if path is None:
-        if required:
-            raise ConfigError("no secrets file: pass --secrets FILE (YAML with SIM keys, mode 0600)",
-                              source=str(inventory_path))
-        return None
-    return load_secrets(path)
 
 
 def lte_hosts(inv: Inventory) -> LteHosts:
@@ -95,10 +82,10 @@ def render(inventory: InventoryArg,
     """Write every configuration file of the cell locally, for review."""
     inv = lte_inventory(inventory)
     for f in render_all(inv, parse_version(version, source="--version")):
-        p = out / f.role / f.path.lstrip("/")
+        p = out / f.machine / f.path.lstrip("/")
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(f.text)
-        console.print(f"{f.role:4} {f.path:40} -> {p}")
+        console.print(f"{f.machine:4} {f.path:40} -> {p}")
 
 
 @app.command()

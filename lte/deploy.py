@@ -8,40 +8,32 @@ where to look instead of "something failed".
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.deploy.files import Pushed, push_files
+from harness.deploy.services import ServiceManager, StepError, Systemd, restart_and_wait
 from harness.errors import CommandError, MplabError
-from harness.hosts import Host
-from harness.inventory import Inventory
-from lte.render import RenderedFile, render_all
+from harness.hosts.local import Host
+from harness.config.inventory import Inventory
+from lte.render import render_all
 from lte.secrets import Secrets
-from lte.services import ServiceManager, Systemd, Unit, start_order, wait_active
+from lte.services import Unit, start_order
 from lte.subscribers import Collection, ProvisionResult, inventory_documents, provision
 from lte.version import Open5gsVersion, detect_version, parse_version
 
 log = logging.getLogger("mplab.lte")
 
-BACKUP_SUFFIX = ".mplab-bak"
 OGSTUN = "ogstun"
 
 
-class LteStepError(MplabError):
+class LteStepError(StepError):
     """A named step of bringing the cell up or down failed on a named host."""
 
-    def __init__(self, step: str, host: str, detail: str, log_tail: str = "") -> None:
-        self.step = step
-        self.host = host
-        self.detail = detail
-        msg = f"LTE step '{step}' failed on host '{host}': {detail}"
-        if log_tail.strip():
-            tail = "\n".join(log_tail.strip().splitlines()[-15:])
-            msg += f"\n--- last log lines ---\n{tail}"
-        super().__init__(msg)
+    what = "LTE"
 
 
 @dataclass
@@ -58,69 +50,6 @@ class LteHosts:
 
     def host(self, role: str) -> Host:
         return self.enb if role == "enb" else self.epc
-
-
-@dataclass(frozen=True)
-class Pushed:
-    """One file written (or left alone because it was already identical)."""
-
-    host: str
-    path: str
-    changed: bool
-    backup: str | None
-
-
-def backup_path(path: str, stamp: str) -> str:
-    """Where the file a push replaces is kept: next to it, stamped."""
-    return f"{path}{BACKUP_SUFFIX}-{stamp}"
-
-
-def sha256sum_argv(paths: list[str]) -> list[str]:
-    """Hash the files at ``paths`` (missing ones are reported on stderr and skipped)."""
-    return ["sha256sum", "--", *paths]
-
-
-def parse_sha256sum(text: str) -> dict[str, str]:
-    """path -> hex digest from ``sha256sum`` output."""
-    out = {}
-    for line in text.splitlines():
-        digest, _, path = line.partition("  ")
-        if path:
-            out[path] = digest
-    return out
-
-
-def push_files(host: Host, files: list[RenderedFile], stamp: str) -> list[Pushed]:
-    """Write ``files`` on ``host``, keeping backups of what they replace; identical files are left alone.
-
-    One ``sha256sum`` over every target tells which files exist and which differ, so
-    an unchanged cell costs one command per host rather than two per file.
-    """
-    res = host.run(sha256sum_argv([f.path for f in files]), check=False, timeout=30)
-    current = parse_sha256sum(res.stdout)
-    return [push_file(host, f, stamp, current.get(f.path)) for f in files]
-
-
-def push_file(host: Host, f: RenderedFile, stamp: str, current_sha256: str | None = "?") -> Pushed:
-    """Write ``f`` on ``host``; keep what it replaces as a backup; skip identical files.
-
-    Args:
-        current_sha256: digest of the file on the host, None when it does not exist,
-            "?" when unknown (then the host is asked).
-    """
-    data = f.text.encode()
-    if current_sha256 == "?":
-        current_sha256 = hashlib.sha256(host.read_file(f.path)).hexdigest() if host.exists(f.path) else None
-    if current_sha256 == hashlib.sha256(data).hexdigest():
-        return Pushed(host.name, f.path, False, None)
-    existing = host.read_file(f.path) if current_sha256 is not None else None
-    backup = None
-    if existing is not None:
-        backup = backup_path(f.path, stamp)
-        host.write_file(backup, existing, mode=0o600)
-    host.write_file(f.path, data, mode=f.mode)
-    log.info("[%s] wrote %s%s", host.name, f.path, f" (previous kept as {backup})" if backup else "")
-    return Pushed(host.name, f.path, True, backup)
 
 
 def ogstun_argvs(gateway: str, prefixlen: int) -> list[list[str]]:
@@ -180,7 +109,7 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
     pushed: list[Pushed] = []
     for role in ("enb", "epc"):
         host = hosts.host(role)
-        mine = [f for f in files if f.role == role]
+        mine = [f for f in files if f.machine == role]
         try:
             pushed += push_files(host, mine, stamp)
         except (MplabError, OSError) as exc:
@@ -207,14 +136,8 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
 def _start(hosts: LteHosts, unit: Unit, deadline_s: float, settle_s: float) -> None:
     svc = hosts.services[unit.role]
     host = hosts.host(unit.role)
-    step = f"start {unit.what} ({unit.name})"
-    try:
-        svc.restart(unit.name)
-    except CommandError as exc:
-        raise LteStepError(step, host.name, str(exc), svc.logs(unit.name)) from exc
-    if not wait_active(svc, unit.name, deadline_s, settle_s):
-        raise LteStepError(step, host.name, f"{unit.name} is not active {deadline_s:.0f} s after restart "
-                                            "(check its configuration and the log below)", svc.logs(unit.name))
+    restart_and_wait(svc, unit.name, step=f"start {unit.what} ({unit.name})", host=host.name, error=LteStepError,
+                     deadline_s=deadline_s, settle_s=settle_s)
     log.info("[%s] %s active", host.name, unit.name)
 
 

@@ -5,21 +5,21 @@ one YAML per EPC daemon, in the layout of the installed version (``lte.version``
 value that must agree between the two sides (PLMN, TAC, MME and SGW-U addresses) is
 taken from the inventory, which refuses disagreement before we get here.
 
-Each file comes back as a ``RenderedFile`` (which machine, which path, what text), so
-deployment needs no knowledge of what the files mean.
+Each file comes back as a ``harness.deploy.files.ConfigFile`` whose machine is a ``Role``
+(which machine, which path, what text), so deployment needs no knowledge of what the files mean.
 """
 from __future__ import annotations
 
-import ipaddress
-from dataclasses import dataclass
 from typing import Literal
 
 import jinja2
 
-from harness.inventory import Inventory
-from harness.radio import dl_freq_mhz, ul_earfcn
+from harness.config.inventory import Inventory
+from harness.config.radio import dl_freq_mhz, ul_earfcn
+from harness.deploy.files import ConfigFile
 from lte.version import Open5gsVersion
 
+#: Which machine of the cell a file is for.
 Role = Literal["enb", "epc", "ue"]
 
 #: Loopback addresses the EPC daemons use among themselves (Open5GS's defaults, which its
@@ -37,16 +37,6 @@ SRSENB_FILES = ("enb.conf", "rr.conf", "sib.conf", "rb.conf")
 BANNER = "Written by mplab from the inventory; edits are overwritten by `mplab lte up` (a backup is kept)."
 
 
-@dataclass(frozen=True)
-class RenderedFile:
-    """One configuration file for one machine."""
-
-    role: Role
-    path: str
-    text: str
-    mode: int = 0o644
-
-
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=False, autoescape=False)
@@ -60,7 +50,7 @@ def _common(inv: Inventory) -> dict:
             "ip": INTERNAL_IP}
 
 
-def render_srsenb(inv: Inventory) -> list[RenderedFile]:
+def render_srsenb(inv: Inventory) -> list[ConfigFile[Role]]:
     """enb.conf, rr.conf, sib.conf and rb.conf for the inventory's eNodeB."""
     ctx = _common(inv)
     enb = inv.lte.enb
@@ -69,11 +59,11 @@ def render_srsenb(inv: Inventory) -> list[RenderedFile]:
                ul_earfcn=ul_earfcn(enb.band, enb.dl_earfcn),
                prach_freq_offset=0 if enb.n_prb == 6 else 2)
     env = _env()
-    return [RenderedFile("enb", f"{enb.config_dir}/{name}", env.get_template(f"srsran/{name}.j2").render(ctx))
+    return [ConfigFile("enb", f"{enb.config_dir}/{name}", env.get_template(f"srsran/{name}.j2").render(ctx))
             for name in SRSENB_FILES]
 
 
-def render_open5gs(inv: Inventory, version: Open5gsVersion) -> list[RenderedFile]:
+def render_open5gs(inv: Inventory, version: Open5gsVersion) -> list[ConfigFile[Role]]:
     """One YAML per EPC daemon, in the schema of ``version``."""
     ctx = _common(inv)
     epc = inv.lte.epc
@@ -85,16 +75,10 @@ def render_open5gs(inv: Inventory, version: Open5gsVersion) -> list[RenderedFile
     out = []
     for daemon in EPC_DAEMONS:
         text = env.get_template(f"open5gs-{version.schema}/{daemon}.yaml.j2").render(ctx, daemon=daemon)
-        out.append(RenderedFile("epc", f"{epc.config_dir}/{daemon}.yaml", text))
+        out.append(ConfigFile("epc", f"{epc.config_dir}/{daemon}.yaml", text))
     return out
 
 
-def render_all(inv: Inventory, version: Open5gsVersion) -> list[RenderedFile]:
+def render_all(inv: Inventory, version: Open5gsVersion) -> list[ConfigFile[Role]]:
     """Every file of the cell: srsenb's four, then the EPC's seven."""
     return render_srsenb(inv) + render_open5gs(inv, version)
-
-
-def ue_pool_contains(inv: Inventory, address: str) -> bool:
-    """True if ``address`` is in the inventory's UE pool."""
-    assert inv.lte is not None
-    return ipaddress.IPv4Address(address) in inv.lte.epc.ue_pool

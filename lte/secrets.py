@@ -1,10 +1,9 @@
-"""SIM keys and WiFi passphrases from the lab's secrets file (``harness.secrets``).
+"""SIM keys from the lab's secrets file (``harness.deploy.secrets``).
 
 The file (mode 0600, named by ``lab.secrets_file`` or ``--secrets``) is loaded by
-``harness.secrets.load_secrets``; this module only picks out and checks what the LTE
-cell and the WiFi need: K and OPc per IMSI (``sim``), a passphrase per SSID
-(``wifi_psk``). Values stay ``SecretStr`` until they are written into a config file
-or the subscriber database.
+``harness.deploy.secrets.load_secrets``; this module only picks out and checks what the LTE
+cell needs: K and OPc per IMSI (``sim``). Values stay ``SecretStr`` until they are written
+into a config file or the subscriber database. (WiFi passphrases: ``wifi.render``.)
 """
 from __future__ import annotations
 
@@ -12,10 +11,9 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
-from harness.secrets import Secrets, load_secrets  # noqa: F401 - re-exported for lte/wifi callers
+from harness.deploy.secrets import Secrets
 
 _HEX128 = re.compile(r"^[0-9A-Fa-f]{32}$")
-_PSK = re.compile(r'^[ !#-~]{8,63}$')
 
 
 @dataclass(frozen=True)
@@ -42,14 +40,3 @@ def sim_keys(secrets: Secrets, imsi: str, source: str = "secrets") -> SimKeys:
             raise ConfigError(f"{name} of IMSI {imsi} is not 32 hex digits", source=source, field=f"sim.{imsi}.{name}")
     return SimKeys(k, opc)
 
-
-def wifi_passphrase(secrets: Secrets, ssid: str, source: str = "secrets") -> str:
-    """WPA2 passphrase of ``ssid`` (8..63 printable ASCII, no double quote)."""
-    v = secrets.wifi_psk.get(ssid)
-    if v is None:
-        raise ConfigError(f"no passphrase for SSID {ssid!r} (add wifi_psk.{ssid})", source=source, field="wifi_psk")
-    psk = v.get_secret_value()
-    if not _PSK.match(psk):
-        raise ConfigError(f"passphrase of SSID {ssid!r} must be 8..63 printable ASCII characters without '\"'",
-                          source=source, field=f"wifi_psk.{ssid}")
-    return psk

@@ -4,15 +4,12 @@ Start order follows the protocol dependencies: the HSS and PCRF (Diameter server
 MongoDB) first; then the user-plane functions (SGW-U, UPF: PFCP servers); then the
 control-plane functions that associate with them (SGW-C, SMF); then the MME, which
 needs the HSS (S6a), SGW-C and SMF (GTP-C); last the eNodeB, which needs the MME (S1).
-Stop is the reverse. Control itself (``ServiceManager``, ``Systemd``) is in
-``harness.services``, shared with ``wifi/``.
+Stop is the reverse. Control itself (``ServiceManager``, ``Systemd``, ``restart_and_wait``)
+is in ``harness.deploy.services``, shared with ``wifi/``.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-
-from harness.services import ServiceError, ServiceManager, Systemd, wait_active  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)
@@ -40,8 +37,3 @@ START_ORDER: tuple[Unit, ...] = (
 def start_order(enb_unit: str = "srsenb") -> list[Unit]:
     """Units in start order, with the eNodeB's unit name from the inventory."""
     return [Unit(enb_unit, u.role, u.what) if u.role == "enb" else u for u in START_ORDER]
-
-
-def units_of(units: Sequence[Unit], role: str) -> list[str]:
-    """Unit names of ``role``, in the given order."""
-    return [u.name for u in units if u.role == role]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.errors import MplabError
-from harness.inventory import Inventory
+from harness.config.inventory import Inventory
 from lte.secrets import Secrets, sim_keys
 
 log = logging.getLogger("mplab.lte")

@@ -11,7 +11,6 @@ import logging
 import socket
 import threading
 
-from harness.errors import HostUnreachable
 
 log = logging.getLogger("mplab.lte")
 
@@ -85,9 +84,3 @@ class LocalForward:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def check_forwardable(host) -> None:
-    """``HostUnreachable`` unless ``host`` can carry a forward (an SSH host with a transport)."""
-    if not hasattr(host, "connect"):
-        raise HostUnreachable(f"[{host.name}] is not an SSH host: no tunnel needed or possible")

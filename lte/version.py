@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.errors import ConfigError, PreflightError
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 Schema = Literal["2.6", "2.7"]
 

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import jinja2
 
+from harness.deploy.files import ConfigFile
 from harness.errors import PreflightError
-from harness.hosts import BackgroundProcess, Host
-from harness.inventory import Inventory
-from harness.radio import RfDevice
-from lte.render import BANNER, RenderedFile, render_srsenb
+from harness.hosts.local import BackgroundProcess, Host
+from harness.config.inventory import Inventory
+from harness.config.radio import RfDevice
+from lte.render import BANNER, Role, render_srsenb
 from lte.secrets import Secrets, sim_keys
 
 #: Device arguments from srsRAN 4G's ZeroMQ app note (rf_zmq_imp.c argument names).
@@ -43,7 +44,7 @@ def zmq_inventory(inv: Inventory, config_dir: str) -> Inventory:
     return inv.model_copy(update={"lte": inv.lte.model_copy(update={"enb": enb})})
 
 
-def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str, netns: str) -> list[RenderedFile]:
+def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str, netns: str) -> list[ConfigFile[Role]]:
     """srsenb's four files with a ZMQ radio, plus ``ue.conf`` for ``receiver``'s SIM."""
     zinv = zmq_inventory(inv, config_dir)
     r = inv.receiver(receiver)
@@ -58,7 +59,7 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
         banner=BANNER, inventory_name=inv.name, receiver=receiver, device_args=UE_ZMQ_ARGS, enb=zinv.lte.enb,
         epc=zinv.lte.epc, keys=keys, imsi=r.sim.imsi, imei=imei, netns=netns, ifname=UE_TUN,
         log_path=f"{config_dir}/ue.log")
-    return render_srsenb(zinv) + [RenderedFile("ue", f"{config_dir}/ue.conf", ue)]
+    return render_srsenb(zinv) + [ConfigFile("ue", f"{config_dir}/ue.conf", ue)]
 
 
 def check(host: Host) -> list[str]:
@@ -81,7 +82,7 @@ class ZmqCell:
     enb: BackgroundProcess | None = None
     ue: BackgroundProcess | None = None
 
-    def start(self, files: list[RenderedFile], pool: ipaddress.IPv4Network, deadline_s: float = 60.0) -> str:
+    def start(self, files: list[ConfigFile[Role]], pool: ipaddress.IPv4Network, deadline_s: float = 60.0) -> str:
         """Write the files, start eNodeB then UE; return the UE's address once it is in ``pool``."""
         srsenb, srsue = check(self.host)
         for f in files:

@@ -16,11 +16,12 @@ import typer
 from rich.logging import RichHandler
 
 import harness
-from harness import cli as harness_cli
-from harness import dataset_cli, labcli
+from harness.campaign import cli as campaign_cli
 from harness.cc import cli as cc_cli
+from harness.dataset import cli as dataset_cli
 from harness.errors import EXIT_INTERRUPTED, EXIT_USAGE, MplabError
 from harness.meters import cli as meters_cli
+from harness.testbeds import cli as testbeds_cli
 from lte import cli as lte_cli
 from wifi import cli as wifi_cli
 from training import cli as training_cli
@@ -28,9 +29,9 @@ from training import cli as training_cli
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="Measure the energy cost of MPTCP on dual-homed testbeds, emulated or real.")
-harness_cli.register(app)
+campaign_cli.register(app)
 meters_cli.register(app)
-labcli.register(app)
+testbeds_cli.register(app)
 lte_cli.register(app)
 wifi_cli.register(app)
 cc_cli.register(app)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.inventory import Inventory
+from harness.config.inventory import Inventory
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.inventory import Inventory
+from harness.config.inventory import Inventory
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = REPO / "inventory" / "lab-lte.yaml"

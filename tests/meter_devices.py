@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.inventory import LineFormat, PowerProfile
+from harness.config.inventory import LineFormat, PowerProfile
 from harness.meters.emulated import device_argv
 
 REPO = Path(__file__).resolve().parent.parent

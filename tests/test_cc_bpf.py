@@ -13,13 +13,14 @@ import time
 import pytest
 
 from conftest import small_inventory
-from harness.campaign import RunHooks, start_campaign
+from harness.campaign.campaign import RunHooks, start_campaign
 from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
-from harness.emulation import ALLOWED_CC, clean_prefix, list_namespaces
+from harness.machine import ALLOWED_CC
+from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.errors import PreflightError
-from harness.hosts import LocalHost
-from harness.scenario import Scenario, load_scenario
+from harness.hosts.local import LocalHost
+from harness.config.scenario import Scenario, load_scenario
 
 COUPLED = ("lia", "olia", "balia", "wvegas")
 ROOT = LocalHost("root")
@@ -208,7 +209,7 @@ def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_m
 @pytest.mark.root
 @needs_build
 def test_lia_does_no_harm_at_a_shared_bottleneck_where_uncoupled_cubic_takes_more(prefix):
-    """Two subflows and one TCP flow through one 50 Mbit/s FIFO (harness/cc/bottleneck.py).
+    """Two subflows and one TCP flow through one 50 Mbit/s FIFO (harness/testing/bottleneck.py).
 
     Ratio = the MPTCP connection's bytes over the TCP flow's, same algorithm on both
     (mplab_lia on the plain TCP socket is Reno); four alternating rounds of 6 s, medians,
@@ -226,7 +227,7 @@ def test_lia_does_no_harm_at_a_shared_bottleneck_where_uncoupled_cubic_takes_mor
       textbook two: the comparison is relative, as an absolute one would test the MPTCP
       scheduler rather than the congestion control.
     """
-    from harness.cc.bottleneck import SharedBottleneck
+    from harness.testing.bottleneck import SharedBottleneck
 
     lia, cubic = resolve("lia"), resolve("cubic")
     coupled, uncoupled = [], []

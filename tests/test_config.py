@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError
-from harness.inventory import load_inventory
-from harness.plan import plan_campaign
-from harness.scenario import load_scenario, parse_size
+from harness.config.inventory import load_inventory
+from harness.campaign.plan import plan_campaign
+from harness.config.scenario import load_scenario, parse_size
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,10 +13,10 @@ import sys
 import pandas as pd
 import pytest
 
-from harness.dataset import SplitSpec, build_dataset, load_dataset
+from harness.dataset.build import SplitSpec, build_dataset, load_dataset
 from harness.errors import ConfigError
-from harness.store import Campaign
-from training.synthetic import synthetic_records, write_synthetic_campaign
+from harness.campaign.store import Campaign
+from harness.testing.synthetic import synthetic_records, write_synthetic_campaign
 
 from conftest import REPO
 

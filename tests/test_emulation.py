@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.campaign import start_campaign
+from harness.campaign.campaign import start_campaign
 from harness.cc import resolve
-from harness.emulation import STATE_ROOT, EmulatedTestbed, clean_prefix, list_namespaces
-from harness.hosts import LocalHost
-from harness.scenario import Scenario
-from harness.store import Campaign
+from harness.machine import STATE_ROOT
+from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.testbeds.emulated import EmulatedTestbed
+from harness.hosts.local import LocalHost
+from harness.config.scenario import Scenario
+from harness.campaign.store import Campaign
 from tests.conftest import small_inventory
 
 pytestmark = pytest.mark.root

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from harness.errors import CommandError, CommandTimeout
-from harness.hosts import LocalHost, NamespaceHost
+from harness.hosts.local import LocalHost, NamespaceHost
 
 
 def test_run_and_errors():

@@ -1,7 +1,7 @@
 """The lab path end to end: the same sweep through SSHHosts as through namespace hosts.
 
 Rig: an emulated testbed whose sender and receiver namespaces each run a real OpenSSH
-server (``harness.sshrig``); a *lab* inventory points at them, so ``start_campaign``
+server (``harness.testing.sshrig``); a *lab* inventory points at them, so ``start_campaign``
 builds a ``LabTestbed`` that reaches every machine over SSH, exactly as on the lab.
 Meters are the emulated UM25C devices, read as real UM25Cs through their ptys, and one
 through ser2net (``rfc2217://``) started on its receiver by the lab set-up.
@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.campaign import start_campaign
+from harness.campaign.campaign import start_campaign
 from harness.cc import resolve
-from harness.emulation import EmulatedTestbed
+from harness.testbeds.emulated import EmulatedTestbed
 from harness.errors import ConfigError, PreflightError
-from harness.hosts import NamespaceHost
-from harness.inventory import Inventory
-from harness.lab import LabTestbed
-from harness.runner import Interrupted
-from harness.scenario import Scenario
-from harness.sshrig import SshdRig, lab_inventory
+from harness.hosts.local import NamespaceHost
+from harness.config.inventory import Inventory
+from harness.testbeds.lab import LabTestbed
+from harness.campaign.runner import Interrupted
+from harness.config.scenario import Scenario
+from harness.testing.sshrig import SshdRig, lab_inventory
 from conftest import small_inventory
 
 
@@ -162,7 +162,7 @@ def test_dead_host_fails_its_samples_and_others_continue(rigged, tmp_path):
     inv, tb, rig = rigged
     lab = Inventory.model_validate(lab_inventory(tb, rig))
     sc = _scenario("dead", receiver_counts=[1, 3], samples_per_case=2)
-    from harness.campaign import RunHooks
+    from harness.campaign.campaign import RunHooks
 
     def on_sample(outcome):
         if outcome.plan.index == 1 and outcome.plan.n_receivers == 1:  # unshuffled: runs first

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.inventory import Inventory, Ser2Net, load_inventory
-from harness.lab import LabTestbed
-from harness.labcli import checks_table
-from harness.secrets import RedactingFilter, load_secrets, redact
-from harness.ser2net import ser2net_argv
-from harness.ssh import SSHHost
-from harness.testbed import Check
+from harness.config.inventory import Inventory, Ser2Net, load_inventory
+from harness.testbeds.lab import LabTestbed
+from harness.testbeds.cli import checks_table
+from harness.deploy.secrets import RedactingFilter, load_secrets, redact
+from harness.testbeds.ser2net import ser2net_argv
+from harness.hosts.ssh import SSHHost
+from harness.testbeds.base import Check
 
 REPO = Path(__file__).resolve().parent.parent
 

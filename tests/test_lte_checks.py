@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from harness.emulation import clean_prefix
-from harness.hosts import LocalHost, NamespaceHost
-from harness.netcmd import veth_argv
-from harness.testbed import Check
+from harness.testbeds.clean import clean_prefix
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.hosts.netcmd import veth_argv
+from harness.testbeds.base import Check
 from lte.checks import attach_state, diagnose, ping_argv, run_checks, s1_setup_seen
 from lte_fixtures import lab_inventory
 
@@ -74,7 +74,7 @@ def test_diagnosis_names_first_failed_step_and_host():
 @pytest.mark.root
 def test_checks_against_the_kernel(prefix, tmp_path):
     """n1 attached (pool address, ping answered), n2 has a non-pool address, n3 has its interface down."""
-    from harness.inventory import Inventory
+    from harness.config.inventory import Inventory
     from lte_fixtures import lab_data
     d = lab_data()
     for r in d["receivers"]:

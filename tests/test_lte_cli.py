@@ -45,10 +45,10 @@ def test_render_writes_the_golden_files(tmp_path):
 
 
 def test_hosts_come_from_lab_infra_and_receivers_ssh():
-    from harness.hosts import LocalHost
-    from harness.inventory import Inventory
-    from harness.ssh import SSHHost
-    from lte.hosts import host_for, receiver_hosts
+    from harness.hosts.local import LocalHost
+    from harness.config.inventory import Inventory
+    from harness.hosts.ssh import SSHHost
+    from harness.deploy.machines import host_for, receiver_hosts
     from lte_fixtures import lab_data, lab_inventory
     inv = lab_inventory()
     h = host_for(inv, "epc")                                  # built, not connected

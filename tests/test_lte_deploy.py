@@ -13,14 +13,16 @@ import mongomock
 import pytest
 
 import standins
-from harness.emulation import clean_prefix
-from harness.hosts import LocalHost, NamespaceHost
-from harness.inventory import Inventory
-from harness.netcmd import veth_argv
+from harness.testbeds.clean import clean_prefix
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.config.inventory import Inventory
+from harness.hosts.netcmd import veth_argv
 from lte.checks import check_s1
-from lte.deploy import BACKUP_SUFFIX, LteHosts, LteStepError, collect_logs, lte_down, lte_status, lte_up
-from lte.secrets import load_secrets
-from lte.services import START_ORDER, Systemd
+from harness.deploy.files import BACKUP_SUFFIX
+from lte.deploy import LteHosts, LteStepError, collect_logs, lte_down, lte_status, lte_up
+from harness.deploy.secrets import load_secrets
+from harness.deploy.services import Systemd
+from lte.services import START_ORDER
 from lte_fixtures import lab_data, write_secrets
 
 
@@ -90,7 +92,7 @@ def rig_factory(prefix):
     rigs = []
 
     def make():
-        from harness.sshrig import SshdRig
+        from harness.testing.sshrig import SshdRig
         r = SshdRig(prefix)
         rigs.append(r)
         return r

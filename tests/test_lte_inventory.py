@@ -5,8 +5,8 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError
-from harness.inventory import load_inventory
-from harness.radio import dl_freq_mhz, earfcn_range, ul_earfcn
+from harness.config.inventory import load_inventory
+from harness.config.radio import dl_freq_mhz, earfcn_range, ul_earfcn
 from lte_fixtures import LAB, lab_data
 
 

@@ -186,7 +186,7 @@ def test_2_6_and_2_7_differ_where_the_schemas_do(epc):
 
 
 def test_several_tacs_render_as_a_list(tmp_path):
-    from harness.inventory import Inventory
+    from harness.config.inventory import Inventory
     from lte_fixtures import lab_data
     d = lab_data()
     d["lte"]["epc"]["tacs"] = [7, 9]

@@ -14,7 +14,7 @@ import mongomock
 import pytest
 
 from harness.errors import ConfigError
-from lte.secrets import load_secrets
+from harness.deploy.secrets import load_secrets
 from lte.subscribers import inventory_documents, provision, subscriber_document
 from lte_fixtures import KEYS, lab_inventory, write_secrets
 

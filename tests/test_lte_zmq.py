@@ -6,8 +6,8 @@ import configparser
 import pytest
 
 from harness.errors import PreflightError
-from harness.hosts import LocalHost
-from lte.secrets import load_secrets
+from harness.hosts.local import LocalHost
+from harness.deploy.secrets import load_secrets
 from lte.zmq import ENB_ZMQ_ARGS, UE_TUN, UE_ZMQ_ARGS, check, render_zmq
 from lte_fixtures import KEYS, lab_inventory, write_secrets
 

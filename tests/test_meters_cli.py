@@ -9,7 +9,7 @@ import sys
 import yaml
 from meter_devices import REPO, DeviceProcess, default_profile
 
-from harness.inventory import LineFormat
+from harness.config.inventory import LineFormat
 
 LINE = LineFormat(fields=["volts_v", "amps_a"], separator=",")
 

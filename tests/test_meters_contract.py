@@ -11,9 +11,10 @@ import pytest
 from meter_devices import DeviceProcess, default_profile
 
 from harness.errors import MeterError
-from harness.inventory import LineFormat
-from harness.inventory import Meter as MeterSpec
-from harness.meters import DRIVERS, Meter, Reading, meter_from_inventory
+from harness.config.inventory import LineFormat
+from harness.config.inventory import MeterSpec
+from harness.meters.base import Meter, Reading
+from harness.meters.drivers import DRIVERS, meter_from_inventory
 
 LINE = LineFormat(fields=["volts_v", "amps_a", "watts_w"], separator=",")
 #: Meter kind -> (emulated device protocol, inventory entry without its port).

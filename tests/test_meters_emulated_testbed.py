@@ -14,11 +14,11 @@ import pytest
 import yaml
 from conftest import REPO, small_inventory
 
-from harness.campaign import start_campaign
-from harness.emulation import clean_prefix, list_namespaces
-from harness.hosts import LocalHost
+from harness.campaign.campaign import start_campaign
+from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.hosts.local import LocalHost
 from harness.meters.um import UMMeter
-from harness.scenario import Scenario
+from harness.config.scenario import Scenario
 
 pytestmark = pytest.mark.root
 
@@ -126,7 +126,7 @@ def test_meter_vanishing_during_a_transfer_flags_that_record(tmp_path, prefix):
 
 
 def test_meters_record_reads_a_testbed_that_is_already_up_and_leaves_it_up(tmp_path, prefix):
-    from harness.emulation import EmulatedTestbed
+    from harness.testbeds.emulated import EmulatedTestbed
 
     inv = small_inventory(prefix, [(10, 8)])
     path = tmp_path / "inv.yaml"
@@ -151,7 +151,7 @@ def test_meters_record_reads_a_testbed_that_is_already_up_and_leaves_it_up(tmp_p
 
 
 def test_meters_check_refuses_a_prefix_that_would_remove_another_testbed(tmp_path, prefix):
-    from harness.emulation import EmulatedTestbed
+    from harness.testbeds.emulated import EmulatedTestbed
 
     other = EmulatedTestbed(small_inventory(prefix + "x-", [(10, 8)]))
     inv = small_inventory(prefix, [(10, 8)])              # its prefix is a prefix of the other's

@@ -8,8 +8,8 @@ from meter_devices import DeviceProcess, default_profile
 from pydantic import ValidationError
 
 from harness.errors import MeterError
-from harness.inventory import LineFormat, Meter
-from harness.meters import open_meter
+from harness.config.inventory import LineFormat, MeterSpec
+from harness.meters.drivers import open_meter
 from harness.meters.ina import format_line, parse_line
 
 
@@ -41,9 +41,9 @@ def test_line_format_must_give_power_and_no_duplicates():
     with pytest.raises(ValidationError, match="appears twice"):
         LineFormat(fields=["watts_w", "watts_w"])
     with pytest.raises(ValidationError, match="needs a 'line_format'"):
-        Meter(kind="ina-line", port="/dev/ttyACM0")
+        MeterSpec(kind="ina-line", port="/dev/ttyACM0")
     with pytest.raises(ValidationError, match="needs a 'port'"):
-        Meter(kind="um25c")
+        MeterSpec(kind="um25c")
 
 
 def test_format_and_parse_round_trip():

@@ -7,8 +7,9 @@ import time
 import pytest
 from meter_devices import DeviceProcess, default_profile
 
-from harness.inventory import RadioPower
-from harness.meters import Reading, open_meter
+from harness.config.inventory import RadioPower
+from harness.meters.base import Reading
+from harness.meters.drivers import open_meter
 from harness.meters.recorder import Recorder, TraceWriter, integrate
 
 

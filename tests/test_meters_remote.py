@@ -10,7 +10,7 @@ import pytest
 from meter_devices import DeviceProcess, default_profile
 
 from harness.errors import MeterError
-from harness.meters import open_meter
+from harness.meters.drivers import open_meter
 from harness.meters.recorder import Recorder
 
 pytestmark = pytest.mark.skipif(shutil.which("ser2net") is None, reason="needs ser2net (make setup installs it)")

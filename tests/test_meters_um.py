@@ -8,7 +8,7 @@ import pytest
 from meter_devices import DeviceProcess, default_profile
 
 from harness.errors import MeterError
-from harness.meters import open_meter
+from harness.meters.drivers import open_meter
 from harness.meters.um import FMT, FRAME_LEN, MODELS, decode_frame, encode_frame, frame_valid, um34c_checksum
 
 # A UM25C frame as the device sends it (5.113 V, 0.4719 A, 2.412 W, 27 C, group 0 = 12 mAh / 61 mWh),

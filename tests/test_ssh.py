@@ -8,9 +8,9 @@ import uuid
 import pytest
 
 from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable
-from harness.hosts import GATE_ABORTED, LocalHost, NamespaceHost
-from harness.ssh import SSHHost, remote_command
-from harness.sshrig import SshdRig
+from harness.hosts.local import GATE_ABORTED, LocalHost, NamespaceHost
+from harness.hosts.ssh import SSHHost, remote_command
+from harness.testing.sshrig import SshdRig
 
 
 def test_remote_command_is_one_quoted_line():
@@ -36,7 +36,7 @@ def rig(prefix):
         yield r
     finally:
         r.close()
-        from harness.emulation import clean_prefix
+        from harness.testbeds.clean import clean_prefix
         clean_prefix(prefix)
 
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from harness.errors import Busy, StoreError
-from harness.store import SCHEMA_VERSION, Campaign
+from harness.campaign.store import SCHEMA_VERSION, Campaign
 
 
 def rec(sid: str, rx: str) -> dict:

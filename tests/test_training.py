@@ -20,14 +20,14 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from harness.dataset import SplitSpec, build_dataset
+from harness.dataset.build import SplitSpec, build_dataset
 from harness.errors import ConfigError
 from training.export import load_pt, to_onnx
 from training.features import FeatureSpec
 from training.fit import TrainConfig, fit, predict
 from training.pipeline import train
 from training.runtime import OnnxEnergyModel
-from training.synthetic import write_synthetic_campaign
+from harness.testing.synthetic import write_synthetic_campaign
 from training.tracking import tracked_run
 
 from conftest import REPO
@@ -194,10 +194,13 @@ def test_runs_appear_on_an_mlflow_server_on_loopback(dataset, tmp_path, monkeypa
             "--workers", "1", "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
             "--artifacts-destination", str(tmp_path / "server-artifacts")]
     log = open(tmp_path / "server.log", "wb")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # No job-execution workers (about 3 GB less); the server still needs 16-60 s to answer /health, more on a
+    # loaded 2-core machine (one full-suite run here took over 90 s), so the deadline is generous.
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     uri = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 300
         while True:
             try:
                 with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:

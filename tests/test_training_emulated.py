@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.campaign import start_campaign
-from harness.dataset import load_dataset
-from harness.emulation import clean_prefix
-from harness.scenario import Scenario
+from harness.campaign.campaign import start_campaign
+from harness.dataset.build import load_dataset
+from harness.testbeds.clean import clean_prefix
+from harness.config.scenario import Scenario
 from training.export import load_pt
 from training.features import FeatureSpec
 from training.fit import predict

@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 
 from harness.errors import TrafficError
-from harness.inventory import Channel
+from harness.config.inventory import Channel
 from harness.meters.base import Reading
 from harness.meters.recorder import integrate
-from harness.netcmd import htb_class_argv, shared_bottleneck_argvs, veth_argv
-from harness.plan import plan_campaign
-from harness.runner import check_paths
-from harness.scenario import Scenario
+from harness.hosts.netcmd import htb_class_argv, shared_bottleneck_argvs, veth_argv
+from harness.campaign.plan import plan_campaign
+from harness.campaign.runner import check_paths
+from harness.config.scenario import Scenario
 from harness.traffic import Iperf3, parse_iperf3
 from tests.conftest import small_inventory
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 import standins
-from harness.emulation import clean_prefix
+from harness.testbeds.clean import clean_prefix
 from harness.errors import ConfigError
-from harness.hosts import LocalHost, NamespaceHost
-from harness.inventory import Inventory
-from harness.services import Systemd
-from lte.secrets import load_secrets
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.config.inventory import Inventory
+from harness.deploy.services import Systemd
+from harness.deploy.secrets import load_secrets
 from lte_fixtures import lab_data, lab_inventory, write_secrets
 from wifi.checks import association_state, parse_wpa_status
 from wifi.deploy import wifi_up
@@ -33,7 +33,7 @@ def test_channel_frequencies():
 
 def test_hostapd_configs(secrets):
     files = render_hostapd(lab_inventory(), secrets)
-    assert [f.host for f in files] == ["ap-rx", "ap-snd"]
+    assert [f.machine for f in files] == ["ap-rx", "ap-snd"]
     rx, snd = (_kv(f.text) for f in files)
     assert rx == {**rx, "interface": "wlan0", "bridge": "br-lan", "driver": "nl80211", "ssid": "mplab-rx",
                   "country_code": "DE", "hw_mode": "a", "channel": "36", "wpa": "2", "wpa_key_mgmt": "WPA-PSK",
@@ -53,7 +53,7 @@ def test_2_4_ghz_ap(secrets):
 
 def test_supplicant_configs(secrets):
     files = render_supplicants(lab_inventory(), secrets)
-    assert [(f.host, f.path, f.unit) for f in files] == [
+    assert [(f.machine, f.path, f.unit) for f in files] == [
         (n, "/etc/wpa_supplicant/wpa_supplicant-wlan0.conf", "wpa_supplicant@wlan0") for n in ("n1", "n2", "n3")]
     net = files[0].text.split("network={", 1)[1].split("}", 1)[0]
     kv = {k.strip(): v for k, v in _kv(net).items()}

@@ -10,7 +10,11 @@ Modules, one concept each:
     runtime    OnnxEnergyModel: load and predict with onnxruntime, no torch (for controllers)
     card       the model card
     pipeline   all of the above for `mplab train`
-    synthetic  paper-size synthetic campaigns (benchmarks, unit tests)
-Reads datasets only (``harness.dataset.load_dataset``); controllers load ``model.onnx`` with
-onnxruntime alone (see ``training.export.OnnxEnergyModel``).
+    cli        `mplab train`
+Reads datasets only (``harness.dataset.build.load_dataset``); controllers load ``model.onnx`` with
+onnxruntime alone (see ``training.runtime.OnnxEnergyModel``). Synthetic campaigns for
+tests and benches are ``harness.testing.synthetic``.
+
+Leaves to others: measuring and building datasets (``harness``), using the model
+(controllers), reports (``analysis``). Never imports lte, wifi, controller, analysis, mplab.
 """

@@ -18,7 +18,7 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.hosts import atomic_write
+from harness.files import atomic_write
 from training.model import Architecture, EnergyMLP
 from training.runtime import INPUT_NAME, MODEL_SCHEMA_VERSION, OUTPUT_NAME
 

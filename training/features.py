@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from harness.config.scenario import MODES
 from harness.errors import ConfigError
 
-MODES = ("wifi", "lte", "both")
 NUMERIC = ("n_receivers", "wifi_throughput_mbit", "lte_throughput_mbit")
 TARGET = "energy_j"
 

@@ -14,7 +14,7 @@ import sklearn
 import torch
 
 import harness
-from harness.dataset import Dataset, load_dataset
+from harness.dataset.build import Dataset, load_dataset
 from harness.errors import ConfigError, MplabError
 from training.card import render_model_card
 from training.evaluate import evaluate, fit_baselines

@@ -1,9 +1,9 @@
 """Is each receiver associated with the receivers' AP? Read from ``wpa_cli status``."""
 from __future__ import annotations
 
-from harness.hosts import Host
-from harness.inventory import Inventory
-from harness.testbed import Check
+from harness.hosts.local import Host
+from harness.config.inventory import Inventory
+from harness.testbeds.base import Check
 from wifi.render import channel_freq_mhz
 
 

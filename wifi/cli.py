@@ -8,9 +8,9 @@ import typer
 from rich.console import Console
 
 from harness.errors import ConfigError, MplabError
-from harness.inventory import Inventory, load_inventory
-from lte.cli import secrets_for
-from lte.hosts import host_for, receiver_hosts
+from harness.config.inventory import Inventory, load_inventory
+from harness.deploy.machines import host_for, receiver_hosts
+from harness.deploy.secrets import secrets_for
 from wifi.checks import check_association
 from wifi.deploy import wifi_up
 from wifi.render import render_hostapd, render_supplicants

@@ -1,8 +1,9 @@
 """Bring the WiFi up: hostapd on the APs first, then wpa_supplicant on every receiver.
 
-Files are pushed with the same backup rule as the LTE configs (what a push replaces is
-kept next to it, stamped); each daemon is restarted and must become active before the
-next step. A failure names the step and the host.
+Files are pushed with the same backup rule as the LTE configs (``harness.deploy.files``:
+what a push replaces is kept next to it, stamped); each daemon is restarted and must
+become active before the next step (``harness.deploy.services.restart_and_wait``). A
+failure names the step and the host.
 """
 from __future__ import annotations
 
@@ -10,18 +11,19 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from harness.errors import CommandError, MplabError
-from harness.hosts import Host
-from harness.inventory import Inventory
-from harness.services import ServiceManager, Systemd, wait_active
-from lte.deploy import LteStepError, Pushed, push_files
-from lte.render import RenderedFile
-from lte.secrets import Secrets
-from wifi.render import WifiFile, render_hostapd, render_supplicants
+from harness.config.inventory import Inventory
+from harness.deploy.files import Pushed, push_files
+from harness.deploy.secrets import Secrets
+from harness.deploy.services import ServiceManager, StepError, Systemd, restart_and_wait
+from harness.errors import MplabError
+from harness.hosts.local import Host
+from wifi.render import render_hostapd, render_supplicants
 
 
-class WifiStepError(LteStepError):
+class WifiStepError(StepError):
     """A named step of bringing the WiFi up failed on a named host."""
+
+    what = "WiFi"
 
 
 @dataclass(frozen=True)
@@ -44,20 +46,14 @@ def wifi_up(inv: Inventory, hosts: Mapping[str, Host], secrets: Secrets, *,
     started: list[str] = []
     for stage in (render_hostapd(inv, secrets), render_supplicants(inv, secrets)):
         for wf in stage:
-            host = _host(hosts, wf.host)
+            assert wf.unit is not None, "every WiFi file names the daemon that reads it"
+            host = _host(hosts, wf.machine)
             try:
-                pushed += push_files(host, [_as_rendered(wf)], stamp)
+                pushed += push_files(host, [wf], stamp)
             except (MplabError, OSError) as exc:
                 raise WifiStepError(f"push {wf.path}", host.name, str(exc)) from exc
-            svc = services(host)
-            step = f"start {wf.unit}"
-            try:
-                svc.restart(wf.unit)
-            except CommandError as exc:
-                raise WifiStepError(step, host.name, str(exc), svc.logs(wf.unit)) from exc
-            if not wait_active(svc, wf.unit, start_deadline_s, settle_s):
-                raise WifiStepError(step, host.name, f"{wf.unit} is not active {start_deadline_s:.0f} s after restart",
-                                    svc.logs(wf.unit))
+            restart_and_wait(services(host), wf.unit, step=f"start {wf.unit}", host=host.name, error=WifiStepError,
+                             deadline_s=start_deadline_s, settle_s=settle_s)
             started.append(f"{host.name}:{wf.unit}")
     return WifiUpReport(tuple(pushed), tuple(started))
 
@@ -67,7 +63,3 @@ def _host(hosts: Mapping[str, Host], name: str) -> Host:
         return hosts[name]
     except KeyError:
         raise WifiStepError("connect", name, f"no host called {name!r} (known: {sorted(hosts)})") from None
-
-
-def _as_rendered(wf: WifiFile) -> RenderedFile:
-    return RenderedFile("wifi", wf.path, wf.text, wf.mode)  # type: ignore[arg-type]

@@ -4,28 +4,21 @@ Both files carry the WPA2 passphrase, so both are written mode 0600.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
 
 import jinja2
 
-from harness.inventory import Inventory
-from harness.radio import AccessPoint
-from lte.secrets import Secrets, wifi_passphrase
+from harness.config.inventory import Inventory
+from harness.config.radio import AccessPoint
+from harness.deploy.files import ConfigFile
+from harness.deploy.secrets import Secrets
+from harness.errors import ConfigError
 
 BANNER = "Written by mplab from the inventory; edits are overwritten by `mplab wifi up` (a backup is kept)."
 
 
-@dataclass(frozen=True)
-class WifiFile:
-    """One configuration file for one machine (an AP or a receiver)."""
-
-    host: str
-    path: str
-    text: str
-    unit: str
-    mode: int = 0o600
-
-
+#: WPA2 passphrases: 8..63 printable ASCII characters, no double quote (it would end the quoted value).
+_PSK = re.compile(r'^[ !#-~]{8,63}$')
 def channel_freq_mhz(band: str, channel: int) -> int:
     """Centre frequency of a 20 MHz WiFi channel (IEEE 802.11 channel numbering)."""
     if band == "2.4":
@@ -38,7 +31,7 @@ def _env() -> jinja2.Environment:
                               keep_trailing_newline=True, autoescape=False)
 
 
-def render_hostapd(inv: Inventory, secrets: Secrets, source: str = "secrets") -> list[WifiFile]:
+def render_hostapd(inv: Inventory, secrets: Secrets, source: str = "secrets") -> list[ConfigFile[str]]:
     """One hostapd.conf per AP."""
     assert inv.wifi is not None, "inventory has no wifi section"
     env = _env()
@@ -47,7 +40,7 @@ def render_hostapd(inv: Inventory, secrets: Secrets, source: str = "secrets") ->
         text = env.get_template("hostapd.conf.j2").render(
             banner=BANNER, inventory_name=inv.name, ap=ap, hw_mode="g" if ap.band == "2.4" else "a",
             freq_mhz=channel_freq_mhz(ap.band, ap.channel), passphrase=wifi_passphrase(secrets, ap.ssid, source))
-        out.append(WifiFile(ap.host, ap.config_path, text, ap.unit))
+        out.append(ConfigFile(ap.host, ap.config_path, text, mode=0o600, unit=ap.unit))
     return out
 
 
@@ -56,7 +49,7 @@ def supplicant_unit(ifname: str) -> str:
     return f"wpa_supplicant@{ifname}"
 
 
-def render_supplicants(inv: Inventory, secrets: Secrets, source: str = "secrets") -> list[WifiFile]:
+def render_supplicants(inv: Inventory, secrets: Secrets, source: str = "secrets") -> list[ConfigFile[str]]:
     """One wpa_supplicant config per receiver, for the receivers' AP."""
     assert inv.wifi is not None, "inventory has no wifi section"
     ap: AccessPoint | None = inv.wifi.ap("receivers")
@@ -70,6 +63,18 @@ def render_supplicants(inv: Inventory, secrets: Secrets, source: str = "secrets"
         text = env.get_template("wpa_supplicant.conf.j2").render(
             banner=BANNER, receiver=r.name, ifname=ifname, ap=ap, passphrase=passphrase,
             freq_mhz=channel_freq_mhz(ap.band, ap.channel))
-        out.append(WifiFile(r.name, f"{inv.wifi.supplicant_dir}/wpa_supplicant-{ifname}.conf", text,
-                            supplicant_unit(ifname)))
+        out.append(ConfigFile(r.name, f"{inv.wifi.supplicant_dir}/wpa_supplicant-{ifname}.conf", text,
+                              mode=0o600, unit=supplicant_unit(ifname)))
     return out
+
+
+def wifi_passphrase(secrets: Secrets, ssid: str, source: str = "secrets") -> str:
+    """WPA2 passphrase of ``ssid`` (8..63 printable ASCII, no double quote)."""
+    v = secrets.wifi_psk.get(ssid)
+    if v is None:
+        raise ConfigError(f"no passphrase for SSID {ssid!r} (add wifi_psk.{ssid})", source=source, field="wifi_psk")
+    psk = v.get_secret_value()
+    if not _PSK.match(psk):
+        raise ConfigError(f"passphrase of SSID {ssid!r} must be 8..63 printable ASCII characters without '\"'",
+                          source=source, field=f"wifi_psk.{ssid}")
+    return psk

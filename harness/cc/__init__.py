@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.cc.bpfcc import BpfCC, MptcpOrgCC
 from harness.errors import CommandError, PreflightError
-from harness.hosts import Host
+from harness.hosts.local import Host
 
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
@@ -97,8 +98,6 @@ class KernelCC:
         """Kernel modules stay loaded: unloading could pull them from under other users' sockets."""
 
 
-from harness.cc.bpfcc import BpfCC, MptcpOrgCC  # noqa: E402 - they implement the protocol above
-
 #: How each algorithm is implemented on an upstream kernel: the uncoupled ones by the kernel,
 #: the coupled ones by mplab's BPF struct_ops programs (``harness/cc/bpf``).
 UPSTREAM: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
@@ -106,7 +105,7 @@ UPSTREAM: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
 #: ... and on a multipath-tcp.org kernel, which has its own coupled algorithms.
 MPTCP_ORG: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
                               "lia": MptcpOrgCC, "olia": MptcpOrgCC, "balia": MptcpOrgCC, "wvegas": MptcpOrgCC}
-#: Kernel flavour (``harness.metadata.kernel_flavour``) -> implementations.
+#: Kernel flavour (``harness.campaign.metadata.kernel_flavour``) -> implementations.
 FLAVOURS: dict[str, dict[str, type]] = {"upstream": UPSTREAM, "multipath-tcp.org": MPTCP_ORG}
 
 

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.errors import CommandError, PreflightError
-from harness.hosts import Host
+from harness.hosts.local import Host
+from harness.machine import names_needed
 
 log = logging.getLogger("mplab.cc")
 
@@ -89,8 +90,6 @@ def unregister_all(host: Host, keep: Iterable[str] = ()) -> list[str]:
 
 
 def _needed_elsewhere() -> set[str]:
-    # Lazy: harness.emulation imports this module for its cleanup hook.
-    from harness.emulation import names_needed
     return names_needed()
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from harness.errors import PreflightError
 
 MAX_SF = 8
-OLIA_SCALE = 16
 
 
 class _Sf(ctypes.Structure):

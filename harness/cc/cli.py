@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness import metadata
+from harness.campaign import metadata
 from harness.cc import ALGORITHMS, bpfcc, resolve
 from harness.errors import PreflightError
-from harness.hosts import LocalHost
+from harness.hosts.local import LocalHost
 
 console = Console()
 cc_app = typer.Typer(help="Congestion controls: implementations, preflight, registered BPF programs.",

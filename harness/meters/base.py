@@ -1,4 +1,4 @@
-"""The Meter interface and its registry."""
+"""The Meter interface (open, poll, close), its readings, and what a driver factory looks like."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.errors import MeterError
-from harness.inventory import Meter as MeterSpec
 
 
 @dataclass(frozen=True)
@@ -70,30 +69,6 @@ class MeterFactory(Protocol):
     """
 
     def __call__(self, port: str, **options: Any) -> Meter: ...
-
-
-#: Meter kind -> factory. One line per driver module (see ``um.py``, ``ina.py``).
-DRIVERS: dict[str, MeterFactory] = {}
-
-
-def open_meter(kind: str, port: str, **options: Any) -> Meter:
-    """An unopened meter of ``kind`` on ``port``."""
-    try:
-        factory = DRIVERS[kind]
-    except KeyError:
-        raise KeyError(f"unknown meter kind {kind!r} (known: {', '.join(sorted(DRIVERS))})") from None
-    return factory(port, **options)
-
-
-def meter_from_inventory(spec: MeterSpec, port: str | None = None) -> Meter:
-    """An unopened meter for an inventory entry; ``port`` overrides the entry's (emulated devices)."""
-    port = port or spec.port
-    if not port:
-        raise MeterError(f"{spec.kind} meter has no port (set 'port' in the inventory)")
-    options: dict[str, Any] = {"baudrate": spec.baudrate, "timeout_s": spec.timeout_s, "rate_hz": spec.rate_hz}
-    if spec.line_format is not None:
-        options["line_format"] = spec.line_format
-    return open_meter(spec.kind, port, **options)
 
 
 def open_serial(kind: str, port: str, baudrate: int):

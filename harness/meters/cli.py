@@ -21,8 +21,9 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.errors import ConfigError, MeterError, PreflightError, StoreError
-from harness.inventory import Inventory, load_inventory
-from harness.meters.base import Meter, meter_from_inventory
+from harness.config.inventory import Inventory, load_inventory
+from harness.meters.base import Meter
+from harness.meters.drivers import meter_from_inventory
 from harness.meters.recorder import Recorder, TraceWriter
 
 console = Console()
@@ -45,7 +46,8 @@ def inventory_meters(inv: Inventory, receivers: list[str]) -> Iterator[dict[str,
     if inv.kind != "emulated":
         yield {name: meter_from_inventory(inv.receiver(name).meter) for name in receivers}
         return
-    from harness.emulation import EmulatedTestbed, list_namespaces
+    from harness.testbeds.clean import list_namespaces
+    from harness.testbeds.emulated import EmulatedTestbed
 
     tb = EmulatedTestbed(inv)
     present = set(list_namespaces(tb.root, tb.prefix))

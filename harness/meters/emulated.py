@@ -6,7 +6,7 @@ receiver's own interfaces)::
     python -m harness.meters.emulated --link /run/mplab/x/meter-n1 \
         --profile '{...PowerProfile JSON...}' --iface wifi=wlan0 --iface lte=lte0
 
-Power comes from ``harness.power.PowerModel`` (board base power, per-radio theta +
+Power comes from ``harness.meters.power.PowerModel`` (board base power, per-radio theta +
 b x throughput, LTE promotion and tail, WiFi tail) driven either by the interfaces'
 byte counters (read every 100 ms) or, for tests and benches, by a rate schedule in
 wall-clock time (``--script``). The device keeps its own mAh/mWh counters (data group
@@ -43,10 +43,10 @@ import time
 import tty
 from dataclasses import dataclass
 
-from harness.inventory import RADIOS, LineFormat, PowerProfile
+from harness.config.inventory import RADIOS, LineFormat, PowerProfile
 from harness.meters.ina import format_line
 from harness.meters.um import MODELS, POLL, encode_frame
-from harness.power import PowerModel
+from harness.meters.power import PowerModel
 
 #: How often the byte counters are read (s).
 SAMPLE_PERIOD_S = 0.1

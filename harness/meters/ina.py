@@ -1,7 +1,7 @@
 """INA219/INA226 bridges that print one reading per text line (Arduino or Pi sketches).
 
 Sketches differ in what they print, so the line format is configuration
-(``harness.inventory.LineFormat``): the columns in order, each with its unit, the
+(``harness.config.inventory.LineFormat``): the columns in order, each with its unit, the
 separator, and an optional command to send before each reading. A bridge that streams
 by itself is read by taking the newest complete line at each poll; lines that do not
 parse (banners, partial lines after a reconnect) are counted and skipped, never guessed.
@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 
 from harness.errors import MeterError
-from harness.inventory import LineFormat
-from harness.meters.base import DRIVERS, Meter, Reading, close_serial, open_serial
+from harness.config.inventory import LineFormat
+from harness.meters.base import Meter, Reading, close_serial, open_serial
 
 #: Field name -> (quantity, factor to SI).
 _UNITS: dict[str, tuple[str, float]] = {
@@ -165,11 +165,8 @@ class InaLineMeter(Meter):
         self._ser = None
 
 
-def _make(port: str, *, line_format: LineFormat | None = None, baudrate: int = 115200, timeout_s: float = 1.0,
+def make(port: str, *, line_format: LineFormat | None = None, baudrate: int = 115200, timeout_s: float = 1.0,
           rate_hz: float | None = None) -> InaLineMeter:
     if line_format is None:
         raise MeterError(f"ina-line meter at {port}: no line_format given (set it in the inventory)")
     return InaLineMeter(port, line_format, baudrate=baudrate, timeout_s=timeout_s, rate_hz=rate_hz)
-
-
-DRIVERS["ina-line"] = _make

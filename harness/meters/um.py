@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from harness.errors import MeterError
-from harness.meters.base import DRIVERS, Meter, Reading, close_serial, open_serial
+from harness.meters.base import Meter, MeterFactory, Reading, close_serial, open_serial
 
 FRAME_LEN = 130
 POLL = b"\xf0"
@@ -247,13 +247,9 @@ class UMMeter(Meter):
         self._ser = None
 
 
-def _factory(model: str, kind: str):
+def factory(model: str, kind: str) -> MeterFactory:
+    """The factory of UM meters of ``model`` that records ``kind`` (``harness.meters.drivers.DRIVERS``)."""
     def make(port: str, *, baudrate: int = 9600, timeout_s: float = 1.0, rate_hz: float | None = None) -> UMMeter:
         return UMMeter(port, model, kind=kind, timeout_s=timeout_s, baudrate=baudrate, rate_hz=rate_hz)
     return make
 
-
-for _kind in MODELS:
-    DRIVERS[_kind] = _factory(_kind, _kind)
-#: The emulated testbed's device speaks the UM25C protocol; only the recorded kind differs.
-DRIVERS["emulated-um25c"] = _factory("um25c", "emulated-um25c")

@@ -126,16 +126,36 @@ class PrefixClaim:
         self._fd = None
 
 
-def remove_stale(prefix: str, root: Path | None = None) -> list[str]:
-    """Remove claim files under ``prefix`` that no live process holds (what a crash leaves); idempotent."""
+def _claimed_prefixes(prefix: str, nested: bool, root: Path | None) -> list[str]:
+    """Prefixes under ``prefix`` that have a claim file (``nested=False``: ``prefix`` itself only)."""
     base = root or CLAIMS_ROOT
     if not base.exists():
         return []
-    done = []
+    out = []
     for path in sorted(base.iterdir()):
-        if not path.name.startswith(prefix) or not path.name.endswith("lock"):
-            continue
-        stale = PrefixClaim(path.name.removesuffix("lock"), "mplab clean", base)
+        name = path.name.removesuffix("lock")
+        if path.name.endswith("lock") and name.startswith(prefix) and (nested or name == prefix):
+            out.append(name)
+    return out
+
+
+def held_under(prefix: str, nested: bool = True, root: Path | None = None) -> list[tuple[str, Holder]]:
+    """(prefix, holder) of every claim under ``prefix`` another live process holds."""
+    out = []
+    for p in _claimed_prefixes(prefix, nested, root):
+        h = held_by_other(p, root)
+        if h is not None:
+            out.append((p, h))
+    return out
+
+
+def remove_stale(prefix: str, root: Path | None = None, nested: bool = True) -> list[str]:
+    """Remove claim files under ``prefix`` that no live process holds (what a crash leaves); idempotent."""
+    base = root or CLAIMS_ROOT
+    done = []
+    for name in _claimed_prefixes(prefix, nested, root):
+        path = claim_path(name, base)
+        stale = PrefixClaim(name, "mplab clean", base)
         try:
             stale.acquire()
         except Busy:

@@ -6,10 +6,10 @@ import shutil
 import pytest
 import yaml
 
-from harness.config import load_yaml_model
+from harness.config.load import load_yaml_model
 from harness.errors import ConfigError
-from harness.inventory import Inventory, load_inventory
-from harness.scenario import Scenario
+from harness.config.inventory import Inventory, load_inventory
+from harness.config.scenario import Scenario
 
 from .conftest import REPO, mplab
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from harness.errors import ConfigError
-from harness.store import SCHEMA_VERSION, Campaign
+from harness.campaign.store import SCHEMA_VERSION, Campaign
 
 from .conftest import REPO, mplab
 
@@ -37,7 +37,7 @@ def test_version_and_short_help():
 
 @pytest.mark.parametrize("bad", ["../x", "a/b", "/tmp/x", "..", ".hidden", "x" * 101, ""])
 def test_campaign_id_must_name_one_directory(bad, tmp_path):
-    from harness.store import check_campaign_id
+    from harness.campaign.store import check_campaign_id
 
     with pytest.raises(ConfigError):
         check_campaign_id(bad)

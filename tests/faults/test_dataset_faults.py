@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.dataset import build_dataset, load_dataset
+from harness.dataset.build import build_dataset, load_dataset
 from harness.errors import ConfigError
-from harness.store import Campaign
-from training.synthetic import synthetic_records
+from harness.campaign.store import Campaign
+from harness.testing.synthetic import synthetic_records
 
 
 def _campaign(root, cid, profile=None, kind="synthetic", source="synthetic"):

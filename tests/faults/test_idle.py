@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from harness.inventory import RadioPower
-from harness.meters import open_meter
+from harness.config.inventory import RadioPower
+from harness.meters.drivers import open_meter
 from harness.meters.idle import IdleSettings, IdleWaiter
 from harness.meters.recorder import Recorder
 from tests.meter_devices import DeviceProcess, default_profile

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.campaign import start_campaign
-from harness.config import parse_model
-from harness.emulation import clean_prefix
-from harness.scenario import Scenario
+from harness.campaign.campaign import start_campaign
+from harness.config.load import parse_model
+from harness.testbeds.clean import clean_prefix
+from harness.config.scenario import Scenario
 from tests.conftest import small_inventory
 
 pytestmark = pytest.mark.root

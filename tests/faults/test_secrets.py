@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from harness.errors import ConfigError
-from harness.secrets import install_redaction, load_secrets
+from harness.deploy.secrets import install_redaction, load_secrets
 
 K = "00112233445566778899aabbccddeeff"
 OPC = "000102030405060708090a0b0c0d0e0f"

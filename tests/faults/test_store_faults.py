@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from harness.errors import StoreError
-from harness.store import SCHEMA_VERSION, Campaign
+from harness.campaign.store import SCHEMA_VERSION, Campaign
 
 
 def rec(sid: str, rx: str, n: int) -> dict:
@@ -53,12 +53,12 @@ def _mutable(path):
 
 
 def test_unwritable_samples_file_is_refused_before_anything_runs(tmp_path, monkeypatch):
-    from harness import campaign as campaign_mod
+    from harness.campaign import campaign as campaign_mod
     from tests.conftest import small_inventory
 
     inv = small_inventory("mplab-tnever-", [(10, 5)])
-    from harness.config import parse_model
-    from harness.scenario import Scenario
+    from harness.config.load import parse_model
+    from harness.config.scenario import Scenario
     sc = parse_model(Scenario, {"name": "s", "congestion_controls": ["cubic"], "receiver_counts": [1],
                                 "modes": ["wifi"], "samples_per_case": 1, "file_size": "1M"}, "test")
     c = Campaign.create(tmp_path, "c", {"plan": ["cubic-n1-wifi-s001"], "scenario": sc.model_dump(mode="json"),
@@ -80,9 +80,9 @@ def test_unwritable_samples_file_is_refused_before_anything_runs(tmp_path, monke
 
 
 def test_unwritable_runs_directory_is_refused_before_anything_runs(tmp_path, monkeypatch):
-    from harness import campaign as campaign_mod
-    from harness.config import parse_model
-    from harness.scenario import Scenario
+    from harness.campaign import campaign as campaign_mod
+    from harness.config.load import parse_model
+    from harness.config.scenario import Scenario
     from tests.conftest import small_inventory
 
     inv = small_inventory("mplab-tnever-", [(10, 5)])

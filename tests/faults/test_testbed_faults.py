@@ -13,9 +13,10 @@ import time
 import pytest
 import yaml
 
-from harness.emulation import EmulatedTestbed, clean_prefix, list_namespaces
+from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.testbeds.emulated import EmulatedTestbed
 from harness.errors import MplabError
-from harness.hosts import LocalHost
+from harness.hosts.local import LocalHost
 from tests.conftest import small_inventory
 
 from .conftest import REPO
@@ -107,8 +108,8 @@ def test_signal_during_setup_tears_down_and_logs_the_reason(tmp_path, prefix, si
 
 
 def _campaign_args(tmp_path, prefix, samples=3):
-    from harness.config import parse_model
-    from harness.scenario import Scenario
+    from harness.config.load import parse_model
+    from harness.config.scenario import Scenario
 
     inv = small_inventory(prefix, [(20, 8)])
     sc = parse_model(Scenario, {"name": "flap", "congestion_controls": ["cubic"], "receiver_counts": [1],
@@ -118,7 +119,7 @@ def _campaign_args(tmp_path, prefix, samples=3):
 
 
 def test_link_flap_is_repaired_before_the_next_sample(tmp_path, prefix):
-    from harness.campaign import RunHooks, start_campaign
+    from harness.campaign.campaign import RunHooks, start_campaign
 
     sc, inv = _campaign_args(tmp_path, prefix)
     root = LocalHost("root")
@@ -141,7 +142,7 @@ def test_link_flap_is_repaired_before_the_next_sample(tmp_path, prefix):
 
 
 def test_unrepairable_receiver_fails_its_samples_with_the_reason_and_run_exits_3(tmp_path, prefix):
-    from harness.campaign import RunHooks, start_campaign
+    from harness.campaign.campaign import RunHooks, start_campaign
     from mplab.cli import run as mplab_run
 
     sc, inv = _campaign_args(tmp_path, prefix)

@@ -8,59 +8,20 @@
  */
 #include "mplab_cc.h"
 
-MPLAB_CONN_MAP(balia_conns);
+MPLAB_CC_SKELETON(balia)
+MPLAB_PLAIN_INIT(balia)
+MPLAB_LINKED_INCREASE(balia, balia_ai_cnt)
 
-SEC("struct_ops")
-void BPF_PROG(balia_init, struct sock *sk)
-{
-	struct mplab_ca *ca = ca_of(sk);
-
-	ca->conn = 0;
-	ca->slot = 0;
-}
-
-SEC("struct_ops")
-void BPF_PROG(balia_release, struct sock *sk)
-{
-	mplab_detach(&balia_conns, sk, ca_of(sk));
-}
-
-SEC("struct_ops")
-void BPF_PROG(balia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct mplab_ca *ca = ca_of(sk);
-	struct mplab_conn *c;
-	int me = 0;
-
-	c = mplab_attach(&balia_conns, sk, ca, &me);
-	if (!c) {
-		tcp_reno_cong_avoid(sk, ack, acked);
-		return;
-	}
-	mplab_publish(c, me, sk, tp->snd_cwnd);
-	if (!tcp_is_cwnd_limited(sk))
-		return;
-	if (tcp_in_slow_start(tp)) {
-		acked = tcp_slow_start(tp, acked);
-		if (!acked)
-			goto out;
-	}
-	tcp_cong_avoid_ai(tp, balia_ai_cnt(c->sf, me), acked);
-out:
-	mplab_publish(c, me, sk, tp->snd_cwnd);
-}
-
+/* The coupled decrease: cwnd - md, at least 2 packets (Reno for plain TCP). */
 SEC("struct_ops")
 __u32 BPF_PROG(balia_ssthresh, struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct mplab_ca *ca = ca_of(sk);
 	struct mplab_conn *c;
 	__u32 md;
 	int me = 0;
 
-	c = mplab_attach(&balia_conns, sk, ca, &me);
+	c = mplab_attach(&balia_conns, sk, ca_of(sk), &me);
 	if (!c)
 		return tcp_reno_ssthresh(sk);
 	mplab_publish(c, me, sk, tp->snd_cwnd);
@@ -68,18 +29,7 @@ __u32 BPF_PROG(balia_ssthresh, struct sock *sk)
 	return tp->snd_cwnd > md + 2 ? tp->snd_cwnd - md : 2;
 }
 
-SEC("struct_ops")
-__u32 BPF_PROG(balia_undo_cwnd, struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
-
 SEC(".struct_ops")
 struct tcp_congestion_ops mplab_balia = {
-	.init = (void *)balia_init,
-	.release = (void *)balia_release,
-	.cong_avoid = (void *)balia_cong_avoid,
-	.ssthresh = (void *)balia_ssthresh,
-	.undo_cwnd = (void *)balia_undo_cwnd,
-	.name = "mplab_balia",
+	MPLAB_OPS(balia),
 };

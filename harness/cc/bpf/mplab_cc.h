@@ -11,6 +11,11 @@
  *
  * A socket that is not an MPTCP subflow (plain TCP) gets Reno: the kernel's own
  * tcp_reno_* kfuncs.
+ *
+ * The skeleton (end of this file) is what the four algorithms share: the map, .init,
+ * .release, Reno's .ssthresh and .undo_cwnd, the attach-or-Reno start of .cong_avoid,
+ * and the whole .cong_avoid of the linked-increase algorithms (LIA, BALIA). Each
+ * <algorithm>.bpf.c keeps only what is its own; the arithmetic is in mplab_math.h.
  */
 #ifndef MPLAB_CC_H
 #define MPLAB_CC_H
@@ -198,5 +203,108 @@ static __always_inline void mplab_detach(void *map, struct sock *sk, struct mpla
 	ca->conn = 0;
 	ca->slot = 0;
 }
+
+/* ---- The skeleton every coupled algorithm shares ---- */
+
+/* The connection map of algorithm NAME, its .release (free the subflow's slot) and
+ * .undo_cwnd (Reno's). */
+#define MPLAB_CC_SKELETON(NAME)                                               \
+	MPLAB_CONN_MAP(NAME##_conns);                                             \
+                                                                              \
+	SEC("struct_ops")                                                         \
+	void BPF_PROG(NAME##_release, struct sock *sk)                            \
+	{                                                                         \
+		mplab_detach(&NAME##_conns, sk, ca_of(sk));                           \
+	}                                                                         \
+                                                                              \
+	SEC("struct_ops")                                                         \
+	__u32 BPF_PROG(NAME##_undo_cwnd, struct sock *sk)                         \
+	{                                                                         \
+		return tcp_reno_undo_cwnd(sk);                                        \
+	}
+
+/* .ssthresh as Reno (halve), for the algorithms whose decrease is uncoupled. */
+#define MPLAB_RENO_SSTHRESH(NAME)                                             \
+	SEC("struct_ops")                                                         \
+	__u32 BPF_PROG(NAME##_ssthresh, struct sock *sk)                          \
+	{                                                                         \
+		return tcp_reno_ssthresh(sk);                                         \
+	}
+
+/* .init: no connection yet (a subflow claims its slot on its first ACK with an RTT).
+ * Returns the per-socket state for an algorithm's own initialisation. */
+static __always_inline struct mplab_ca *mplab_init(struct sock *sk)
+{
+	struct mplab_ca *ca = ca_of(sk);
+
+	ca->conn = 0;
+	ca->slot = 0;
+	return ca;
+}
+
+/* .init of an algorithm with no per-socket state of its own. */
+#define MPLAB_PLAIN_INIT(NAME)                                                \
+	SEC("struct_ops")                                                         \
+	void BPF_PROG(NAME##_init, struct sock *sk)                               \
+	{                                                                         \
+		mplab_init(sk);                                                       \
+	}
+
+/*
+ * Start of .cong_avoid: this subflow's connection entry (its slot in *me), or NULL after
+ * a Reno step for a plain TCP socket (or before the first RTT, or with every slot taken).
+ */
+static __always_inline struct mplab_conn *mplab_coupled(void *map, struct sock *sk, __u32 ack, __u32 acked,
+							 int *me)
+{
+	struct mplab_conn *c = mplab_attach(map, sk, ca_of(sk), me);
+
+	if (!c)
+		tcp_reno_cong_avoid(sk, ack, acked);
+	return c;
+}
+
+/*
+ * .cong_avoid of the linked-increase algorithms (multipath-tcp.org's mptcp_coupled.c):
+ * only when cwnd-limited; slow start as Reno, then one packet per AI_CNT(sf, me) ACKed
+ * packets, AI_CNT being the algorithm's own arithmetic (mplab_math.h) over the windows as
+ * published before this ACK. A macro, not a function taking AI_CNT, so that each program
+ * calls its arithmetic directly (the verifier sees no indirect call).
+ */
+#define MPLAB_LINKED_INCREASE(NAME, AI_CNT)                                   \
+	SEC("struct_ops")                                                         \
+	void BPF_PROG(NAME##_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) \
+	{                                                                         \
+		struct tcp_sock *tp = tcp_sk(sk);                                     \
+		struct mplab_conn *c;                                                 \
+		int me = 0;                                                           \
+                                                                              \
+		c = mplab_coupled(&NAME##_conns, sk, ack, acked, &me);                \
+		if (!c)                                                               \
+			return;                                                           \
+		mplab_publish(c, me, sk, tp->snd_cwnd);                               \
+		if (!tcp_is_cwnd_limited(sk))                                         \
+			return;                                                           \
+		if (tcp_in_slow_start(tp)) {                                          \
+			acked = tcp_slow_start(tp, acked);                                \
+			if (!acked)                                                       \
+				goto out;                                                     \
+		}                                                                     \
+		tcp_cong_avoid_ai(tp, AI_CNT(c->sf, me), acked);                      \
+	out:                                                                      \
+		mplab_publish(c, me, sk, tp->snd_cwnd);                               \
+	}
+
+/*
+ * The struct_ops members every algorithm has, for its `struct tcp_congestion_ops` table:
+ *     struct tcp_congestion_ops mplab_olia = { MPLAB_OPS(olia), .set_state = (void *)olia_set_state };
+ */
+#define MPLAB_OPS(NAME)                                                       \
+	.init = (void *)NAME##_init,                                              \
+	.release = (void *)NAME##_release,                                        \
+	.cong_avoid = (void *)NAME##_cong_avoid,                                  \
+	.ssthresh = (void *)NAME##_ssthresh,                                      \
+	.undo_cwnd = (void *)NAME##_undo_cwnd,                                    \
+	.name = "mplab_" #NAME
 
 #endif

@@ -9,7 +9,8 @@
  */
 #include "mplab_cc.h"
 
-MPLAB_CONN_MAP(olia_conns);
+MPLAB_CC_SKELETON(olia)
+MPLAB_RENO_SSTHRESH(olia)
 
 static __always_inline void olia_reset(struct sock *sk, struct mplab_ca *ca)
 {
@@ -24,17 +25,7 @@ static __always_inline void olia_reset(struct sock *sk, struct mplab_ca *ca)
 SEC("struct_ops")
 void BPF_PROG(olia_init, struct sock *sk)
 {
-	struct mplab_ca *ca = ca_of(sk);
-
-	ca->conn = 0;
-	ca->slot = 0;
-	olia_reset(sk, ca);
-}
-
-SEC("struct_ops")
-void BPF_PROG(olia_release, struct sock *sk)
-{
-	mplab_detach(&olia_conns, sk, ca_of(sk));
+	olia_reset(sk, mplab_init(sk));
 }
 
 SEC("struct_ops")
@@ -77,11 +68,9 @@ void BPF_PROG(olia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	__s64 inc;
 	int me = 0;
 
-	c = mplab_attach(&olia_conns, sk, ca, &me);
-	if (!c) {
-		tcp_reno_cong_avoid(sk, ack, acked);
+	c = mplab_coupled(&olia_conns, sk, ack, acked, &me);
+	if (!c)
 		return;
-	}
 	ca->loss3 = tp->snd_una;
 	olia_publish(c, me, sk, ca);
 	if (!tcp_is_cwnd_limited(sk))
@@ -108,25 +97,8 @@ void BPF_PROG(olia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	olia_publish(c, me, sk, ca);
 }
 
-SEC("struct_ops")
-__u32 BPF_PROG(olia_ssthresh, struct sock *sk)
-{
-	return tcp_reno_ssthresh(sk);
-}
-
-SEC("struct_ops")
-__u32 BPF_PROG(olia_undo_cwnd, struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
-
 SEC(".struct_ops")
 struct tcp_congestion_ops mplab_olia = {
-	.init = (void *)olia_init,
-	.release = (void *)olia_release,
+	MPLAB_OPS(olia),
 	.set_state = (void *)olia_set_state,
-	.cong_avoid = (void *)olia_cong_avoid,
-	.ssthresh = (void *)olia_ssthresh,
-	.undo_cwnd = (void *)olia_undo_cwnd,
-	.name = "mplab_olia",
 };

@@ -10,7 +10,8 @@
  */
 #include "mplab_cc.h"
 
-MPLAB_CONN_MAP(wvegas_conns);
+MPLAB_CC_SKELETON(wvegas)
+MPLAB_RENO_SSTHRESH(wvegas)
 
 #define WVEGAS_INITIAL_ALPHA 2
 #define WVEGAS_TOTAL_ALPHA 10
@@ -31,18 +32,10 @@ static __always_inline void wvegas_enable(struct sock *sk, struct mplab_ca *ca)
 SEC("struct_ops")
 void BPF_PROG(wvegas_init, struct sock *sk)
 {
-	struct mplab_ca *ca = ca_of(sk);
+	struct mplab_ca *ca = mplab_init(sk);
 
-	ca->conn = 0;
-	ca->slot = 0;
 	ca->base_rtt = 0x7fffffff;
 	wvegas_enable(sk, ca);
-}
-
-SEC("struct_ops")
-void BPF_PROG(wvegas_release, struct sock *sk)
-{
-	mplab_detach(&wvegas_conns, sk, ca_of(sk));
 }
 
 SEC("struct_ops")
@@ -115,11 +108,12 @@ void BPF_PROG(wvegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct mplab_sf *s;
 	int me = 0;
 
-	c = mplab_attach(&wvegas_conns, sk, ca, &me);
-	if (!c || !ca->doing_vegas) {
+	c = mplab_coupled(&wvegas_conns, sk, ack, acked, &me);
+	if (!c)
+		return;
+	if (!ca->doing_vegas) {
 		tcp_reno_cong_avoid(sk, ack, acked);
-		if (c)
-			mplab_publish(c, me, sk, tp->snd_cwnd);
+		mplab_publish(c, me, sk, tp->snd_cwnd);
 		return;
 	}
 	s = &c->sf[me & (MPLAB_MAX_SF - 1)];
@@ -176,27 +170,10 @@ void BPF_PROG(wvegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	mplab_publish(c, me, sk, tp->snd_cwnd);
 }
 
-SEC("struct_ops")
-__u32 BPF_PROG(wvegas_ssthresh, struct sock *sk)
-{
-	return tcp_reno_ssthresh(sk);
-}
-
-SEC("struct_ops")
-__u32 BPF_PROG(wvegas_undo_cwnd, struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
-
 SEC(".struct_ops")
 struct tcp_congestion_ops mplab_wvegas = {
-	.init = (void *)wvegas_init,
-	.release = (void *)wvegas_release,
+	MPLAB_OPS(wvegas),
 	.pkts_acked = (void *)wvegas_pkts_acked,
 	.set_state = (void *)wvegas_set_state,
 	.cwnd_event = (void *)wvegas_cwnd_event,
-	.cong_avoid = (void *)wvegas_cong_avoid,
-	.ssthresh = (void *)wvegas_ssthresh,
-	.undo_cwnd = (void *)wvegas_undo_cwnd,
-	.name = "mplab_wvegas",
 };

@@ -1,0 +1,96 @@
+"""The sample record: one receiver in one sample, as ``runs/<campaign>/samples.jsonl`` holds it.
+
+ONE schema, used by everything that writes or reads records: the runner builds each record
+as a ``SampleRecord`` (so a record that does not fit the schema fails where it is made),
+the dataset builder validates every line it reads with it, and the synthetic generator
+(``harness.testing.synthetic``) fills it from a model. Every field and unit is documented
+in docs/records.md; ``SampleKey`` (which sample, which receiver) is shared with the
+dataset's row (``harness.dataset.build.DatasetRow``).
+
+Fields only the runner knows (attempts, windows, versions) default to ``None`` so that a
+generator without a testbed still writes complete records. Unknown fields are refused: a
+field that is dropped one day is removed from old records by the store's one upgrade
+function (``harness.campaign.store.upgrade_record``), which also refuses newer versions.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from harness.campaign.store import SCHEMA_VERSION
+from harness.config.inventory import RADIOS
+from harness.config.scenario import Mode
+
+
+class SampleKey(BaseModel):
+    """Which receiver in which sample of which case and campaign."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    campaign: str = Field(min_length=1)
+    sample_id: str = Field(min_length=1)
+    case_id: str = Field(min_length=1)
+    cc: str = Field(min_length=1)
+    n_receivers: int = Field(ge=1)
+    mode: Mode
+    sample_index: int = Field(ge=0)
+    receiver: str = Field(min_length=1)
+
+
+class SampleRecord(SampleKey):
+    """One line of ``samples.jsonl`` (docs/records.md). Units are in the names."""
+
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["ok", "failed"]
+    sample_status: str
+    error: str | None = None
+    attempts: int | None = None
+    flags: list[str]
+    #: What the health check before the sample repaired on this receiver (empty normally).
+    repairs: list[str] = Field(default_factory=list)
+    file_bytes: int | None = None
+    started_at: float | None = None
+    window_start: float | None = None
+    window_end: float | None = None
+    bytes: int | None = Field(default=None, ge=0)
+    duration_s: float | None = Field(default=None, gt=0)
+    throughput_mbit: float | None = Field(default=None, ge=0)
+    retransmits: int | None = None
+    iface_bytes: dict[str, int] | None = None
+    iface_throughput_mbit: dict[str, float] | None = None
+    energy_j: float | None = Field(default=None, ge=0)
+    mean_power_w: float | None = Field(default=None, ge=0)
+    #: The radio tail after the transfer window, until the receiver was idle again (not in ``energy_j``).
+    tail_energy_j: float | None = Field(default=None, ge=0)
+    #: How long after ``window_end`` the receiver was idle again.
+    idle_wait_s: float | None = Field(default=None, ge=0)
+    meter_readings: int = 0
+    meter_counter_j: float | None = None
+    meter_kind: str
+    energy_source: str
+    testbed_kind: str
+    kernel: str | None = None
+    cc_impl: str | None = None
+    sender_cc: str | None = None
+    mptcp_mode: str | None = None
+    iperf3_version: str | None = None
+    mplab_version: str | None = None
+    power_profile: str | None = None
+
+    @field_validator("iface_bytes", "iface_throughput_mbit")
+    @classmethod
+    def _radios(cls, v: dict | None) -> dict | None:
+        if v is None:
+            return v
+        unknown = set(v) - set(RADIOS)
+        if unknown:
+            raise ValueError(f"unknown interface(s) {sorted(unknown)} (expected {list(RADIOS)})")
+        if any(x < 0 or (isinstance(x, float) and not math.isfinite(x)) for x in v.values()):
+            raise ValueError(f"negative or non-finite value in {v}")
+        return v
+
+    def to_json(self) -> dict:
+        """The record as ``samples.jsonl`` stores it."""
+        return self.model_dump(mode="json")

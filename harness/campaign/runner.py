@@ -1,0 +1,454 @@
+"""The sweep runner: runs planned samples on a Testbed and appends their records.
+
+One sample = one case (congestion control, receiver count, interface mode) and an
+index. Every receiver of the sample gets its own iperf3 client, pre-spawned behind a
+gate and released together; the sender pushes the file to all of them at once while
+the recorder polls every meter. A failed sample is retried (bounded) and then
+recorded as failed with its reason; the sweep goes on. Records are described field by
+field in docs/records.md.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import harness
+from harness.cc import CongestionControl
+from harness.errors import CommandError, Interrupted, MplabError, TrafficError
+from harness.hosts.local import BackgroundProcess, ProcessResult
+from harness.meters.idle import IdleResult, IdleSettings, IdleWaiter
+from harness.meters.recorder import Recorder, WindowEnergy
+from harness.campaign.plan import SamplePlan
+from harness.config.scenario import MODE_RADIOS, Scenario
+from harness.campaign.records import SampleRecord
+from harness.config.inventory import RADIOS
+from harness.campaign.store import Campaign
+from harness.testbeds.base import Counters, Testbed, parallel
+from harness.traffic import Transfer, parse_iperf3
+
+log = logging.getLogger("mplab.runner")
+
+#: Bytes an interface may carry in a mode that should not use it (ARP, stray ACKs, ND).
+STRAY_BYTES = 64 * 1024
+POLL_S = 0.005
+
+
+#: Signals that stop a campaign cleanly (SIGINT arrives as KeyboardInterrupt).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def signal_reason(signum: int) -> str:
+    """What a user reads for a stop signal."""
+    name = signal.Signals(signum).name
+    return f"interrupted by Ctrl-C ({name})" if signum == signal.SIGINT else f"stopped by {name}"
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into ``Interrupted`` for the block, so teardown and session logs run.
+
+    A no-op outside the main thread (Python delivers signals to the main thread only).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):  # noqa: ARG001
+        raise Interrupted(signal_reason(signum), signum)
+
+    old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """Hold SIGINT/SIGTERM/SIGHUP during the block (teardown must finish); yields the ones that came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    came: list[int] = []
+
+    def _note(signum, frame):  # noqa: ARG001
+        came.append(signum)
+        log.warning("%s during teardown: finishing the teardown first", signal.Signals(signum).name)
+
+    sigs = (signal.SIGINT, *STOP_SIGNALS)
+    old = {s: signal.signal(s, _note) for s in sigs}
+    try:
+        yield came
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@dataclass
+class ReceiverOutcome:
+    """What happened to one receiver in one attempt."""
+
+    receiver: str
+    transfer: Transfer | None = None
+    error: str | None = None
+    released_at: float | None = None
+    exited_at: float | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    window: tuple[float, float] | None = None
+    energy: WindowEnergy | None = None
+    #: What the health check before the attempt repaired on this receiver (a link flap's routes).
+    repairs: list[str] = field(default_factory=list)
+    #: When the receiver was idle again after the transfer, and the energy of that tail.
+    idle: IdleResult | None = None
+    tail: WindowEnergy | None = None
+
+
+@dataclass
+class SampleOutcome:
+    plan: SamplePlan
+    status: str
+    attempts: int
+    records: list[dict]
+    wall_s: float
+    transfer_s: float
+
+
+def _client_spec(node, mode: str) -> tuple[str, bool]:
+    """(bind address, MPTCP?) for an interface mode."""
+    if mode == "wifi":
+        return node.interfaces["wifi"].address, False
+    if mode == "lte":
+        return node.interfaces["lte"].address, False
+    return node.interfaces["wifi"].address, True  # MPTCP starts on WiFi, the LTE endpoint joins
+
+
+def _delta(before: dict[str, Counters], after: dict[str, Counters]) -> dict[str, int]:
+    return {radio: (after[radio].rx_bytes - before[radio].rx_bytes) + (after[radio].tx_bytes - before[radio].tx_bytes)
+            for radio in before}
+
+
+def _fail_all(outs: dict[str, ReceiverOutcome], error: str) -> list[ReceiverOutcome]:
+    """Mark every receiver of an attempt failed with ``error``; returns the outcomes."""
+    for o in outs.values():
+        o.error = error
+    return list(outs.values())
+
+
+def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
+    """Flags when a mode's traffic is not where it should be (by interface byte counters)."""
+    flags = []
+    expected = set(MODE_RADIOS[mode])
+    for radio, n in moved.items():
+        if radio in expected and n < min(file_bytes // 100, 1_000_000) and mode != "both":
+            flags.append(f"path-idle: {radio} carried only {n} bytes in mode {mode}")
+        if radio not in expected and n > STRAY_BYTES:
+            flags.append(f"path-leak: {radio} carried {n} bytes in mode {mode}")
+    if mode == "both":
+        idle = [r for r in RADIOS if moved.get(r, 0) <= STRAY_BYTES]
+        if idle:
+            flags.append(f"mptcp-single-path: {', '.join(idle)} carried no data")
+    return flags
+
+
+class Runner:
+    """Runs samples of one campaign on one testbed."""
+
+    #: Deadline for a pre-spawned client to reach its gate (SSH channel set-up included).
+    GATE_READY_S = 20.0
+
+    def __init__(self, testbed: Testbed, campaign: Campaign, scenario: Scenario,
+                 ccs: dict[str, CongestionControl], recorder: Recorder, metadata: dict) -> None:
+        self.testbed = testbed
+        self.campaign = campaign
+        self.scenario = scenario
+        self.ccs = ccs
+        self.recorder = recorder
+        self.meta = metadata
+        self.idle = IdleWaiter(recorder, IdleSettings(tolerance_w=scenario.idle_tolerance_w,
+                                                      timeout_s=scenario.idle_timeout_s),
+                               known_w={rx: testbed.idle_power_w(rx) for rx in testbed.nodes})
+
+    # ------------------------------------------------------------ the sweep
+
+    def run(self, plans: list[SamplePlan],
+            on_sample: Callable[[SampleOutcome], None] | None = None) -> list[SampleOutcome]:
+        """Run ``plans`` in order; SIGINT/SIGTERM stop cleanly between (or inside) samples."""
+        outcomes = []
+        with stop_on_signals():
+            self.idle.learn(list(self.testbed.nodes))  # meters the testbed knows no idle power of (a lab)
+            for i, plan in enumerate(plans):
+                if i and self.scenario.settle_s:
+                    time.sleep(self.scenario.settle_s)  # let queues drain (radio tails were waited out)
+                out = self.run_sample(plan)
+                outcomes.append(out)
+                if on_sample:
+                    on_sample(out)
+        return outcomes
+
+    def run_sample(self, plan: SamplePlan) -> SampleOutcome:
+        """Run one sample with retries, store its raw output and records, and return the outcome."""
+        t0 = time.monotonic()
+        raw = self.campaign.partial_dir(plan.sample_id)
+        attempts = self.scenario.retries + 1
+        outcomes: list[ReceiverOutcome] = []
+        for attempt in range(1, attempts + 1):
+            adir = raw / f"attempt-{attempt}"
+            adir.mkdir(exist_ok=True)
+            outcomes = self._attempt(plan, adir)
+            # Every attempt's radio tail ends before anything else runs: a retry, or the next sample.
+            self._wait_idle(plan, outcomes)
+            failed = [o for o in outcomes if o.error]
+            if not failed:
+                break
+            reasons = "; ".join(f"{o.receiver}: {o.error}" for o in failed)
+            log.warning("%s attempt %d/%d failed: %s", plan.sample_id, attempt, attempts, reasons)
+        status = "failed" if any(o.error for o in outcomes) else "ok"
+        records = [self._record(plan, o, status, attempt) for o in outcomes]
+        (raw / "records.json").write_text(json.dumps(records, indent=1))
+        self.campaign.commit_raw(plan.sample_id)
+        self.campaign.append(records)
+        transfer_s = max((o.transfer.seconds for o in outcomes if o.transfer), default=0.0)
+        self.recorder.discard_before(time.time() - 30)
+        return SampleOutcome(plan, status, attempt, records, time.monotonic() - t0, transfer_s)
+
+    # ------------------------------------------------------------ one attempt
+
+    def _attempt(self, plan: SamplePlan, adir: Path) -> list[ReceiverOutcome]:
+        """One try at a sample: set up, transfer to every receiver at once, then read counters and energy."""
+        tb = self.testbed
+        cc = self.ccs[plan.cc]
+        outs = {rx: ReceiverOutcome(rx) for rx in plan.receivers}
+        try:
+            health = tb.check_health(plan.receivers)
+        except (CommandError, MplabError) as exc:
+            for o in outs.values():
+                o.error = f"health check: {exc}"
+            return list(outs.values())
+        for msg in health.repaired:
+            log.warning("%s: repaired before the sample: %s", plan.sample_id, msg)
+            rx = msg.split(":", 1)[0]
+            if rx in outs:
+                outs[rx].repairs.append(msg.split(": ", 1)[-1])
+        if health.broken:
+            why = "; ".join(f"receiver {rx} broken: {reason}" for rx, reason in health.broken.items())
+            for o in outs.values():
+                o.error = f"testbed: {why}"
+            return list(outs.values())
+        try:
+            tb.ensure_servers()
+            tb.apply_cc(cc, plan.receivers)
+            before = dict(zip(plan.receivers, parallel(tb.counters, plan.receivers)))
+        except (CommandError, MplabError) as exc:
+            return _fail_all(outs, f"setup: {exc}")
+        qdisc_before = tb.qdisc_stats()
+        results = self._transfer(plan, cc, outs)
+        if results is None:
+            return list(outs.values())
+        try:
+            after = dict(zip(plan.receivers, parallel(tb.counters, plan.receivers)))
+        except (CommandError, MplabError) as exc:
+            after = {}
+            for o in outs.values():
+                o.error = o.error or f"counters: {exc}"
+        qdisc_after = tb.qdisc_stats()
+        for rx, res in results.items():
+            moved = _delta(before[rx], after[rx]) if rx in after else None
+            self._outcome(plan, cc, outs[rx], res, moved, adir)
+        (adir / "qdisc.json").write_text(json.dumps({"before": qdisc_before, "after": qdisc_after}))
+        self._energy(plan, outs, adir)
+        return [outs[rx] for rx in plan.receivers]
+
+    def _transfer(self, plan: SamplePlan, cc: CongestionControl,
+                  outs: dict[str, ReceiverOutcome]) -> dict[str, ProcessResult] | None:
+        """Start every client behind its gate, release them together, wait for all (bounded).
+
+        Returns each client's result, or None when a client could not start (``outs`` say why).
+        Whatever happens, no client is left running.
+        """
+        procs: dict[str, BackgroundProcess] = {}
+        results: dict[str, ProcessResult] = {}
+        try:
+            if not self._start_clients(plan, cc, outs, procs):
+                return None
+            for rx, p in procs.items():
+                try:
+                    outs[rx].released_at = p.release()
+                except (MplabError, OSError, EOFError) as exc:
+                    outs[rx].error = f"release: {exc}"
+            self._wait_clients(procs, outs, results)
+        finally:
+            for rx, p in procs.items():
+                if rx not in results:
+                    results[rx] = p.stop()  # interrupted: leave nothing running
+        return results
+
+    def _start_clients(self, plan: SamplePlan, cc: CongestionControl, outs: dict[str, ReceiverOutcome],
+                       procs: dict[str, BackgroundProcess]) -> bool:
+        """Pre-spawn each receiver's gated client into ``procs``; False (and every outcome failed) if one fails."""
+        tb = self.testbed
+        try:
+            for rx in plan.receivers:
+                node = tb.nodes[rx]
+                bind, mptcp = _client_spec(node, plan.mode)
+                argv = node.iperf3.client_argv(tb.server_address, node.port, self.scenario.file_bytes,
+                                               bind=bind, mptcp=mptcp, cc=cc.sock_name)
+                # A receiver that stops answering (SSH) fails this sample with the reason; the
+                # clients already started are stopped by the caller, the sweep goes on.
+                procs[rx] = node.host.start(argv, gated=True, label=f"iperf3:{rx}")
+            for p in procs.values():
+                p.wait_ready(self.GATE_READY_S)
+        except MplabError as exc:
+            _fail_all(outs, f"start: {exc}")
+            return False
+        return True
+
+    def _wait_clients(self, procs: dict[str, BackgroundProcess], outs: dict[str, ReceiverOutcome],
+                      results: dict[str, ProcessResult]) -> None:
+        """Collect each client's result into ``results``; stop those still running at the transfer timeout."""
+        deadline = time.monotonic() + self.scenario.transfer_timeout_s
+        pending = dict(procs)
+        while pending:
+            for rx, p in list(pending.items()):
+                if p.poll() is not None:
+                    results[rx] = p.wait(1.0)
+                    del pending[rx]
+            if pending and time.monotonic() > deadline:
+                for rx, p in pending.items():
+                    results[rx] = p.stop()
+                    outs[rx].error = f"timeout: no result after {self.scenario.transfer_timeout_s:.0f} s"
+                break
+            time.sleep(POLL_S)
+
+    def _outcome(self, plan: SamplePlan, cc: CongestionControl, o: ReceiverOutcome, res: ProcessResult,
+                 moved: dict[str, int] | None, adir: Path) -> None:
+        """Keep one client's raw output and fill ``o``: transfer, interface bytes, data-quality flags."""
+        if res.released_at is not None:
+            o.released_at = res.released_at
+        o.exited_at = res.exited_at
+        (adir / f"iperf3-{o.receiver}.json").write_text(res.stdout)
+        if res.stderr.strip():
+            (adir / f"iperf3-{o.receiver}.stderr").write_text(res.stderr)
+        if o.error is None:
+            try:
+                o.transfer = parse_iperf3(res.stdout, f"iperf3 client of {o.receiver} (exit {res.returncode})")
+            except TrafficError as exc:
+                o.error = str(exc)
+        if moved is not None:
+            o.counters = moved
+            o.flags += check_paths(plan.mode, moved, self.scenario.file_bytes)
+        if o.transfer and o.transfer.sender_cc and o.transfer.sender_cc != cc.sock_name:
+            o.flags.append(f"cc-mismatch: sender used {o.transfer.sender_cc}, expected {cc.sock_name}")
+
+    def _energy(self, plan: SamplePlan, outs: dict[str, ReceiverOutcome], adir: Path) -> None:
+        windows = {rx: (o.exited_at - o.transfer.seconds, o.exited_at)
+                   for rx, o in outs.items() if o.transfer and o.exited_at}
+        if not windows:
+            return
+        t_end = max(w[1] for w in windows.values())
+        self.recorder.wait_covered(t_end)
+        for rx, (w0, w1) in windows.items():
+            e = self.recorder.energy(rx, w0, w1)
+            o = outs[rx]
+            o.window = (w0, w1)
+            o.energy = e
+            o.flags += list(e.flags)
+            buf = io.StringIO()
+            w = csv.writer(buf)
+            w.writerow(["wall_s", "mono_s", "volts", "amps", "watts", "counter_wh", "device_watts"])
+            for r in self.recorder.trace(rx, w0 - 1.0, w1 + 1.0):
+                w.writerow([f"{r.wall_s:.6f}", f"{r.mono_s:.6f}", r.volts, r.amps, f"{r.watts:.6f}", r.counter_wh,
+                            r.device_watts])
+            (adir / f"meter-{rx}.csv").write_text(buf.getvalue())
+
+    def _wait_idle(self, plan: SamplePlan, outs: list[ReceiverOutcome]) -> None:
+        """Wait until the sample's receivers are idle again; measure each one's tail energy."""
+        now = time.time()
+        since = {o.receiver: (o.window[1] if o.window else now) for o in outs}
+        results = self.idle.wait(since, self.testbed.tail_s(plan.mode))
+        for o in outs:
+            res = results.get(o.receiver)
+            o.idle = res
+            if res is None or o.window is None:
+                continue
+            if not res.settled:
+                ref = f"{res.reference_w:.3f} W" if res.reference_w is not None else "unknown"
+                o.flags.append(f"tail-unsettled: not idle {res.wait_s:.1f} s after the transfer (idle power {ref})")
+            if res.idle_at - o.window[1] > 1e-3:
+                # A meter gap in the tail leaves tail_energy_j unknown (None); energy_j is unaffected.
+                self.recorder.wait_covered(res.idle_at)
+                o.tail = self.recorder.energy(o.receiver, o.window[1], res.idle_at)
+
+    # ------------------------------------------------------------ records
+
+    @staticmethod
+    def _tail_energy_j(o: ReceiverOutcome) -> float | None:
+        """Energy from the end of the transfer window until idle; None when unknown (unsettled, meter gap)."""
+        if o.energy is None or o.idle is None or not o.idle.settled:
+            return None
+        if o.tail is None:
+            return 0.0  # idle at once
+        return o.tail.energy_j if not o.tail.flags else None
+
+    def _record(self, plan: SamplePlan, o: ReceiverOutcome, status: str, attempts: int) -> dict:
+        """The record of one receiver (``SampleRecord``, fields in docs/records.md), as stored."""
+        tb = self.testbed
+        node = tb.nodes[o.receiver]
+        cc = self.ccs[plan.cc]
+        t = o.transfer
+        e = o.energy
+        window = o.window
+        moved = o.counters
+        dur = t.seconds if t else None
+        return SampleRecord(
+            campaign=self.campaign.id,
+            sample_id=plan.sample_id,
+            case_id=plan.case_id,
+            cc=plan.cc,
+            n_receivers=plan.n_receivers,
+            mode=plan.mode,
+            sample_index=plan.index,
+            receiver=o.receiver,
+            status="failed" if o.error else "ok",
+            sample_status=status,
+            error=o.error,
+            attempts=attempts,
+            flags=o.flags,
+            repairs=o.repairs,
+            file_bytes=self.scenario.file_bytes,
+            started_at=o.released_at,
+            window_start=window[0] if window else None,
+            window_end=window[1] if window else None,
+            bytes=t.bytes if t else None,
+            duration_s=dur,
+            throughput_mbit=t.throughput_mbit if t else None,
+            retransmits=t.retransmits if t else None,
+            iface_bytes=moved or None,
+            iface_throughput_mbit=({r: b * 8 / dur / 1e6 for r, b in moved.items()} if moved and dur else None),
+            energy_j=e.energy_j if e else None,
+            mean_power_w=e.mean_power_w if e else None,
+            tail_energy_j=self._tail_energy_j(o),
+            idle_wait_s=round(o.idle.wait_s, 3) if o.idle else None,
+            meter_readings=e.n_readings if e else 0,
+            meter_counter_j=(e.counter_wh * 3600 if e and e.counter_wh is not None else None),
+            meter_kind=node.meter_kind,
+            energy_source="emulated" if tb.kind == "emulated" else "measured",
+            testbed_kind=tb.kind,
+            kernel=self.meta.get("kernel"),
+            cc_impl=cc.implementation,
+            sender_cc=t.sender_cc if t else None,
+            mptcp_mode=node.iperf3.mptcp_mode if (node.iperf3 and plan.mode == "both") else None,
+            iperf3_version=t.iperf3_version if t else None,
+            mplab_version=harness.__version__,
+            power_profile=self.meta.get("power_profile"),
+        ).to_json()

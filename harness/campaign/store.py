@@ -1,0 +1,303 @@
+"""The campaign store: ``runs/<campaign>/``.
+
+Layout (every file carries ``schema_version``; fields are documented in
+docs/records.md)::
+
+    manifest.json        scenario, inventory (copies and digests), plan, metadata; written once
+    sessions.jsonl       one line per run/resume of the campaign (start, end, outcome)
+    samples.jsonl        one record per receiver per sample; a sample's records are one append
+    raw/<sample_id>/     iperf3 JSON, meter traces, qdisc statistics of every attempt
+    raw/.aborted/        partial raw output of samples a crash interrupted (kept, never deleted)
+
+Completed samples are never rewritten. A sample's raw directory is renamed into
+place before its records are appended with a single ``write`` and ``fsync``; a crash
+between the two leaves raw output without records, which ``repair()`` moves aside
+so the sample runs again. A torn last line (a crash inside the write) is cut off into
+``samples.jsonl.torn-<time>`` and its sample runs again.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.errors import Busy, ConfigError, StoreError
+from harness.files import atomic_write
+
+SCHEMA_VERSION = 1
+
+#: A campaign id is one directory name under the runs directory (it is also written into every record).
+CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def check_campaign_id(campaign_id: str) -> str:
+    """``campaign_id`` if it names one plain directory; ``ConfigError`` (exit 2) otherwise (``../x``, ``a/b``)."""
+    if not CAMPAIGN_ID.match(campaign_id) or ".." in campaign_id:
+        raise ConfigError(f"{campaign_id!r} is not a campaign id: use 1-100 letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit, no '..' (it names a directory under the runs directory)",
+                          field="--id")
+    return campaign_id
+
+
+def check_writable(directory: Path) -> None:
+    """``StoreError`` unless files can be created in ``directory`` (made if missing): checked before anything runs."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".write-probe-{os.getpid()}"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.close(fd)
+        probe.unlink()
+    except OSError as exc:
+        raise StoreError(f"{directory}: cannot write there ({exc.strerror}); nothing was run") from None
+
+
+class Campaign:
+    """One campaign directory."""
+
+    def __init__(self, path: Path, manifest: dict) -> None:
+        self.path = path
+        self.manifest = manifest
+
+    @property
+    def id(self) -> str:
+        return self.manifest["campaign"]
+
+    @property
+    def samples_path(self) -> Path:
+        return self.path / "samples.jsonl"
+
+    @classmethod
+    def create(cls, root: Path, campaign_id: str, manifest: dict) -> Campaign:
+        """Create ``root/campaign_id`` with ``manifest``; refuse to overwrite an existing campaign."""
+        path = root / check_campaign_id(campaign_id)
+        if (path / "manifest.json").exists():
+            raise StoreError(f"campaign {path} already exists (resume it with `mplab run --resume {path}`)")
+        (path / "raw").mkdir(parents=True, exist_ok=True)
+        doc = {"schema_version": SCHEMA_VERSION, "campaign": campaign_id, **manifest}
+        atomic_write(path / "manifest.json", (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode())
+        return cls(path, doc)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Campaign:
+        """Open an existing campaign, upgrading older manifests and refusing newer ones."""
+        p = Path(path)
+        mf = p / "manifest.json"
+        if not mf.exists():
+            raise StoreError(f"{p} is not a campaign (no manifest.json)")
+        try:
+            doc = json.loads(mf.read_text())
+        except json.JSONDecodeError as exc:
+            raise StoreError(f"{mf}: not valid JSON ({exc})") from None
+        return cls(p, upgrade_manifest(doc, str(mf)))
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the campaign's lock: one process runs a campaign at a time (``Busy`` naming the other's pid)."""
+        fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = self.running_pid()
+                raise Busy(f"campaign {self.path} is being run by another process"
+                           + (f" (pid {pid})" if pid else "")) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    def running_pid(self) -> int | None:
+        """The pid of the process running this campaign now, or None (read without taking the lock)."""
+        path = self.path / ".lock"
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                text = path.read_text().strip()
+                return int(text) if text.isdigit() else -1
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+    def check_writable(self) -> None:
+        """``StoreError`` unless records, raw output and session lines can be written (checked before a run)."""
+        check_writable(self.path / "raw")
+        for target in (self.samples_path, self.path / "sessions.jsonl"):
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                os.close(fd)
+            except OSError as exc:
+                raise StoreError(f"{target}: cannot be written ({exc.strerror}); nothing was run. Make the campaign "
+                                 "directory writable, then resume") from None
+
+    # ----------------------------------------------------------------- records
+
+    def records(self) -> list[dict]:
+        """The records of complete samples, in the order they were appended.
+
+        A torn last line is skipped, and so are the surviving records of a sample whose other
+        receivers' records were torn off (``repair()`` moves both aside).
+        """
+        recs = self._all_records()
+        done = complete_samples(recs)
+        return [r for r in recs if r.get("sample_id") in done]
+
+    def _all_records(self) -> list[dict]:
+        if not self.samples_path.exists():
+            return []
+        out = []
+        with open(self.samples_path, "rb") as f:
+            for lineno, line in enumerate(f, start=1):
+                if not line.endswith(b"\n"):
+                    break  # torn tail: repair() cuts it off
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise StoreError(f"{self.samples_path}:{lineno}: corrupt record ({exc})") from None
+                out.append(upgrade_record(rec, f"{self.samples_path}:{lineno}"))
+        return out
+
+    def completed(self) -> set[str]:
+        """Ids of samples whose records are all stored, one per receiver (whatever their status)."""
+        return complete_samples(self._all_records())
+
+    def append(self, records: list[dict]) -> None:
+        """Append one sample's records as a single write, then fsync. A failed write raises."""
+        if not records:
+            raise StoreError("refusing to append an empty sample")
+        data = b"".join(json.dumps(r, separators=(",", ":"), sort_keys=False).encode() + b"\n" for r in records)
+        fd = os.open(self.samples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise StoreError(f"{self.samples_path}: short write ({written} of {len(data)} bytes)")
+            os.fsync(fd)
+        except OSError as exc:
+            raise StoreError(f"{self.samples_path}: cannot append ({exc.strerror})") from None
+        finally:
+            os.close(fd)
+
+    # ----------------------------------------------------------------- raw output
+
+    def partial_dir(self, sample_id: str) -> Path:
+        """Where a sample's raw output is written while it runs."""
+        d = self.path / "raw" / f".partial-{sample_id}"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def commit_raw(self, sample_id: str) -> Path:
+        """Move a finished sample's raw output into place (before its records are appended)."""
+        src = self.path / "raw" / f".partial-{sample_id}"
+        dst = self.path / "raw" / sample_id
+        if dst.exists():
+            self._aside(dst)
+        os.replace(src, dst)
+        return dst
+
+    def _aside(self, path: Path) -> Path:
+        aborted = self.path / "raw" / ".aborted"
+        aborted.mkdir(exist_ok=True)
+        target = aborted / f"{path.name.removeprefix('.partial-')}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        os.replace(path, target)
+        return target
+
+    def repair(self) -> list[str]:
+        """Make the directory consistent after a crash; returns what was done (nothing is deleted)."""
+        done = []
+        if self.samples_path.exists():
+            data = self.samples_path.read_bytes()
+            keep = incomplete_tail_start(data)
+            if keep < len(data):
+                torn = self.path / f"samples.jsonl.torn-{time.strftime('%Y%m%dT%H%M%S')}"
+                torn.write_bytes(data[keep:])
+                with open(self.samples_path, "r+b") as f:
+                    f.truncate(keep)
+                    os.fsync(f.fileno())
+                done.append(f"cut the torn last sample ({len(data) - keep} bytes: a torn record and the records of "
+                            f"its sample that survived) into {torn.name}; that sample runs again")
+        recorded = self.completed()
+        raw = self.path / "raw"
+        for d in sorted(raw.iterdir()) if raw.exists() else []:
+            if d.name == ".aborted" or not d.is_dir():
+                continue
+            sid = d.name.removeprefix(".partial-")
+            if d.name.startswith(".partial-") or sid not in recorded:
+                target = self._aside(d)
+                done.append(f"moved unfinished raw output of {sid} to {target.relative_to(self.path)}")
+        return done
+
+    # ----------------------------------------------------------------- sessions
+
+    def log_session(self, event: dict) -> None:
+        """Append a line to sessions.jsonl (run started, resumed, finished, interrupted)."""
+        line = json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), **event}) + "\n"
+        with open(self.path / "sessions.jsonl", "a") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def complete_samples(records: list[dict]) -> set[str]:
+    """Sample ids with a record for each of their ``n_receivers`` receivers."""
+    seen: dict[str, set[str]] = {}
+    want: dict[str, int] = {}
+    for i, r in enumerate(records):
+        # Tolerant of malformed records (counted, not dropped): the dataset's validation names them.
+        sid = r.get("sample_id")
+        seen.setdefault(sid, set()).add(r.get("receiver", f"?{i}"))
+        n = r.get("n_receivers")
+        want[sid] = n if isinstance(n, int) and n >= 1 else 1
+    return {sid for sid, rx in seen.items() if len(rx) >= want[sid]}
+
+
+def incomplete_tail_start(data: bytes) -> int:
+    """Where the torn end of ``samples.jsonl`` content starts (``len(data)`` when it is not torn).
+
+    A sample's records are one append, so only the last sample can be torn: a last line
+    without its newline, and with it the complete lines of the same sample before it.
+    """
+    if not data or data.endswith(b"\n"):
+        return len(data)
+    keep = data.rfind(b"\n") + 1
+    lines = data[:keep].splitlines(keepends=True)
+    try:
+        recs = [json.loads(line) for line in lines]
+    except json.JSONDecodeError:
+        return keep  # a corrupt middle line: records() reports it; cut only the torn bytes
+    done = complete_samples(recs)
+    while lines and recs[-1].get("sample_id") not in done:
+        keep -= len(lines.pop())
+        recs.pop()
+    return keep
+
+
+def upgrade_manifest(doc: dict, source: str) -> dict:
+    """Bring a manifest to the current schema; refuse newer ones."""
+    v = doc.get("schema_version")
+    if not isinstance(v, int):
+        raise StoreError(f"{source}: no schema_version")
+    if v > SCHEMA_VERSION:
+        raise StoreError(f"{source}: schema_version {v} is newer than this mplab understands "
+                         f"({SCHEMA_VERSION}); upgrade mplab")
+    return doc
+
+
+def upgrade_record(rec: dict, source: str) -> dict:
+    """Bring a sample record to the current schema; refuse newer ones."""
+    v = rec.get("schema_version")
+    if not isinstance(v, int):
+        raise StoreError(f"{source}: record without schema_version")
+    if v > SCHEMA_VERSION:
+        raise StoreError(f"{source}: record schema_version {v} is newer than this mplab understands; upgrade mplab")
+    return rec

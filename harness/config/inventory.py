@@ -1,0 +1,433 @@
+"""The inventory: what a testbed consists of.
+
+One schema for both kinds of testbed. An *emulated* inventory adds channel rates,
+buffer depths and shared capacities (turned into namespaces and HTB classes by
+``harness.testbeds.emulated``) and the power profile of its emulated meters; a *lab*
+inventory adds how to reach each machine. Pure data: nothing here touches a host.
+"""
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator, model_validator
+
+from harness.config.load import Strict, load_yaml_model
+from harness.config.radio import Lte, Wifi, earfcn_range
+
+SCHEMA_VERSION = 1
+
+#: The two radios of a receiver. Interface modes are built from these.
+Radio = Literal["wifi", "lte"]
+RADIOS: tuple[Radio, ...] = ("wifi", "lte")
+
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,14}$")]
+# Sender and receiver names have no dashes: on the emulated testbed their namespaces are named
+# <prefix><name>, and a dash-free name is how a testbed tells its own namespaces from those of a
+# testbed whose prefix extends its own.
+NodeName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,14}$")]
+#: Lab-only names (infrastructure hosts, groups) never become namespaces, so dashes are fine.
+LabName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,30}$")]
+IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
+
+
+class Channel(Strict):
+    """An emulated downlink channel: the receiver's own rate on this radio, and its buffer."""
+
+    rate_mbit: PositiveFloat = Field(description="downlink rate ceiling of this receiver on this radio (Mbit/s)")
+    buffer_ms: PositiveFloat = Field(description="bottleneck buffer depth, as queueing delay at rate_mbit (ms)")
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Buffer depth in bytes, never below two full-size packets."""
+        return max(3000, int(self.rate_mbit * 1e6 / 8 * self.buffer_ms / 1000))
+
+
+class Interface(Strict):
+    """One radio of a receiver."""
+
+    name: IfName = Field(description="interface name on the receiver (wlan0, wwan0, ...)")
+    address: ipaddress.IPv4Address | None = Field(
+        default=None, description="the interface's address (lab); assigned by mplab on the emulated testbed")
+    channel: Channel | None = Field(default=None, description="emulated channel (emulated testbed only)")
+
+
+class LineFormat(Strict):
+    """How an INA219/INA226 bridge prints one reading per text line (e.g. ``5.102,0.512,2.611``)."""
+
+    fields: list[Literal["volts_v", "volts_mv", "amps_a", "amps_ma", "watts_w", "watts_mw",
+                         "energy_wh", "energy_mwh", "skip"]] = Field(
+        min_length=1, description="the columns in order, each with its unit (skip: ignore that column)")
+    separator: str | None = Field(default=None, description="column separator (default: any whitespace)")
+    comment: str = Field(default="#", description="lines starting with this are ignored (sketch banners)")
+    poll_command: str | None = Field(
+        default=None, description="text sent before each reading (bridges that answer on request); "
+                                  "default: the bridge streams lines by itself")
+
+    @model_validator(mode="after")
+    def _has_power(self) -> LineFormat:
+        have = set(self.fields)
+        if not (have & {"watts_w", "watts_mw"} or (have & {"volts_v", "volts_mv"} and have & {"amps_a", "amps_ma"})):
+            raise ValueError(f"line format {self.fields} gives no power: needs watts_*, or volts_* and amps_*")
+        for f in set(self.fields) - {"skip"}:
+            if self.fields.count(f) > 1:
+                raise ValueError(f"field {f!r} appears twice in {self.fields}")
+        return self
+
+
+class Ser2Net(Strict):
+    """A meter's serial device shared over the network by ser2net running on the receiver (lab)."""
+
+    device: str = Field(description="the meter's serial device on the receiver (/dev/rfcomm0, /dev/ttyUSB0)")
+    tcp_port: Annotated[int, Field(ge=1024, le=65535)] = Field(
+        description="TCP port ser2net serves the device on, with RFC 2217 (the meter port is rfc2217://<host>:<tcp_port>)")
+    baud: PositiveInt = Field(default=9600, description="serial speed of the device (UM-series: 9600)")
+
+
+class MeterSpec(Strict):
+    """The energy meter in a receiver's supply."""
+
+    kind: Literal["emulated-um25c", "um24c", "um25c", "um34c", "ina-line"]
+    port: str | None = Field(default=None, description="serial device or pyserial URL (lab meters): /dev/rfcomm0, "
+                                                       "/dev/ttyUSB0, rfc2217://host:port, socket://host:port")
+    baudrate: int = Field(default=9600, gt=0, description="serial speed (nominal over RFCOMM; INA bridges: "
+                                                          "as the sketch sets it)")
+    timeout_s: PositiveFloat = Field(default=1.0, description="how long one reading may take before it is a fault")
+    rate_hz: PositiveFloat | None = Field(default=None, description="poll rate (default: the device's limit)")
+    line_format: LineFormat | None = Field(default=None, description="ina-line only: how the bridge prints a reading")
+    noise_ma: float | None = Field(default=None, ge=0, description="emulated-um25c only: current noise, "
+                                                                    "standard deviation (mA)")
+    noise_mv: float | None = Field(default=None, ge=0, description="emulated-um25c only: voltage noise, "
+                                                                   "standard deviation (mV)")
+    ser2net: Ser2Net | None = Field(default=None, description="set up and check ser2net on the receiver for this meter")
+
+    @model_validator(mode="after")
+    def _complete(self) -> MeterSpec:
+        if self.kind != "emulated-um25c" and not self.port and self.ser2net is None:
+            raise ValueError(f"a {self.kind} meter needs a 'port' (e.g. /dev/rfcomm0 or socket://host:port) "
+                             "or a 'ser2net' section")
+        if self.kind == "ina-line" and self.line_format is None:
+            raise ValueError("an ina-line meter needs a 'line_format' (e.g. {fields: [volts_v, amps_a, watts_w]})")
+        if self.kind != "ina-line" and self.line_format is not None:
+            raise ValueError(f"'line_format' is for ina-line meters, not {self.kind}")
+        if self.kind != "emulated-um25c" and (self.noise_ma is not None or self.noise_mv is not None):
+            raise ValueError(f"'noise_ma'/'noise_mv' set the emulated device's noise; a {self.kind} has its own")
+        return self
+
+
+class SSHTarget(Strict):
+    """How the orchestrator reaches a lab machine over SSH (unset fields come from ``lab.ssh_defaults``)."""
+
+    address: str = Field(description="DNS name or IP address of the machine's management interface")
+    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(default=None, description="SSH port (default 22)")
+    user: str | None = Field(default=None, description="login user (default root)")
+    key_file: str | None = Field(default=None, description="private key used to log in (the only auth method)")
+    known_hosts: str | None = Field(default=None, description="known_hosts file the host key is verified against")
+    host_key_policy: Literal["strict", "accept-new"] | None = Field(
+        default=None, description="strict: refuse hosts missing from known_hosts; accept-new: trust and record "
+                                  "them on first contact. A changed key is refused either way")
+    connect_timeout_s: PositiveFloat | None = Field(default=None, description="deadline for connect and auth (s)")
+
+
+class Sim(Strict):
+    """The programmable SIM in a receiver's LTE modem (its keys live in the secrets file, never here)."""
+
+    imsi: Annotated[str, Field(pattern=r"^[0-9]{15}$", description="15-digit IMSI; starts with the cell's MCC+MNC")]
+
+
+class Receiver(Strict):
+    """A dual-homed receiver."""
+
+    name: NodeName
+    interfaces: dict[Radio, Interface]
+    meter: MeterSpec
+    ssh: SSHTarget | None = Field(default=None, description="how to reach this receiver (lab only)")
+    sim: Sim | None = Field(default=None, description="the LTE modem's SIM (needed when the inventory has 'lte')")
+
+    @field_validator("interfaces")
+    @classmethod
+    def _both_radios(cls, v: dict[str, Interface]) -> dict[str, Interface]:
+        missing = [r for r in RADIOS if r not in v]
+        if missing:
+            raise ValueError(f"missing interface(s) {missing}: every receiver needs wifi and lte")
+        return v
+
+
+class Sender(Strict):
+    """The machine that pushes the file."""
+
+    name: NodeName = "snd"
+    address: ipaddress.IPv4Address = Field(description="address receivers connect to")
+    ssh: SSHTarget | None = Field(default=None, description="how to reach the sender (lab only)")
+
+
+class RadioPower(Strict):
+    """Power drawn by one radio (linear model P = theta + b * x while active, plus tails)."""
+
+    active_mw: float = Field(ge=0, description="theta: extra power while the radio carries traffic (mW)")
+    mw_per_mbit: float = Field(ge=0, description="b: power per Mbit/s of downlink throughput (mW per Mbit/s)")
+    promotion_s: float = Field(default=0.0, ge=0, description="idle-to-active promotion delay (s)")
+    promotion_mw: float = Field(default=0.0, ge=0, description="power during promotion (mW)")
+    tail_s: float = Field(default=0.0, ge=0, description="time the radio stays in a high-power state after traffic (s)")
+    tail_mw: float = Field(default=0.0, ge=0, description="power during the tail (mW)")
+
+
+class PowerProfile(Strict):
+    """How an emulated receiver's power follows its traffic."""
+
+    name: str
+    source: str = Field(description="where the constants come from (recorded with every emulated record)")
+    base_w: NonNegativeFloat = Field(description="board plus idle dongles (W); 0 for a meter on the radios only")
+    volts: PositiveFloat = Field(default=5.1, description="supply voltage the emulated meter reports (V)")
+    active_threshold_mbit: float = Field(default=0.05, ge=0,
+                                         description="throughput above which a radio counts as active (Mbit/s)")
+    wifi: RadioPower
+    lte: RadioPower
+
+
+class SharedCapacity(Strict):
+    """Capacity shared by every receiver on one access network."""
+
+    capacity_mbit: PositiveFloat
+
+
+class Emulation(Strict):
+    """Settings of the emulated testbed."""
+
+    namespace_prefix: Annotated[str, Field(pattern=r"^mplab-[a-z0-9-]{0,20}$")] = "mplab-"
+    wifi_ap: SharedCapacity
+    lte_cell: SharedCapacity
+    power_profile: PowerProfile
+
+
+class SSHDefaults(Strict):
+    """SSH settings every lab host inherits unless its own ``ssh`` section says otherwise."""
+
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    user: str = "root"
+    key_file: str = Field(default="~/.ssh/id_ed25519", description="private key used to log in")
+    known_hosts: str = Field(default="~/.ssh/known_hosts", description="known_hosts file host keys are verified against")
+    host_key_policy: Literal["strict", "accept-new"] = "strict"
+    connect_timeout_s: PositiveFloat = 10.0
+
+
+class InfraHost(Strict):
+    """A lab machine that is neither sender nor receiver (eNodeB, EPC, AP, switch): checked by preflight."""
+
+    name: LabName
+    role: Literal["enb", "epc", "wifi-ap", "switch", "other"]
+    ssh: SSHTarget | None = Field(default=None, description="unset for appliances that have no SSH (a router's web UI)")
+
+
+class Lab(Strict):
+    """Settings of a physical lab."""
+
+    ssh_defaults: SSHDefaults = SSHDefaults()
+    secrets_file: str | None = Field(
+        default=None, description="YAML with SIM keys and passwords (mode 0600, never in the inventory, never logged)")
+    max_clock_offset_s: PositiveFloat = Field(
+        default=0.05, description="largest clock offset to the orchestrator preflight accepts (s)")
+    command_timeout_s: PositiveFloat = Field(default=30.0, description="deadline for each orchestration command (s)")
+    iperf3_base_port: Annotated[int, Field(ge=1024, le=65000)] = Field(
+        default=5200, description="receiver i's iperf3 server on the sender listens on base + i")
+    infra: list[InfraHost] = Field(default_factory=list, description="eNodeB, EPC, APs, switch")
+    groups: dict[LabName, list[LabName]] = Field(
+        default_factory=dict, description="Ansible-style named groups of host names (for `mplab preflight --group`)")
+
+    def ssh_settings(self, target: SSHTarget) -> dict:
+        """``target`` completed with the defaults: keyword arguments for ``harness.hosts.ssh.SSHHost``."""
+        d = self.ssh_defaults
+
+        def pick(v, default):
+            return default if v is None else v
+
+        return {"address": target.address, "port": pick(target.port, d.port), "user": pick(target.user, d.user),
+                "key_file": pick(target.key_file, d.key_file), "known_hosts": pick(target.known_hosts, d.known_hosts),
+                "host_key_policy": pick(target.host_key_policy, d.host_key_policy),
+                "connect_timeout_s": pick(target.connect_timeout_s, d.connect_timeout_s)}
+
+
+class Inventory(Strict):
+    """Everything a testbed consists of."""
+
+    schema_version: Literal[1] = 1
+    kind: Literal["emulated", "lab"]
+    name: str
+    sender: Sender
+    receivers: list[Receiver] = Field(min_length=1)
+    emulation: Emulation | None = None
+    lab: Lab | None = None
+    lte: Lte | None = Field(default=None, description="the lab's LTE cell: srsRAN eNodeB and Open5GS EPC")
+    wifi: Wifi | None = Field(default=None, description="the lab's WiFi access points")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Inventory:
+        names = [r.name for r in self.receivers]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"receiver names must be unique, repeated: {dup}")
+        if self.sender.name in names:
+            raise ValueError(f"sender name {self.sender.name!r} is also a receiver name")
+        if self.kind == "emulated":
+            if self.emulation is None:
+                raise ValueError("an emulated inventory needs an 'emulation' section")
+            for r in self.receivers:
+                for radio, intf in r.interfaces.items():
+                    if intf.channel is None:
+                        raise ValueError(f"receiver {r.name}: interface {radio} needs a 'channel' on the emulated testbed")
+                if r.meter.kind != "emulated-um25c":
+                    raise ValueError(f"receiver {r.name}: meter kind {r.meter.kind!r} on the emulated testbed "
+                                     "(use emulated-um25c)")
+        if self.kind == "lab":
+            self._check_lab(names)
+        if self.lte is not None:
+            check_lte(self)
+        if self.wifi is not None:
+            check_wifi(self)
+        return self
+
+    def _check_lab(self, names: list[str]) -> None:
+        # What is wrong on any lab inventory. What a *sweep* needs besides (SSH targets, interface
+        # addresses) is checked by ``lab_gaps`` when a LabTestbed is built, so that a partial inventory
+        # still serves meters-only commands before the machines are reachable.
+        for r in self.receivers:
+            for radio, intf in r.interfaces.items():
+                if intf.channel is not None:
+                    raise ValueError(f"receiver {r.name}: interface {radio} has a 'channel': channels are emulated "
+                                     "only (the lab's radios are real)")
+            if r.meter.kind == "emulated-um25c":
+                raise ValueError(f"receiver {r.name}: meter kind emulated-um25c on a lab (use um25c, um34c, ...)")
+        if self.lab is not None:
+            known = set(names) | {self.sender.name} | {h.name for h in self.lab.infra}
+            for g, members in self.lab.groups.items():
+                unknown = [m for m in members if m not in known]
+                if unknown:
+                    raise ValueError(f"lab.groups.{g}: unknown host(s) {unknown} (known: {sorted(known)})")
+
+    def lab_gaps(self) -> list[str]:
+        """What this lab inventory lacks to drive a sweep (empty when complete)."""
+        gaps = []
+        if self.sender.ssh is None:
+            gaps.append("sender: needs an 'ssh' section (address at least)")
+        for r in self.receivers:
+            if r.ssh is None:
+                gaps.append(f"receivers.{r.name}: needs an 'ssh' section (address at least)")
+            for radio, intf in r.interfaces.items():
+                if intf.address is None:
+                    gaps.append(f"receivers.{r.name}.interfaces.{radio}: needs its 'address'")
+        return gaps
+
+    def meter_port(self, rx: Receiver) -> str | None:
+        """The port a receiver's meter is read through (a ser2net section implies rfc2217://<receiver>:<port>)."""
+        if rx.meter.port is not None:
+            return rx.meter.port
+        if rx.meter.ser2net is not None and rx.ssh is not None:
+            # UM meters use no modem-control lines, and ser2net does not acknowledge SET_CONTROL for
+            # devices without them (rfcomm, ptys): pyserial must not wait for that answer.
+            return f"rfc2217://{rx.ssh.address}:{rx.meter.ser2net.tcp_port}?ign_set_control"
+        return None
+
+    def receiver(self, name: str) -> Receiver:
+        """The receiver called ``name``."""
+        for r in self.receivers:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read and validate an inventory file (``ConfigError`` naming file, field and reason)."""
+    return load_yaml_model(Inventory, path)
+
+
+def check_lte(inv: Inventory) -> None:
+    """Cross-checks of the LTE section against itself and the rest of the inventory (raises ValueError)."""
+    lte = inv.lte
+    assert lte is not None
+    enb, epc = lte.enb, lte.epc
+    if enb.plmn != epc.plmn:
+        raise ValueError(f"lte: PLMN mismatch: eNB broadcasts {enb.plmn} but the MME serves {epc.plmn}; "
+                         "set the same mcc/mnc on both sides")
+    if enb.tac not in epc.tacs:
+        raise ValueError(f"lte: TAC mismatch: eNB tac {enb.tac} is not among the MME's TACs {epc.tacs}")
+    lo, hi = earfcn_range(enb.band, enb.n_prb)
+    if not lo <= enb.dl_earfcn <= hi:
+        raise ValueError(f"lte.enb.dl_earfcn: {enb.dl_earfcn} is outside band {enb.band} for n_prb {enb.n_prb} "
+                         f"(valid: {lo}..{hi})")
+    pool = epc.ue_pool
+    if pool.prefixlen > 30:
+        raise ValueError(f"lte.epc.ue_pool: {pool} is too small for a gateway and UEs")
+    subnets: list[tuple[str, ipaddress.IPv4Network]] = [(f"lte.lab_subnets[{i}]", n)
+                                                         for i, n in enumerate(lte.lab_subnets)]
+    if inv.wifi is not None:
+        subnets += [(f"wifi AP {a.name} subnet", a.subnet) for a in inv.wifi.aps]
+    for what, net in subnets:
+        if pool.overlaps(net):
+            raise ValueError(f"lte.epc.ue_pool: {pool} overlaps {what} {net}; pick a pool outside the lab's subnets")
+    addrs = [("the eNB address", enb.address), ("the EPC address", epc.address),
+             ("the sender address", inv.sender.address)]
+    for r in inv.receivers:
+        wifi = r.interfaces.get("wifi")
+        if wifi is not None and wifi.address is not None:
+            addrs.append((f"receiver {r.name}'s wifi address", wifi.address))
+    # Management (SSH) addresses of every lab machine, when given as IP literals.
+    ssh_targets = [(f"sender {inv.sender.name}", inv.sender.ssh)] + [(f"receiver {r.name}", r.ssh)
+                                                                      for r in inv.receivers]
+    if inv.lab is not None:
+        ssh_targets += [(f"lab.infra {ih.name}", ih.ssh) for ih in inv.lab.infra]
+    for what, target in ssh_targets:
+        if target is None:
+            continue
+        try:
+            addrs.append((f"{what}'s SSH address", ipaddress.IPv4Address(target.address)))
+        except ValueError:
+            pass  # a DNS name: nothing to compare
+    for what, addr in addrs:
+        if addr in pool:
+            raise ValueError(f"lte.epc.ue_pool: {pool} contains {what} {addr}; pick a pool outside the lab's subnets")
+    _check_infra(inv, enb.host, "enb", "lte.enb.host")
+    _check_infra(inv, epc.host, "epc", "lte.epc.host")
+    prefix = epc.plmn.mcc + epc.plmn.mnc
+    seen: dict[str, str] = {}
+    for r in inv.receivers:
+        if r.sim is None:
+            raise ValueError(f"receiver {r.name} has no IMSI: every receiver needs sim.imsi when the inventory "
+                             "has an lte section")
+        if not r.sim.imsi.startswith(prefix):
+            raise ValueError(f"receiver {r.name}: IMSI {r.sim.imsi} does not start with the PLMN {prefix} "
+                             f"({epc.plmn})")
+        if r.sim.imsi in seen:
+            raise ValueError(f"receivers {seen[r.sim.imsi]} and {r.name} share IMSI {r.sim.imsi}")
+        seen[r.sim.imsi] = r.name
+        static = r.interfaces["lte"].address
+        if static is not None and (static not in pool or static == epc.ue_gateway):
+            raise ValueError(f"receiver {r.name}: LTE address {static} must be a UE address inside {pool} "
+                             f"(not the gateway {epc.ue_gateway})")
+
+
+def _check_infra(inv: Inventory, name: str, role: str, field: str) -> None:
+    """On a lab, ``name`` must be a ``lab.infra`` machine of ``role`` (that is how mplab reaches it)."""
+    if inv.lab is None:
+        return
+    entry = next((ih for ih in inv.lab.infra if ih.name == name), None)
+    if entry is None:
+        raise ValueError(f"{field}: {name!r} is not in lab.infra (known: {[ih.name for ih in inv.lab.infra]}); "
+                         f"add it with role {role!r} and its ssh address")
+    if entry.role != role:
+        raise ValueError(f"{field}: lab.infra {name!r} has role {entry.role!r}, expected {role!r}")
+
+
+def check_wifi(inv: Inventory) -> None:
+    """Cross-checks of the WiFi section against the receivers (raises ValueError)."""
+    wifi = inv.wifi
+    assert wifi is not None
+    for i, a in enumerate(wifi.aps):
+        _check_infra(inv, a.host, "wifi-ap", f"wifi.aps[{i}].host")
+    ap = wifi.ap("receivers")
+    if ap is None:
+        return
+    for r in inv.receivers:
+        addr = r.interfaces["wifi"].address
+        if addr is not None and addr not in ap.subnet:
+            raise ValueError(f"receiver {r.name}: wifi address {addr} is outside AP {ap.name}'s subnet {ap.subnet}")

@@ -1,0 +1,196 @@
+"""The lab's radio access networks as inventory data: the LTE cell and the WiFi access points.
+
+Pure data (pydantic), part of the inventory schema: ``Inventory.lte`` and
+``Inventory.wifi``. Nothing here touches a host. ``lte/`` and ``wifi/`` turn these into
+configuration files and running daemons. The cross-checks that need the whole
+inventory (PLMN/TAC agreement, EARFCN in band, UE pool vs lab subnets, every receiver
+has an IMSI) are ``harness.config.inventory.check_lte``/``check_wifi``, run by
+``Inventory``'s validator, so a bad inventory is refused before anything is rendered or
+deployed; they live there because they read the receivers and the lab too (this module
+knows only its own sections, so the schema has no import cycle).
+
+Secrets (SIM keys K/OPc, WiFi passphrases) are *not* here: they live in a separate
+secrets file (see ``harness.deploy.secrets``).
+"""
+from __future__ import annotations
+
+import ipaddress
+import math
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from harness.config.load import Strict
+
+HostName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
+IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
+Path_ = Annotated[str, Field(pattern=r"^/[^\x00]*$", description="absolute path on that host")]
+
+#: E-UTRA bands mplab knows: band -> (F_DL_low MHz, N_offs_DL, N_offs_UL, duplex spacing MHz, band width MHz).
+#: Source: srsran/srsRAN_4G lib/src/phy/common/phy_common.c (band 7 entry), 3GPP TS 36.101 table 5.7.3-1.
+BANDS: dict[int, tuple[float, int, int, float, float]] = {
+    7: (2620.0, 2750, 20750, 120.0, 70.0),
+}
+
+#: PRBs -> channel bandwidth (MHz), TS 36.101 table 5.6-1.
+PRB_BANDWIDTH_MHZ: dict[int, float] = {6: 1.4, 15: 3.0, 25: 5.0, 50: 10.0, 75: 15.0, 100: 20.0}
+
+
+def earfcn_range(band: int, n_prb: int) -> tuple[int, int]:
+    """Lowest and highest DL EARFCN whose carrier of ``n_prb`` PRBs fits inside ``band``."""
+    _, n_offs, _, _, width_mhz = BANDS[band]
+    half = PRB_BANDWIDTH_MHZ[n_prb] / 2
+    return n_offs + math.ceil(round(half * 10, 6)), n_offs + math.floor(round((width_mhz - half) * 10, 6))
+
+
+def dl_freq_mhz(band: int, dl_earfcn: int) -> float:
+    """Downlink centre frequency of ``dl_earfcn`` (MHz)."""
+    f_low, n_offs, _, _, _ = BANDS[band]
+    return round(f_low + 0.1 * (dl_earfcn - n_offs), 1)
+
+
+def ul_earfcn(band: int, dl_earfcn: int) -> int:
+    """The paired uplink EARFCN (same offset into the band)."""
+    _, n_offs_dl, n_offs_ul, _, _ = BANDS[band]
+    return dl_earfcn - n_offs_dl + n_offs_ul
+
+
+class Plmn(Strict):
+    """A public land mobile network id. Strings, because leading zeros matter (001 != 1)."""
+
+    mcc: Annotated[str, Field(pattern=r"^[0-9]{3}$")]
+    mnc: Annotated[str, Field(pattern=r"^[0-9]{2,3}$")]
+
+    def __str__(self) -> str:
+        return f"{self.mcc}/{self.mnc}"
+
+
+class Reach(Strict):
+    """Which machine runs it: on a lab, a name from ``lab.infra`` (whose ``ssh`` says how to reach it)."""
+
+    host: HostName = Field(description="name of the machine (a lab.infra entry on a lab; used in messages)")
+
+
+class RfDevice(Strict):
+    """The eNodeB's radio front end ([rf] in enb.conf)."""
+
+    device_name: Literal["auto", "UHD", "bladeRF", "soapy", "zmq"] = "UHD"
+    device_args: str = Field(default="recv_frame_size=9232,send_frame_size=9232",
+                             description="driver arguments, passed verbatim")
+    tx_gain_db: float = Field(default=80, ge=0, le=100)
+    rx_gain_db: float = Field(default=40, ge=0, le=100)
+    time_adv_nsamples: int | None = Field(default=None, description="B210: 100; None = srsenb's default")
+
+
+class Enb(Reach):
+    """The srsRAN 4G eNodeB."""
+
+    address: ipaddress.IPv4Address = Field(description="S1-C and GTP-U bind address, reachable from the EPC")
+    enb_id: int = Field(default=0x19B, ge=0, lt=1 << 20, description="20-bit eNB id")
+    plmn: Plmn
+    tac: int = Field(ge=0, le=0xFFFF, description="tracking area code (decimal; rr.conf gets it in hex)")
+    cell_id: int = Field(default=1, ge=0, le=0xFF)
+    pci: int = Field(default=1, ge=0, le=503)
+    band: Literal[7] = 7
+    dl_earfcn: int
+    n_prb: Literal[6, 15, 25, 50, 75, 100] = 50
+    rf: RfDevice = RfDevice()
+    rrc_inactivity_timer_ms: int | None = Field(
+        default=None, gt=0, description="[expert] rrc_inactivity_timer; sets the LTE tail (record it!)")
+    config_dir: Path_ = "/etc/srsran"
+    log_path: Path_ = "/tmp/enb.log"
+    unit: str = Field(default="srsenb", description="systemd unit running srsenb")
+
+
+class Epc(Reach):
+    """The Open5GS EPC (MME, SGW-C, SGW-U, SMF as PGW-C, UPF as PGW-U, HSS, PCRF) on one machine."""
+
+    address: ipaddress.IPv4Address = Field(description="MME S1AP and SGW-U GTP-U address, reachable from the eNB")
+    plmn: Plmn
+    tacs: list[Annotated[int, Field(ge=0, le=0xFFFF)]] = Field(min_length=1, description="TACs the MME serves")
+    mme_gid: int = Field(default=2, ge=0, le=0xFFFF)
+    mme_code: int = Field(default=1, ge=0, le=0xFF)
+    ue_pool: ipaddress.IPv4Network = Field(default=ipaddress.IPv4Network("10.45.0.0/16"),
+                                           description="UE address pool (the UPF's ogstun subnet)")
+    apn: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$")] = "internet"
+    dns: list[ipaddress.IPv4Address] = Field(default_factory=list)
+    mtu: int = Field(default=1400, ge=576, le=9000)
+    version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")] | None = Field(
+        default=None, description="pin the Open5GS version (else detected with `open5gs-mmed -v`)")
+    db_uri: str = Field(default="mongodb://localhost/open5gs", description="MongoDB URI the daemons use")
+    provision_uri: str | None = Field(
+        default=None, description="MongoDB URI mplab provisions subscribers through (default: db_uri, "
+                                  "through an SSH tunnel to the EPC)")
+    network_name: str = "mplab"
+    config_dir: Path_ = "/etc/open5gs"
+    log_dir: Path_ = "/var/log/open5gs"
+    freediameter_dir: Path_ = "/etc/freeDiameter"
+
+    @property
+    def ue_gateway(self) -> ipaddress.IPv4Address:
+        """The UPF's address on ogstun: the first host of the pool."""
+        return next(self.ue_pool.hosts())
+
+
+class Lte(Strict):
+    """The lab's LTE cell."""
+
+    enb: Enb
+    epc: Epc
+    lab_subnets: list[ipaddress.IPv4Network] = Field(
+        default_factory=list, description="other subnets in use in the lab (management, S1); the UE pool must "
+                                          "not overlap them")
+    ping_target: ipaddress.IPv4Address | None = Field(
+        default=None, description="what the LTE ping check pings (default: the UE pool gateway on the UPF)")
+
+
+class AccessPoint(Reach):
+    """One WiFi router running hostapd."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,14}$")]
+    role: Literal["receivers", "sender"] = Field(description="whose AP this is")
+    interface: IfName = "wlan0"
+    bridge: IfName | None = None
+    ssid: Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[^\n\r\x00\"]*$")]
+    band: Literal["2.4", "5"]
+    channel: int
+    country: Annotated[str, Field(pattern=r"^[A-Z]{2}$")]
+    subnet: ipaddress.IPv4Network = Field(description="the AP's client subnet")
+    config_path: Path_ = "/etc/hostapd/hostapd.conf"
+    unit: str = "hostapd"
+
+    @model_validator(mode="after")
+    def _channel_in_band(self) -> AccessPoint:
+        ok = (1 <= self.channel <= 13) if self.band == "2.4" else self.channel in WIFI_5GHZ_CHANNELS
+        if not ok:
+            raise ValueError(f"AP {self.name}: channel {self.channel} is not a {self.band} GHz channel")
+        return self
+
+
+#: 20 MHz channels in the 5 GHz band (UNII-1..3); which are allowed depends on the country (hostapd checks).
+WIFI_5GHZ_CHANNELS = frozenset([36, 40, 44, 48, 52, 56, 60, 64, 100, 104, 108, 112, 116, 120, 124, 128, 132,
+                                136, 140, 144, 149, 153, 157, 161, 165])
+
+
+class Wifi(Strict):
+    """The lab's WiFi: the receivers' AP and the sender's, on different channels."""
+
+    aps: list[AccessPoint] = Field(min_length=1, max_length=2)
+    supplicant_dir: Path_ = Field(default="/etc/wpa_supplicant", description="where receivers keep their config")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Wifi:
+        names = [a.name for a in self.aps]
+        if len(set(names)) != len(names):
+            raise ValueError(f"AP names must be unique: {names}")
+        roles = [a.role for a in self.aps]
+        if len(set(roles)) != len(roles):
+            raise ValueError(f"one AP per role: {roles}")
+        if len(self.aps) == 2 and self.aps[0].band == self.aps[1].band and self.aps[0].channel == self.aps[1].channel:
+            raise ValueError(f"the two APs share channel {self.aps[0].channel}: put them on different channels")
+        return self
+
+    def ap(self, role: str) -> AccessPoint | None:
+        """The AP serving ``role`` ("receivers" or "sender"), if any."""
+        return next((a for a in self.aps if a.role == role), None)
+

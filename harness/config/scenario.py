@@ -1,0 +1,110 @@
+"""Scenarios: what a sweep runs.
+
+Congestion controls x receiver counts x interface modes x samples per case, with
+the file size, deadlines and the shuffle seed. Pure data, checked before anything
+runs; ``harness.campaign.plan`` turns a scenario and an inventory into a list of samples.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator
+
+from harness.cc import ALGORITHMS
+from harness.config.load import Strict, load_yaml_model
+
+SCHEMA_VERSION = 1
+
+#: wifi: single-path TCP over WiFi; lte: single-path TCP over LTE; both: MPTCP over both.
+Mode = Literal["wifi", "lte", "both"]
+MODES: tuple[Mode, ...] = ("wifi", "lte", "both")
+#: The radios each mode uses.
+MODE_RADIOS: dict[str, tuple[str, ...]] = {"wifi": ("wifi",), "lte": ("lte",), "both": ("wifi", "lte")}
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]?)B?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes in ``text``: a plain number or a K/M/G suffix, binary as in iperf3 (``60M`` = 60 MiB)."""
+    if isinstance(text, int):
+        return text
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ValueError(f"not a size: {text!r} (use e.g. 60M, 512K or a number of bytes)")
+    mult = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2).upper()]
+    return int(float(m.group(1)) * mult)
+
+
+class Scenario(Strict):
+    """A sweep definition."""
+
+    schema_version: Literal[1] = 1
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+    description: str = ""
+    inventory: str = Field(default="../inventory/emulated.yaml",
+                           description="inventory used unless the command line names another; a relative "
+                                       "path is relative to the scenario file's folder")
+    congestion_controls: list[str] = Field(min_length=1)
+    receiver_counts: list[PositiveInt] = Field(min_length=1)
+    modes: list[Mode] = Field(min_length=1)
+    samples_per_case: PositiveInt
+    file_size: str = Field(description="bytes per receiver per sample, e.g. 60M (MiB, as iperf3 counts)")
+    transfer_timeout_s: PositiveFloat = 300.0
+    retries: Annotated[int, Field(ge=0, le=10)] = 2
+    settle_s: Annotated[float, Field(ge=0)] = Field(
+        default=0.5, description="extra pause between samples (queues drain); radio tails are waited out anyway")
+    idle_tolerance_w: Annotated[float, Field(ge=0)] = Field(
+        default=0.05, description="between samples a receiver is idle when its mean power is within this of its "
+                                  "idle power (W)")
+    idle_timeout_s: PositiveFloat = Field(
+        default=30.0, description="longest wait for receivers to be idle after a sample; beyond it the records are "
+                                  "flagged tail-unsettled (s)")
+    shuffle: bool = True
+    seed: int = 1
+
+    @field_validator("congestion_controls")
+    @classmethod
+    def _known_cc(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if name not in ALGORITHMS:
+                raise ValueError(f"unknown congestion control {name!r} (known: {', '.join(ALGORITHMS)})")
+        if len(set(v)) != len(v):
+            raise ValueError("congestion controls repeated")
+        return v
+
+    @field_validator("receiver_counts", "modes")
+    @classmethod
+    def _unique(cls, v: list) -> list:
+        if len(set(v)) != len(v):
+            raise ValueError("values repeated")
+        return v
+
+    @field_validator("file_size")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        if parse_size(v) <= 0:
+            raise ValueError("file size must be positive")
+        return v
+
+    @property
+    def file_bytes(self) -> int:
+        """File size in bytes."""
+        return parse_size(self.file_size)
+
+    @property
+    def n_cases(self) -> int:
+        """Number of (cc, receiver count, mode) cases."""
+        return len(self.congestion_controls) * len(self.receiver_counts) * len(self.modes)
+
+
+def scenario_inventory(scenario: Scenario, scenario_path: str | Path) -> Path:
+    """The inventory a scenario file names, resolved from the scenario's folder (not the current directory)."""
+    p = Path(scenario.inventory).expanduser()
+    return p if p.is_absolute() else Path(scenario_path).parent / p
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file (``ConfigError`` naming file, field and reason)."""
+    return load_yaml_model(Scenario, path)

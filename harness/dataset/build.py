@@ -1,0 +1,441 @@
+"""Datasets: campaign records turned into one tidy, validated, split table.
+
+A dataset (``datasets/<name>/``) has one row per receiver per sample of one or more
+campaigns (``runs/<campaign>/samples.jsonl``), and these files::
+
+    data.parquet, data.csv   the same table (columns: ``ROW_COLUMNS``, documented in docs/dataset.md)
+    schema.json              the row schema (JSON Schema of ``DatasetRow``) and the dataset's schema_version
+    dataset.json             provenance, split parameters, per-case counts, excluded records, digest
+    README.md                the dataset card (for people)
+
+Every input record is validated (``harness.campaign.records.SampleRecord``, the one record
+schema); a malformed one stops the build with
+the file, line, field and reason. Records that are well formed but unusable (failed
+samples, missing energy, flagged measurements) are excluded and counted by reason in the
+card. The train/test split is made per case and per *sample* (all receivers of one sample
+land in the same split, so a sample never leaks across), by a seeded hash of the sample id:
+it does not depend on record order, and adding a campaign does not move existing samples.
+
+The digest is a sha256 over the canonical CSV bytes; ``load_dataset`` checks it and the
+schema again, so a model always names exactly the data it was trained on. This module knows
+datasets only; it never imports ``training`` (data flows one way).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+from pydantic import Field, ValidationError
+
+import harness
+from harness.errors import ConfigError, StoreError
+from harness.files import atomic_write
+from harness.campaign.records import SampleKey, SampleRecord
+from harness.campaign.store import Campaign
+
+SCHEMA_VERSION = 1
+
+
+class DatasetRow(SampleKey):
+    """One row of a dataset: one receiver in one sample. Units are in the names."""
+
+    split: Literal["train", "test"]
+    wifi_bytes: int = Field(ge=0)
+    lte_bytes: int = Field(ge=0)
+    wifi_throughput_mbit: float = Field(ge=0)
+    lte_throughput_mbit: float = Field(ge=0)
+    bytes: int = Field(ge=0)
+    throughput_mbit: float = Field(ge=0)
+    duration_s: float = Field(gt=0)
+    energy_j: float = Field(ge=0)
+    mean_power_w: float | None = Field(default=None, ge=0)
+    #: Energy of the radio tail after the transfer window, until the receiver was idle again (None: not recorded).
+    tail_energy_j: float | None = Field(default=None, ge=0)
+    meter_kind: str
+    energy_source: str
+    testbed_kind: str
+    kernel: str | None = None
+    cc_impl: str | None = None
+    flags: str = ""  # "; "-joined; only non-empty when the build kept flagged records
+
+
+ROW_COLUMNS: tuple[str, ...] = tuple(DatasetRow.model_fields)
+INT_COLUMNS = ("n_receivers", "sample_index", "wifi_bytes", "lte_bytes", "bytes")
+FLOAT_COLUMNS = ("wifi_throughput_mbit", "lte_throughput_mbit", "throughput_mbit", "duration_s", "energy_j",
+                 "mean_power_w", "tail_energy_j")
+
+#: What the ``energy_j`` column is (written into dataset.json and the card; a model card repeats it).
+ENERGY_DEFINITION = ("energy_j: the receiver's energy over its transfer window only (first to last byte); the "
+                     "radio tail after it, until the receiver was idle again, is in tail_energy_j and not included")
+
+#: Campaign properties a dataset refuses to mix unless asked (``allow_mixed``): joules of different
+#: testbeds, power profiles or energy sources are not the same quantity.
+MIX_KEYS = ("testbed_kind", "power_profile", "energy_source")
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """Per-case split: ``train`` then ``test`` samples; cases with fewer samples keep the ratio."""
+
+    train: int = 30
+    test: int = 15
+    seed: int = 2023
+
+    def __post_init__(self) -> None:
+        if self.train < 1 or self.test < 1:
+            raise ConfigError(f"split must have at least one train and one test sample per case "
+                              f"(got train={self.train}, test={self.test})", field="--train/--test")
+
+    def counts(self, n_samples: int) -> tuple[int, int]:
+        """(train, test) sample counts for a case with ``n_samples`` usable samples.
+
+        With at least train+test samples: exactly train and test (the rest are spare, as the
+        paper keeps 30 + 15 of each case). With fewer: the same ratio, at least one test sample
+        as soon as there are two samples (a one-sample case goes to train).
+        """
+        if n_samples >= self.train + self.test:
+            return self.train, self.test
+        if n_samples < 2:
+            return n_samples, 0
+        n_test = max(1, round(n_samples * self.test / (self.train + self.test)))
+        return n_samples - n_test, n_test
+
+
+@dataclass
+class BuildResult:
+    """What ``build_dataset`` wrote."""
+
+    path: Path
+    digest: str
+    rows: int
+    excluded: Counter = field(default_factory=Counter)
+    meta: dict = field(default_factory=dict)
+
+
+def validate_record(raw: dict, where: str) -> SampleRecord:
+    """Parse one campaign record or raise ``ConfigError`` naming the file:line, field and reason."""
+    try:
+        return SampleRecord.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(record)"
+        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+        raise ConfigError(f"malformed record: {err['msg']} (got {err.get('input')!r}){more}; "
+                          "fix or remove the line, or rebuild from an intact campaign",
+                          source=where, field=loc) from None
+
+
+def exclusion_reason(rec: SampleRecord, keep_flagged: bool) -> str | None:
+    """Why a well-formed record cannot be a dataset row, or None if it can."""
+    if rec.sample_status != "ok":
+        return f"sample {rec.sample_status}"
+    if rec.status != "ok":
+        return "receiver failed"
+    if rec.energy_j is None:
+        return "no energy"
+    if rec.duration_s is None or rec.throughput_mbit is None or rec.bytes is None:
+        return "no transfer result"
+    if rec.iface_throughput_mbit is None or rec.iface_bytes is None:
+        return "no interface counters"
+    if rec.flags and not keep_flagged:
+        return "flagged: " + rec.flags[0].split(":", 1)[0]
+    return None
+
+
+def split_rank(seed: int, sample_id: str) -> str:
+    """The order of a sample within its case: a seeded hash, independent of record order."""
+    return hashlib.sha256(f"{seed}:{sample_id}".encode()).hexdigest()
+
+
+def sample_key(campaign: str, sample_id: str) -> str:
+    """A sample's key across campaigns (two campaigns of one scenario share sample ids)."""
+    return f"{campaign}/{sample_id}"
+
+
+def assign_splits(rows: Sequence[dict], spec: SplitSpec) -> tuple[dict[str, str], Counter]:
+    """Map sample key (``sample_key``) -> "train" / "test" / "spare", per case. Returns the map and spare counts.
+
+    Samples are ranked by ``split_rank(seed, sample_id)``, ties (the same id in two campaigns) by campaign,
+    so a one-campaign dataset splits as it always did.
+    """
+    by_case: dict[str, set[tuple[str, str]]] = {}
+    for r in rows:
+        by_case.setdefault(r["case_id"], set()).add((r["campaign"], r["sample_id"]))
+    out: dict[str, str] = {}
+    spare: Counter = Counter()
+    for cid, units in by_case.items():
+        ordered = sorted(units, key=lambda u: (split_rank(spec.seed, u[1]), u[0]))
+        n_train, n_test = spec.counts(len(ordered))
+        for i, (campaign, sid) in enumerate(ordered):
+            out[sample_key(campaign, sid)] = "train" if i < n_train else "test" if i < n_train + n_test else "spare"
+        spare[cid] = max(0, len(ordered) - n_train - n_test)
+    return out, spare
+
+
+def to_row(rec: SampleRecord, split: str) -> dict:
+    ib = rec.iface_bytes or {}
+    it = rec.iface_throughput_mbit or {}
+    row = DatasetRow(
+        campaign=rec.campaign, sample_id=rec.sample_id, case_id=rec.case_id, cc=rec.cc,
+        n_receivers=rec.n_receivers, mode=rec.mode, sample_index=rec.sample_index, receiver=rec.receiver,
+        split=split, wifi_bytes=ib.get("wifi", 0), lte_bytes=ib.get("lte", 0),
+        wifi_throughput_mbit=it.get("wifi", 0.0), lte_throughput_mbit=it.get("lte", 0.0),
+        bytes=rec.bytes, throughput_mbit=rec.throughput_mbit, duration_s=rec.duration_s,
+        energy_j=rec.energy_j, mean_power_w=rec.mean_power_w, tail_energy_j=rec.tail_energy_j,
+        meter_kind=rec.meter_kind,
+        energy_source=rec.energy_source, testbed_kind=rec.testbed_kind, kernel=rec.kernel,
+        cc_impl=rec.cc_impl, flags="; ".join(rec.flags))
+    return row.model_dump()
+
+
+def collect_rows(campaigns: Iterable[Campaign], spec: SplitSpec, keep_flagged: bool = False
+                 ) -> tuple[list[dict], Counter, Counter]:
+    """Validate every record, drop unusable ones (counted by reason) and split. Returns rows, excluded, spare."""
+    usable: list[SampleRecord] = []
+    excluded: Counter = Counter()
+    seen: dict[tuple[str, str, str], str] = {}
+    for c in campaigns:
+        for lineno, raw in enumerate(c.records(), start=1):
+            where = f"{c.samples_path}:{lineno}"
+            rec = validate_record(raw, where)
+            key = (rec.campaign, rec.sample_id, rec.receiver)
+            if key in seen:
+                raise ConfigError(f"duplicate record for campaign {rec.campaign} sample {rec.sample_id} receiver "
+                                  f"{rec.receiver} (first at {seen[key]}); was a campaign given twice?", source=where)
+            seen[key] = where
+            reason = exclusion_reason(rec, keep_flagged)
+            if reason:
+                excluded[reason] += 1
+            else:
+                usable.append(rec)
+    splits, spare = assign_splits([r.model_dump() for r in usable], spec)
+    rows = []
+    for rec in usable:
+        s = splits[sample_key(rec.campaign, rec.sample_id)]
+        if s == "spare":
+            excluded["spare (beyond train + test per case)"] += 1
+            continue
+        rows.append(to_row(rec, s))
+    rows.sort(key=lambda r: (r["cc"], r["n_receivers"], r["mode"], r["campaign"], r["sample_index"],
+                             r["sample_id"], r["receiver"]))
+    return rows, excluded, spare
+
+
+def to_frame(rows: Sequence[dict]) -> pd.DataFrame:
+    """The rows as a DataFrame with the dataset's column order and dtypes."""
+    df = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
+    for c in INT_COLUMNS:
+        df[c] = df[c].astype("int64")
+    for c in FLOAT_COLUMNS:
+        df[c] = df[c].astype("float64")
+    for c in ROW_COLUMNS:
+        if c not in INT_COLUMNS and c not in FLOAT_COLUMNS:
+            df[c] = df[c].astype(object).where(df[c].notna(), None)
+    return df
+
+
+def validate_frame(df: pd.DataFrame, source: str) -> None:
+    """Check a dataset table against the schema: columns, every row, and table-level rules."""
+    missing = [c for c in ROW_COLUMNS if c not in df.columns]
+    extra = [c for c in df.columns if c not in ROW_COLUMNS]
+    if missing or extra:
+        raise ConfigError(f"columns differ from the dataset schema: missing {missing}, unexpected {extra}",
+                          source=source)
+    if df.empty:
+        raise ConfigError("dataset has no rows", source=source)
+    for i, rec in enumerate(df.to_dict(orient="records")):
+        clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()}
+        clean["flags"] = clean["flags"] or ""
+        try:
+            DatasetRow.model_validate(clean)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ConfigError(f"row {i}: {err['msg']} (got {err.get('input')!r})", source=source,
+                              field=".".join(str(x) for x in err["loc"])) from None
+    dup = df.duplicated(["campaign", "sample_id", "receiver"])
+    if dup.any():
+        r = df[dup].iloc[0]
+        raise ConfigError(f"duplicate row for campaign {r['campaign']} sample {r['sample_id']} receiver "
+                          f"{r['receiver']}", source=source)
+    mixed = df.groupby(["campaign", "sample_id"])["split"].nunique()
+    if (mixed > 1).any():
+        raise ConfigError(f"sample {'/'.join(mixed[mixed > 1].index[0])} is in both splits", source=source)
+    if not (df["split"] == "train").any():
+        raise ConfigError("dataset has no training rows", source=source)
+
+
+def canonical_csv(df: pd.DataFrame) -> bytes:
+    """The CSV form of a dataset; its sha256 is the dataset digest."""
+    buf = io.StringIO()
+    df.to_csv(buf, index=False, lineterminator="\n", float_format="%.10g")
+    return buf.getvalue().encode()
+
+
+def digest_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def case_counts(df: pd.DataFrame) -> list[dict]:
+    """Per case: samples and rows in train and test."""
+    out = []
+    for (cc, n, mode), g in df.groupby(["cc", "n_receivers", "mode"], sort=True):
+        out.append({"case_id": g["case_id"].iloc[0], "cc": cc, "n_receivers": int(n), "mode": mode,
+                    "train_samples": int(g.loc[g.split == "train", "sample_id"].nunique()),
+                    "test_samples": int(g.loc[g.split == "test", "sample_id"].nunique()),
+                    "train_rows": int((g.split == "train").sum()), "test_rows": int((g.split == "test").sum())})
+    return out
+
+
+def campaign_mix(campaigns: Sequence[Campaign]) -> dict[str, dict[str, list[str]]]:
+    """For each of ``MIX_KEYS``: value -> the campaigns with it."""
+    mix: dict[str, dict[str, list[str]]] = {k: {} for k in MIX_KEYS}
+    for c in campaigns:
+        p = _provenance(c)
+        values = {"testbed_kind": {p["testbed_kind"]}, "power_profile": {(p["power_profile"] or {}).get("name")},
+                  "energy_source": {r.get("energy_source") for r in c.records()} or {None}}
+        for k, vs in values.items():
+            for v in sorted(vs, key=str):
+                mix[k].setdefault(str(v), []).append(c.id)
+    return mix
+
+
+def check_mix(campaigns: Sequence[Campaign], allow_mixed: bool) -> dict[str, dict[str, list[str]]]:
+    """Refuse campaigns of different testbeds, power profiles or energy sources unless ``allow_mixed``."""
+    ids = [c.id for c in campaigns]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ConfigError(f"campaign(s) {twice} given twice", field="RUNS")
+    mix = campaign_mix(campaigns)
+    mixed = {k: v for k, v in mix.items() if len(v) > 1}
+    if mixed and not allow_mixed:
+        what = "; ".join(f"{k}: " + ", ".join(f"{val} ({', '.join(cs)})" for val, cs in v.items())
+                         for k, v in mixed.items())
+        raise ConfigError(f"these campaigns differ in {', '.join(mixed)} ({what}); their joules are not the same "
+                          "quantity. Build one dataset per kind, or pass --allow-mixed to merge them (the card "
+                          "lists the mix)", field="RUNS")
+    return mix
+
+
+def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec(), keep_flagged: bool = False,
+                  force: bool = False, allow_mixed: bool = False) -> BuildResult:
+    """Build ``out`` (datasets/<name>) from campaign directories ``runs``.
+
+    Args:
+        runs: campaign directories (``runs/<campaign>``); at least one.
+        out: the dataset directory to write.
+        spec: the per-case split.
+        keep_flagged: keep records whose measurement was flagged (their flags go to the ``flags`` column).
+        force: overwrite an existing dataset directory.
+        allow_mixed: merge campaigns of different testbed kinds, power profiles or energy sources.
+
+    Returns:
+        Where it was written, its digest, row count and excluded counts.
+    """
+    if not runs:
+        raise ConfigError("no campaign given (e.g. `mplab dataset build runs/quick-... -o datasets/quick`)")
+    if (out / "dataset.json").exists() and not force:
+        raise ConfigError(f"{out} already holds a dataset; choose another name or pass --force")
+    campaigns = []
+    for r in runs:
+        try:
+            campaigns.append(Campaign.open(r))
+        except StoreError as exc:
+            raise ConfigError(str(exc), field="RUNS") from None
+    mix = check_mix(campaigns, allow_mixed)
+    rows, excluded, spare = collect_rows(campaigns, spec, keep_flagged)
+    if not rows:
+        raise ConfigError(f"no usable records in {', '.join(map(str, runs))} (excluded: {dict(excluded)})")
+    df = to_frame(rows)
+    validate_frame(df, str(out))
+    csv_bytes = canonical_csv(df)
+    digest = digest_bytes(csv_bytes)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "data.csv", csv_bytes)
+    tmp = out / ".data.parquet.tmp"
+    df.to_parquet(tmp, index=False)
+    tmp.replace(out / "data.parquet")
+    schema = {"schema_version": SCHEMA_VERSION, "row": DatasetRow.model_json_schema()}
+    atomic_write(out / "schema.json", (json.dumps(schema, indent=2) + "\n").encode())
+    meta = {
+        "schema_version": SCHEMA_VERSION,
+        "name": out.name,
+        "digest": digest,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "mplab_version": harness.__version__,
+        "rows": len(df),
+        "split": {"train": spec.train, "test": spec.test, "seed": spec.seed, "unit": "sample, per case"},
+        "keep_flagged": keep_flagged,
+        "energy": ENERGY_DEFINITION,
+        "mixed": {k: v for k, v in mix.items() if len(v) > 1},
+        "sources": [_provenance(c) for c in campaigns],
+        "cases": case_counts(df),
+        "excluded": dict(sorted(excluded.items())),
+    }
+    atomic_write(out / "dataset.json", (json.dumps(meta, indent=2) + "\n").encode())
+    from harness.dataset.card import render_card  # the card is presentation; kept apart
+
+    atomic_write(out / "README.md", render_card(df, meta).encode())
+    return BuildResult(out, digest, len(df), excluded, meta)
+
+
+def _provenance(c: Campaign) -> dict:
+    m = c.manifest
+    tb = m.get("testbed") or {}
+    emulation = (m.get("inventory") or {}).get("emulation") or {}
+    return {"campaign": c.id, "path": str(c.path), "created_at": m.get("created_at"),
+            "inventory_digest": m.get("inventory_digest"), "scenario_digest": m.get("scenario_digest"),
+            "testbed_kind": tb.get("kind"), "kernel": m.get("kernel"), "git": m.get("git"),
+            "power_profile": emulation.get("power_profile") if tb.get("kind") == "emulated" else None}
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A loaded, checked dataset."""
+
+    path: Path
+    frame: pd.DataFrame
+    meta: dict
+
+    @property
+    def digest(self) -> str:
+        return self.meta["digest"]
+
+    def part(self, split: str) -> pd.DataFrame:
+        return self.frame[self.frame["split"] == split].reset_index(drop=True)
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Open ``datasets/<name>``: check its version, digest and schema; refuse anything else."""
+    p = Path(path)
+    meta_path = p / "dataset.json"
+    if not meta_path.exists():
+        raise ConfigError(f"{p} is not a dataset (no dataset.json); build one with `mplab dataset build`")
+    meta = json.loads(meta_path.read_text())
+    v = meta.get("schema_version")
+    if not isinstance(v, int) or v > SCHEMA_VERSION:
+        raise ConfigError(f"dataset schema_version {v!r} is not one this mplab reads (<= {SCHEMA_VERSION})",
+                          source=str(meta_path))
+    csv_path = p / "data.csv"
+    data = csv_path.read_bytes()
+    if digest_bytes(data) != meta.get("digest"):
+        raise ConfigError(f"data.csv does not match the digest in dataset.json ({meta.get('digest')}); "
+                          "the dataset was modified: rebuild it", source=str(csv_path))
+    df = pd.read_csv(io.BytesIO(data), dtype={c: "string" for c in ROW_COLUMNS
+                                               if c not in INT_COLUMNS and c not in FLOAT_COLUMNS},
+                     keep_default_na=False, na_values={c: [""] for c in FLOAT_COLUMNS})
+    for c in ROW_COLUMNS:
+        if c not in INT_COLUMNS and c not in FLOAT_COLUMNS and c in df:
+            df[c] = df[c].astype(object)
+            if c in ("kernel", "cc_impl"):
+                df[c] = df[c].where(df[c] != "", None)
+    validate_frame(df, str(csv_path))
+    return Dataset(p, df, meta)

@@ -1,0 +1,148 @@
+"""The machine-wide record of live testbeds, under /run/mplab.
+
+Each live testbed (emulated, or a rig that borrows its bookkeeping) keeps a state
+directory ``/run/mplab/<prefix>/`` with a ``state.json`` that says which congestion
+controls it needs. Two things outside any namespace are shared by every testbed on
+the machine, so they are decided here, from all the records at once:
+
+- the names mplab added to ``net.ipv4.tcp_allowed_congestion_control`` (``allow_ccs``,
+  ``release_ccs``): recorded machine-wide, under a lock, before the edit, and removed
+  only when no live testbed (of any prefix) needs them any more;
+- which congestion controls are still needed (``names_needed``), which the BPF
+  struct_ops clean-up keeps.
+
+A leaf: it knows hosts, argv builders and files, nothing of testbeds or congestion
+controls. Removing namespaces and processes is ``harness.testbeds.clean``'s job.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from harness.files import atomic_write
+from harness.hosts.local import Host
+from harness.hosts.netcmd import sysctl_argv
+
+STATE_ROOT = Path("/run/mplab")
+ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
+#: Names mplab added to ALLOWED_CC (machine-wide; removed once no live testbed needs them).
+ALLOWED_ADDED = STATE_ROOT / "allowed-cc-added.json"
+
+
+def state_dir(prefix: str) -> Path:
+    """The state directory of the testbed with namespace prefix ``prefix``."""
+    return STATE_ROOT / prefix.rstrip("-")
+
+
+def write_state(prefix: str, state: dict) -> None:
+    """Record (atomically) what the testbed with ``prefix`` is and needs (``needs``: congestion controls)."""
+    atomic_write(state_dir(prefix) / "state.json", json.dumps(state).encode())
+
+
+def owned(name: str, prefix: str, nested: bool) -> bool:
+    """Whether ``name`` (a namespace or state-dir name) belongs to testbeds with ``prefix``.
+
+    A testbed names its namespaces ``<prefix><role>`` with a dash-free role (``snd``, ``ap``,
+    ``n1``, ...). ``nested=False`` takes exactly those, so one testbed never touches another
+    whose prefix merely extends its own (``mplab-`` vs ``mplab-t1a2b3-``); ``nested=True``
+    (what `mplab clean` does) takes every testbed under the prefix.
+    """
+    if not name.startswith(prefix):
+        return False
+    return nested or "-" not in name[len(prefix):]
+
+
+def _read_state(d: Path) -> dict:
+    try:
+        return json.loads((d / "state.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def names_needed() -> set[str]:
+    """Congestion-control names that live emulated testbeds (any prefix) recorded as needed."""
+    if not STATE_ROOT.exists():
+        return set()
+    return {n for d in STATE_ROOT.iterdir() if d.is_dir() for n in _read_state(d).get("needs", [])}
+
+
+def _edit_allowed_cc(root: Host, add: Sequence[str] = (), remove: Sequence[str] = ()) -> list[str]:
+    """Add/remove names in the initial namespace's allowed list; returns the names actually added."""
+    current = root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
+    added = [n for n in add if n not in current]
+    new = [n for n in current if n not in remove] + added
+    if new != current:
+        root.run(sysctl_argv(ALLOWED_CC, " ".join(new)))
+    return added
+
+
+@contextlib.contextmanager
+def _allowed_lock() -> Iterator[None]:
+    STATE_ROOT.mkdir(parents=True, exist_ok=True)
+    fd = os.open(STATE_ROOT / ".allowed.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _read_added() -> set[str]:
+    try:
+        return set(json.loads(ALLOWED_ADDED.read_text()))
+    except (OSError, json.JSONDecodeError):
+        return set()
+
+
+def allow_ccs(root: Host, names: Sequence[str]) -> list[str]:
+    """Make ``names`` selectable in every namespace; remember machine-wide which ones mplab added.
+
+    The record is machine-wide, not per testbed: when two testbeds need the same name, the
+    one that added it may tear down first, and the name must still go when the last one does.
+    Call only after the caller's state records ``names`` as needed. Returns the names added.
+    """
+    with _allowed_lock():
+        current = root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
+        to_add = [n for n in names if n not in current]
+        if to_add:
+            # Recorded before the edit, so a crash right after it still finds the names to remove.
+            atomic_write(ALLOWED_ADDED, json.dumps(sorted(_read_added() | set(to_add))).encode())
+            _edit_allowed_cc(root, add=to_add)
+        return to_add
+
+
+def release_ccs(root: Host) -> list[str]:
+    """Remove the names mplab added to the allowed list that no live testbed needs any more."""
+    with _allowed_lock():
+        added = _read_added()
+        removable = sorted(added - names_needed())
+        if removable:
+            _edit_allowed_cc(root, remove=removable)
+            atomic_write(ALLOWED_ADDED, json.dumps(sorted(added - set(removable))).encode())
+        return removable
+
+
+def forget(prefix: str, root: Host, nested: bool = True, keep: Callable[[str], bool] | None = None) -> list[str]:
+    """Drop the records of testbeds with ``prefix`` (see ``owned``), release what no live one needs; idempotent.
+
+    ``keep(testbed_prefix)`` true leaves that testbed's record alone (a live testbed another
+    process holds). Removes /run/mplab itself once no live testbed is left. Returns what was removed.
+    """
+    done: list[str] = []
+    if not STATE_ROOT.exists():
+        return done
+    for d in sorted(STATE_ROOT.iterdir()):
+        if d.is_dir() and owned(d.name + "-", prefix, nested) and not (keep and keep(d.name + "-")):
+            shutil.rmtree(d, ignore_errors=True)
+            done.append(f"state {d}")
+    released = release_ccs(root)
+    if released:
+        done.append(f"allowed congestion controls {released}")
+    if not any(d.is_dir() for d in STATE_ROOT.iterdir()) and not _read_added():
+        shutil.rmtree(STATE_ROOT, ignore_errors=True)  # no live testbed: leave nothing behind
+    return done

@@ -1,0 +1,15 @@
+"""The Testbed seam: a sender and receiver Nodes built from an inventory, set up, checked, torn down.
+
+    base       Testbed, Node, Check; iperf3 server upkeep, counters, per-receiver CC
+    emulated   EmulatedTestbed: namespaces, veths, HTB shaping, emulated meters (the default)
+    lab        LabTestbed: real machines over SSH, ser2net meters
+    preflight  per-host checks (reachability, kernel, MPTCP, CCs, interfaces, iperf3, clock)
+    clean      clean_prefix: an explicit tuple of cleaners for what crashed testbeds left
+    kinds      TESTBEDS (inventory kind -> class), build_testbed
+    ser2net    the ser2net command line for a receiver's meter
+    cli        `mplab preflight`
+
+Leaves to others: the machine-wide record (``harness.machine``), commands (``harness.hosts``),
+congestion controls, meters and traffic (``harness.cc``, ``harness.meters``, ``harness.traffic``),
+and what to run on a testbed (``harness.campaign``).
+"""

@@ -1,0 +1,241 @@
+"""The Testbed seam: a sender Host, receiver Nodes, and what the runner asks of them.
+
+``EmulatedTestbed`` (``harness.testbeds.emulated``) builds namespaces from an emulated
+inventory; a lab testbed checks and configures real machines over SSH. The runner
+only uses what is defined here, so one runner drives both.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from harness.cc import CongestionControl
+from harness.errors import CommandError, PreflightError, TrafficError
+from harness.hosts.local import BackgroundProcess, Host
+from harness.config.inventory import RADIOS, Inventory
+from harness.meters.base import Meter
+from harness.hosts.netcmd import sysctl_argv
+from harness.traffic import Iperf3
+
+log = logging.getLogger("mplab.testbed")
+
+
+@dataclass(frozen=True)
+class NodeInterface:
+    radio: str
+    name: str
+    address: str
+
+
+@dataclass
+class Node:
+    """A receiver: a Host, its two radios, and its meter."""
+
+    name: str
+    host: Host
+    interfaces: dict[str, NodeInterface]
+    meter_kind: str
+    #: iperf3 server port on the sender dedicated to this receiver.
+    port: int
+    iperf3: Iperf3 | None = None
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Byte counters of one interface (both directions)."""
+
+    rx_bytes: int
+    tx_bytes: int
+
+
+@dataclass(frozen=True)
+class Check:
+    """One preflight check on one host."""
+
+    host: str
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    essential: bool = True
+
+
+def failed_essentials(checks: list[Check]) -> list[Check]:
+    """The essential checks that failed: a sweep refuses to start on any, `mplab doctor` exits 1."""
+    return [c for c in checks if c.essential and not c.ok]
+
+
+@dataclass
+class Health:
+    """What a health check before a sample found: repairs it made, receivers it could not repair (with why)."""
+
+    repaired: list[str] = field(default_factory=list)
+    broken: dict[str, str] = field(default_factory=dict)
+
+
+def parse_link_stats(text: str, source: str) -> dict[str, Counters]:
+    """Counters per interface from ``ip -j -s link show``."""
+    try:
+        links = json.loads(text)
+        return {ln["ifname"]: Counters(int(ln["stats64"]["rx"]["bytes"]), int(ln["stats64"]["tx"]["bytes"]))
+                for ln in links}
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise TrafficError(f"{source}: cannot read interface counters from `ip -j -s link` ({exc})") from None
+
+
+def parallel(fn: Callable, items: Sequence, max_workers: int = 16) -> list:
+    """``fn`` over ``items`` in threads, results in order (exceptions re-raised)."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+class Testbed(ABC):
+    """A sender and receivers that the runner can drive."""
+
+    #: "emulated" or "lab", recorded in every record.
+    kind: str
+
+    def __init__(self, inventory: Inventory) -> None:
+        self.inventory = inventory
+        self.sender: Host
+        self.server_address: str
+        self.nodes: dict[str, Node] = {}
+        self.sender_iperf3: Iperf3 | None = None
+        #: iperf3 server per receiver on the sender, started by ``ensure_servers``.
+        self._servers: dict[str, BackgroundProcess] = {}
+
+    # ------------------------------------------------------------ life cycle
+
+    @abstractmethod
+    def preflight(self, ccs: Sequence[CongestionControl]) -> list[Check]:
+        """Checks with no side effects; the runner refuses to start if an essential one fails."""
+
+    @abstractmethod
+    def setup(self, ccs: Sequence[CongestionControl]) -> None:
+        """Per-campaign setup: topology or configuration, servers, meters' devices."""
+
+    @abstractmethod
+    def teardown(self) -> None:
+        """Undo ``setup``; idempotent, best effort, reverse order."""
+
+    def claim(self, owner: str) -> None:
+        """Hold what this testbed needs exclusively (the emulated namespace prefix) for ``owner``.
+
+        Raises ``Busy`` naming the live holder. A lab is one testbed by nature: nothing to claim.
+        """
+
+    def release_claim(self) -> None:
+        """Give up what ``claim`` took (idempotent); ``teardown`` does it too."""
+
+    @abstractmethod
+    def meters(self) -> dict[str, Meter]:
+        """One unopened Meter per receiver."""
+
+    def __enter__(self) -> Testbed:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+    # ------------------------------------------------------------ per sample
+
+    def hosts(self) -> list[Host]:
+        return [self.sender, *(n.host for n in self.nodes.values())]
+
+    def apply_cc(self, cc: CongestionControl, nodes: Sequence[str]) -> None:
+        """Make ``cc`` the default congestion control on the sender and the given receivers.
+
+        iperf3's ``-C`` sets it on the data sockets as well; the default covers the
+        control connection and anything else that opens sockets.
+        """
+        hosts = [self.sender, *(self.nodes[n].host for n in nodes)]
+        parallel(lambda h: h.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name)), hosts)
+
+    def check_health(self, nodes: Sequence[str]) -> Health:
+        """Check what the testbed owns on ``nodes`` (links up, routes, policy tables) and repair it.
+
+        Called before every sample. A receiver that cannot be repaired is returned in
+        ``broken`` with the reason; its sample fails with that reason and the sweep goes on.
+        The base checks nothing (a lab's routes belong to its machines' own configuration).
+        """
+        return Health()
+
+    def idle_power_w(self, node: str) -> float | None:
+        """A receiver's power when all its radios are idle, if the testbed knows it (None: measure it)."""
+        return None
+
+    def tail_s(self, mode: str) -> float:
+        """How long the radios a mode uses stay in a high-power state after the last byte (0: unknown)."""
+        return 0.0
+
+    def counters(self, node: str) -> dict[str, Counters]:
+        """Byte counters of a receiver's radios, by radio."""
+        n = self.nodes[node]
+        res = n.host.run(["ip", "-j", "-s", "link", "show"])
+        stats = parse_link_stats(res.stdout, f"{node}")
+        out = {}
+        for radio in RADIOS:
+            ifname = n.interfaces[radio].name
+            if ifname not in stats:
+                raise CommandError(n.host.name, ["ip", "-j", "-s", "link", "show"], 0,
+                                   note=f"interface {ifname} missing")
+            out[radio] = stats[ifname]
+        return out
+
+    @staticmethod
+    def stop_all(procs: dict[str, BackgroundProcess]) -> None:
+        """Stop every process in ``procs`` (best effort: teardown must go on) and forget them."""
+        for proc in procs.values():
+            try:
+                proc.stop(grace_s=1.0)
+            except Exception as exc:  # noqa: BLE001 - teardown is best effort, it must go on
+                log.warning("stopping %s: %s", proc.label, exc)
+        procs.clear()
+
+    #: Deadline for iperf3 servers to listen, and for one `ss` call on the sender.
+    SERVER_LISTEN_S = 15.0
+    SERVER_POLL_TIMEOUT_S = 30.0
+
+    def ensure_servers(self) -> None:
+        """One iperf3 server per receiver on the sender; restart those that died, wait until they listen."""
+        assert self.sender_iperf3 is not None
+        started = []
+        for name, node in self.nodes.items():
+            proc = self._servers.get(name)
+            if proc is not None and proc.poll() is None:
+                continue
+            if proc is not None:
+                res = proc.stop()
+                log.warning("iperf3 server for %s had exited (%s); restarting", name, res.returncode)
+            self._servers[name] = self.sender.start(self.sender_iperf3.server_argv(node.port),
+                                                    label=f"iperf3-server:{name}")
+            started.append(node.port)
+        if started:
+            self._wait_listening(started)
+
+    def _wait_listening(self, ports: list[int]) -> None:
+        deadline = time.monotonic() + self.SERVER_LISTEN_S
+        missing = set(ports)
+        while missing:
+            res = self.sender.run(["ss", "-Hltn"], check=False, timeout=self.SERVER_POLL_TIMEOUT_S)
+            for line in res.stdout.splitlines():
+                parts = line.split()
+                if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
+                    missing.discard(int(parts[3].rsplit(":", 1)[-1]))
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise PreflightError(f"[{self.sender.name}] iperf3 servers on ports {sorted(missing)} not listening "
+                                     f"after {self.SERVER_LISTEN_S:.0f} s")
+            time.sleep(0.02)
+
+    def qdisc_stats(self) -> dict[str, str]:
+        """``tc -s qdisc`` of the shaping points, by host (best effort; empty on a lab)."""
+        return {}

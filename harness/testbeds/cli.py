@@ -1,0 +1,107 @@
+"""`mplab preflight` and `mplab doctor`: checks with fixes, before anything runs.
+
+`mplab preflight` checks every host of a testbed (lab inventories: every machine over SSH;
+emulated ones: the machine that hosts the namespaces); `mplab doctor` checks this machine
+at set-up time. Mounted on the `mplab` app by ``mplab.cli``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.campaign.campaign import resolve_ccs
+from harness.testbeds.doctor import run_doctor
+from harness.testbeds.kinds import build_testbed, testbed_flavour
+from harness.cc import resolve
+from harness.errors import ConfigError, PreflightError
+from harness.hosts.local import LocalHost
+from harness.config.inventory import load_inventory
+from harness.testbeds.lab import LabTestbed
+from harness.testbeds.preflight import kernel_checks
+from harness.config.scenario import load_scenario, scenario_inventory
+from harness.testbeds.base import Check, failed_essentials
+
+console = Console()
+
+
+def checks_table(checks: list[Check], title: str) -> Table:
+    """A pass/fail table: one row per check, with what was found and how to fix a failure."""
+    t = Table(title=title, show_lines=False)
+    for col in ("host", "check", "result", "found", "fix"):
+        t.add_column(col, overflow="fold")
+    for c in checks:
+        result = "[green]PASS[/]" if c.ok else ("[red]FAIL[/]" if c.essential else "[yellow]WARN[/]")
+        t.add_row(escape(c.host), escape(c.name), result, escape(c.detail), "" if c.ok else escape(c.fix))
+    return t
+
+
+def preflight(
+    inventory: Annotated[Optional[Path], typer.Option(help="inventory file (default: the scenario's)")] = None,
+    scenario: Annotated[Optional[Path], typer.Option(help="check the congestion controls this scenario uses")] = None,
+    cc: Annotated[Optional[list[str]], typer.Option("--cc", help="congestion control to check (repeatable)")] = None,
+    group: Annotated[Optional[str], typer.Option(help="only the hosts of this lab group (lab.groups)")] = None,
+) -> None:
+    """Check every host: reachability, kernel and MPTCP, congestion controls, interfaces and routes,
+    iperf3, meters, clock offset. Exits 1 if an essential check fails (a sweep would refuse to start)."""
+    sc = load_scenario(scenario) if scenario else None
+    inv_path = inventory or (scenario_inventory(sc, scenario) if sc else None)
+    if inv_path is None:
+        raise ConfigError("give --inventory (e.g. inventory/lab.example.yaml) or --scenario")
+    inv = load_inventory(inv_path)
+    testbed = build_testbed(inv)
+    try:
+        ccs = (list(resolve_ccs(sc, testbed).values()) if sc else
+               [resolve(name, testbed_flavour(testbed)) for name in (cc or ["cubic"])])
+        if isinstance(testbed, LabTestbed):
+            only = None
+            if group is not None:
+                groups = inv.lab.groups if inv.lab else {}
+                if group not in groups:
+                    raise ConfigError(f"no group {group!r} (groups: {', '.join(groups) or 'none'})",
+                                      source=str(inv_path), field="lab.groups")
+                only = groups[group]
+            checks = testbed.preflight(ccs, only=only)
+        else:
+            if group is not None:
+                raise ConfigError("--group applies to lab inventories only")
+            checks = testbed.preflight(ccs)
+            if all(c.ok for c in checks if c.name == "kernel MPTCP"):
+                checks += kernel_checks(LocalHost("root"))
+    finally:
+        if isinstance(testbed, LabTestbed):
+            testbed.teardown()  # closes connections; nothing was started
+    console.print(checks_table(checks, f"preflight: {inv.name} ({inv.kind})"))
+    bad = failed_essentials(checks)
+    if bad:
+        raise PreflightError(f"{len(bad)} essential check(s) failed: a sweep on {inv.name} would refuse to start")
+    warn = [c for c in checks if not c.ok]
+    console.print(f"[green]ready[/]: {len(checks)} checks passed" if not warn else
+                  f"[yellow]ready with {len(warn)} warning(s)[/]")
+
+
+def doctor() -> None:
+    """Check this machine: every program mplab calls (with versions), the kernel features it needs
+    (MPTCP, BTF and struct_ops, HTB/TBF, nftables, namespaces), the Python packages. Exits 1 with the
+    fix when something essential is missing."""
+    checks = run_doctor()
+    for c in checks:
+        mark = "[green]ok  [/]" if c.ok else ("[red]FAIL[/]" if c.essential else "[yellow]warn[/]")
+        console.print(f"{mark} {c.name:36} {c.detail}", highlight=False, soft_wrap=True)
+        if not c.ok and c.fix:
+            console.print(f"     fix: {c.fix}", highlight=False, soft_wrap=True)
+    bad = failed_essentials(checks)
+    if bad:
+        raise PreflightError(f"{len(bad)} essential check(s) failed: "
+                             + "; ".join(f"{c.name}: {c.detail} (fix: {c.fix})" for c in bad))
+    console.print(f"mplab doctor: all {sum(c.essential for c in checks)} essential checks passed")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount the preflight and doctor commands on the top-level app."""
+    app.command()(preflight)
+    app.command()(doctor)

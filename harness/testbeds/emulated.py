@@ -1,0 +1,397 @@
+"""The emulated testbed: real kernel, real MPTCP, real iperf3, in network namespaces.
+
+Topology (namespace names carry the inventory's prefix, ``mplab-`` by default)::
+
+    snd --to-ap---- ap  --rx<i>-- wlan0 [n<i>]
+        --to-enb--- enb --rx<i>-- lte0  [n<i>]
+
+Shared capacity of the AP and of the cell, and each receiver's own ceiling, are HTB
+classes on the sender's two egress links; a FIFO under each receiver's class sets the
+buffer depth (WiFi shallow, LTE deep), because this kernel has no netem. Each
+receiver routes by default over WiFi and by source address over LTE, so an MPTCP
+connection starts on WiFi and its LTE endpoint adds the second subflow.
+
+Addresses: sender service address (inventory) on ``lo``; snd-ap 10.0.1.0/24,
+snd-enb 10.0.2.0/24; receiver *i* has 10.10.<i>.2 (WiFi) and 10.20.<i>.2 (LTE).
+
+Everything created carries the prefix or lives inside a namespace that does, so
+``harness.testbeds.clean.clean_prefix`` finds it after a crash; the one change outside
+namespaces (names added to ``net.ipv4.tcp_allowed_congestion_control``) is recorded
+machine-wide under /run/mplab (``harness.machine``) and undone once no live testbed (of
+any prefix) needs those names.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.cc import CongestionControl
+from harness.errors import CommandError, MplabError, PreflightError
+from harness.machine import allow_ccs, state_dir, write_state
+from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
+from harness.config.inventory import Inventory
+from harness.config.scenario import MODE_RADIOS
+from harness.meters.base import Meter
+from harness.meters.drivers import meter_from_inventory
+from harness.meters.emulated import SAMPLE_PERIOD_S, device_argv
+from harness.hosts.netcmd import (
+    addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
+    offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
+)
+from harness.testbeds import claim as claims
+from harness.testbeds.base import Check, Health, Node, NodeInterface, Testbed
+from harness.testbeds.clean import clean_prefix
+from harness.traffic import Iperf3
+
+log = logging.getLogger("mplab.emulation")
+
+BASE_PORT = 5200
+#: Policy-routing tables on each receiver.
+WIFI_TABLE, LTE_TABLE = 101, 102
+
+
+class EmulatedTestbed(Testbed):
+    """Namespaces, veths, HTB, MPTCP endpoints, iperf3 servers and emulated meters, built from an inventory."""
+
+    kind = "emulated"
+
+    def __init__(self, inventory: Inventory, root: Host | None = None) -> None:
+        super().__init__(inventory)
+        if inventory.kind != "emulated" or inventory.emulation is None:
+            raise MplabError(f"inventory {inventory.name!r} is not an emulated testbed")
+        self.emu = inventory.emulation
+        self.prefix = self.emu.namespace_prefix
+        self.root = root or LocalHost("root")
+        self.state_dir = state_dir(self.prefix)
+        p = self.prefix
+        self.ns = {"snd": f"{p}snd", "ap": f"{p}ap", "enb": f"{p}enb"}
+        self.sender = NamespaceHost(inventory.sender.name, self.ns["snd"])
+        self.ap = NamespaceHost("ap", self.ns["ap"])
+        self.enb = NamespaceHost("enb", self.ns["enb"])
+        self.server_address = str(inventory.sender.address)
+        for i, rx in enumerate(inventory.receivers, start=1):
+            self.ns[rx.name] = f"{p}{rx.name}"
+            intfs = {
+                "wifi": NodeInterface("wifi", rx.interfaces["wifi"].name, f"10.10.{i}.2"),
+                "lte": NodeInterface("lte", rx.interfaces["lte"].name, f"10.20.{i}.2"),
+            }
+            self.nodes[rx.name] = Node(rx.name, NamespaceHost(rx.name, self.ns[rx.name]), intfs,
+                                       rx.meter.kind, BASE_PORT + i)
+        self._devices: dict[str, BackgroundProcess] = {}
+        self._ccs: list[CongestionControl] = []
+        self._up = False
+        self._claim: claims.PrefixClaim | None = None
+
+    # ------------------------------------------------------------ the prefix
+
+    def claim(self, owner: str) -> None:
+        """Claim the namespace prefix for ``owner`` (a campaign id); ``Busy`` naming the live holder."""
+        if self._claim is None or not self._claim.held:
+            self._claim = claims.PrefixClaim(self.prefix, owner)
+            self._claim.acquire()
+
+    def release_claim(self) -> None:
+        if self._claim is not None:
+            self._claim.release()
+
+    # ------------------------------------------------------------ preflight
+
+    def preflight(self, ccs: Sequence[CongestionControl]) -> list[Check]:
+        checks: list[Check] = []
+        root = self.root
+
+        def add(name: str, ok: bool, detail: str, fix: str = "", essential: bool = True) -> None:
+            checks.append(Check(root.name, name, ok, detail, fix, essential))
+
+        add("root", os.geteuid() == 0, f"euid {os.geteuid()}", "run as root (namespaces need CAP_NET_ADMIN)")
+        for prog, pkg in (("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("sysctl", "procps")):
+            path = root.which(prog)
+            add(f"program {prog}", path is not None, path or "not found", f"apt install {pkg}")
+        mptcp = root.exists("/proc/sys/net/mptcp/enabled")
+        add("kernel MPTCP", mptcp, "net.mptcp present" if mptcp else "no /proc/sys/net/mptcp",
+            "use a kernel built with CONFIG_MPTCP=y (Linux >= 5.6; >= 5.19 recommended)")
+        try:
+            self.sender_iperf3 = Iperf3.check(root)
+            add("iperf3", True, f"{self.sender_iperf3.version}, MPTCP via {self.sender_iperf3.mptcp_mode}")
+        except PreflightError as exc:
+            add("iperf3", False, str(exc), "apt install iperf3 mptcpize")
+        for cc in ccs:
+            try:
+                cc.check(root)
+                add(f"congestion control {cc.algorithm}", True, cc.implementation)
+            except PreflightError as exc:
+                add(f"congestion control {cc.algorithm}", False, str(exc), "see the message")
+        return checks
+
+    # ------------------------------------------------------------ setup
+
+    def setup(self, ccs: Sequence[CongestionControl]) -> None:
+        """Claim the prefix, clear stale state with it, then build the topology, servers and meter devices."""
+        # Before anything is cleared: a live testbed on this prefix is refused, never torn down.
+        self.claim(f"a testbed of pid {os.getpid()}")
+        stale = clean_prefix(self.prefix, self.root, nested=False)
+        if stale:
+            log.info("removed stale testbed state: %s", ", ".join(stale))
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        needs = [cc.sock_name for cc in ccs]
+        self._write_state({"prefix": self.prefix, "needs": needs, "created": time.time()})
+        self._up = True
+        try:
+            self._build_topology()
+            # Register first: the kernel refuses to allow a name it does not have (BPF struct_ops).
+            for cc in ccs:
+                self._ccs.append(cc)
+                cc.setup(self.root)
+            allow_ccs(self.root, needs)
+            if self.sender_iperf3 is None:
+                self.sender_iperf3 = Iperf3.check(self.root)
+            for node in self.nodes.values():
+                node.iperf3 = self.sender_iperf3
+            self._start_devices()
+            self.ensure_servers()
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _write_state(self, state: dict) -> None:
+        write_state(self.prefix, state)
+
+    def _build_topology(self) -> None:
+        ns = self.ns
+        root = self.root
+        for name in ns.values():
+            root.run(netns_add_argv(name))
+        hosts = {"snd": self.sender, "ap": self.ap, "enb": self.enb,
+                 **{n: node.host for n, node in self.nodes.items()}}
+        for h in hosts.values():
+            h.run(link_up_argv("lo"))
+        # Sender side links.
+        root.run(veth_argv("to-ap", ns["snd"], "to-snd", ns["ap"]))
+        root.run(veth_argv("to-enb", ns["snd"], "to-snd", ns["enb"]))
+        snd, ap, enb = self.sender, self.ap, self.enb
+        snd.run(addr_add_argv("lo", f"{self.server_address}/32"))
+        snd.run(addr_add_argv("to-ap", "10.0.1.1/24"))
+        snd.run(addr_add_argv("to-enb", "10.0.2.1/24"))
+        ap.run(addr_add_argv("to-snd", "10.0.1.2/24"))
+        enb.run(addr_add_argv("to-snd", "10.0.2.2/24"))
+        for h, dev in ((snd, "to-ap"), (snd, "to-enb"), (ap, "to-snd"), (enb, "to-snd")):
+            h.run(link_up_argv(dev))
+        for h in (ap, enb):
+            h.run(sysctl_argv("net.ipv4.ip_forward", 1))
+            h.run(route_add_argv(f"{self.server_address}/32", via="10.0.1.1" if h is ap else "10.0.2.1"))
+        snd.run(route_add_argv("10.10.0.0/16", via="10.0.1.2"))
+        snd.run(route_add_argv("10.20.0.0/16", via="10.0.2.2"))
+        for dev in ("to-ap", "to-enb"):
+            snd.run(offloads_off_argv(dev))
+        snd.run(mptcp_limits_argv(8, 8))
+        # Receivers.
+        for i, (name, node) in enumerate(self.nodes.items(), start=1):
+            wifi, lte = node.interfaces["wifi"], node.interfaces["lte"]
+            root.run(veth_argv(f"rx{i}", ns["ap"], wifi.name, ns[name]))
+            root.run(veth_argv(f"rx{i}", ns["enb"], lte.name, ns[name]))
+            ap.run(addr_add_argv(f"rx{i}", f"10.10.{i}.1/24"))
+            enb.run(addr_add_argv(f"rx{i}", f"10.20.{i}.1/24"))
+            ap.run(link_up_argv(f"rx{i}"))
+            enb.run(link_up_argv(f"rx{i}"))
+            h = node.host
+            h.run(addr_add_argv(wifi.name, f"{wifi.address}/24"))
+            h.run(addr_add_argv(lte.name, f"{lte.address}/24"))
+            h.run(link_up_argv(wifi.name))
+            h.run(link_up_argv(lte.name))
+            for route in receiver_routes(i, wifi.name, lte.name):
+                h.run(route_add_argv(route.dest, via=route.via, dev=route.dev, table=route.table))
+            for rule in receiver_rules(wifi.address, lte.address):
+                h.run(rule_add_argv(rule.source, rule.table, rule.priority))
+            h.run(mptcp_flush_argv())
+            h.run(mptcp_limits_argv(2, 2))
+            h.run(mptcp_endpoint_argv(lte.address, lte.name, ("subflow",)))
+        # Shaping on the sender's egress links.
+        rx = list(self.inventory.receivers)
+        for dev, radio, shared in (("to-ap", "wifi", self.emu.wifi_ap), ("to-enb", "lte", self.emu.lte_cell)):
+            spec = [(self.nodes[r.name].interfaces[radio].address, r.interfaces[radio].channel.rate_mbit,
+                     r.interfaces[radio].channel.buffer_bytes) for r in rx]
+            for argv in shared_bottleneck_argvs(dev, shared.capacity_mbit, spec):
+                snd.run(argv)
+
+    def _start_devices(self) -> None:
+        profile = self.emu.power_profile
+        for i, (name, node) in enumerate(self.nodes.items(), start=1):
+            spec = self.inventory.receiver(name).meter
+            argv = device_argv(str(self.meter_link(name)), profile,
+                               ifaces={radio: intf.name for radio, intf in node.interfaces.items()},
+                               control=str(self.meter_control(name)), noise_ma=spec.noise_ma,
+                               noise_mv=spec.noise_mv, seed=i)
+            self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
+        deadline = time.monotonic() + 15
+        for name in self.nodes:
+            link = self.state_dir / f"meter-{name}"
+            while not link.exists():
+                proc = self._devices[name]
+                if proc.poll() is not None:
+                    res = proc.stop()
+                    raise PreflightError(f"emulated meter of {name} exited: {res.stderr.strip()[-500:]}")
+                if time.monotonic() > deadline:
+                    raise PreflightError(f"emulated meter of {name} did not publish {link} within 15 s")
+                time.sleep(0.02)
+
+    def meter_link(self, name: str) -> Path:
+        """Where the emulated meter device of receiver ``name`` publishes its pty."""
+        return self.state_dir / f"meter-{name}"
+
+    def meter_control(self, name: str) -> Path:
+        """The fault-injection file of that device (see ``harness.meters.emulated``)."""
+        return self.state_dir / f"meter-{name}.control"
+
+    def meters(self) -> dict[str, Meter]:
+        # Through the same UM driver as a lab meter: the pty is just another serial port.
+        return {name: meter_from_inventory(self.inventory.receiver(name).meter, str(self.meter_link(name)))
+                for name in self.nodes}
+
+    def qdisc_stats(self) -> dict[str, str]:
+        out = {}
+        for dev in ("to-ap", "to-enb"):
+            try:
+                out[f"snd:{dev}"] = self.sender.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev]).stdout
+            except CommandError as exc:
+                out[f"snd:{dev}"] = f"error: {exc}"
+        return out
+
+    # ------------------------------------------------------------ idle
+
+    def idle_power_w(self, node: str) -> float | None:
+        """The profile's base power: what the emulated meter reads with both radios idle."""
+        return self.emu.power_profile.base_w
+
+    def tail_s(self, mode: str) -> float:
+        """The profile's longest tail among the radios ``mode`` uses, plus one counter-sampling period."""
+        profile = self.emu.power_profile
+        return max(getattr(profile, r).tail_s for r in MODE_RADIOS[mode]) + SAMPLE_PERIOD_S
+
+    # ------------------------------------------------------------ health
+
+    #: How long a repaired link may take to carry its routes again.
+    REPAIR_S = 5.0
+
+    def check_health(self, nodes: Sequence[str]) -> Health:
+        """Links up, addresses, routes and policy rules of each receiver as set-up made them; repair the rest.
+
+        A link flap (``ip link set wlan0 down; up``) makes the kernel drop the routes through
+        that link, in the main and the policy tables: they are put back here.
+        """
+        health = Health()
+        for name in nodes:
+            try:
+                health.repaired += self._repair_node(name)
+            except (MplabError, ValueError) as exc:
+                health.broken[name] = str(exc)
+        return health
+
+    def _repair_node(self, name: str) -> list[str]:
+        node = self.nodes[name]
+        h = node.host
+        i = list(self.nodes).index(name) + 1
+        wifi, lte = node.interfaces["wifi"], node.interfaces["lte"]
+        done = []
+        links = {ln["ifname"]: ln for ln in json.loads(h.run(["ip", "-j", "addr", "show"]).stdout or "[]")}
+        for intf in (wifi, lte):
+            ln = links.get(intf.name)
+            if ln is None:
+                raise MplabError(f"interface {intf.name} ({intf.radio}) is gone; cannot repair")
+            if "UP" not in ln.get("flags", []):
+                h.run(link_up_argv(intf.name))
+                done.append(f"{name}: set {intf.name} up")
+            addrs = {a.get("local") for a in ln.get("addr_info", [])}
+            if intf.address not in addrs:
+                h.run(addr_add_argv(intf.name, f"{intf.address}/24"))
+                done.append(f"{name}: address {intf.address} back on {intf.name}")
+        want = receiver_routes(i, wifi.name, lte.name)
+        deadline = time.monotonic() + self.REPAIR_S
+        while missing := missing_routes(h.run(["ip", "-j", "route", "show", "table", "all"]).stdout, want):
+            if time.monotonic() > deadline:
+                raise MplabError(f"routes could not be restored within {self.REPAIR_S:.0f} s: "
+                                 + ", ".join(f"{r.dest} via {r.via} dev {r.dev} table {r.table or 'main'}"
+                                             for r in missing))
+            for r in missing:
+                # Right after a link comes up its connected route may not be back yet: retried until the deadline.
+                res = h.run(route_add_argv(r.dest, via=r.via, dev=r.dev, table=r.table), check=False)
+                if res.returncode == 0:
+                    done.append(f"{name}: route {r.dest} via {r.via} dev {r.dev} table {r.table or 'main'} restored")
+            time.sleep(0.02)
+        for rule in missing_rules(h.run(["ip", "-j", "rule", "show"]).stdout, receiver_rules(wifi.address,
+                                                                                             lte.address)):
+            h.run(rule_add_argv(rule.source, rule.table, rule.priority))
+            done.append(f"{name}: rule from {rule.source} lookup {rule.table} restored")
+        return done
+
+    # ------------------------------------------------------------ teardown
+
+    def teardown(self) -> None:
+        """Stop servers and meter devices, delete the namespaces, undo the allowed-list change.
+
+        Only while this testbed holds the prefix: a testbed refused a live prefix (or torn down
+        already) removes nothing, so it can never take another's namespaces with it.
+        """
+        self.stop_all(self._servers)
+        self.stop_all(self._devices)
+        if self._claim is None or not self._claim.held:
+            self._up = False
+            return
+        clean_prefix(self.prefix, self.root, nested=False)
+        # After our state is gone, so that names_needed() only lists other live testbeds.
+        for cc in reversed(self._ccs):
+            try:
+                cc.teardown(self.root)
+            except Exception as exc:  # noqa: BLE001 - teardown is best effort, it must go on
+                log.warning("congestion control %s teardown: %s", cc.implementation, exc)
+        self._ccs.clear()
+        self._up = False
+        self.release_claim()
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route a receiver needs (``table`` None: the main table)."""
+
+    dest: str
+    via: str
+    dev: str
+    table: int | None
+
+
+@dataclass(frozen=True)
+class Rule:
+    source: str
+    table: int
+    priority: int
+
+
+def receiver_routes(i: int, wifi_dev: str, lte_dev: str) -> list[Route]:
+    """Receiver *i*'s routes: default over WiFi, and one policy table per radio (for MPTCP's second subflow)."""
+    return [Route("default", f"10.10.{i}.1", wifi_dev, None),
+            Route("default", f"10.10.{i}.1", wifi_dev, WIFI_TABLE),
+            Route("default", f"10.20.{i}.1", lte_dev, LTE_TABLE)]
+
+
+def receiver_rules(wifi_address: str, lte_address: str) -> list[Rule]:
+    """Source-address rules that pick each radio's policy table."""
+    return [Rule(wifi_address, WIFI_TABLE, 1000), Rule(lte_address, LTE_TABLE, 1001)]
+
+
+def missing_routes(routes_json: str, want: list[Route]) -> list[Route]:
+    """Which of ``want`` are absent from ``ip -j route show table all``."""
+    have = set()
+    for r in json.loads(routes_json or "[]"):
+        table = r.get("table", "main")
+        have.add((r.get("dst"), r.get("gateway"), r.get("dev"), None if table == "main" else str(table)))
+    return [w for w in want if (w.dest, w.via, w.dev, None if w.table is None else str(w.table)) not in have]
+
+
+def missing_rules(rules_json: str, want: list[Rule]) -> list[Rule]:
+    """Which of ``want`` are absent from ``ip -j rule show``."""
+    have = {(r.get("src"), str(r.get("table")), r.get("priority")) for r in json.loads(rules_json or "[]")}
+    return [w for w in want if (w.source, str(w.table), w.priority) not in have]

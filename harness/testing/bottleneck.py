@@ -1,0 +1,212 @@
+"""A shared bottleneck: one MPTCP connection (two subflows) against one single-path TCP flow.
+
+The emulated testbed gives each radio its own path, so it cannot show what coupling is
+for. This builds the textbook topology instead (namespaces ``<prefix>snd``,
+``<prefix>rtr``, ``<prefix>rcv``)::
+
+    snd --s0----b0-- bn --b1==[TBF rate, FIFO]==t0-- rtr --r1----c1-- rcv   (TCP flow, subflow 1)
+                                                          --r2----c2--       (subflow 2)
+
+This kernel has neither netem nor fq, so the FIFO's depth is the only source of RTT.
+The bottleneck sits on a router (``bn``), not on the sender's own device: a queue on
+the sender's device counts against each socket's TCP Small Queues budget (about 1 ms
+of its pacing rate), which throttles flows with small windows and makes the shares a
+matter of who got big first.
+
+Every byte from the sender crosses the one shaped link, so both subflows and the TCP
+flow share it. ``compete()`` runs both transfers for the same time, with the same
+congestion control on both, and returns what each moved. RFC 6356's goal is that the
+MPTCP connection takes no more than a single TCP flow would on its best path; uncoupled
+congestion control on each subflow takes about two shares out of three.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from harness.cc import CongestionControl, bpfcc
+from harness.machine import allow_ccs, write_state
+from harness.testbeds.clean import clean_prefix
+from harness.errors import TrafficError
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.hosts.netcmd import (
+    addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
+    route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
+)
+from harness.traffic import Iperf3
+
+SERVER = "10.77.0.1"
+MPTCP_PORT, TCP_PORT = 5301, 5302
+
+
+def tbf_argv(dev: str, rate_mbit: float, limit_bytes: int) -> list[str]:
+    """One FIFO bottleneck of ``rate_mbit`` holding ``limit_bytes`` (no netem here: delay is queueing)."""
+    return ["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{round(rate_mbit * 1000)}kbit",
+            "burst", "3028", "limit", str(limit_bytes)]
+
+
+def competing_client_argv(iperf3: Iperf3, port: int, duration_s: int, omit_s: int, cc: str, *,
+                          mptcp: bool, bind: str | None = None) -> list[str]:
+    """A reverse-mode client that receives for ``duration_s`` after ``omit_s`` of warm-up."""
+    return iperf3.client_argv(SERVER, port, None, bind=bind, mptcp=mptcp, cc=cc, duration_s=duration_s,
+                              omit_s=omit_s)
+
+
+@dataclass(frozen=True)
+class Competition:
+    """Bytes each flow received in the measured interval, and what the coupling map held."""
+
+    cc: str
+    mptcp_bytes: int
+    tcp_bytes: int
+    #: Largest number of subflows seen together in one coupling-map entry (None: not a BPF CC).
+    coupled_subflows: int | None
+
+    @property
+    def ratio(self) -> float:
+        """MPTCP connection's bytes over the TCP flow's."""
+        return self.mptcp_bytes / max(1, self.tcp_bytes)
+
+
+def coupled_subflows(host, algorithm: str) -> int | None:
+    """Most subflows with a window in any one entry of ``algorithm``'s coupling map (None if absent)."""
+    name = bpfcc.map_name(algorithm)
+    res = host.run(["bpftool", "-j", "map", "show"], check=False)
+    ids = [m["id"] for m in json.loads(res.stdout or "[]") if m.get("name") == name]
+    if not ids:
+        return None
+    best = 0
+    for mid in ids:
+        dump = json.loads(host.run(["bpftool", "-j", "map", "dump", "id", str(mid)], check=False).stdout or "[]")
+        for entry in dump:
+            value = (entry.get("formatted") or {}).get("value") or {}
+            slots = value.get("sf", [])
+            best = max(best, sum(1 for s in slots if s.get("sk") and s.get("cwnd")))
+    return best
+
+
+class SharedBottleneck:
+    """The topology above; a context manager that removes everything it made."""
+
+    def __init__(self, prefix: str, ccs: list[CongestionControl], rate_mbit: float = 20.0,
+                 buffer_bytes: int = 50_000) -> None:
+        self.prefix = prefix
+        self.ccs = list(ccs)
+        self.rate_mbit = rate_mbit
+        self.buffer_bytes = buffer_bytes
+        self.root = LocalHost("root")
+        self.ns = {r: f"{prefix}{r}" for r in ("snd", "bn", "rtr", "rcv")}
+        self.snd = NamespaceHost("snd", self.ns["snd"])
+        self.bn = NamespaceHost("bn", self.ns["bn"])
+        self.rtr = NamespaceHost("rtr", self.ns["rtr"])
+        self.rcv = NamespaceHost("rcv", self.ns["rcv"])
+        self.iperf3: Iperf3 | None = None
+        self._servers = []
+
+    def __enter__(self) -> SharedBottleneck:
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _build(self) -> None:
+        root, snd, bn, rtr, rcv = self.root, self.snd, self.bn, self.rtr, self.rcv
+        clean_prefix(self.prefix, root)
+        # Same bookkeeping as the emulated testbed, so clean_prefix() undoes it after a crash
+        # and other live testbeds see which congestion controls we need.
+        needs = [cc.sock_name for cc in self.ccs]
+        write_state(self.prefix, {"prefix": self.prefix, "needs": needs})
+        for cc in self.ccs:
+            cc.check(root)
+            cc.setup(root)
+        allow_ccs(root, needs)
+        for ns in self.ns.values():
+            root.run(netns_add_argv(ns))
+        root.run(veth_argv("s0", self.ns["snd"], "b0", self.ns["bn"]))
+        root.run(veth_argv("b1", self.ns["bn"], "t0", self.ns["rtr"]))
+        root.run(veth_argv("r1", self.ns["rtr"], "c1", self.ns["rcv"]))
+        root.run(veth_argv("r2", self.ns["rtr"], "c2", self.ns["rcv"]))
+        for host, addrs in ((snd, {"s0": "10.77.0.1/24"}),
+                            (bn, {"b0": "10.77.0.2/24", "b1": "10.77.3.1/24"}),
+                            (rtr, {"t0": "10.77.3.2/24", "r1": "10.77.1.1/24", "r2": "10.77.2.1/24"}),
+                            (rcv, {"c1": "10.77.1.2/24", "c2": "10.77.2.2/24"})):
+            host.run(link_up_argv("lo"))
+            for dev, cidr in addrs.items():
+                host.run(addr_add_argv(dev, cidr))
+                host.run(link_up_argv(dev))
+                host.run(offloads_off_argv(dev))
+        for host in (bn, rtr):
+            host.run(sysctl_argv("net.ipv4.ip_forward", 1))
+        snd.run(route_add_argv("10.77.0.0/16", via="10.77.0.2"))
+        bn.run(route_add_argv("10.77.1.0/24", via="10.77.3.2"))
+        bn.run(route_add_argv("10.77.2.0/24", via="10.77.3.2"))
+        rtr.run(route_add_argv("10.77.0.0/24", via="10.77.3.1"))
+        rcv.run(route_add_argv("default", via="10.77.1.1", dev="c1"))
+        rcv.run(route_add_argv("default", via="10.77.2.1", dev="c2", table=102))
+        rcv.run(rule_add_argv("10.77.2.2", 102, 1001))
+        bn.run(tbf_argv("b1", self.rate_mbit, self.buffer_bytes))
+        snd.run(mptcp_limits_argv(8, 8))
+        rcv.run(mptcp_limits_argv(2, 2))
+        rcv.run(mptcp_endpoint_argv("10.77.2.2", "c2", ("subflow",)))
+        self.iperf3 = Iperf3.check(root)
+        self._servers = [snd.start(self.iperf3.server_argv(MPTCP_PORT, mptcp=True), label="iperf3-mptcp"),
+                         snd.start(self.iperf3.server_argv(TCP_PORT, mptcp=False), label="iperf3-tcp")]
+        deadline = time.monotonic() + 10
+        while True:
+            out = snd.run(["ss", "-Hltn"], check=False).stdout
+            if f":{MPTCP_PORT} " in out and f":{TCP_PORT} " in out:
+                break
+            if time.monotonic() > deadline:
+                raise TrafficError("iperf3 servers in the shared-bottleneck topology did not listen within 10 s")
+            time.sleep(0.05)
+
+    def compete(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3) -> Competition:
+        """MPTCP (2 subflows) and TCP, both with ``cc``, started together; bytes after the warm-up."""
+        assert self.iperf3 is not None
+        for host in (self.snd, self.rcv):
+            # The namespace default covers iperf3's control connections (BBR, this machine's
+            # default, is not what we measure); -C sets the data sockets.
+            host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
+        procs = {
+            "mptcp": self.rcv.start(competing_client_argv(self.iperf3, MPTCP_PORT, duration_s, omit_s,
+                                                          cc.sock_name, mptcp=True), gated=True, label="mptcp"),
+            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s, omit_s,
+                                                        cc.sock_name, mptcp=False), gated=True, label="tcp"),
+        }
+        for p in procs.values():
+            p.release()
+        peak = None
+        deadline = time.monotonic() + duration_s + omit_s + 20
+        while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
+            if cc.algorithm in bpfcc.COUPLED and cc.implementation.startswith("bpf:"):
+                seen = coupled_subflows(self.root, cc.algorithm)
+                if seen is not None:
+                    peak = max(peak or 0, seen)
+            time.sleep(0.5)
+        got = {}
+        for name, p in procs.items():
+            res = p.wait(5.0) if p.poll() is not None else p.stop()
+            try:
+                doc = json.loads(res.stdout)
+                got[name] = int(doc["end"]["sum_received"]["bytes"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise TrafficError(f"{name} flow under {cc.sock_name}: no result "
+                                   f"({(res.stderr or res.stdout).strip()[-300:]!r})") from None
+        return Competition(cc.algorithm, got["mptcp"], got["tcp"], peak)
+
+    def close(self) -> None:
+        for p in self._servers:
+            try:
+                p.stop(grace_s=1.0)
+            except Exception:  # noqa: BLE001 - teardown is best effort
+                pass
+        self._servers = []
+        clean_prefix(self.prefix, self.root)   # namespaces, allowed-list edits, unneeded struct_ops
+        for cc in self.ccs:
+            cc.teardown(self.root)

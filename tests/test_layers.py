@@ -1,0 +1,221 @@
+"""The layer directions of docs/architecture.md, and no import cycles, read from the source with ``ast``.
+
+Every import counts: at the top, inside functions (lazy), under ``TYPE_CHECKING``. A module
+that imports a package's submodule (``from harness.cc import bpfcc``) depends on that
+submodule; one that imports a name from a package depends on the package's ``__init__``.
+The implicit import of a module's own parent packages is not an edge (Python runs a
+package's ``__init__`` before its submodules, so it would make every ``__init__`` that
+imports a submodule a "cycle").
+
+Rules (``RULES``): ``harness`` knows nothing above it; ``lte`` and ``wifi`` import
+``harness`` only, never each other; ``training`` reads datasets (no lte, wifi,
+controller, analysis, mplab); ``controller`` never imports ``mplab`` or ``analysis``;
+``analysis`` never imports ``mplab`` or ``controller``; nothing imports ``mplab`` (the
+command line); nothing outside ``harness.testing`` imports the test and bench rigs in it.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+#: Top-level package -> top-level packages it must never import.
+RULES: dict[str, set[str]] = {
+    "harness": {"lte", "wifi", "training", "controller", "analysis", "mplab"},
+    "lte": {"wifi", "training", "controller", "analysis", "mplab"},
+    "wifi": {"lte", "training", "controller", "analysis", "mplab"},
+    "training": {"lte", "wifi", "controller", "analysis", "mplab"},
+    "controller": {"analysis", "mplab"},
+    "analysis": {"controller", "mplab"},
+}
+#: Test and bench rigs: only tests, benches and the rigs themselves import them.
+RIGS = "harness.testing"
+NOT_PACKAGES = {"tests", "bench"}
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every package at the top of ``root``."""
+    out = {}
+    for pkg in sorted(p for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()):
+        if pkg.name in NOT_PACKAGES:
+            continue
+        for f in pkg.rglob("*.py"):
+            if "__pycache__" in f.parts:
+                continue
+            parts = f.relative_to(root).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            out[name] = f
+    return out
+
+
+def _known(name: str, mods: dict[str, Path]) -> str | None:
+    """The longest prefix of ``name`` that is one of our modules."""
+    while name and name not in mods:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
+    """Our modules that ``name`` imports, anywhere in its source."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                parent = parent[:len(parent) - (node.level - 1)]
+                base = ".".join(parent + ([base] if base else []))
+            # ``from pkg import sub`` depends on the submodule; ``from pkg import name`` on pkg.
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+        for t in targets:
+            dep = _known(t, mods)
+            if dep and dep != name:
+                out.add(dep)
+    return out
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """module -> our modules it imports."""
+    mods = modules(root)
+    return {m: imports_of(m, f, mods) for m, f in mods.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def layer_breaks(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that goes against ``RULES``, the CLI rule or the rigs rule, as readable lines."""
+    out = []
+    for a, deps in sorted(graph.items()):
+        top_a = a.split(".")[0]
+        for b in sorted(deps):
+            top_b = b.split(".")[0]
+            if top_b in RULES.get(top_a, set()):
+                out.append(f"{a} imports {b} ({top_a} never imports {top_b})")
+            elif top_b == "mplab" and top_a != "mplab":
+                out.append(f"{a} imports {b} (nothing imports the command line)")
+            if (b == RIGS or b.startswith(RIGS + ".")) and not (a == RIGS or a.startswith(RIGS + ".")):
+                out.append(f"{a} imports {b} (the library never imports test and bench rigs)")
+    return out
+
+
+# ---------------------------------------------------------------------------------- the tree
+
+
+def test_the_tree_has_no_import_cycles():
+    graph = import_graph(REPO)
+    assert len(graph) > 50, f"the checker read only {len(graph)} modules: is REPO right?"
+    assert cycles(graph) == []
+
+
+def test_the_tree_keeps_the_layer_directions():
+    assert layer_breaks(import_graph(REPO)) == []
+
+
+# ------------------------------------------------------------- the checker on planted trees
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+CLEAN = {
+    "harness/__init__.py": "",
+    "harness/errors.py": "",
+    "harness/cc/__init__.py": "from harness.cc import bpfcc\nfrom harness.errors import X\n",
+    "harness/cc/bpfcc.py": "from harness.errors import X\n",
+    "harness/testing/__init__.py": "",
+    "harness/testing/rig.py": "from harness.cc import bpfcc\n",
+    "lte/__init__.py": "",
+    "lte/deploy.py": "from harness.cc import bpfcc\n",
+    "mplab/__init__.py": "",
+    "mplab/cli.py": "import lte.deploy\nfrom harness.cc import resolve\n",
+}
+
+
+def test_a_clean_planted_tree_passes(tmp_path):
+    graph = import_graph(_tree(tmp_path, CLEAN))
+    # A package __init__ importing its own submodule is no cycle; ``from pkg import sub`` is an edge to sub.
+    assert graph["harness.cc"] == {"harness.cc.bpfcc", "harness.errors"}
+    assert graph["lte.deploy"] == {"harness.cc.bpfcc"}
+    assert graph["mplab.cli"] == {"lte.deploy", "harness.cc"}
+    assert cycles(graph) == [] and layer_breaks(graph) == []
+
+
+def test_a_planted_cycle_is_found_even_through_a_lazy_import(tmp_path):
+    files = {**CLEAN,
+             "harness/a.py": "from harness.b import f\n",
+             "harness/b.py": "def g():\n    from harness.c import h\n    return h\n",
+             "harness/c.py": "if False:\n    import harness.a\n"}
+    assert cycles(import_graph(_tree(tmp_path, files))) == [["harness.a", "harness.b", "harness.c"]]
+
+
+def test_a_planted_cycle_through_a_package_init_is_found(tmp_path):
+    # bpfcc needs a *name* from harness/cc/__init__.py, which imports bpfcc: a real cycle.
+    files = {**CLEAN, "harness/cc/bpfcc.py": "from harness.cc import ALGORITHMS\n"}
+    assert cycles(import_graph(_tree(tmp_path, files))) == [["harness.cc", "harness.cc.bpfcc"]]
+
+
+def test_planted_layer_breaks_are_each_named(tmp_path):
+    files = {**CLEAN,
+             "wifi/__init__.py": "",
+             "wifi/render.py": "from lte.deploy import push\n",                  # wifi -> lte
+             "harness/cc/cli.py": "def main():\n    import training.fit\n",         # harness -> training, lazily
+             "harness/campaign.py": "from harness.testing.rig import Rig\n",        # library -> rig
+             "lte/cli.py": "from mplab import cli\n",                              # anything -> mplab
+             "training/__init__.py": "",
+             "training/fit.py": "import wifi.render\n"}                            # training -> wifi
+    breaks = layer_breaks(import_graph(_tree(tmp_path, files)))
+    assert breaks == [
+        "harness.campaign imports harness.testing.rig (the library never imports test and bench rigs)",
+        "harness.cc.cli imports training.fit (harness never imports training)",
+        "lte.cli imports mplab.cli (lte never imports mplab)",
+        "training.fit imports wifi.render (training never imports wifi)",
+        "wifi.render imports lte.deploy (wifi never imports lte)",
+    ]
