@@ -195,7 +195,10 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
 
 
 def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")] = "mplab-") -> None:
-    """Remove every namespace, process and state an emulated testbed left behind (idempotent)."""
+    """Remove every namespace, process and state an emulated testbed left behind (idempotent).
+
+    A testbed another live process holds (a running campaign) is left alone and named.
+    """
     if not prefix.startswith("mplab-"):
         raise ConfigError(f"prefix {prefix!r} must start with 'mplab-' (mplab only removes what it made)")
     done = clean_prefix(prefix)

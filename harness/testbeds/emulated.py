@@ -22,12 +22,10 @@ any prefix) needs those names.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cc import CongestionControl
@@ -46,13 +44,13 @@ from harness.hosts.netcmd import (
 from harness.testbeds import claim as claims
 from harness.testbeds.base import Check, Health, Node, NodeInterface, Testbed
 from harness.testbeds.clean import clean_prefix
+from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")
 
 BASE_PORT = 5200
 #: Policy-routing tables on each receiver.
-WIFI_TABLE, LTE_TABLE = 101, 102
 
 
 class EmulatedTestbed(Testbed):
@@ -293,40 +291,9 @@ class EmulatedTestbed(Testbed):
 
     def _repair_node(self, name: str) -> list[str]:
         node = self.nodes[name]
-        h = node.host
         i = list(self.nodes).index(name) + 1
-        wifi, lte = node.interfaces["wifi"], node.interfaces["lte"]
-        done = []
-        links = {ln["ifname"]: ln for ln in json.loads(h.run(["ip", "-j", "addr", "show"]).stdout or "[]")}
-        for intf in (wifi, lte):
-            ln = links.get(intf.name)
-            if ln is None:
-                raise MplabError(f"interface {intf.name} ({intf.radio}) is gone; cannot repair")
-            if "UP" not in ln.get("flags", []):
-                h.run(link_up_argv(intf.name))
-                done.append(f"{name}: set {intf.name} up")
-            addrs = {a.get("local") for a in ln.get("addr_info", [])}
-            if intf.address not in addrs:
-                h.run(addr_add_argv(intf.name, f"{intf.address}/24"))
-                done.append(f"{name}: address {intf.address} back on {intf.name}")
-        want = receiver_routes(i, wifi.name, lte.name)
-        deadline = time.monotonic() + self.REPAIR_S
-        while missing := missing_routes(h.run(["ip", "-j", "route", "show", "table", "all"]).stdout, want):
-            if time.monotonic() > deadline:
-                raise MplabError(f"routes could not be restored within {self.REPAIR_S:.0f} s: "
-                                 + ", ".join(f"{r.dest} via {r.via} dev {r.dev} table {r.table or 'main'}"
-                                             for r in missing))
-            for r in missing:
-                # Right after a link comes up its connected route may not be back yet: retried until the deadline.
-                res = h.run(route_add_argv(r.dest, via=r.via, dev=r.dev, table=r.table), check=False)
-                if res.returncode == 0:
-                    done.append(f"{name}: route {r.dest} via {r.via} dev {r.dev} table {r.table or 'main'} restored")
-            time.sleep(0.02)
-        for rule in missing_rules(h.run(["ip", "-j", "rule", "show"]).stdout, receiver_rules(wifi.address,
-                                                                                             lte.address)):
-            h.run(rule_add_argv(rule.source, rule.table, rule.priority))
-            done.append(f"{name}: rule from {rule.source} lookup {rule.table} restored")
-        return done
+        return [f"{name}: {msg}" for msg in repair_receiver(node.host, i, node.interfaces["wifi"],
+                                                             node.interfaces["lte"], self.REPAIR_S)]
 
     # ------------------------------------------------------------ teardown
 
@@ -351,47 +318,3 @@ class EmulatedTestbed(Testbed):
         self._ccs.clear()
         self._up = False
         self.release_claim()
-
-
-@dataclass(frozen=True)
-class Route:
-    """A route a receiver needs (``table`` None: the main table)."""
-
-    dest: str
-    via: str
-    dev: str
-    table: int | None
-
-
-@dataclass(frozen=True)
-class Rule:
-    source: str
-    table: int
-    priority: int
-
-
-def receiver_routes(i: int, wifi_dev: str, lte_dev: str) -> list[Route]:
-    """Receiver *i*'s routes: default over WiFi, and one policy table per radio (for MPTCP's second subflow)."""
-    return [Route("default", f"10.10.{i}.1", wifi_dev, None),
-            Route("default", f"10.10.{i}.1", wifi_dev, WIFI_TABLE),
-            Route("default", f"10.20.{i}.1", lte_dev, LTE_TABLE)]
-
-
-def receiver_rules(wifi_address: str, lte_address: str) -> list[Rule]:
-    """Source-address rules that pick each radio's policy table."""
-    return [Rule(wifi_address, WIFI_TABLE, 1000), Rule(lte_address, LTE_TABLE, 1001)]
-
-
-def missing_routes(routes_json: str, want: list[Route]) -> list[Route]:
-    """Which of ``want`` are absent from ``ip -j route show table all``."""
-    have = set()
-    for r in json.loads(routes_json or "[]"):
-        table = r.get("table", "main")
-        have.add((r.get("dst"), r.get("gateway"), r.get("dev"), None if table == "main" else str(table)))
-    return [w for w in want if (w.dest, w.via, w.dev, None if w.table is None else str(w.table)) not in have]
-
-
-def missing_rules(rules_json: str, want: list[Rule]) -> list[Rule]:
-    """Which of ``want`` are absent from ``ip -j rule show``."""
-    have = {(r.get("src"), str(r.get("table")), r.get("priority")) for r in json.loads(rules_json or "[]")}
-    return [w for w in want if (w.source, str(w.table), w.priority) not in have]
