@@ -122,6 +122,8 @@ class SampleOutcome:
     records: list[dict]
     wall_s: float
     transfer_s: float
+    #: Of ``wall_s``, the time spent waiting for receivers to be idle again (radio tails), every attempt.
+    idle_s: float = 0.0
 
 
 def _client_spec(node, mode: str) -> tuple[str, bool]:
@@ -202,12 +204,15 @@ class Runner:
         raw = self.campaign.partial_dir(plan.sample_id)
         attempts = self.scenario.retries + 1
         outcomes: list[ReceiverOutcome] = []
+        idle_s = 0.0
         for attempt in range(1, attempts + 1):
             adir = raw / f"attempt-{attempt}"
             adir.mkdir(exist_ok=True)
             outcomes = self._attempt(plan, adir)
             # Every attempt's radio tail ends before anything else runs: a retry, or the next sample.
+            t_idle = time.monotonic()
             self._wait_idle(plan, outcomes)
+            idle_s += time.monotonic() - t_idle
             failed = [o for o in outcomes if o.error]
             if not failed:
                 break
@@ -220,7 +225,7 @@ class Runner:
         self.campaign.append(records)
         transfer_s = max((o.transfer.seconds for o in outcomes if o.transfer), default=0.0)
         self.recorder.discard_before(time.time() - 30)
-        return SampleOutcome(plan, status, attempt, records, time.monotonic() - t0, transfer_s)
+        return SampleOutcome(plan, status, attempt, records, time.monotonic() - t0, transfer_s, idle_s)
 
     # ------------------------------------------------------------ one attempt
 
