@@ -65,6 +65,8 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("sshd", "openssh-server", "the SSH test rig (a real OpenSSH server in a namespace)"),
     _t("ssh-keygen", "openssh-client", "keys of the SSH test rig"),
     _t("ser2net", "ser2net", "meters shared over the network (rfc2217/raw TCP)", required=False),
+    _t("chromium", "chromium", "a real headless browser: reports opened by tests (Playwright), MLflow UI screenshots",
+       required=False),
     # part of every Debian system
     _t("sh", "dash", "gated starts and small host commands", essential=True),
     _t("bash", "bash", "gated starts with EPOCHREALTIME", essential=True),

@@ -90,16 +90,18 @@ def render(inventory: InventoryArg,
 
 @app.command()
 def up(inventory: InventoryArg, secrets: SecretsOpt = None,
-       no_subscribers: Annotated[bool, typer.Option(help="do not touch the subscriber database")] = False) -> None:
+       subscribers: Annotated[bool, typer.Option(
+           "--subscribers/--no-subscribers", help="provision the subscriber database (--no-subscribers: leave it)")
+       ] = True) -> None:
     """Push configs (keeping backups), provision subscribers, restart daemons in dependency order."""
     inv = lte_inventory(inventory)
-    sec = None if no_subscribers else secrets_for(inv, inventory, secrets)
+    sec = secrets_for(inv, inventory, secrets) if subscribers else None
     hosts = lte_hosts(inv)
     with ExitStack() as stack:
         stack.callback(hosts.epc.close)
         stack.callback(hosts.enb.close)
         collection = None
-        if not no_subscribers:
+        if subscribers:
             uri = provision_uri(inv, hosts.epc, stack)
             collection = lambda: open_collection(uri)  # noqa: E731
         rep = lte_up(inv, hosts, sec, collection)

@@ -213,23 +213,30 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
 
 
 def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory) -> float:
-    """A rough wall-time estimate: each sample lasts as long as its slowest receiver's share."""
+    """A rough wall-time estimate: each sample lasts as long as its slowest receiver.
+
+    On an emulated testbed the sharing models predict it (``harness.testbeds.sharing``); on a lab,
+    10 Mbit/s per path is assumed.
+    """
+    from harness.testbeds.sharing import AccessNetwork, simulate_sample
+
     total = 0.0
     emu = inventory.emulation
     for p in plans:
-        slowest = 0.0
-        for name in p.receivers:
-            rx = inventory.receiver(name)
-            rates = {}
-            for radio in RADIOS:
-                ch = rx.interfaces[radio].channel
-                cap = (emu.wifi_ap if radio == "wifi" else emu.lte_cell).capacity_mbit if emu else None
-                rate = ch.rate_mbit if ch else 10.0
-                rates[radio] = min(rate, cap / p.n_receivers) if cap else rate
-            rate = rates["wifi"] + rates["lte"] if p.mode == "both" else rates[p.mode]
-            slowest = max(slowest, scenario.file_bytes * 8 / (rate * 1e6))
         tail = 0.0
-        if emu:  # the radios' tails are waited out between samples (harness.meters.idle)
+        if emu is not None:
+            nets = {r: AccessNetwork(emu.wifi_sharing if r == "wifi" else emu.lte_sharing, spec.capacity_mbit,
+                                     spec.capacity_by_active)
+                    for r, spec in (("wifi", emu.wifi_ap), ("lte", emu.lte_cell))}
+            links = {r: {n: inventory.receiver(n).interfaces[r].channel.rate_mbit for n in p.receivers}
+                     for r in RADIOS}
+            res = simulate_sample(scenario.file_bytes * 8 / 1e6, list(p.receivers), p.mode, nets["wifi"], nets["lte"],
+                                  links["wifi"], links["lte"], emu.coexistence if p.mode == "both" else 1.0)
+            slowest = max(r.duration_s for r in res.values())
+            # The radios' tails are waited out between samples (harness.meters.idle), plus the idle hold.
             tail = max(getattr(emu.power_profile, r).tail_s for r in MODE_RADIOS[p.mode]) + 0.6
+        else:
+            rate = 20.0 if p.mode == "both" else 10.0
+            slowest = scenario.file_bytes * 8 / (rate * 1e6)
         total += slowest + 0.5 + scenario.settle_s + tail
     return total
