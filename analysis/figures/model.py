@@ -147,16 +147,20 @@ def _mlflow_history(meta: dict, model_name: str, tracking_uri: str | None) -> tu
         client = MlflowClient(tracking_uri=uri)
         digest = (meta.get("provenance") or {}).get("dataset_digest")
         exps = client.search_experiments()
+        # `mplab train` names its runs "<model> <- <campaign>" (older runs: "<model>").
         runs = client.search_runs([e.experiment_id for e in exps],
-                                  filter_string=f"tags.`mplab.dataset_digest` = '{digest}' and "
-                                                f"attributes.run_name = '{model_name}'",
-                                  order_by=["attributes.start_time DESC"], max_results=1)
+                                  filter_string=f"tags.`mplab.dataset_digest` = '{digest}'",
+                                  order_by=["attributes.start_time DESC"], max_results=200)
+        runs = [r for r in runs if r.info.run_name == model_name or r.info.run_name.startswith(f"{model_name} <- ")]
         if not runs:
-            return f"no MLflow run named {model_name} with the model's dataset digest in {uri}"
+            return f"no MLflow run of model {model_name} with the model's dataset digest in {uri}"
         run = runs[0]
         cols = {}
         for key in ("train_loss", "val_loss"):
-            hist = client.get_metric_history(run.info.run_id, key)
+            # Per-epoch curves are `epoch_*`; `train_loss`/`val_loss` hold the kept epoch's value (older runs:
+            # the curve itself).
+            hist = client.get_metric_history(run.info.run_id, f"epoch_{key}") or \
+                client.get_metric_history(run.info.run_id, key)
             cols[key] = pd.Series({m.step: m.value for m in hist}, dtype=float)
     except Exception as exc:  # noqa: BLE001 - best effort: any store or network failure skips the figure
         return f"MLflow store {uri} not reachable ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
