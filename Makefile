@@ -13,7 +13,8 @@ UV_RUN = $(UV) run --frozen $(if $(wildcard $(LAB_MARKER)),--no-group train --no
 # package, and tests/test_tools.py checks this list against it (and against every argv in the code).
 APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool \
-                openssh-server openssh-client ser2net python3 python3-pip iputils-ping chromium
+                openssh-server openssh-client ser2net python3 python3-pip iputils-ping chromium \
+                hostapd wpasupplicant
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
 CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))

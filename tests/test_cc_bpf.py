@@ -133,9 +133,18 @@ def test_a_program_the_kernel_refuses_fails_preflight(tmp_path):
     assert "mplab_lia" not in bpfcc.registered(ROOT)
 
 
+def _skip_if_shared(*algorithms: str) -> None:
+    """struct_ops and their coupling maps are machine-wide: another live testbed (a developer's machine shared
+    with other runs; never CI) keeps them registered and fills their maps, which these tests assert on."""
+    busy = sorted(f"mplab_{a}" for a in algorithms if f"mplab_{a}" in bpfcc._needed_elsewhere())
+    if busy:
+        pytest.skip(f"a live testbed on this machine uses {', '.join(busy)}")
+
+
 @pytest.mark.root
 @needs_build
 def test_register_is_idempotent_and_cleanup_unregisters_leftovers(prefix):
+    _skip_if_shared("balia")
     cc = BpfCC("balia")
     cc.check(ROOT)
     assert "mplab_balia" not in bpfcc.registered(ROOT) or "mplab_balia" in bpfcc._needed_elsewhere()
@@ -172,6 +181,7 @@ def test_scenario_naming_an_unloadable_algorithm_is_refused_before_the_sweep(pre
 @needs_build
 def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_map(prefix, tmp_path):
     """One campaign, disjoint WiFi/LTE paths, each algorithm; the runner's own records are checked."""
+    _skip_if_shared(*COUPLED)
     allowed_before = _allowed()
     algos = ["lia", "olia", "balia", "wvegas", "cubic"]
     inv = small_inventory(prefix, [(16, 10)])

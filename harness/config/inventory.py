@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.config.load import Strict, load_yaml_model
-from harness.config.radio import Lte, Wifi, earfcn_range
+from harness.config.radio import Lte, Wifi, earfcn_range, srsepc_sgi_subnet
 
 SCHEMA_VERSION = 1
 
@@ -458,6 +458,11 @@ def check_lte(inv: Inventory) -> None:
         if static is not None and (static not in pool or static == epc.ue_gateway):
             raise ValueError(f"receiver {r.name}: LTE address {static} must be a UE address inside {pool} "
                              f"(not the gateway {epc.ue_gateway})")
+        if epc.kind == "srsepc" and static is not None and static not in srsepc_sgi_subnet(epc.ue_gateway):
+            raise ValueError(f"receiver {r.name}: LTE address {static} is outside srsepc's SGi subnet "
+                             f"{srsepc_sgi_subnet(epc.ue_gateway)} (srsepc gives its SGi interface a /24)")
+    if epc.kind == "srsepc" and len(epc.tacs) != 1:
+        raise ValueError(f"lte.epc.tacs: srsepc's MME serves one TAC, not {epc.tacs}")
 
 
 def _check_infra(inv: Inventory, name: str, role: str, field: str) -> None:

@@ -20,6 +20,10 @@ def netns_add_argv(ns: str) -> list[str]:
     return ["ip", "netns", "add", ns]
 
 
+def netns_del_argv(ns: str) -> list[str]:
+    return ["ip", "netns", "del", ns]
+
+
 def veth_argv(name_a: str, ns_a: str, name_b: str, ns_b: str) -> list[str]:
     """A veth pair created directly inside two namespaces (nothing appears in the root namespace)."""
     return ["ip", "link", "add", name_a, "netns", ns_a, "type", "veth", "peer", "name", name_b, "netns", ns_b]
