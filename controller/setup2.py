@@ -108,7 +108,8 @@ class EpochLoop:
 
     def stop(self) -> list[dict]:
         self._stop.set()
-        self._thread.join(timeout=30)
+        if self._thread.ident is not None:  # never started: the sample failed before its release
+            self._thread.join(timeout=30)
         return self.epochs
 
     def _run(self) -> None:
@@ -243,6 +244,10 @@ class Setup2Control:
         t = 2 * (sp.warm_s + probe + self.DRAIN_S) if policy.probes else 0.0
         return t + policy.measures * (sp.warm_s + sp.measure_s + self.DRAIN_S)
 
+    def started(self, plan: SamplePlan) -> None:
+        if self._loop is not None:
+            self._loop.start()
+
     def finish(self, plan: SamplePlan) -> None:
         if self._loop is not None:
             epochs = self._loop.stop()
@@ -328,8 +333,9 @@ class Setup2Control:
         log.info("%s %s: %s", plan.sample_id, policy.name, assignment_modes(outcome.assignment))
         self._fields = fields
         if policy.epoch_s:
+            # Started by started(), once the runner has waited out the probes' radio tails: the
+            # epochs are timed from the transfer's release and must see its traffic only.
             self._loop = EpochLoop(self, policy, measurements, ctx)
-            self._loop.start()
         return PreparedSample({rx: outcome.assignment[rx].mode for rx in rxs}, fields)
 
     def window(self, rxs: list[str], assignment: Assignment, seconds: float,

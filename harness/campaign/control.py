@@ -3,7 +3,9 @@
 A scenario with ``policies:`` plans policy samples beside the mode samples. For each one the
 runner asks a ``SampleControl`` to ``prepare`` it (probe, decide, steer: whatever the policy
 needs) and gets back each receiver's interface mode and the fields the controller adds to that
-receiver's record; it then runs the transfer as MPTCP on every receiver, each connection
+receiver's record; it then waits until every receiver is idle again (the probes' radio tails
+must not leak into the measured transfer, ``harness.meters.idle``), calls ``started`` (periodic
+policies start their loop there), runs the transfer as MPTCP on every receiver, each connection
 starting on a path its mode allows, and calls ``finish``. The harness never imports a
 controller: ``mplab.cli`` passes a ``ControlFactory`` to the campaign, which builds the control
 before anything starts (so a bad policy or model is refused first) and sets it up once the
@@ -50,6 +52,11 @@ class SampleControl(Protocol):
 
     def prepare(self, plan: SamplePlan) -> PreparedSample:
         """Before a policy sample's transfer: measure, decide and steer."""
+        ...
+
+    def started(self, plan: SamplePlan) -> None:
+        """Right before the transfer is released (after the idle wait that follows ``prepare``): start
+        what runs during the transfer (a periodic policy's loop)."""
         ...
 
     def finish(self, plan: SamplePlan) -> None:
