@@ -63,11 +63,25 @@ def test_a_model_that_does_not_cover_the_scenario_is_refused_before_anything_sta
     assert list_namespaces(LocalHost(), prefix) == []
 
 
+def test_the_model_is_found_from_the_scenario_folder_not_the_current_directory(tmp_path):
+    model = write_model(tmp_path / "models" / "m", _weights(), 50.0,
+                        {"ccs": ["cubic"], "receiver_counts": [2], "file_bytes": [FILE]})
+    (tmp_path / "scenarios").mkdir()
+    sc = scenario(Path("../models/m"), inventory=str(REPO / "inventory" / "emulated.yaml"))
+    path = tmp_path / "scenarios" / "sc.yaml"
+    path.write_text(yaml.safe_dump(sc.model_dump(mode="json")))
+    res = subprocess.run([sys.executable, "-m", "mplab", "run", str(path), "--dry-run"], capture_output=True,
+                         text=True, cwd=REPO, timeout=120, env={**os.environ, "MPLAB_LOG": "ERROR"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert model.is_dir()
+
+
 def test_mplab_run_exits_2_for_a_model_that_does_not_cover_the_scenario(tmp_path):
     model = write_model(tmp_path / "m", _weights(), 50.0,
                         {"ccs": ["cubic"], "receiver_counts": [1, 2], "file_bytes": [FILE]})
     sc = yaml.safe_load((REPO / "scenarios" / "quick-setup2.yaml").read_text())
     sc["model"] = str(model)
+    sc["inventory"] = str(REPO / "inventory" / "emulated.yaml")  # the copy is not in scenarios/
     path = tmp_path / "sc.yaml"
     path.write_text(yaml.safe_dump(sc))
     res = subprocess.run([sys.executable, "-m", "mplab", "run", str(path), "--dry-run"], capture_output=True,

@@ -22,7 +22,7 @@ from harness.errors import ConfigError, SamplesFailed
 from harness.config.inventory import load_inventory
 from harness.campaign.plan import plan_campaign
 from harness.campaign.runner import SampleOutcome
-from harness.config.scenario import load_scenario, scenario_inventory
+from harness.config.scenario import load_scenario, scenario_inventory, with_model_resolved
 from harness.campaign.store import Campaign, check_campaign_id
 from harness.campaign.summary import summarize
 
@@ -92,7 +92,7 @@ def run(
             raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
         if campaign_id is not None:
             check_campaign_id(campaign_id)  # before any file is read or anything is built
-        sc = load_scenario(scenario)
+        sc = with_model_resolved(load_scenario(scenario), scenario)
         inv = load_inventory(inventory or scenario_inventory(sc, scenario))
         if dry_run:
             plans = plan_campaign(sc, inv, str(scenario))

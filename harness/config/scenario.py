@@ -72,7 +72,8 @@ class Scenario(Strict):
     #: Controller policies run as cases beside the modes (names, or {name, params}).
     policies: list[PolicySpec] = Field(default_factory=list)
     model: str | None = Field(default=None, description="exported model for policies that need one "
-                                                        "(models/<name>)")
+                                                        "(a models/<name> folder; relative to the scenario "
+                                                        "file's folder, as `inventory` is)")
     control: ControlSpec = Field(default_factory=ControlSpec)
     samples_per_case: PositiveInt
     file_size: str = Field(description="bytes per receiver per sample, e.g. 60M (MiB, as iperf3 counts)")
@@ -154,6 +155,20 @@ def scenario_inventory(scenario: Scenario, scenario_path: str | Path) -> Path:
     """The inventory a scenario file names, resolved from the scenario's folder (not the current directory)."""
     p = Path(scenario.inventory).expanduser()
     return p if p.is_absolute() else Path(scenario_path).parent / p
+
+
+def with_model_resolved(scenario: Scenario, scenario_path: str | Path) -> Scenario:
+    """The scenario with its ``model`` resolved from the scenario's folder, as its inventory is.
+
+    The campaign's manifest then holds the absolute path, so ``--resume`` finds the same model
+    from any directory.
+    """
+    if scenario.model is None:
+        return scenario
+    p = Path(scenario.model).expanduser()
+    if p.is_absolute():
+        return scenario
+    return scenario.model_copy(update={"model": str((Path(scenario_path).parent / p).resolve())})
 
 
 def load_scenario(path: str | Path) -> Scenario:
