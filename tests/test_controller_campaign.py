@@ -127,6 +127,17 @@ def test_policy_samples_probe_decide_steer_and_record(tmp_path, prefix):
         assert not [f for f in r["flags"] if f.startswith(("path-leak", "path-idle"))], (pol, rx, r["flags"])
     both = recs[("ref-is", "n2")]
     assert both["iface_bytes"]["wifi"] > 100_000 and both["iface_bytes"]["lte"] > 100_000
+    # The probes' radio tails were waited out before the release (LTE probed last: about its whole
+    # tail); a policy that sent nothing waited about one hold window. Each transfer's own tail is
+    # measured as for a mode sample.
+    lte_tail_s = inv.emulation.power_profile.lte.tail_s
+    for (pol, rx), r in recs.items():
+        assert r["tail_energy_j"] is not None and r["idle_wait_s"] is not None, (pol, rx)
+        assert not [f for f in r["flags"] if "tail-unsettled" in f], (pol, rx, r["flags"])
+        if pol == "all-lte":
+            assert r["probe_idle_wait_s"] < 0.5 * lte_tail_s, (pol, rx, r["probe_idle_wait_s"])
+        else:
+            assert r["probe_idle_wait_s"] > 0.5 * lte_tail_s, (pol, rx, r["probe_idle_wait_s"])
     manifest = json.loads((camp.path / "manifest.json").read_text())
     assert manifest["control"]["steering"] == "nftables"
     assert set(manifest["control"]["policies"]) == {"all-lte", "ref-is", "ref-is-tuned"}
