@@ -58,6 +58,10 @@ def test_related_schemes_measure_cap_and_regulate(tmp_path, prefix):
         assert epochs and all("error" not in e for e in epochs), epochs
         assert all(set(e["occupancy"]) <= {"wifi", "lte"} for e in epochs)
         assert [e["epoch"] for e in epochs] == list(range(1, len(epochs) + 1))
+        # The loop starts at the release, after the probes' tails were waited out: its epochs cover
+        # the transfer, not the idle wait before it (probe_idle_wait_s, about the LTE tail).
+        assert r["probe_idle_wait_s"] > 5.0
+        assert len(epochs) <= r["duration_s"] / 1.0 + 2, (len(epochs), r["duration_s"])
         for prev, e in zip([None, *epochs], epochs):
             # Algorithm 2 as recorded: congested -> halved (floored), otherwise not lower.
             if prev is not None and e["occupancy"].get(secondary, 0) >= 0.85:
