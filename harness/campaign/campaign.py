@@ -270,5 +270,7 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
             slowest = scenario.file_bytes * 8 / (rate * 1e6)
         total += slowest + 0.5 + scenario.settle_s + tail
         if p.policy is not None and control is not None:
-            total += control.estimate_s(p)
+            probing_s = control.estimate_s(p)
+            # After the controller's own traffic the runner waits out its tails too (one hold if none).
+            total += probing_s + (tail if probing_s > 0 else 0.6)
     return total
