@@ -26,6 +26,7 @@ from harness.campaign.runner import Interrupted, Runner, SampleOutcome
 from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign
 from harness.testbeds.base import Check, Testbed, failed_essentials
+from harness.testbeds.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
 
 log = logging.getLogger("mplab.campaign")
@@ -65,6 +66,9 @@ def describe_testbed(testbed: Testbed) -> dict:
         out["energy_source"] = "emulated: power model driven by real interface byte counters, read through the UM25C protocol"
     else:
         out["energy_source"] = "measured"
+    access = getattr(testbed, "lte_access", None)
+    if access:
+        out["lte_access"] = {name: a.describe() for name, a in access.items()}
     offsets = getattr(testbed, "clock_offsets_s", None)
     if offsets is not None:
         out["clock_offsets_s"] = dict(offsets)  # measured at preflight, per SSH host
@@ -80,10 +84,11 @@ class RunHooks:
 
 
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
-                   scenario_source: str = "scenario", hooks: RunHooks | None = None) -> Campaign:
+                   scenario_source: str = "scenario", hooks: RunHooks | None = None,
+                   access_kinds: AccessKinds | None = None) -> Campaign:
     """Plan, preflight, create and run a new campaign."""
     plans = plan_campaign(scenario, inventory, scenario_source)
-    testbed = build_testbed(inventory)
+    testbed = build_testbed(inventory, access_kinds)
     ccs = resolve_ccs(scenario, testbed)
     checks = preflight_or_raise(testbed, ccs)
     cid = campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -108,13 +113,13 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     return campaign
 
 
-def resume_campaign(path: Path, hooks: RunHooks | None = None) -> Campaign:
+def resume_campaign(path: Path, hooks: RunHooks | None = None, access_kinds: AccessKinds | None = None) -> Campaign:
     """Continue a campaign where it stopped: repair the directory, run the samples without records."""
     campaign = Campaign.open(path)
     src = str(path / "manifest.json")
     scenario = parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)")
     inventory = parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)")
-    testbed = build_testbed(inventory)
+    testbed = build_testbed(inventory, access_kinds)
     ccs = resolve_ccs(scenario, testbed)
     preflight_or_raise(testbed, ccs)
     with campaign.lock():
