@@ -18,6 +18,7 @@ The SIM is a software SIM: its K/OPc are drawn per run and written only into the
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -104,7 +105,7 @@ def cell_inventory(inv: Inventory, link: LteLink, n_prb: int, imsi: str, config_
         "enb": {"host": "enb", "address": ENB_S1, "plmn": plmn, "tac": TAC, "dl_earfcn": DL_EARFCN,
                 "n_prb": n_prb, "config_dir": str(config_dir / "enb"), "log_path": str(config_dir / "enb.log")},
         "epc": {"kind": "srsepc", "host": "epc", "address": EPC_S1, "plmn": plmn, "tacs": [TAC],
-                "ue_pool": f"{link.gateway}/24", "config_dir": str(config_dir / "epc"),
+                "ue_pool": str(ipaddress.IPv4Network(f"{link.gateway}/24", strict=False)), "config_dir": str(config_dir / "epc"),
                 "log_dir": str(config_dir), "user_db": str(config_dir / "epc" / "user_db.csv")},
     }
     # The UE pool's first host is srsepc's SGi address: it must be the link's gateway.
@@ -142,7 +143,6 @@ class SrsranZmqCell:
         self.phy_deadline_s = phy_deadline_s
         self.attach_deadline_s = attach_deadline_s
         self._procs: list[BackgroundProcess] = []
-        self._sctp = "unknown"
         self.attach_s: float | None = None
 
     def check(self, root: Host) -> list[Check]:
@@ -151,10 +151,10 @@ class SrsranZmqCell:
     def up(self, link: LteLink) -> None:
         progs = {p: find_program(p, bin_dirs()) for p in PROGRAMS}
         missing = [p for p, path in progs.items() if path is None]
-        ok, self._sctp, shim = sctp_situation()
+        ok, sctp, shim = sctp_situation()
         if missing or not ok:
             raise PreflightError(f"real cell for {link.receiver}: missing {', '.join(missing) or 'nothing'}; "
-                                 f"S1: {self._sctp}")
+                                 f"S1: {sctp}")
         where = link.state_dir / f"realcell-{link.receiver}"
         imsi = MCC + MNC + f"{link.index:010d}"
         cell = cell_inventory(self.inventory, link, self.spec.n_prb, imsi, where)
@@ -187,7 +187,7 @@ class SrsranZmqCell:
             self.down()
             raise
         self.attach_s = time.monotonic() - t0
-        log.info("real cell up for %s in %.1f s (%s)", link.receiver, self.attach_s, self._sctp)
+        log.info("real cell up for %s in %.1f s (%s)", link.receiver, self.attach_s, sctp)
 
     def _start(self, host: Host, argv: list[str], label: str) -> BackgroundProcess:
         proc = host.start(argv, label=label)
@@ -223,7 +223,7 @@ class SrsranZmqCell:
 
     def describe(self) -> dict:
         return {"kind": self.kind, "n_prb": self.spec.n_prb, "radio": "srsRAN 4G over ZeroMQ (not emulated radio)",
-                "s1_sctp": self._sctp, "attach_s": self.attach_s}
+                "s1_sctp": sctp_situation()[1]}
 
 
 #: The access kinds ``lte`` provides; the CLI passes this into the emulated testbed.
