@@ -147,3 +147,22 @@ def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch):
         assert cell["s1_sctp"] == "kernel SCTP" if kernel_has_sctp() else "shim of the test rigs" in cell["s1_sctp"]
     finally:
         clean_prefix(prefix)
+
+
+def test_cli_registers_the_real_cell_driver(prefix, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from lte_fixtures import REPO
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(yaml.safe_dump(_with_cell(prefix)))
+    env = {**os.environ, "MPLAB_LTE_BIN": "", "COLUMNS": "250"}
+    res = subprocess.run([sys.executable, "-m", "mplab", "preflight", "--inventory", str(inv)], capture_output=True,
+                         text=True, cwd=REPO, timeout=120, env=env)
+    # the CLI passed lte.realcell's driver in: its checks appear, not the "no driver" one of harness alone
+    assert "real cell: program srsepc" in res.stdout, res.stdout + res.stderr
+    assert "real cell: S1 SCTP" in res.stdout
+    assert "no driver for real_cell" not in res.stdout
