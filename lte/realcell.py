@@ -198,8 +198,7 @@ class SrsranZmqCell:
         """Until srsUE's tun in the receiver namespace carries the receiver's address."""
         end = time.monotonic() + 30
         while time.monotonic() < end:
-            res = link.enb.run(["ip", "netns", "exec", link.receiver_netns, "ip", "-j", "-4", "addr", "show",
-                                "dev", link.ifname], check=False)
+            res = link.receiver_host.run(["ip", "-j", "-4", "addr", "show", "dev", link.ifname], check=False)
             if res.returncode == 0:
                 addrs = [a["local"] for ln in json.loads(res.stdout or "[]") for a in ln.get("addr_info", [])]
                 if link.address in addrs:

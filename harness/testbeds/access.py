@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.config.inventory import Inventory, RealCell
+from harness.errors import PreflightError
 from harness.hosts.local import Host, LocalHost
 from harness.hosts.netcmd import addr_add_argv, link_up_argv, veth_argv
 from harness.testbeds.base import Check
@@ -34,7 +35,9 @@ class LteLink:
     index: int
     enb: Host
     enb_netns: str
+    #: the receiver's namespace, and a Host running commands in it
     receiver_netns: str
+    receiver_host: Host
     #: the receiver's LTE interface name (``lte0``) and address, and the eNB side's address (its gateway)
     ifname: str
     address: str
@@ -113,7 +116,6 @@ class MissingAccess:
                       "ACCESS_KINDS to the testbed")]
 
     def up(self, link: LteLink) -> None:
-        from harness.errors import PreflightError
         raise PreflightError(self.check(LocalHost("root"))[0].detail)
 
     def down(self) -> None:

@@ -218,7 +218,7 @@ class EmulatedTestbed(Testbed):
             h.run(addr_add_argv(wifi.name, f"{wifi.address}/24"))
             h.run(link_up_argv(wifi.name))
             access = self.lte_access[name]
-            access.up(LteLink(name, i, enb, ns["enb"], ns[name], lte.name, lte.address, f"10.20.{i}.1",
+            access.up(LteLink(name, i, enb, ns["enb"], ns[name], h, lte.name, lte.address, f"10.20.{i}.1",
                               self.state_dir))
             if access.shaped:  # a real cell's tun arrives with its address, up
                 h.run(addr_add_argv(lte.name, f"{lte.address}/24"))
