@@ -28,6 +28,7 @@ from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signal
 from harness.config.scenario import MODE_RADIOS, Scenario
 from harness.campaign.store import Campaign, check_campaign_id, check_writable
 from harness.testbeds.base import Check, Testbed, failed_essentials
+from harness.testbeds.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
 
 log = logging.getLogger("mplab.campaign")
@@ -67,6 +68,9 @@ def describe_testbed(testbed: Testbed) -> dict:
         out["energy_source"] = "emulated: power model driven by real interface byte counters, read through the UM25C protocol"
     else:
         out["energy_source"] = "measured"
+    access = getattr(testbed, "lte_access", None)
+    if access:
+        out["lte_access"] = {name: a.describe() for name, a in access.items()}
     offsets = getattr(testbed, "clock_offsets_s", None)
     if offsets is not None:
         out["clock_offsets_s"] = dict(offsets)  # measured at preflight, per SSH host
@@ -82,7 +86,8 @@ class RunHooks:
 
 
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
-                   scenario_source: str = "scenario", hooks: RunHooks | None = None) -> Campaign:
+                   scenario_source: str = "scenario", hooks: RunHooks | None = None,
+                   access_kinds: AccessKinds | None = None) -> Campaign:
     """Plan, preflight, create and run a new campaign.
 
     Refused before anything is built when the id is bad, the runs directory cannot be
@@ -93,7 +98,7 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     plans = plan_campaign(scenario, inventory, scenario_source)
     check_writable(runs_dir)
     with stop_on_signals():
-        testbed = build_testbed(inventory)
+        testbed = build_testbed(inventory, access_kinds)
         testbed.claim(f"campaign {cid}")
         try:
             ccs = resolve_ccs(scenario, testbed)
@@ -122,7 +127,7 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     return campaign
 
 
-def resume_campaign(path: Path, hooks: RunHooks | None = None) -> Campaign:
+def resume_campaign(path: Path, hooks: RunHooks | None = None, access_kinds: AccessKinds | None = None) -> Campaign:
     """Continue a campaign where it stopped: repair the directory, run the samples without (all their) records."""
     campaign = Campaign.open(path)
     campaign.check_writable()
@@ -132,7 +137,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None) -> Campaign:
     with stop_on_signals():
         with campaign.lock():  # another process resuming it is refused before anything is built
             pass
-        testbed = build_testbed(inventory)
+        testbed = build_testbed(inventory, access_kinds)
         testbed.claim(f"campaign {campaign.id}")
         try:
             ccs = resolve_ccs(scenario, testbed)

@@ -71,6 +71,7 @@ def _progress() -> Progress:
 
 
 def run(
+    ctx: typer.Context,
     scenario: Annotated[Optional[Path], typer.Argument(help="scenario file (scenarios/*.yaml)")] = None,
     inventory: Annotated[Optional[Path], typer.Option(help="inventory file (default: the scenario's)")] = None,
     runs_dir: Annotated[Path, typer.Option(help="where campaigns are stored")] = Path("runs"),
@@ -83,7 +84,7 @@ def run(
         if scenario is not None:
             raise ConfigError("give either a scenario or --resume, not both")
         with _progress() as progress:
-            campaign = resume_campaign(resume, _hooks(progress))
+            campaign = resume_campaign(resume, _hooks(progress), access_kinds=_access_kinds(ctx))
     else:
         if scenario is None:
             raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
@@ -104,7 +105,7 @@ def run(
             return
         with _progress() as progress:
             campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
-                                      hooks=_hooks(progress))
+                                      hooks=_hooks(progress), access_kinds=_access_kinds(ctx))
     records = campaign.records()
     console.print(summary_table(records, f"campaign {campaign.id}"))
     console.print(f"records: {campaign.samples_path}\nraw output: {campaign.path / 'raw'}\n"
@@ -113,6 +114,12 @@ def run(
     if failed:
         raise SamplesFailed(f"{len(failed)} sample(s) of campaign {campaign.id} failed, recorded with their reasons "
                             f"(e.g. {failed[0]}); see `mplab status {campaign.path}`")
+
+
+def _access_kinds(ctx: typer.Context) -> dict | None:
+    """Real LTE access drivers the top-level CLI put into the context (``mplab.cli``; harness never imports lte)."""
+    obj = ctx.find_root().obj
+    return obj.get("access_kinds") if isinstance(obj, dict) else None
 
 
 def describe_session(event: dict, now: float | None = None) -> str:

@@ -78,6 +78,8 @@ class SampleRecord(SampleKey):
     iperf3_version: str | None = None
     mplab_version: str | None = None
     power_profile: str | None = None
+    #: the receiver's LTE path: "emulated-channel", or a real cell's kind ("srsran-zmq": srsRAN over ZeroMQ)
+    lte_access: str | None = None
 
     @field_validator("iface_bytes", "iface_throughput_mbit")
     @classmethod

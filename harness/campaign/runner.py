@@ -456,4 +456,5 @@ class Runner:
             iperf3_version=t.iperf3_version if t else None,
             mplab_version=harness.__version__,
             power_profile=self.meta.get("power_profile"),
+            lte_access=(a.kind if (a := getattr(tb, "lte_access", {}).get(o.receiver)) else None),
         ).to_json()
