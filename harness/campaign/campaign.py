@@ -8,18 +8,24 @@ that have no records yet.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import harness
-from harness.campaign import metadata
+from harness.campaign import metadata, parallel
 from harness.cc import CongestionControl, resolve
 from harness.config.load import digest_model, parse_model
 from harness.errors import MeterError, PreflightError, StoreError
-from harness.config.inventory import RADIOS, Inventory
+from harness.config.inventory import Inventory
+from harness.files import atomic_write
+from harness.testbeds.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Interrupted, Runner, SampleOutcome
@@ -79,13 +85,28 @@ class RunHooks:
     on_sample: Callable[[SampleOutcome], None] = lambda o: None
 
 
+def testbed_name(testbed: Testbed) -> str:
+    """How records and sessions name a testbed: an emulated one's namespace prefix, a lab's inventory name."""
+    return getattr(testbed, "prefix", None) or testbed.inventory.name
+
+
+def build_testbeds(inventory: Inventory, k: int, force: bool) -> list[Testbed]:
+    """The testbed, or ``k`` copies of an emulated one (``harness.campaign.parallel``), refused beyond the rule."""
+    if k == 1:
+        return [build_testbed(inventory)]
+    parallel.check_testbeds(k, force)
+    return [build_testbed(inv) for inv in parallel.testbed_copies(inventory, k)]
+
+
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
-                   scenario_source: str = "scenario", hooks: RunHooks | None = None) -> Campaign:
-    """Plan, preflight, create and run a new campaign."""
+                   scenario_source: str = "scenario", hooks: RunHooks | None = None, testbeds: int = 1,
+                   force: bool = False) -> Campaign:
+    """Plan, preflight, create and run a new campaign (on ``testbeds`` parallel copies of an emulated testbed)."""
     plans = plan_campaign(scenario, inventory, scenario_source)
-    testbed = build_testbed(inventory)
+    beds = build_testbeds(inventory, testbeds, force)
+    testbed = beds[0]
     ccs = resolve_ccs(scenario, testbed)
-    checks = preflight_or_raise(testbed, ccs)
+    checks = preflight_or_raise(testbed, ccs)  # one machine: the first copy's preflight holds for all
     cid = campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}"
     tb = describe_testbed(testbed)
     manifest = {
@@ -102,71 +123,123 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
         "software": metadata.safely("software", metadata.software),
         "git": metadata.safely("git", metadata.git_info),
         "preflight": [c.__dict__ for c in checks],
+        "parallel": {"testbeds": testbeds, "names": [testbed_name(t) for t in beds], "forced": force,
+                     "max_testbeds": parallel.max_testbeds(), "cores_per_testbed": parallel.CORES_PER_TESTBED},
     }
     campaign = Campaign.create(runs_dir, cid, manifest)
-    _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks())
+    _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks())
     return campaign
 
 
-def resume_campaign(path: Path, hooks: RunHooks | None = None) -> Campaign:
-    """Continue a campaign where it stopped: repair the directory, run the samples without records."""
+def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int = 1,
+                    force: bool = False) -> Campaign:
+    """Continue a campaign where it stopped: repair the directory, run the samples without records.
+
+    ``testbeds`` need not be what the campaign ran on before: the plan is by sample id.
+    """
     campaign = Campaign.open(path)
     src = str(path / "manifest.json")
     scenario = parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)")
     inventory = parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)")
-    testbed = build_testbed(inventory)
-    ccs = resolve_ccs(scenario, testbed)
-    preflight_or_raise(testbed, ccs)
+    beds = build_testbeds(inventory, testbeds, force)
+    ccs = resolve_ccs(scenario, beds[0])
+    preflight_or_raise(beds[0], ccs)
     with campaign.lock():
         for msg in campaign.repair():
             log.warning("%s: %s", campaign.id, msg)
+        _clean_earlier_copies(campaign, beds)
     done = campaign.completed()
     by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, src)}
     plans = [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
-    _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks(), resumed=True)
+    _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True)
     return campaign
 
 
-def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbed: Testbed,
+def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:
+    """Remove what testbed copies of earlier sessions left (a killed K=2 run resumed with K=1)."""
+    sessions = campaign.path / "sessions.jsonl"
+    if not sessions.exists() or beds[0].kind != "emulated":
+        return
+    now = {testbed_name(t) for t in beds}
+    earlier: set[str] = set()
+    for line in sessions.read_text().splitlines():
+        try:
+            earlier.update(json.loads(line).get("testbeds") or [])
+        except json.JSONDecodeError:
+            continue
+    for prefix in sorted(earlier - now):
+        if prefix.startswith("mplab-"):
+            removed = clean_prefix(prefix, nested=False)
+            if removed:
+                log.warning("%s: removed what testbed %s left: %s", campaign.id, prefix, ", ".join(removed))
+
+
+@contextlib.contextmanager
+def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, CongestionControl],
+                     trace_name: str) -> Iterator[Recorder]:
+    """Set up ``testbed``, open its meters and record them (to ``meters/<trace_name>``); tear down after."""
+    try:
+        testbed.setup(list(ccs.values()))
+        meters = testbed.meters()
+        opened = []
+        try:
+            for name, m in meters.items():
+                m.open()
+                opened.append(m)
+        except MeterError as exc:
+            for m in opened:
+                m.close()
+            raise PreflightError(f"meter check failed: {exc}") from None
+        # Every reading and meter fault of the session goes to disk as it happens (the runner keeps
+        # only each sample's window in raw/<sample>/meter-<rx>.csv and forgets older readings).
+        (campaign.path / "meters").mkdir(exist_ok=True)
+        trace = TraceWriter(campaign.path / "meters" / trace_name,
+                            {name: node.meter_kind for name, node in testbed.nodes.items()})
+        try:
+            with Recorder(meters, sink=trace) as recorder:
+                # The first transfer must start inside every meter's trace: a slow meter (rfc2217
+                # over ser2net) would otherwise flag the first sample's records with a meter gap.
+                if recorder.wait_first(10.0) is None:
+                    log.warning("not every meter gave a reading within 10 s; the first samples may be "
+                                "flagged meter-gap")
+                yield recorder
+        finally:
+            trace.close()
+        if recorder.sink_error:
+            raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
+                             "trace is not)")
+    finally:
+        testbed.teardown()
+
+
+def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbeds: list[Testbed],
              ccs: dict[str, CongestionControl], plans: list[SamplePlan], hooks: RunHooks,
              resumed: bool = False) -> None:
     meta = {"kernel": campaign.manifest.get("kernel"),
             "power_profile": inventory.emulation.power_profile.name if inventory.emulation else None}
+    names = [testbed_name(t) for t in testbeds]
     with campaign.lock():
-        campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans)})
+        campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "testbeds": names})
         hooks.on_start(campaign, plans)
         outcome = "interrupted"
+        stamp = time.strftime('%Y%m%dT%H%M%S')
         try:
             if plans:
-                testbed.setup(list(ccs.values()))
-                meters = testbed.meters()
-                opened = []
-                try:
-                    for name, m in meters.items():
-                        m.open()
-                        opened.append(m)
-                except MeterError as exc:
-                    for m in opened:
-                        m.close()
-                    raise PreflightError(f"meter check failed: {exc}") from None
-                # Every reading and meter fault of the session goes to disk as it happens (the runner keeps
-                # only each sample's window in raw/<sample>/meter-<rx>.csv and forgets older readings).
-                (campaign.path / "meters").mkdir(exist_ok=True)
-                trace = TraceWriter(campaign.path / "meters" / f"trace-{time.strftime('%Y%m%dT%H%M%S')}.csv",
-                                    {name: node.meter_kind for name, node in testbed.nodes.items()})
-                try:
-                    with Recorder(meters, sink=trace) as recorder:
-                        # The first transfer must start inside every meter's trace: a slow meter (rfc2217
-                        # over ser2net) would otherwise flag the first sample's records with a meter gap.
-                        if recorder.wait_first(10.0) is None:
-                            log.warning("not every meter gave a reading within 10 s; the first samples may be "
-                                        "flagged meter-gap")
-                        Runner(testbed, campaign, scenario, ccs, recorder, meta).run(plans, hooks.on_sample)
-                finally:
-                    trace.close()
-                if recorder.sink_error:
-                    raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
-                                     "trace is not)")
+                with contextlib.ExitStack() as stack:
+                    # Set up one copy after the other (they share BPF registrations and the allowed list).
+                    recorders = [stack.enter_context(_testbed_session(
+                        campaign, tb, ccs, f"trace-{stamp}.csv" if len(testbeds) == 1 else f"trace-{stamp}-{n}.csv"))
+                        for tb, n in zip(testbeds, names)]
+                    runners = [Runner(tb, campaign, scenario, ccs, rec, meta, testbed_name=n)
+                               for tb, rec, n in zip(testbeds, recorders, names)]
+                    with parallel.Interference() as interference:
+                        try:
+                            if len(runners) == 1:
+                                runners[0].run(plans, hooks.on_sample)
+                            else:
+                                _run_parallel(runners, plans, scenario.settle_s, hooks.on_sample)
+                        finally:
+                            _note_interference(campaign, interference, plans, inventory, len(testbeds))
             outcome = "finished"
         except (KeyboardInterrupt, Interrupted) as exc:
             done = len(campaign.completed())
@@ -174,26 +247,61 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                               f"and kept; resume with `mplab run --resume {campaign.path}`") from None
         finally:
             try:
-                testbed.teardown()
+                for tb in testbeds:
+                    tb.teardown()  # idempotent; a set-up that failed half-way left something
             finally:
                 campaign.log_session({"event": outcome})
+
+
+def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: float,
+                  on_sample: Callable[[SampleOutcome], None]) -> None:
+    """Run ``plans`` on every runner at once from one queue; SIGTERM/SIGINT cancel the samples in flight."""
+    stop = threading.Event()
+
+    def worker(runner: Runner) -> Callable[[SamplePlan], SampleOutcome]:
+        first = [True]
+
+        def one(plan: SamplePlan) -> SampleOutcome:
+            if not first[0] and settle_s:
+                time.sleep(settle_s)  # let this copy's queues drain and radio tails end
+            first[0] = False
+            return runner.run_sample(plan)
+        return one
+
+    for r in runners:
+        r.cancel = stop
+
+    def _term(signum, frame):  # noqa: ARG001
+        raise Interrupted(f"interrupted by signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, _term)
+    try:
+        errors = parallel.run_queue(plans, {r.testbed_name: worker(r) for r in runners}, stop, on_sample)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if errors:
+        raise errors[0]
+
+
+def _note_interference(campaign: Campaign, interference: parallel.Interference, plans: list[SamplePlan],
+                       inventory: Inventory, k: int) -> None:
+    """Add this session's interference to the manifest (``interference``: one entry per session; an atomic rewrite)."""
+    ids = {p.sample_id for p in plans}
+    records = [r for r in campaign.records() if r["sample_id"] in ids]
+    entry = {"n_testbeds": k, **interference.summary(records, inventory)}
+    campaign.manifest.setdefault("interference", []).append(entry)
+    atomic_write(campaign.path / "manifest.json", (json.dumps(campaign.manifest, indent=2) + "\n").encode())
+    ratios = [t["rate_ratio_mean"] for t in entry["testbeds"].values() if t["rate_ratio_mean"] is not None]
+    if k > 1 and ratios:
+        log.info("%s: %d testbeds, CPU busy %.0f%% (max %.0f%%), achieved/configured rate %.2f..%.2f", campaign.id, k,
+                 100 * (entry["cpu_busy_mean"] or 0), 100 * (entry["cpu_busy_max"] or 0), min(ratios), max(ratios))
 
 
 def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory) -> float:
     """A rough wall-time estimate: each sample lasts as long as its slowest receiver's share."""
     total = 0.0
-    emu = inventory.emulation
     for p in plans:
-        slowest = 0.0
-        for name in p.receivers:
-            rx = inventory.receiver(name)
-            rates = {}
-            for radio in RADIOS:
-                ch = rx.interfaces[radio].channel
-                cap = (emu.wifi_ap if radio == "wifi" else emu.lte_cell).capacity_mbit if emu else None
-                rate = ch.rate_mbit if ch else 10.0
-                rates[radio] = min(rate, cap / p.n_receivers) if cap else rate
-            rate = rates["wifi"] + rates["lte"] if p.mode == "both" else rates[p.mode]
-            slowest = max(slowest, scenario.file_bytes * 8 / (rate * 1e6))
+        slowest = max(scenario.file_bytes * 8 / (parallel.configured_rate_mbit(inventory, name, p.mode, p.n_receivers) * 1e6)
+                      for name in p.receivers)
         total += slowest + 0.5 + scenario.settle_s
     return total

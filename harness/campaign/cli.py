@@ -75,13 +75,16 @@ def run(
     campaign_id: Annotated[Optional[str], typer.Option("--id", help="campaign id (default: <scenario>-<time>)")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="resume this campaign directory")] = None,
     dry_run: Annotated[bool, typer.Option(help="print the plan and an ETA, run nothing")] = False,
+    testbeds: Annotated[int, typer.Option(help="run on K parallel copies of the emulated testbed (one campaign)")] = 1,
+    force: Annotated[bool, typer.Option(help="run more --testbeds than the machine sustains without losing "
+                                              "fidelity")] = False,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
     if resume is not None:
         if scenario is not None:
             raise ConfigError("give either a scenario or --resume, not both")
         with _progress() as progress:
-            campaign = resume_campaign(resume, _hooks(progress))
+            campaign = resume_campaign(resume, _hooks(progress), testbeds=testbeds, force=force)
     else:
         if scenario is None:
             raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
@@ -96,11 +99,12 @@ def run(
                 console.print(f"  {p.sample_id}  receivers={','.join(p.receivers)}")
             if len(plans) > 20:
                 console.print(f"  ... and {len(plans) - 20} more")
-            console.print(f"estimated wall time: {eta / 60:.1f} min")
+            console.print(f"estimated wall time: {eta / 60:.1f} min" + (
+                f" on one testbed, about {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
             return
         with _progress() as progress:
             campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
-                                      hooks=_hooks(progress))
+                                      hooks=_hooks(progress), testbeds=testbeds, force=force)
     records = campaign.records()
     console.print(summary_table(records, f"campaign {campaign.id}"))
     console.print(f"records: {campaign.samples_path}\nraw output: {campaign.path / 'raw'}\n"
