@@ -104,9 +104,20 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     """Plan, preflight, create and run a new campaign (on ``testbeds`` parallel copies of an emulated testbed)."""
     plans = plan_campaign(scenario, inventory, scenario_source)
     beds = build_testbeds(inventory, testbeds, force)
-    testbed = beds[0]
-    ccs = resolve_ccs(scenario, testbed)
-    checks = preflight_or_raise(testbed, ccs)  # one machine: the first copy's preflight holds for all
+    ccs = resolve_ccs(scenario, beds[0])
+    checks = preflight_or_raise(beds[0], ccs)  # one machine: the first copy's preflight holds for all
+    campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=campaign_id,
+                               parallel_section={"testbeds": testbeds, "names": [testbed_name(t) for t in beds],
+                                                 "forced": force, "max_testbeds": parallel.max_testbeds(),
+                                                 "cores_per_testbed": parallel.CORES_PER_TESTBED})
+    _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks())
+    return campaign
+
+
+def create_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, plans: list[SamplePlan],
+                    testbed: Testbed, ccs: dict[str, CongestionControl], checks: list[Check], *,
+                    campaign_id: str | None = None, parallel_section: dict | None = None) -> Campaign:
+    """Write a new campaign's manifest (nothing runs)."""
     cid = campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}"
     tb = describe_testbed(testbed)
     manifest = {
@@ -123,12 +134,9 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
         "software": metadata.safely("software", metadata.software),
         "git": metadata.safely("git", metadata.git_info),
         "preflight": [c.__dict__ for c in checks],
-        "parallel": {"testbeds": testbeds, "names": [testbed_name(t) for t in beds], "forced": force,
-                     "max_testbeds": parallel.max_testbeds(), "cores_per_testbed": parallel.CORES_PER_TESTBED},
+        "parallel": parallel_section or {},
     }
-    campaign = Campaign.create(runs_dir, cid, manifest)
-    _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks())
-    return campaign
+    return Campaign.create(runs_dir, cid, manifest)
 
 
 def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int = 1,
@@ -138,9 +146,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
     ``testbeds`` need not be what the campaign ran on before: the plan is by sample id.
     """
     campaign = Campaign.open(path)
-    src = str(path / "manifest.json")
-    scenario = parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)")
-    inventory = parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)")
+    scenario, inventory = campaign_inputs(campaign)
     beds = build_testbeds(inventory, testbeds, force)
     ccs = resolve_ccs(scenario, beds[0])
     preflight_or_raise(beds[0], ccs)
@@ -148,11 +154,23 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
         for msg in campaign.repair():
             log.warning("%s: %s", campaign.id, msg)
         _clean_earlier_copies(campaign, beds)
-    done = campaign.completed()
-    by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, src)}
-    plans = [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
+    plans = pending_plans(campaign, scenario, inventory)
     _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True)
     return campaign
+
+
+def campaign_inputs(campaign: Campaign) -> tuple[Scenario, Inventory]:
+    """The scenario and inventory copied into the manifest (what a resumed campaign runs)."""
+    src = str(campaign.path / "manifest.json")
+    return (parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)"),
+            parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)"))
+
+
+def pending_plans(campaign: Campaign, scenario: Scenario, inventory: Inventory) -> list[SamplePlan]:
+    """The planned samples without records, in plan order."""
+    done = campaign.completed()
+    by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, str(campaign.path / "manifest.json"))}
+    return [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
 
 
 def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from harness.campaign.campaign import RunHooks, dry_run_estimate_s, resume_campaign, start_campaign
+from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
 from harness.testbeds.clean import clean_prefix
 from harness.errors import ConfigError
 from harness.config.inventory import load_inventory
@@ -78,13 +79,22 @@ def run(
     testbeds: Annotated[int, typer.Option(help="run on K parallel copies of the emulated testbed (one campaign)")] = 1,
     force: Annotated[bool, typer.Option(help="run more --testbeds than the machine sustains without losing "
                                               "fidelity")] = False,
+    cluster: Annotated[Optional[str], typer.Option(help="run shards on the Ray cluster at this address "
+                                                        "(`uv sync --extra cluster`; docs/cluster.md)")] = None,
+    shard_size: Annotated[Optional[int], typer.Option(help="--cluster: samples per shard (default: plan/50, "
+                                                           "at most 20)")] = None,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
+    if cluster and testbeds != 1:
+        raise ConfigError("--cluster runs one testbed per node's `testbed` resource; give --testbeds or --cluster")
     if resume is not None:
         if scenario is not None:
             raise ConfigError("give either a scenario or --resume, not both")
         with _progress() as progress:
-            campaign = resume_campaign(resume, _hooks(progress), testbeds=testbeds, force=force)
+            if cluster:
+                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress), shard_size=shard_size)
+            else:
+                campaign = resume_campaign(resume, _hooks(progress), testbeds=testbeds, force=force)
     else:
         if scenario is None:
             raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
@@ -103,8 +113,13 @@ def run(
                 f" on one testbed, about {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
             return
         with _progress() as progress:
-            campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
-                                      hooks=_hooks(progress), testbeds=testbeds, force=force)
+            if cluster:
+                campaign = start_cluster_campaign(sc, inv, runs_dir, cluster, campaign_id=campaign_id,
+                                                  scenario_source=str(scenario), hooks=_hooks(progress),
+                                                  shard_size=shard_size)
+            else:
+                campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
+                                          hooks=_hooks(progress), testbeds=testbeds, force=force)
     records = campaign.records()
     console.print(summary_table(records, f"campaign {campaign.id}"))
     console.print(f"records: {campaign.samples_path}\nraw output: {campaign.path / 'raw'}\n"

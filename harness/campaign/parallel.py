@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import resource
 import statistics
 import threading
 import time
@@ -129,6 +130,12 @@ def run_queue(plans: list[SamplePlan], workers: dict[str, Callable[[SamplePlan],
 
 # ---------------------------------------------------------------- interference
 
+def _own_cpu_s() -> float:
+    """CPU seconds of this process and its reaped children."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _cpu_times() -> tuple[float, float]:
     """(busy, total) jiffies of the whole machine from /proc/stat."""
     with open("/proc/stat") as f:
@@ -152,6 +159,7 @@ class Interference:
         self._thread: threading.Thread | None = None
         self.started_at = time.time()
         self.load_start = os.getloadavg()[0]
+        self.cpu_start_s = _own_cpu_s()
 
     def __enter__(self) -> Interference:
         self._thread = threading.Thread(target=self._sample, name="interference", daemon=True)
@@ -204,6 +212,9 @@ class Interference:
             "cpu_busy_max": max(self.busy) if self.busy else None,
             "loadavg_1m_start": self.load_start,
             "loadavg_1m_end": os.getloadavg()[0],
+            # This process (runner, recorders) and the children it reaped (iperf3 clients), in cores: what
+            # the campaign itself used, apart from the rest of a shared machine (kernel forwarding not included).
+            "own_cpu_cores": (_own_cpu_s() - self.cpu_start_s) / max(time.time() - self.started_at, 1e-9),
             "testbeds": testbeds,
         }
 
