@@ -52,6 +52,9 @@ SHARD_RETRIES = 3
 
 
 def _ray():
+    # Ray >= 2.4x turns a driver started by `uv run` into a runtime env that re-runs `uv run` on every
+    # worker (and packs the working directory): nodes run mplab from their own venv instead (docs/cluster.md).
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     try:
         import ray
     except ImportError:

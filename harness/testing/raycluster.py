@@ -1,7 +1,7 @@
 """A Ray cluster on this machine for tests: a head and workers, each `ray start --block` in its own session.
 
 Every node gets its own ports (GCS, node manager, object manager, dashboard agent, metrics,
-runtime-env agent, client server, a worker-port range) and its own ``--object-store-memory``
+runtime-env agent, a worker-port range) and its own ``--object-store-memory``
 (each node would reserve as if it had the machine), all on 127.0.0.1; no dashboard.
 ``stop`` kills the node's whole process tree and session by pid, SIGTERM then SIGKILL
 (``gcs_server`` and the monitor ignore SIGTERM): never ``ray stop``, which kills every Ray
@@ -111,8 +111,7 @@ def node_argv(*, head: bool, address: str | None, port: int | None, resources: d
     base = free_port() // 100 * 100  # a worker-port range of its own
     argv += [f"--min-worker-port={base}", f"--max-worker-port={base + 40}"]
     if head:
-        argv += [f"--port={port}", "--head", "--include-dashboard=false", f"--temp-dir={temp_dir}",
-                 f"--ray-client-server-port={free_port()}"]
+        argv += [f"--port={port}", "--head", "--include-dashboard=false", f"--temp-dir={temp_dir}"]
     else:
         argv += [f"--address={address}"]
     return argv
