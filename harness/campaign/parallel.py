@@ -30,9 +30,10 @@ from harness.errors import ConfigError
 
 log = logging.getLogger("mplab.parallel")
 
-#: CPU cores one emulated testbed copy keeps busy while it transfers (its iperf3 clients and
-#: servers, HTB on the sender, the emulated meter devices and the runner's recorder). Measured
-#: by bench/parallel.py on the 2-core shared development machine (README, "Parallel testbeds").
+#: Cores to allow per emulated testbed copy. bench/parallel.py on the 2-core shared development
+#: machine: throughput per case stayed within 2 % of K = 1 up to K = 4, but the energy of WiFi-only
+#: cases moved by up to 16 % at K = 3 and 4 (8 % at K = 2); the rule keeps K = 2 (every case within
+#: 10 %) per 2 cores (README, "Campaigns beyond one testbed").
 CORES_PER_TESTBED = 1.0
 #: Mean achieved / configured rate of a copy below this fraction of what one copy alone
 #: achieves is a loss of fidelity (bench/parallel.py reports the ratios).
