@@ -4,30 +4,39 @@ SCENARIO ?= quick
 UV ?= uv
 export UV_PYTHON_DOWNLOADS := never
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# `make setup-lab` leaves this marker: `uv run` must then not add the training stack back
+# (it installs the default dependency groups, `train` included, into the environment it runs in).
+LAB_MARKER := .venv/mplab-no-training-stack
+UV_RUN = $(UV) run --frozen $(if $(wildcard $(LAB_MARKER)),--no-group train --no-group dev)
 
 # Every program mplab calls comes from one of these; harness/tools.py says which program needs which
 # package, and tests/test_tools.py checks this list against it (and against every argv in the code).
 APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool \
-                openssh-server openssh-client ser2net python3 python3-pip iputils-ping
+                openssh-server openssh-client ser2net python3 python3-pip iputils-ping chromium \
+                hostapd wpasupplicant
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
 CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))
 DATASET ?= datasets/$(SCENARIO)
 MODEL ?= models/$(SCENARIO)
+REPORT ?= reports/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: setup apt apt-packages doctor python bpf test test-unit experiment dataset train mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+.PHONY: setup setup-lab python-lab apt apt-packages doctor python bpf test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
 	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
+	@echo "make setup-lab      the same without the training stack (PyTorch, MLflow, scikit-learn: ~5 GB) for sweep-only machines"
 	@echo "make doctor         check this machine: programs, kernel features, Python packages (make setup ends with it)"
 	@echo "make bpf            build the BPF congestion controls (harness/cc/bpf -> harness/cc/bpf/build)"
 	@echo "make test           run the whole test suite (namespace tests need root)"
 	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
-	@echo "make dataset        build \$$(DATASET) from the newest runs/\$$(SCENARIO)-* campaign (or CAMPAIGN=...)"
-	@echo "make train          train and export \$$(MODEL) from \$$(DATASET), tracked in MLflow (mlflow.db)"
-	@echo "make mlflow-ui      serve the MLflow UI on http://127.0.0.1:\$$(MLFLOW_PORT)"
+	@echo "make dataset        build \$$(DATASET) from the newest runs/\$$(SCENARIO)-* campaign (or CAMPAIGN=...); an existing one is kept as \$$(DATASET).<UTC time>"
+	@echo "make train          train and export \$$(MODEL) from \$$(DATASET), tracked in MLflow (mlflow.db); an existing model is kept as \$$(MODEL).<UTC time>"
+	@echo "make report         figures, Tables 2-3 beside the paper and index.html in \$$(REPORT) from the newest campaign"
+	@echo "                    (with \$$(DATASET) and \$$(MODEL) when they exist)"
+	@echo "make mlflow-ui      serve the MLflow UI on http://127.0.0.1:\$$(MLFLOW_PORT) (one worker; it takes 15-60 s to answer)"
 	@echo "make clean-testbed  remove namespaces, processes and state an interrupted run left behind"
 	@echo "make lte-up INVENTORY=inventory/<lab>.yaml [SECRETS=<file>]   configure and start the LTE cell"
 	@echo "make lte-down INVENTORY=...   stop it;  make lte-status / lte-check INVENTORY=...   inspect it"
@@ -40,10 +49,15 @@ setup: apt python
 # The set-up's self-check: every program (with versions), the kernel features, the Python packages.
 # Exits non-zero with the fix when something essential is missing.
 doctor:
-	$(UV) run --frozen mplab doctor
+	$(UV_RUN) mplab doctor
 
 apt-packages:
 	@echo $(APT_PACKAGES)
+
+# A machine that only runs sweeps: no PyTorch/MLflow/scikit-learn (the `train` dependency group).
+setup-lab: apt python-lab
+	$(MAKE) bpf
+	$(MAKE) --no-print-directory doctor
 
 # BPF struct_ops congestion controls (lia, olia, balia, wvegas) and the arithmetic checker.
 # vmlinux.h comes from the running kernel's BTF (CO-RE: the objects load on other kernels too).
@@ -74,32 +88,50 @@ apt:
 	$(SUDO) apt-get update -q
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
 
+# --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set, nothing caches .pyc files and every
+# `mplab train` compiled torch._dynamo and sympy from source (about 8 s of its first epoch here).
 python:
 	command -v $(UV) >/dev/null || python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
-	$(UV) sync --frozen
+	$(UV) sync --frozen --compile-bytecode
+	rm -f $(LAB_MARKER)
+
+python-lab:
+	command -v $(UV) >/dev/null || python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
+	$(UV) sync --frozen --compile-bytecode --no-group train --no-group dev
+	touch $(LAB_MARKER)
 
 test:
-	$(UV) run --frozen pytest
+	$(UV_RUN) pytest
 
 test-unit:
-	$(UV) run --frozen pytest -m "not root"
+	$(UV_RUN) pytest -m "not root"
 
 experiment:
-	$(UV) run --frozen mplab run scenarios/$(SCENARIO).yaml
+	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml
 
 dataset:
 	@test -n "$(CAMPAIGN)" || { echo "no runs/$(SCENARIO)-* campaign: run 'make experiment' first" >&2; exit 2; }
-	$(UV) run --frozen mplab dataset build $(CAMPAIGN) -o $(DATASET) --force
+	$(UV_RUN) mplab dataset build $(CAMPAIGN) -o $(DATASET) --keep-previous
 
 train:
-	$(UV) run --frozen mplab train $(DATASET) -o $(MODEL) --force
+	$(UV_RUN) mplab train $(DATASET) -o $(MODEL) --keep-previous
 
+# The report of the newest campaign; the dataset and model of the same scenario join it when they exist.
+report:
+	@test -n "$(CAMPAIGN)" || { echo "no runs/$(SCENARIO)-* campaign: run 'make experiment' first" >&2; exit 2; }
+	$(UV_RUN) mplab report $(CAMPAIGN) $(if $(wildcard $(DATASET)/dataset.json),$(DATASET)) \
+		$(if $(wildcard $(MODEL)/model.json),--model $(MODEL)) -o $(REPORT) --force
+
+# One worker and no job runner: about 0.5 GB instead of 3.4 GB for MLflow's defaults (15 processes).
 mlflow-ui:
-	$(UV) run --frozen mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db \
-		--default-artifact-root $(CURDIR)/mlartifacts --host 127.0.0.1 --port $(MLFLOW_PORT)
+	@echo "starting the MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) (store $(CURDIR)/mlflow.db); it answers after 15-60 s, Ctrl-C stops it"
+	@echo "training runs: http://127.0.0.1:$(MLFLOW_PORT)/#/experiments?workflowType=machine_learning (the 'Model training' view)"
+	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(UV_RUN) mlflow server --workers 1 \
+		--backend-store-uri sqlite:///$(CURDIR)/mlflow.db \
+		--artifacts-destination $(CURDIR)/mlartifacts --host 127.0.0.1 --port $(MLFLOW_PORT)
 
 clean-testbed:
-	$(UV) run --frozen mplab clean
+	$(UV_RUN) mplab clean
 
 clean: clean-testbed
 
@@ -109,20 +141,20 @@ SECRETS_OPT = $(if $(SECRETS),--secrets $(SECRETS))
 
 lte-up:
 	$(NEED_INVENTORY)
-	$(UV) run --frozen mplab lte up $(INVENTORY) $(SECRETS_OPT)
+	$(UV_RUN) mplab lte up $(INVENTORY) $(SECRETS_OPT)
 
 lte-down:
 	$(NEED_INVENTORY)
-	$(UV) run --frozen mplab lte down $(INVENTORY)
+	$(UV_RUN) mplab lte down $(INVENTORY)
 
 lte-status:
 	$(NEED_INVENTORY)
-	$(UV) run --frozen mplab lte status $(INVENTORY)
+	$(UV_RUN) mplab lte status $(INVENTORY)
 
 lte-check:
 	$(NEED_INVENTORY)
-	$(UV) run --frozen mplab lte check $(INVENTORY)
+	$(UV_RUN) mplab lte check $(INVENTORY)
 
 wifi-up:
 	$(NEED_INVENTORY)
-	$(UV) run --frozen mplab wifi up $(INVENTORY) $(SECRETS_OPT)
+	$(UV_RUN) mplab wifi up $(INVENTORY) $(SECRETS_OPT)

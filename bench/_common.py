@@ -22,8 +22,8 @@ from harness.config.scenario import Scenario  # noqa: E402
 from harness.campaign.store import Campaign  # noqa: E402
 
 
-def inventory(prefix: str) -> Inventory:
-    inv = load_inventory(REPO / "inventory" / "emulated.yaml")
+def inventory(prefix: str, path: Path = REPO / "inventory" / "emulated.yaml") -> Inventory:
+    inv = load_inventory(path)
     data = inv.model_dump(mode="json")
     data["emulation"]["namespace_prefix"] = prefix
     return Inventory.model_validate(data)
@@ -35,9 +35,10 @@ def plan(cc: str, mode: str, receivers: tuple[str, ...], index: int) -> SamplePl
 
 
 @contextlib.contextmanager
-def runner(prefix: str, scenario: Scenario) -> Iterator[tuple[Runner, EmulatedTestbed]]:
-    """A Runner on the default 9-receiver inventory, recording into a throw-away campaign."""
-    inv = inventory(prefix)
+def runner(prefix: str, scenario: Scenario, inventory_path: Path = REPO / "inventory" / "emulated.yaml",
+           ) -> Iterator[tuple[Runner, EmulatedTestbed]]:
+    """A Runner on an inventory (default: the 9-receiver emulated one), recording into a throw-away campaign."""
+    inv = inventory(prefix, inventory_path)
     tb = EmulatedTestbed(inv)
     ccs = resolve_ccs(scenario, tb)
     tb.preflight(list(ccs.values()))

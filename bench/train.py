@@ -5,8 +5,9 @@ counts x 3 modes x 45 samples, one row per receiver = 30,375 rows), built into a
 the real builder (30 train / 15 test samples per case). All models: 5 hidden layers of 200
 ReLU units, Adam, early stopping on a validation share of the training rows, standardised inputs
 and target. mplab runs with its defaults (`TrainConfig()`: batch 1024, lr 5e-3, patience 10,
-bf16 matmuls where the CPU has them); scikit-learn twice: with its own defaults (batch 200,
-lr 1e-3, patience 10; the headline ratio) and with mplab's batch, lr, patience and validation share.
+fp32 matmuls), and again with bf16 autocast (time and MAPE both ways); scikit-learn twice: with
+its own defaults (batch 200, lr 1e-3, patience 10; the headline ratio) and with mplab's batch,
+lr, patience and validation share.
 Everything is measured in this one run on this machine and reported as ratios.
 
 Run: ``uv run python bench/train.py`` (add ``--json out.json`` to keep the figures).
@@ -95,15 +96,17 @@ def main() -> None:
         import sklearn.neural_network  # noqa: F401
 
         # Interleaved repeats, median time: other processes on a shared machine add noise.
-        runs: dict[str, list[dict]] = {"mplab": [], "sklearn": [], "sklearn-same-hp": []}
+        runs: dict[str, list[dict]] = {"mplab": [], "mplab-bf16": [], "sklearn": [], "sklearn-same-hp": []}
         res = None
+        bf16 = TrainConfig(**{**cfg.__dict__, "precision": "bf16"})
         for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            res = fit(x_tr[~val], y_tr[~val], x_tr[val], y_tr[val], cfg)
-            dt = time.perf_counter() - t0
-            s = scores(y_te, predict(res.model, x_te))
-            runs["mplab"].append({"seconds": dt, "epochs": len(res.history), "test_mape_pct": s.mape_pct,
-                                  "test_mae_j": s.mae_j, "test_r2": s.r2})
+            for label, c in (("mplab-bf16", bf16), ("mplab", cfg)):  # the default (fp32) last: its model is kept
+                t0 = time.perf_counter()
+                res = fit(x_tr[~val], y_tr[~val], x_tr[val], y_tr[val], c)
+                dt = time.perf_counter() - t0
+                s = scores(y_te, predict(res.model, x_te))
+                runs[label].append({"seconds": dt, "epochs": len(res.history), "test_mape_pct": s.mape_pct,
+                                    "test_mae_j": s.mae_j, "test_r2": s.r2, "precision": res.precision})
             for label, defaults in (("sklearn", True), ("sklearn-same-hp", False)):
                 t0 = time.perf_counter()
                 sk = sklearn_mlp(x_tr, y_tr, cfg, defaults)
@@ -127,6 +130,7 @@ def main() -> None:
     fig = {
         "rows": {"train": len(tr), "test": len(te)},
         "mplab": summary["mplab"],
+        "mplab-bf16": summary["mplab-bf16"],
         "repeats": args.repeats,
         **sk_runs,
         "speedup": sk_runs["sklearn"]["seconds"] / t_mplab,
@@ -138,7 +142,7 @@ def main() -> None:
     print(f"rows: {len(tr)} train, {len(te)} test (synthetic, paper size); median of {args.repeats} interleaved "
           f"runs (all times: " + "; ".join(f"{k} {v['seconds_all']}" for k, v in summary.items()) + ")")
     print(f"{'':15} {'time s':>8} {'epochs':>7} {'s/epoch':>8} {'MAPE %':>7} {'MAE J':>7} {'R2':>7}")
-    for k in ("mplab", "sklearn", "sklearn-same-hp"):
+    for k in ("mplab", "mplab-bf16", "sklearn", "sklearn-same-hp"):
         f = fig[k]
         print(f"{k:15} {f['seconds']:8.1f} {f['epochs']:7d} {f['seconds'] / f['epochs']:8.3f} "
               f"{f['test_mape_pct']:7.2f} {f['test_mae_j']:7.2f} {f['test_r2']:7.4f}")

@@ -58,13 +58,17 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("modprobe", "kmod", "loading kernel congestion-control modules"),
     _t("modinfo", "kmod", "finding kernel congestion-control modules"),
     _t("bpftool", "bpftool", "vmlinux.h, registering/unregistering BPF struct_ops congestion controls"),
-    _t("clang", "clang", "compiling the BPF congestion controls (make bpf)"),
+    _t("clang", "clang", "compiling the BPF congestion controls (make bpf); the real-LTE rig's SCTP shim"),
     _t("git", "git", "the commit and dirty flag recorded in every manifest"),
     _t("ping", "iputils-ping", "reachability checks through the LTE tunnel"),
     # test and bench rigs, remote meters
     _t("sshd", "openssh-server", "the SSH test rig (a real OpenSSH server in a namespace)"),
     _t("ssh-keygen", "openssh-client", "keys of the SSH test rig"),
     _t("ser2net", "ser2net", "meters shared over the network (rfc2217/raw TCP)", required=False),
+    _t("hostapd", "hostapd", "the lab APs; here: parses every rendered hostapd.conf (wifi.realcheck)"),
+    _t("wpa_supplicant", "wpasupplicant", "lab receivers' WiFi; here: parses every rendered supplicant config"),
+    _t("chromium", "chromium", "a real headless browser: reports opened by tests (Playwright), MLflow UI screenshots",
+       required=False),
     # part of every Debian system
     _t("sh", "dash", "gated starts and small host commands", essential=True),
     _t("bash", "bash", "gated starts with EPOCHREALTIME", essential=True),
@@ -86,6 +90,7 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("wpa_cli", "wpasupplicant", "WiFi association checks on lab receivers", where="lab"),
     _t("srsenb", "srsran", "the eNodeB (srsRAN 4G; labs usually build it from source)", where="lab"),
     _t("srsue", "srsran", "a software UE over ZMQ (srsRAN 4G)", where="lab", required=False),
+    _t("srsepc", "srsran", "the EPC when lte.epc.kind is srsepc (srsRAN 4G)", where="lab", required=False),
     _t("open5gs-mmed", "open5gs", "the EPC's MME (Open5GS; from its own repository)", where="lab"),
 )}
 

@@ -35,18 +35,40 @@ def s1_setup_seen(mme_log: str, enb_address: str) -> tuple[bool, str]:
     return True, f"eNB {enb_address} accepted" + (f"; eNBs now {counts[-1]}" if counts else "")
 
 
+#: srsEPC's MME (srsepc/src/mme/s1ap_mngmt_proc.cc): the request, then a response or a failure with its cause.
+SRSEPC_S1_RE = re.compile(r"(Received S1 Setup Request|Sending S1 Setup Response|"
+                          r"Sending S1 Setup Failure - (?P<cause>[^\n]*))")
+
+
+def srsepc_s1_seen(epc_log: str) -> tuple[bool, str]:
+    """Whether srsEPC's log shows an S1 Setup Request answered with a Response (the last exchange counts)."""
+    events = list(SRSEPC_S1_RE.finditer(epc_log))
+    if not events:
+        return False, "no 'Received S1 Setup Request' in srsepc's log"
+    last = events[-1]
+    if last.group("cause"):
+        return False, f"srsepc refused the eNB's S1 Setup: {last.group('cause').strip()}"
+    if last.group(1) == "Sending S1 Setup Response":
+        return True, "S1 Setup Request answered with S1 Setup Response"
+    return False, "S1 Setup Request received but no S1 Setup Response sent"
+
+
 def check_s1(inv: Inventory, epc: Host) -> Check:
-    """S1 setup of the inventory's eNodeB, from the MME log on the EPC host."""
+    """S1 setup of the inventory's eNodeB, from the MME log on the EPC host (srsepc's own log for srsEPC)."""
     assert inv.lte is not None
-    path = f"{inv.lte.epc.log_dir}/mme.log"
+    epc_cfg = inv.lte.epc
+    srsepc = epc_cfg.kind == "srsepc"
+    path = f"{epc_cfg.log_dir}/{'epc' if srsepc else 'mme'}.log"
     try:
         text = epc.read_file(path).decode(errors="replace")
     except (OSError, MplabError) as exc:
         return Check(epc.name, "s1-setup", False, f"cannot read {path}: {exc}",
+                     "is srsepc running and logging there ([log] filename)?" if srsepc else
                      "is open5gs-mmed running and logging there?")
-    ok, detail = s1_setup_seen(text, str(inv.lte.enb.address))
+    ok, detail = srsepc_s1_seen(text) if srsepc else s1_setup_seen(text, str(inv.lte.enb.address))
+    also = ", the PLMN/TAC of both sides," if srsepc else ""
     return Check(epc.name, "s1-setup", ok, detail,
-                 "" if ok else f"check srsenb is running, mme_addr = {inv.lte.epc.address}, and S1 (SCTP 36412) "
+                 "" if ok else f"check srsenb is running, mme_addr = {epc_cfg.address}{also} and S1 (SCTP 36412) "
                                "is reachable from the eNB")
 
 

@@ -77,39 +77,57 @@ def parse_mongo_uri(uri: str) -> tuple[str, int, str]:
 @app.command()
 def render(inventory: InventoryArg,
            version: Annotated[str, typer.Option(help="Open5GS version whose schema to write")] = "2.7.2",
+           secrets: SecretsOpt = None,
            out: Annotated[Path, typer.Option(help="directory to write into (one subdirectory per machine)")] =
            Path("lte-rendered")) -> None:
     """Write every configuration file of the cell locally, for review."""
     inv = lte_inventory(inventory)
-    for f in render_all(inv, parse_version(version, source="--version")):
+    if inv.lte.epc.kind == "srsepc":
+        from lte.render import render_srsenb
+        from lte.srsepc import render_epc_conf, render_srsepc
+        sec = secrets_for(inv, inventory, secrets, required=False)
+        files = render_srsenb(inv) + (render_srsepc(inv, sec)[0] if sec else [render_epc_conf(inv)])
+        if sec is None:
+            console.print("user_db.csv needs the SIM keys: pass --secrets to render it too")
+    else:
+        files = render_all(inv, parse_version(version, source="--version"))
+    for f in files:
         p = out / f.machine / f.path.lstrip("/")
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(f.text)
+        p.chmod(f.mode)
         console.print(f"{f.machine:4} {f.path:40} -> {p}")
 
 
 @app.command()
 def up(inventory: InventoryArg, secrets: SecretsOpt = None,
-       no_subscribers: Annotated[bool, typer.Option(help="do not touch the subscriber database")] = False) -> None:
+       subscribers: Annotated[bool, typer.Option(
+           "--subscribers/--no-subscribers", help="provision the subscriber database (--no-subscribers: leave it)")
+       ] = True) -> None:
     """Push configs (keeping backups), provision subscribers, restart daemons in dependency order."""
     inv = lte_inventory(inventory)
-    sec = None if no_subscribers else secrets_for(inv, inventory, secrets)
+    sec = secrets_for(inv, inventory, secrets) if subscribers else None
     hosts = lte_hosts(inv)
     with ExitStack() as stack:
         stack.callback(hosts.epc.close)
         stack.callback(hosts.enb.close)
         collection = None
-        if not no_subscribers:
+        if subscribers and inv.lte.epc.kind == "open5gs":
             uri = provision_uri(inv, hosts.epc, stack)
             collection = lambda: open_collection(uri)  # noqa: E731
         rep = lte_up(inv, hosts, sec, collection)
     changed = [p for p in rep.pushed if p.changed]
-    console.print(f"Open5GS {rep.version}: {len(changed)} of {len(rep.pushed)} file(s) changed"
+    core = "srsEPC" if rep.version == "srsepc" else f"Open5GS {rep.version}"
+    console.print(f"{core}: {len(changed)} of {len(rep.pushed)} file(s) changed"
                   + "".join(f"\n  {p.host}:{p.path}" + (f" (was kept as {p.backup})" if p.backup else "")
                             for p in changed))
     if rep.subscribers:
         s = rep.subscribers
         console.print(f"subscribers: {len(s.inserted)} inserted, {len(s.updated)} updated, {len(s.unchanged)} unchanged")
+    if rep.sqn:
+        console.print(f"user_db.csv: SQN kept for {len(rep.sqn.kept)}, new {len(rep.sqn.new)}"
+                      + (f", RESET (keys changed) for {', '.join(rep.sqn.reset)}" if rep.sqn.reset else "")
+                      + (f", dropped {', '.join(rep.sqn.dropped)}" if rep.sqn.dropped else ""))
     console.print(f"started in order: {', '.join(rep.started)} ({rep.duration_s:.1f} s)")
     console.print("next: `mplab lte check` once the modems have attached")
 
@@ -178,6 +196,35 @@ def logs(inventory: InventoryArg,
         hosts.enb.close()
         hosts.epc.close()
     console.print(f"{len(files)} file(s) in {dest}")
+
+
+@app.command("check-configs")
+def check_configs(inventory: InventoryArg,
+                  keep: Annotated[Optional[Path], typer.Option(
+                      help="render into this directory and keep it (default: a temporary one)")] = None) -> None:
+    """Start each installed srsRAN/Open5GS daemon on the rendered configs in a scratch namespace; a daemon
+    passes when it gets past parsing. Programs: $MPLAB_LTE_BIN, then PATH. Exit 1 if one refuses its file."""
+    import os
+
+    from lte.realcheck import BIN_ENV, check_configs as run_check
+
+    inv = lte_inventory(inventory)
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    plan, verdicts = run_check(inv, f"mplab-ltecheck-{os.getpid()}", keep.resolve() if keep else None)
+    if plan.open5gs_version:
+        console.print(f"Open5GS schema of {plan.open5gs_version}")
+    colour = {"ok": "green", "FAIL": "red", "absent": "yellow"}
+    for v in verdicts:
+        console.print(f"[{colour[v.word]}]{v.word:6}[/] ", end="")
+        console.print(f"{v.name:16} {v.detail}", markup=False, highlight=False, soft_wrap=True)
+    if all(v.ok is None for v in verdicts):
+        console.print(f"nothing checked: no srsRAN 4G or Open5GS program found (install them, or point "
+                      f"{BIN_ENV} at their bin directory; see docs/lte.md)")
+    bad = [v for v in verdicts if v.ok is False]
+    if bad:
+        raise MplabError(f"{len(bad)} daemon(s) refused mplab's configuration: "
+                         + "; ".join(f"{v.name}: {v.detail}" for v in bad))
 
 
 @app.command()

@@ -19,9 +19,10 @@ from harness.deploy.services import ServiceManager, StepError, Systemd, restart_
 from harness.errors import CommandError, MplabError
 from harness.hosts.local import Host
 from harness.config.inventory import Inventory
-from lte.render import render_all
+from lte.render import render_all, render_srsenb
 from lte.secrets import Secrets
-from lte.services import Unit, start_order
+from lte.services import Unit, cell_units
+from lte.srsepc import SqnMerge, render_srsepc
 from lte.subscribers import Collection, ProvisionResult, inventory_documents, provision
 from lte.version import Open5gsVersion, detect_version, parse_version
 
@@ -84,6 +85,7 @@ class UpReport:
     subscribers: ProvisionResult | None
     started: tuple[str, ...]
     duration_s: float
+    sqn: SqnMerge | None = None
 
 
 def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
@@ -101,6 +103,8 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
     t0 = time.monotonic()
     stamp = stamp or time.strftime("%Y%m%dT%H%M%S")
     lte = inv.lte
+    if lte.epc.kind == "srsepc":
+        return _srsepc_up(inv, hosts, secrets, start_deadline_s, settle_s, stamp, t0)
     try:
         version = resolve_version(inv, hosts.epc)
     except MplabError as exc:
@@ -127,10 +131,44 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
     else:
         log.warning("subscriber provisioning skipped (no secrets file or no database)")
     started = []
-    for unit in start_order(lte.enb.unit):
+    for unit in cell_units(inv):
         _start(hosts, unit, start_deadline_s, settle_s)
         started.append(unit.name)
     return UpReport(str(version), tuple(pushed), result, tuple(started), time.monotonic() - t0)
+
+
+def _srsepc_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None, start_deadline_s: float, settle_s: float,
+               stamp: str, t0: float) -> UpReport:
+    """srsEPC: stop it (it writes the SQNs back on exit), carry the SQNs over, push, start srsepc then srsenb."""
+    lte = inv.lte
+    enb_files = render_srsenb(inv)                     # an unknown srsRAN release is refused before any push
+    if secrets is None:
+        raise LteStepError("render user_db.csv", hosts.epc.name, "srsepc keeps the SIM keys in user_db.csv: "
+                                                                "pass --secrets (or set lab.secrets_file)")
+    epc_unit = cell_units(inv)[0]
+    try:
+        hosts.services["epc"].stop(epc_unit.name)
+    except MplabError as exc:
+        raise LteStepError(f"stop srsEPC ({epc_unit.name}) so that it writes its SQNs back", hosts.epc.name,
+                           str(exc)) from exc
+    try:
+        existing = hosts.epc.read_file(lte.epc.user_db).decode() if hosts.epc.exists(lte.epc.user_db) else None
+        epc_files, merge = render_srsepc(inv, secrets, existing)
+    except MplabError as exc:
+        raise LteStepError("read user_db.csv (SQNs)", hosts.epc.name, str(exc)) from exc
+    if merge.reset:
+        log.warning("user_db.csv: the keys of %s changed; their SQN starts again at 0", ", ".join(merge.reset))
+    pushed: list[Pushed] = []
+    for host, files, role in ((hosts.enb, enb_files, "enb"), (hosts.epc, epc_files, "epc")):
+        try:
+            pushed += push_files(host, files, stamp)
+        except (MplabError, OSError) as exc:
+            raise LteStepError(f"push {len(files)} config file(s) to {role}", host.name, str(exc)) from exc
+    started = []
+    for unit in cell_units(inv):
+        _start(hosts, unit, start_deadline_s, settle_s)
+        started.append(unit.name)
+    return UpReport("srsepc", tuple(pushed), None, tuple(started), time.monotonic() - t0, merge)
 
 
 def _start(hosts: LteHosts, unit: Unit, deadline_s: float, settle_s: float) -> None:
@@ -145,7 +183,7 @@ def lte_down(inv: Inventory, hosts: LteHosts) -> list[str]:
     """Stop every daemon in reverse dependency order; keep going past failures, then report them."""
     assert inv.lte is not None
     stopped, failures = [], []
-    for unit in reversed(start_order(inv.lte.enb.unit)):
+    for unit in reversed(cell_units(inv)):
         try:
             hosts.services[unit.role].stop(unit.name)
             stopped.append(unit.name)
@@ -170,7 +208,7 @@ def lte_status(inv: Inventory, hosts: LteHosts) -> list[UnitStatus]:
     """Each daemon's state, in start order."""
     assert inv.lte is not None
     return [UnitStatus(u.name, u.what, hosts.host(u.role).name, hosts.services[u.role].is_active(u.name))
-            for u in start_order(inv.lte.enb.unit)]
+            for u in cell_units(inv)]
 
 
 def collect_logs(inv: Inventory, hosts: LteHosts, dest: Path, lines: int = 500) -> list[Path]:
@@ -178,14 +216,15 @@ def collect_logs(inv: Inventory, hosts: LteHosts, dest: Path, lines: int = 500) 
     assert inv.lte is not None
     lte = inv.lte
     written = []
-    for unit in start_order(lte.enb.unit):
+    for unit in cell_units(inv):
         host = hosts.host(unit.role)
         d = dest / host.name
         d.mkdir(parents=True, exist_ok=True)
         p = d / f"{unit.name}.journal"
         p.write_text(hosts.services[unit.role].logs(unit.name, lines))
         written.append(p)
-    files = [(hosts.epc, f"{lte.epc.log_dir}/{n}.log") for n in ("mme", "sgwc", "sgwu", "smf", "upf", "hss", "pcrf")]
+    names = ("epc",) if lte.epc.kind == "srsepc" else ("mme", "sgwc", "sgwu", "smf", "upf", "hss", "pcrf")
+    files = [(hosts.epc, f"{lte.epc.log_dir}/{n}.log") for n in names]
     files.append((hosts.enb, lte.enb.log_path))
     for host, path in files:
         p = dest / host.name / Path(path).name

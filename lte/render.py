@@ -15,9 +15,10 @@ from typing import Literal
 import jinja2
 
 from harness.config.inventory import Inventory
-from harness.config.radio import dl_freq_mhz, ul_earfcn
+from harness.config.radio import SIB2_UE_TIMERS, dl_freq_mhz, ul_earfcn
 from harness.deploy.files import ConfigFile
-from lte.version import Open5gsVersion
+from harness.errors import ConfigError
+from lte.version import Open5gsVersion, SrsranVersion, parse_srsran_version
 
 #: Which machine of the cell a file is for.
 Role = Literal["enb", "epc", "ue"]
@@ -50,16 +51,33 @@ def _common(inv: Inventory) -> dict:
             "ip": INTERNAL_IP}
 
 
+def srsran_version(inv: Inventory) -> SrsranVersion | None:
+    """The declared ``lte.enb.version`` (None: not declared; the templates fit every supported release)."""
+    assert inv.lte is not None
+    v = inv.lte.enb.version
+    return None if v is None else parse_srsran_version(v, source="lte.enb.version")
+
+
+def srsran_templates(inv: Inventory) -> str:
+    """Template directory for the inventory's srsRAN release (``ConfigError`` for an unknown release)."""
+    v = srsran_version(inv)
+    try:
+        return "srsran" if v is None else v.templates
+    except ConfigError as exc:
+        raise ConfigError(str(exc), source="lte.enb.version") from None
+
+
 def render_srsenb(inv: Inventory) -> list[ConfigFile[Role]]:
     """enb.conf, rr.conf, sib.conf and rb.conf for the inventory's eNodeB."""
     ctx = _common(inv)
     enb = inv.lte.enb
+    tdir = srsran_templates(inv)
     ctx.update(dl_mhz=dl_freq_mhz(enb.band, enb.dl_earfcn),
                ul_mhz=dl_freq_mhz(enb.band, enb.dl_earfcn) - 120.0,
                ul_earfcn=ul_earfcn(enb.band, enb.dl_earfcn),
-               prach_freq_offset=0 if enb.n_prb == 6 else 2)
+               prach_freq_offset=0 if enb.n_prb == 6 else 2, ue_timers=SIB2_UE_TIMERS)
     env = _env()
-    return [ConfigFile("enb", f"{enb.config_dir}/{name}", env.get_template(f"srsran/{name}.j2").render(ctx))
+    return [ConfigFile("enb", f"{enb.config_dir}/{name}", env.get_template(f"{tdir}/{name}.j2").render(ctx))
             for name in SRSENB_FILES]
 
 

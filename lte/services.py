@@ -37,3 +37,11 @@ START_ORDER: tuple[Unit, ...] = (
 def start_order(enb_unit: str = "srsenb") -> list[Unit]:
     """Units in start order, with the eNodeB's unit name from the inventory."""
     return [Unit(enb_unit, u.role, u.what) if u.role == "enb" else u for u in START_ORDER]
+
+
+def cell_units(inv) -> list[Unit]:
+    """The cell's units in start order: Open5GS's seven then srsenb, or srsepc then srsenb."""
+    lte = inv.lte
+    if lte.epc.kind == "srsepc":
+        return [Unit(lte.epc.unit, "epc", "srsEPC"), Unit(lte.enb.unit, "enb", "eNodeB")]
+    return start_order(lte.enb.unit)

@@ -1,10 +1,18 @@
-"""Which Open5GS configuration schema to write, from the installed version.
+"""Which configuration layout to write, from the installed (or declared) versions.
 
+srsRAN 4G: one layout for 22.04 to 23.11 (``SRSRAN_RELEASES``). Its rb.conf carries the 5G
+sections that ``parse_rb()`` requires since 22.04 (five_qi_config) and 22.04.1 (srb1/srb2_5g_config;
+an older srsenb ignores them), and every enb.conf/ue.conf key is an option of each release's
+``srsenb/src/main.cc``/``srsue/src/main.cc``. Earlier and later releases are refused.
+
+Open5GS:
 Open5GS changed its YAML layout between v2.6.6 and v2.7.0 (server/client blocks,
 gummei/tai as lists, peers moved under the daemon; commit e92293e0a, 2023-11), and again
 in small ways in v2.7.1 (``session: subnet + gateway``, ``logger: file: path:``). mplab
 writes the 2.6 layout for 2.6.x and the 2.7 layout for 2.7.x and 2.8.x; other versions
-are refused rather than guessed (see shared/reference/components.md section 3.2).
+are refused rather than guessed (see shared/reference/components.md section 3.2). v2.7.0 onwards
+needs a ``global:`` section in every daemon's file (without it the pools are sized for 0 UEs and
+the daemon aborts: ``epoll_create() failed (22:Invalid argument)``).
 """
 from __future__ import annotations
 
@@ -76,3 +84,38 @@ def detect_version(host: Host) -> Open5gsVersion:
             return parse_version(out, source=f"{host.name}: {' '.join(argv)}")
     raise PreflightError(f"[{host.name}] cannot tell which Open5GS is installed ({'; '.join(tried)}); "
                          "install open5gs or pin lte.epc.version in the inventory")
+
+
+#: srsRAN 4G releases (year, month) whose parsers and example configs the srsran templates were checked
+#: against (release_22_04 .. release_23_11; 22.04.1 and 23.04.1 report 22.04.0/23.04.0... as their x.y).
+SRSRAN_RELEASES = ((22, 4), (22, 10), (23, 4), (23, 11))
+
+
+@dataclass(frozen=True, order=True)
+class SrsranVersion:
+    """A srsRAN 4G release number (``srsenb --version`` prints "Version 23.04.0")."""
+
+    major: int
+    minor: int
+    patch: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor:02d}.{self.patch}"
+
+    @property
+    def templates(self) -> str:
+        """The template directory for this release; ``ConfigError`` for releases mplab has not checked."""
+        if (self.major, self.minor) in SRSRAN_RELEASES:
+            return "srsran"
+        known = ", ".join(f"{a}.{b:02d}" for a, b in SRSRAN_RELEASES)
+        raise ConfigError(f"srsRAN 4G {self} is not a release mplab knows ({known}); its srsenb may read "
+                          "rb.conf/enb.conf differently: install one of these, or check its example configs and "
+                          "add it to lte.version.SRSRAN_RELEASES")
+
+
+def parse_srsran_version(text: str, source: str = "version") -> SrsranVersion:
+    """The first x.y[.z] in ``text`` ("Version 23.04.0", "23.11", "release_23_04")."""
+    m = re.search(r"(\d+)[._](\d+)(?:[._](\d+))?", text)
+    if not m:
+        raise ConfigError(f"no srsRAN version (yy.mm[.p]) in {text.strip()[:200]!r}", source=source)
+    return SrsranVersion(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))

@@ -24,7 +24,7 @@ from harness.errors import PreflightError
 from harness.hosts.local import BackgroundProcess, Host
 from harness.config.inventory import Inventory
 from harness.config.radio import RfDevice
-from lte.render import BANNER, Role, render_srsenb
+from lte.render import BANNER, Role, render_srsenb, srsran_templates
 from lte.secrets import Secrets, sim_keys
 
 #: Device arguments from srsRAN 4G's ZeroMQ app note (rf_zmq_imp.c argument names).
@@ -33,20 +33,30 @@ UE_ZMQ_ARGS = "tx_port=tcp://*:2001,rx_port=tcp://localhost:2000,id=ue,base_srat
 UE_TUN = "tun_srsue"
 #: 23.04 MHz base rate fits up to 100 PRB; the app note's examples use 50.
 ZMQ_N_PRB = 50
+#: srsUE does not answer paging once RRC-idle, so downlink traffic after an idle spell longer than the
+#: timer fails ("T3413 expired -- Could not page the ue"); the ZMQ cell keeps the UE connected for an hour.
+ZMQ_RRC_INACTIVITY_MS = 3_600_000
 
 
-def zmq_inventory(inv: Inventory, config_dir: str) -> Inventory:
+def zmq_inventory(inv: Inventory, config_dir: str, rrc_inactivity_timer_ms: int = ZMQ_RRC_INACTIVITY_MS,
+                  n_prb: int = ZMQ_N_PRB) -> Inventory:
     """``inv`` with the eNodeB's radio replaced by ZMQ, and its files under ``config_dir``."""
     assert inv.lte is not None
     enb = inv.lte.enb.model_copy(update={
         "rf": RfDevice(device_name="zmq", device_args=ENB_ZMQ_ARGS, tx_gain_db=80, rx_gain_db=40),
-        "n_prb": ZMQ_N_PRB, "config_dir": config_dir, "log_path": f"{config_dir}/enb.log"})
+        "n_prb": n_prb, "config_dir": config_dir, "log_path": f"{config_dir}/enb.log",
+        "rrc_inactivity_timer_ms": rrc_inactivity_timer_ms})
     return inv.model_copy(update={"lte": inv.lte.model_copy(update={"enb": enb})})
 
 
-def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str, netns: str) -> list[ConfigFile[Role]]:
-    """srsenb's four files with a ZMQ radio, plus ``ue.conf`` for ``receiver``'s SIM."""
-    zinv = zmq_inventory(inv, config_dir)
+def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str, netns: str,
+               rrc_inactivity_timer_ms: int = ZMQ_RRC_INACTIVITY_MS, n_prb: int = ZMQ_N_PRB) -> list[ConfigFile[Role]]:
+    """srsenb's four files with a ZMQ radio, plus ``ue.conf`` for ``receiver``'s SIM.
+
+    ``rrc_inactivity_timer_ms``: an hour by default (srsUE does not answer paging); a bench that
+    wants to see the RRC release after idle sets srsenb's minimum instead.
+    """
+    zinv = zmq_inventory(inv, config_dir, rrc_inactivity_timer_ms, n_prb)
     r = inv.receiver(receiver)
     if r.sim is None:
         raise PreflightError(f"receiver {receiver} has no SIM (sim.imsi) for srsUE")
@@ -55,7 +65,7 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
                              keep_trailing_newline=True, autoescape=False)
     # IMEI: any 15 digits; derived from the IMSI so that each receiver's UE is recognisable in the MME log.
     imei = "35" + r.sim.imsi[-13:]
-    ue = env.get_template("srsran/ue.conf.j2").render(
+    ue = env.get_template(f"{srsran_templates(inv)}/ue.conf.j2").render(
         banner=BANNER, inventory_name=inv.name, receiver=receiver, device_args=UE_ZMQ_ARGS, enb=zinv.lte.enb,
         epc=zinv.lte.epc, keys=keys, imsi=r.sim.imsi, imei=imei, netns=netns, ifname=UE_TUN,
         log_path=f"{config_dir}/ue.log")

@@ -8,6 +8,7 @@ import sys
 import typer
 from rich.logging import RichHandler
 
+from analysis import cli as analysis_cli
 from harness.campaign import cli as campaign_cli
 from harness.cc import cli as cc_cli
 from harness.dataset import cli as dataset_cli
@@ -28,6 +29,7 @@ wifi_cli.register(app)
 cc_cli.register(app)
 dataset_cli.register(app)
 training_cli.register(app)
+analysis_cli.register(app)
 
 
 @app.callback()

@@ -156,3 +156,90 @@ def test_duplicate_campaign_is_an_error(tmp_path):
     c = _campaign(tmp_path / "runs", _records(samples=2))
     with pytest.raises(ConfigError, match="duplicate record"):
         build_dataset([c.path, c.path], tmp_path / "d")
+
+
+def test_card_front_matter_and_the_real_split_counts(tmp_path):
+    import yaml
+
+    c = _campaign(tmp_path / "runs", _records(samples=2))
+    res = build_dataset([c.path], tmp_path / "d", license="cc-by-4.0")  # asks for 30 + 15, each case has 2
+    card = (tmp_path / "d" / "README.md").read_text()
+    assert card.startswith("---\n")
+    head = yaml.safe_load(card.split("---")[1])
+    n_train, n_test = res.meta["splits"]["train"], res.meta["splits"]["test"]
+    assert {s["name"]: s["num_examples"] for s in head["dataset_info"]["splits"]} == {"train": n_train,
+                                                                                    "test": n_test}
+    assert head["license"] == "cc-by-4.0" and head["task_categories"] == ["tabular-regression"]
+    assert head["size_categories"] == ["n<1K"]
+    assert head["citation"]["journal"] == "Sensors" and head["citation"]["article"] == 7699
+    assert "1 train and 1 test sample(s) per case" in card
+    assert "30 train and 15 test samples per case" not in card
+    assert "12 of 12 case(s) had fewer samples" in card
+
+
+def test_parquet_columns_are_categorical_with_units(tmp_path):
+    import pyarrow.parquet as pq
+
+    from harness.dataset.build import ROW_COLUMNS
+    from harness.dataset.columns import COLUMN_DOCS
+
+    assert tuple(COLUMN_DOCS) == ROW_COLUMNS  # documented in the table's order, every column
+
+    c = _campaign(tmp_path / "runs", _records(samples=3))
+    build_dataset([c.path], tmp_path / "d")
+    schema = pq.read_schema(tmp_path / "d" / "data.parquet")
+    assert str(schema.field("cc").type).startswith("dictionary")
+    assert str(schema.field("split").type).startswith("dictionary")
+    assert schema.field("energy_j").metadata[b"unit"] == b"J"
+    assert schema.field("wifi_throughput_mbit").metadata[b"unit"] == b"Mbit/s"
+    assert b"target" in schema.field("energy_j").metadata[b"description"]
+    df = pd.read_parquet(tmp_path / "d" / "data.parquet")
+    assert isinstance(df["mode"].dtype, pd.CategoricalDtype)
+
+
+def test_checksums_cover_the_parquet_file(tmp_path):
+    c = _campaign(tmp_path / "runs", _records(samples=3))
+    build_dataset([c.path], tmp_path / "d")
+    load_dataset(tmp_path / "d")
+    p = tmp_path / "d" / "data.parquet"
+    data = bytearray(p.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    p.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match="data.parquet"):
+        load_dataset(tmp_path / "d")
+
+
+def test_croissant_file_validates_and_reads_the_rows(tmp_path):
+    mlc = pytest.importorskip("mlcroissant")
+    c = _campaign(tmp_path / "runs", _records(samples=3))
+    res = build_dataset([c.path], tmp_path / "d")
+    path = tmp_path / "d" / "croissant.json"
+    ds = mlc.Dataset(jsonld=str(path))
+    rows = list(ds.records("rows"))
+    assert len(rows) == res.rows
+    assert {r["rows/split"] for r in rows} == {b"train", b"test"}
+    # the validator is not a rubber stamp: a field without a type is refused
+    doc = json.loads(path.read_text())
+    del doc["recordSet"][0]["field"][0]["dataType"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(mlc.ValidationError):
+        mlc.Dataset(jsonld=str(path))
+
+
+def test_rebuild_refuses_or_keeps_the_previous_version(tmp_path):
+    from harness.artifacts import FolderPolicy
+
+    c = _campaign(tmp_path / "runs", _records(samples=3))
+    first = build_dataset([c.path], tmp_path / "d")
+    with pytest.raises(ConfigError, match="--keep-previous"):
+        build_dataset([c.path], tmp_path / "d")
+    again = build_dataset([c.path], tmp_path / "d", policy=FolderPolicy.KEEP_PREVIOUS)
+    assert again.previous is not None and again.previous.name.startswith("d.")
+    assert load_dataset(again.previous).digest == first.digest == again.digest
+    over = build_dataset([c.path], tmp_path / "d", force=True)
+    assert over.previous is None and len(list(tmp_path.glob("d.*"))) == 1
+    # a failed build leaves the existing dataset alone
+    with pytest.raises(ConfigError):
+        build_dataset([tmp_path / "nowhere"], tmp_path / "d", force=True)
+    assert load_dataset(tmp_path / "d").digest == first.digest
+    assert not list(tmp_path.glob(".d.building-*"))

@@ -50,11 +50,14 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
     tb.setup([reno])
     try:
         assert set(list_namespaces(LocalHost(), prefix)) == {f"{prefix}{n}" for n in ("snd", "ap", "enb", "n1", "n2")}
-        qd = json.loads(tb.sender.run(["tc", "-j", "qdisc", "show", "dev", "to-ap"]).stdout)
-        kinds = sorted(q["kind"] for q in qd)
-        assert kinds == ["bfifo", "bfifo", "htb"]
-        classes = tb.sender.run(["tc", "class", "show", "dev", "to-ap"]).stdout
-        assert "ceil 20Mbit" in classes and "ceil 6Mbit" in classes and "rate 40Mbit" in classes
+        # Queues where the radios have them: per receiver on the AP's and the eNB's downlink, none on the sender.
+        for host, rates in ((tb.ap, ("20Mbit", "6Mbit")), (tb.enb, ("8Mbit", "12Mbit"))):
+            for i, rate in enumerate(rates, start=1):
+                qd = json.loads(host.run(["tc", "-j", "qdisc", "show", "dev", f"rx{i}"]).stdout)
+                assert sorted(q["kind"] for q in qd) == ["bfifo", "htb"]
+                assert f"rate {rate}" in host.run(["tc", "class", "show", "dev", f"rx{i}"]).stdout
+        snd_qd = json.loads(tb.sender.run(["tc", "-j", "qdisc", "show", "dev", "to-ap"]).stdout)
+        assert not {q["kind"] for q in snd_qd} & {"htb", "bfifo"}
         n1 = tb.nodes["n1"]
         eps = n1.host.run(["ip", "mptcp", "endpoint", "show"]).stdout
         assert "10.20.1.2" in eps and "subflow" in eps and "lte0" in eps
@@ -91,7 +94,8 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
 
 def test_two_receiver_sweep_modes_rates_and_teardown(cleanup, tmp_path):
     prefix = cleanup
-    # n1 is better on WiFi, n2 on LTE; shared capacities are not binding with two receivers.
+    # n1 is better on WiFi, n2 on LTE. The AP shares by DCF (default): while both pull over WiFi each
+    # gets 1/(1/20 + 1/6) = 4.6 Mbit/s (the performance anomaly); the cell (36) is not binding for 8 + 12.
     inv = small_inventory(prefix, [(20, 8), (6, 12)])
     sc = Scenario(name="t2", congestion_controls=["cubic"], receiver_counts=[2], modes=["wifi", "lte", "both"],
                   samples_per_case=1, file_size="3M", settle_s=0, seed=1, retries=1)
@@ -111,14 +115,14 @@ def test_two_receiver_sweep_modes_rates_and_teardown(cleanup, tmp_path):
         assert recs[("lte", rx)]["iface_bytes"]["lte"] > 3 * 2**20 and recs[("lte", rx)]["iface_bytes"]["wifi"] < 65536
         both = recs[("both", rx)]["iface_bytes"]
         assert both["wifi"] > 2**18 and both["lte"] > 2**18, both
-    # Single-path throughput within 10% of the configured channel rate.
-    configured = {("wifi", "n1"): 20, ("wifi", "n2"): 6, ("lte", "n1"): 8, ("lte", "n2"): 12}
+    # Single-path link rates within 10% of what the sharing model gives (HTB shapes link bytes: payload 0.956).
+    configured = {("wifi", "n1"): 4.615, ("wifi", "n2"): 4.615, ("lte", "n1"): 8, ("lte", "n2"): 12}
     for key, rate in configured.items():
-        got = recs[key]["throughput_mbit"]
+        got = recs[key]["throughput_mbit"] / (1448 / 1514)
         assert abs(got - rate) <= 0.10 * rate, f"{key}: {got:.2f} Mbit/s vs configured {rate}"
-    # The receiver with more capacity on a path finishes sooner.
-    assert recs[("wifi", "n1")]["duration_s"] < recs[("wifi", "n2")]["duration_s"]
+    # The receiver with more capacity on LTE finishes sooner; on the DCF AP the fast one is held to the slow one's pace.
     assert recs[("lte", "n2")]["duration_s"] < recs[("lte", "n1")]["duration_s"]
+    assert recs[("wifi", "n1")]["duration_s"] > 0.9 * recs[("wifi", "n2")]["duration_s"]
     # MPTCP aggregates both paths: faster than the better single path.
     for rx in ("n1", "n2"):
         best = max(recs[("wifi", rx)]["throughput_mbit"], recs[("lte", rx)]["throughput_mbit"])

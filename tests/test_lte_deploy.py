@@ -241,3 +241,73 @@ def test_mongo_uri_parsing():
     assert parse_mongo_uri("mongodb://u:p@10.0.0.5:27018/db5") == ("10.0.0.5", 27018, "db5")
     with pytest.raises(ConfigError, match="provision_uri"):
         parse_mongo_uri("mongodb+srv://cluster.example/x")
+
+
+@pytest.mark.root
+def test_srsepc_up_keeps_the_sqn_it_wrote_back(s1, tmp_path):
+    """epc.kind srsepc: epc.conf and user_db.csv pushed, srsepc then srsenb, S1 Setup in srsepc's log; the
+    SQNs srsepc writes back on exit survive the next `lte up` (a reset would be silent attach trouble)."""
+    d = lab_data()
+    e, c = d["lte"]["enb"], d["lte"]["epc"]
+    e.update(config_dir=str(tmp_path / "enb" / "etc"), log_path=str(tmp_path / "enb" / "enb.log"))
+    c.update(kind="srsepc", config_dir=str(tmp_path / "epc" / "etc"), log_dir=str(tmp_path / "epc" / "log"),
+             user_db=str(tmp_path / "epc" / "etc" / "user_db.csv"))
+    for p in ("enb/etc", "epc/etc", "epc/log"):
+        (tmp_path / p).mkdir(parents=True, exist_ok=True)
+    inv = Inventory.model_validate(d)
+    units = {"srsepc": standins.daemon_argv("srsepc", f"{inv.lte.epc.config_dir}/epc.conf"),
+             "srsenb": standins.daemon_argv("srsenb", f"{inv.lte.enb.config_dir}/enb.conf")}
+    tools = standins.install(s1["dir"], units)
+    hosts = _hosts("netns", s1, tools, None)
+    secrets = load_secrets(write_secrets(tmp_path / "s.yaml"))
+    db = tmp_path / "epc" / "etc" / "user_db.csv"
+    try:
+        rep = lte_up(inv, hosts, secrets, None, stamp="T1", settle_s=0.2)
+        assert rep.version == "srsepc" and rep.started == ("srsepc", "srsenb")
+        assert rep.sqn.new == ("001010000000001", "001010000000002", "001010000000003")
+        assert db.stat().st_mode & 0o777 == 0o600
+        assert "n2,mil,001010000000002,00112233445566778899aabbccddeeff,opc,63bfa50ee6523365ff14c1f45f88737d," \
+               "8000,000000000000,9,10.45.0.12" in db.read_text()
+        assert "mme_bind_addr = 192.168.30.1" in (tmp_path / "epc" / "etc" / "epc.conf").read_text()
+        for _ in range(50):                     # the stand-in eNB connects within a few 100 ms
+            if check_s1(inv, hosts.epc).ok:
+                break
+            __import__("time").sleep(0.1)
+        assert check_s1(inv, hosts.epc).detail == "S1 Setup Request answered with S1 Setup Response"
+        assert lte_status(inv, hosts)[0].unit == "srsepc"
+        lte_down(inv, hosts)                    # srsepc writes the advanced SQNs back
+        assert ",000000000020,9," in db.read_text()
+        rep2 = lte_up(inv, hosts, secrets, None, stamp="T2", settle_s=0.2)
+        assert rep2.sqn.kept == tuple(f"00101000000000{i} 000000000020" for i in (1, 2, 3))
+        assert db.read_text().count(",000000000020,9,") == 3 and "mplab" in db.read_text()
+        # each `up` stops srsepc before reading the file (so that it has written its SQNs), then starts in order
+        assert _controls(s1["dir"]) == ["stop srsepc", "restart srsepc", "restart srsenb", "stop srsenb",
+                                        "stop srsepc", "stop srsepc", "restart srsepc", "restart srsenb"]
+    finally:
+        lte_down(inv, hosts)
+
+
+@pytest.mark.parametrize("kind", ["open5gs", "srsepc"])
+def test_unknown_srsran_release_refused_before_anything_is_pushed(kind, tmp_path):
+    from harness.errors import ConfigError
+    d = lab_data()
+    d["lte"]["enb"].update(version="21.10", config_dir=str(tmp_path / "enb"))
+    d["lte"]["epc"].update(kind=kind, config_dir=str(tmp_path / "epc"), version="2.7.2",
+                           user_db=str(tmp_path / "epc" / "user_db.csv"))
+    inv = Inventory.model_validate(d)
+    hosts = LteHosts(enb=LocalHost("enb"), epc=LocalHost("epc"))
+    secrets = load_secrets(write_secrets(tmp_path / "s.yaml"))
+    with pytest.raises(ConfigError, match="srsRAN 4G 21.10.0 is not a release mplab knows"):
+        lte_up(inv, hosts, secrets, None)
+    assert not (tmp_path / "enb").exists() and not (tmp_path / "epc").exists()
+
+
+def test_unknown_open5gs_version_refused_before_anything_is_pushed(tmp_path):
+    from harness.errors import ConfigError
+    d = lab_data()
+    d["lte"]["enb"].update(config_dir=str(tmp_path / "enb"))
+    d["lte"]["epc"].update(config_dir=str(tmp_path / "epc"), version="2.5.9")
+    inv = Inventory.model_validate(d)
+    with pytest.raises(ConfigError, match="Open5GS 2.5.9 is not a version mplab knows"):
+        lte_up(inv, LteHosts(enb=LocalHost("enb"), epc=LocalHost("epc")), None, None)
+    assert not (tmp_path / "enb").exists() and not (tmp_path / "epc").exists()

@@ -79,7 +79,7 @@ def test_enb_conf_parses_with_every_key(inv, srs):
     assert cp["rf"]["device_args"] == "recv_frame_size=9232,send_frame_size=9232"
     assert float(cp["rf"]["tx_gain"]) == 80 and float(cp["rf"]["rx_gain"]) == 40
     assert int(cp["rf"]["time_adv_nsamples"]) == 100
-    assert int(cp["expert"]["rrc_inactivity_timer"]) == 10000
+    assert int(cp["expert"]["rrc_inactivity_timer"]) == 11576
     assert cp["log"]["filename"] == "/tmp/enb.log"
 
 
@@ -216,3 +216,86 @@ def test_unknown_versions_are_refused(text):
 def test_no_version_in_text():
     with pytest.raises(ConfigError, match="no Open5GS version"):
         parse_version("command not found")
+
+
+# --- what the real srsenb, srsUE and Open5GS daemons refused (issue 15), per supported release ------------
+
+#: Sections srsenb's parse_rb() cannot do without, by release (srsenb/src/enb_cfg_parser.cc at each tag):
+#: five_qi_config is a mandatory section since 22.04; srb1/srb2_5g_config since 22.04.1 ("Optional 5G SRB
+#: configuration is not supported yet"). qci_config was always mandatory.
+RB_REQUIRED = {"22.04": ["qci_config", "five_qi_config"],
+               "23.04": ["qci_config", "srb1_5g_config", "srb2_5g_config", "five_qi_config"],
+               "23.11": ["qci_config", "srb1_5g_config", "srb2_5g_config", "five_qi_config"]}
+SRSRAN_VERSIONS = sorted(RB_REQUIRED)
+OPEN5GS_27 = ["2.7.0", "2.7.2", "2.8.0"]
+
+
+def _with_enb(**enb):
+    from harness.config.inventory import Inventory
+    from lte_fixtures import lab_data
+    d = lab_data()
+    d["lte"]["enb"].update(enb)
+    return Inventory.model_validate(d)
+
+
+def _zmq_files(inv, tmp_path):
+    from harness.deploy.secrets import load_secrets
+    from lte.zmq import render_zmq
+    from lte_fixtures import write_secrets
+    return _by_name(render_zmq(inv, "n1", load_secrets(write_secrets(tmp_path / "s.yaml")), str(tmp_path), "ns"))
+
+
+@pytest.mark.parametrize("release", SRSRAN_VERSIONS)
+def test_rb_conf_has_the_sections_srsenb_requires(release):
+    rb = _libconf(_by_name(render_srsenb(_with_enb(version=release)))["rb.conf"].text)
+    for section in RB_REQUIRED[release]:
+        assert section in rb, f"srsenb {release} refuses rb.conf without {section}"
+    assert [q["five_qi"] for q in rb["five_qi_config"]] == [7, 9]
+    for srb in ("srb1_5g_config", "srb2_5g_config"):
+        am = rb[srb]["rlc_config"]
+        assert set(am) == {"ul_am", "dl_am"} and am["ul_am"]["sn_field_len"] == 12
+    # each 5QI's RLC mode is one parse_rb knows (am or um_bi_dir), with its PDCP DRB block
+    for q in rb["five_qi_config"]:
+        assert {"am", "um_bi_dir"} & set(q["rlc_config"]) and "drb" in q["pdcp_nr_config"]
+
+
+@pytest.mark.parametrize("release", SRSRAN_VERSIONS)
+def test_ue_conf_release_and_sample_rate(release, tmp_path):
+    ue = _ini(_zmq_files(_with_enb(version=release), tmp_path)["ue.conf"].text)
+    # release 15 made srsUE fail "Error packing EUTRA capabilities"; 8 is its default
+    assert int(ue["rrc"]["release"]) == 8
+    # a fixed srate (23.04e6) broke attach on the 50-PRB ZMQ cell; srsUE must follow the cell
+    assert "srate" not in ue["rf"]
+
+
+@pytest.mark.parametrize("release", SRSRAN_VERSIONS)
+def test_rrc_inactivity_timer_not_below_srsenb_minimum(release, tmp_path):
+    for files in (_by_name(render_srsenb(_with_enb(version=release))), _zmq_files(_with_enb(version=release),
+                                                                                   tmp_path)):
+        timers = _libconf(files["sib.conf"].text)["sib2"]["ue_timers_and_constants"]
+        low = timers["t310"] + timers["t311"] + timers["n310"] + 50       # srsenb's own bound
+        timer = _ini(files["enb.conf"].text)["expert"].get("rrc_inactivity_timer")
+        assert timer is None or int(timer) >= low, f"rrc_inactivity_timer {timer} < srsenb's minimum {low}"
+    # the ZMQ cell keeps its UE connected: srsUE does not answer paging once idle
+    assert int(_ini(_zmq_files(_with_enb(version=release), tmp_path)["enb.conf"].text)["expert"][
+        "rrc_inactivity_timer"]) >= 3_600_000
+
+
+def test_inventory_refuses_a_timer_below_srsenb_minimum():
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match="below srsenb's minimum 10251 ms"):
+        _with_enb(rrc_inactivity_timer_ms=10000)
+    assert _with_enb(rrc_inactivity_timer_ms=10251).lte.enb.rrc_inactivity_timer_ms == 10251
+
+
+@pytest.mark.parametrize("version", OPEN5GS_27)
+def test_every_2_7_daemon_has_a_global_section(inv, version):
+    # Without it v2.7's pools are sized for 0 UEs: epoll_create() failed (22:Invalid argument).
+    for name, f in _by_name(render_open5gs(inv, parse_version(version))).items():
+        assert yaml.safe_load(f.text)["global"]["max"]["ue"] > 0, f"{version} {name}"
+
+
+@pytest.mark.parametrize("release", ["21.10", "24.04", "22.07"])
+def test_unknown_srsran_releases_are_refused(release):
+    with pytest.raises(ConfigError, match=f"lte.enb.version: srsRAN 4G {release}.0 is not a release mplab knows"):
+        render_srsenb(_with_enb(version=release))

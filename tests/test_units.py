@@ -9,7 +9,7 @@ from harness.errors import TrafficError
 from harness.config.inventory import Channel
 from harness.meters.base import Reading
 from harness.meters.recorder import integrate
-from harness.hosts.netcmd import htb_class_argv, shared_bottleneck_argvs, veth_argv
+from harness.hosts.netcmd import htb_class_argv, radio_qdisc_argvs, veth_argv
 from harness.campaign.plan import plan_campaign
 from harness.campaign.runner import check_paths
 from harness.config.scenario import Scenario
@@ -19,17 +19,11 @@ from tests.conftest import small_inventory
 DATA = Path(__file__).parent / "data"
 
 
-def test_htb_chain_shares_capacity_and_caps_each_receiver():
-    cmds = shared_bottleneck_argvs("to-ap", 40, [("10.10.1.2", 20, 25000), ("10.10.2.2", 50, 60000)])
-    assert cmds[0] == ["tc", "qdisc", "replace", "dev", "to-ap", "root", "handle", "1:", "htb", "default", "ffff"]
-    assert cmds[1][cmds[1].index("rate") + 1] == "40000kbit"
-    rx1, rx2 = cmds[2], cmds[5]
-    # equal guaranteed share (20 each), ceilings: own rate, but never above the shared capacity
-    assert rx1[rx1.index("rate") + 1] == "20000kbit" and rx1[rx1.index("ceil") + 1] == "20000kbit"
-    assert rx2[rx2.index("rate") + 1] == "20000kbit" and rx2[rx2.index("ceil") + 1] == "40000kbit"
-    assert cmds[3][-2:] == ["limit", "25000"] and cmds[3][cmds[3].index("parent") + 1] == "1:11"
-    assert cmds[4][-4:] == ["dst", "10.10.1.2/32", "flowid", "1:11"]
-    assert cmds[7][-4:] == ["dst", "10.10.2.2/32", "flowid", "1:12"]
+def test_receiver_downlink_is_htb_over_a_byte_fifo():
+    cmds = radio_qdisc_argvs("rx1", 20, 25000)
+    assert cmds[0] == ["tc", "qdisc", "replace", "dev", "rx1", "root", "handle", "1:", "htb", "default", "1"]
+    assert cmds[1][cmds[1].index("rate") + 1] == "20000kbit" and cmds[1][cmds[1].index("ceil") + 1] == "20000kbit"
+    assert cmds[2][-2:] == ["limit", "25000"] and cmds[2][cmds[2].index("parent") + 1] == "1:1"
 
 
 def test_buffer_depth_is_delay_at_rate():

@@ -2,6 +2,10 @@
 ``wifi_up`` through namespace Hosts (stand-in systemctl and daemons: no radios, no systemd here)."""
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+import sys
+
 import pytest
 
 import standins
@@ -11,9 +15,10 @@ from harness.hosts.local import LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
 from harness.deploy.services import Systemd
 from harness.deploy.secrets import load_secrets
-from lte_fixtures import lab_data, lab_inventory, write_secrets
+from lte_fixtures import LAB, lab_data, lab_inventory, write_secrets
 from wifi.checks import association_state, parse_wpa_status
 from wifi.deploy import wifi_up
+from wifi.realcheck import check_files, trials
 from wifi.render import channel_freq_mhz, render_hostapd, render_supplicants
 
 
@@ -64,10 +69,74 @@ def test_supplicant_configs(secrets):
 
 def test_missing_passphrase_is_a_config_error(tmp_path):
     p = tmp_path / "s.yaml"
-    p.write_text("wifi_psk: {}\n")
+    p.write_text("wifi_psk: {mplab-snd: mplab sender 22}\n")
     p.chmod(0o600)
     with pytest.raises(ConfigError, match="no passphrase for SSID .mplab-rx."):
         render_hostapd(lab_inventory(), load_secrets(p))
+
+
+def test_every_missing_passphrase_named_at_once(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("wifi_psk: {}\n")
+    p.chmod(0o600)
+    with pytest.raises(ConfigError) as err:
+        render_hostapd(lab_inventory(), load_secrets(p))
+    assert "'mplab-rx'" in str(err.value) and "'mplab-snd'" in str(err.value)
+    p.write_text("wifi_psk: {mplab-snd: short}\n")
+    with pytest.raises(ConfigError) as err:
+        render_hostapd(lab_inventory(), load_secrets(p))
+    assert "no passphrase for SSIDs 'mplab-rx'" in str(err.value) and "'mplab-snd' must be 8..63" in str(err.value)
+    # the receivers' supplicants need only their own AP's passphrase
+    p.write_text("wifi_psk: {mplab-rx: mplab receivers 1}\n")
+    assert len(render_supplicants(lab_inventory(), load_secrets(p))) == 3
+
+
+def test_cli_render_names_every_missing_passphrase(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("wifi_psk: {}\n")
+    p.chmod(0o600)
+    res = subprocess.run([sys.executable, "-m", "mplab", "wifi", "render", str(LAB), "--secrets", str(p),
+                          "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, res.stderr
+    assert "'mplab-rx'" in res.stderr and "'mplab-snd'" in res.stderr
+
+
+# The real hostapd and wpa_supplicant (Debian packages, installed by `make setup`) parse every file
+# `mplab wifi render` writes: a template change they reject fails here. Not skipped when they are missing.
+@pytest.mark.root
+def test_real_daemons_accept_every_rendered_file(prefix, tmp_path, secrets):
+    d = lab_data()
+    d["wifi"]["aps"][1].update(band="2.4", channel=6)        # both bands' template branches
+    inv = Inventory.model_validate(d)
+    files = render_hostapd(inv, secrets) + render_supplicants(inv, secrets)
+    verdicts = check_files(files, tmp_path / "files", f"{prefix}wifi")
+    assert [v.name for v in verdicts] == ["hostapd ap-rx", "hostapd ap-snd", "wpa_supplicant n1",
+                                          "wpa_supplicant n2", "wpa_supplicant n3"]
+    bad = [f"{v.name}: {v.word}: {v.detail}" for v in verdicts if not v.ok]
+    assert not bad, bad
+    for v in verdicts:       # they stopped at the missing radio, after parsing
+        assert "nl80211" in v.detail or "interface" in v.detail, v
+
+
+@pytest.mark.root
+def test_real_daemons_reject_a_broken_file(prefix, tmp_path, secrets):
+    """The check can fail: an unknown key and a short passphrase are each named by line."""
+    inv = lab_inventory()
+    ap, rx = render_hostapd(inv, secrets)[0], render_supplicants(inv, secrets)[0]
+    broken = [dataclasses.replace(ap, text=ap.text.replace("wmm_enabled=1", "wmm_enabld=1")),
+              dataclasses.replace(rx, text=rx.text.replace("proto=RSN", "proto=RSNX"))]
+    verdicts = check_files(broken, tmp_path / "files", f"{prefix}wifi")
+    assert [v.ok for v in verdicts] == [False, False]
+    assert "wmm_enabld" in verdicts[0].detail and verdicts[0].detail.startswith("Line ")
+    assert "RSNX" in verdicts[1].detail or "proto" in verdicts[1].detail
+
+
+def test_real_daemon_absent_is_reported(tmp_path, secrets, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("harness.deploy.trial.SYSTEM_SBIN", ())
+    todo, absent = trials(render_hostapd(lab_inventory(), secrets), tmp_path / "f")
+    assert todo == [] and [v.word for v in absent] == ["absent", "absent"]
+    assert "apt-get install hostapd" in absent[0].detail
 
 
 # `wpa_cli -i wlan0 status` on an associated Debian 12 client (format: hostap wpa_cli.c, wpa_supplicant

@@ -5,15 +5,18 @@ Modules, one concept each:
     model      the MLP, with its input/output scaling inside (so exports need no extra code)
     fit        the training loop: Adam, early stopping on a validation part of the train split
     evaluate   MAE / MAPE / R2 on the test split, overall and per case, beside baselines
-    tracking   MLflow: an explicit client, a run that ends FINISHED or FAILED
+    tracking   MLflow: mlflow.start_run (source, commit, user), batched per-epoch metrics, FINISHED or FAILED
+    registry   registered models: list, promote, pull (checksums verified), models:/ URIs for controllers
+               (no torch)
     export     model.onnx (written from the weights), model.pt, model.json
     runtime    OnnxEnergyModel: load and predict with onnxruntime, no torch (for controllers)
     card       the model card
-    pipeline   all of the above for `mplab train`
-    cli        `mplab train`
+    pipeline   all of the above for `mplab train` (dataset input and the ONNX flavour logged to MLflow)
+    cli        `mplab train`, `mplab models list|promote|pull`
 Reads datasets only (``harness.dataset.build.load_dataset``); controllers load ``model.onnx`` with
-onnxruntime alone (see ``training.runtime.OnnxEnergyModel``). Synthetic campaigns for
-tests and benches are ``harness.testing.synthetic``.
+onnxruntime alone (see ``training.runtime.OnnxEnergyModel``), or resolve ``models:/NAME@alias``
+with ``training.registry`` (no torch either). Synthetic campaigns for tests and benches are
+``harness.testing.synthetic``.
 
 Leaves to others: measuring and building datasets (``harness``), using the model
 (controllers), reports (``analysis``). Never imports lte, wifi, controller, analysis, mplab.

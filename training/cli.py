@@ -1,9 +1,12 @@
-"""`mplab train DATASET -o models/<name>`: fit, evaluate, export, track.
+"""`mplab train DATASET -o models/<name>` and `mplab models list|promote|pull`.
 
 Mounted on the `mplab` app by ``mplab.cli``; errors are ``MplabError`` (usage errors exit 2).
+Nothing heavy is imported at module level: `mplab --help` and the sweep commands must work on a
+lab install without the training stack (PyTorch, MLflow, scikit-learn).
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,7 +14,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness.artifacts import FolderPolicy
+from harness.dataset.cli import TrackingUri
+
 console = Console()
+models_app = typer.Typer(no_args_is_help=True, help="Registered models: list, promote, pull (MLflow Model Registry).")
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "n/a" if x is None else format(x, spec)
 
 
 def train(
@@ -24,33 +35,121 @@ def train(
     val_fraction: Annotated[float, typer.Option(help="share of training samples held out for early stopping")] = 0.2,
     seed: Annotated[int, typer.Option(help="seed for weights, validation part and batch order")] = 2023,
     experiment: Annotated[str, typer.Option(help="MLflow experiment")] = "mplab-energy",
-    tracking_uri: Annotated[Optional[str], typer.Option(
-        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")] = None,
-    precision: Annotated[str, typer.Option(help="training matmuls: auto (bf16 where the CPU has it), bf16, fp32")
-                         ] = "auto",
-    no_track: Annotated[bool, typer.Option("--no-track", help="do not log to MLflow")] = False,
-    force: Annotated[bool, typer.Option(help="overwrite an existing model directory")] = False,
+    tracking_uri: TrackingUri = None,
+    precision: Annotated[str, typer.Option(
+        help="training matmuls: fp32, bf16, or auto (bf16 where the CPU has it natively)")] = "fp32",
+    track: Annotated[bool, typer.Option("--track/--no-track", help="log the run to MLflow")] = True,
+    register: Annotated[Optional[str], typer.Option(
+        help="also register the model under this name (a new version in the MLflow Model Registry)")] = None,
+    run_name: Annotated[Optional[str], typer.Option(help="MLflow run name (default: model <- campaign)")] = None,
+    force: Annotated[bool, typer.Option(help="replace an existing model directory")] = False,
+    keep_previous: Annotated[bool, typer.Option(
+        help="rename an existing model directory to <name>.<UTC time> instead of refusing")] = False,
 ) -> None:
     """Train the 5 x 200 ReLU MLP on a dataset, compare it with baselines, export ONNX for controllers."""
-    from training.fit import TrainConfig
-    from training.pipeline import train as run_train
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from harness.errors import ConfigError
+
+    try:
+        from training.fit import TrainConfig
+        from training.pipeline import train as run_train
+    except ImportError as exc:  # a lab install without the `train` dependency group
+        raise ConfigError(f"`mplab train` needs the training stack ({exc.name} is not installed): "
+                          "`uv sync --group train`, or `make setup`") from None
+
+    policy = FolderPolicy.from_flags(force, keep_previous)
     cfg = TrainConfig(epochs=epochs, patience=patience, batch_size=batch_size, lr=lr, val_fraction=val_fraction,
                       seed=seed, precision=precision)
-    res = run_train(dataset, out, cfg, track=not no_track, experiment=experiment, tracking_uri=tracking_uri,
-                    force=force, log=console.print)
+    progress = Progress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("epochs"),
+                        TextColumn("val loss {task.fields[val]}"), TimeElapsedColumn(), console=console,
+                        transient=True)
+    task = progress.add_task("train", total=epochs, val="-")
+
+    def on_epoch(st) -> None:  # noqa: ANN001 - EpochStats
+        progress.update(task, completed=st.epoch, val=f"{st.val_loss:.4g}")
+
+    console.print(f"loading {dataset} and the training stack...")
+    t0 = time.monotonic()
+    with progress:
+        res = run_train(dataset, out, cfg, track=track, experiment=experiment, tracking_uri=tracking_uri,
+                        policy=policy, register=register, run_name=run_name, log=console.print, on_epoch=on_epoch)
     t = Table(title=f"test split of {dataset.name}")
     for col in ("predictor", "MAE J", "MAPE %", "R2"):
         t.add_column(col, justify="left" if col == "predictor" else "right")
     for name, s in res.metrics["overall"].items():
-        t.add_row(name, f"{s['mae_j']:.4g}", f"{s['mape_pct']:.3g}", f"{s['r2']:.4f}")
+        t.add_row(name, f"{s['mae_j']:.4g}", f"{s['mape_pct']:.3g}", _fmt(s["r2"], ".4f"))
     console.print(t)
-    console.print(f"model: {out}/model.onnx (ONNX vs PyTorch max |diff| {res.onnx_max_abs_diff_j:.2g} J), "
-                  f"model.pt, model.json, card.md")
+    o = res.metrics["overall"]
+    best = min(o, key=lambda k: o[k]["mape_pct"])
+    if best != "mlp":
+        console.print(f"[yellow]the {best} baseline beats the MLP on this dataset (MAPE {o[best]['mape_pct']:.3g} % vs "
+                      f"{o['mlp']['mape_pct']:.3g} %); see {out}/card.md[/yellow]")
+    console.print(f"model: {out}/ (model.onnx, ONNX vs PyTorch max |diff| {res.onnx_max_abs_diff_j:.2g} J; model.json, "
+                  f"card.md, SHA256SUMS) in {time.monotonic() - t0:.1f} s")
+    if res.previous:
+        console.print(f"previous model kept as {res.previous}")
     if res.run_id:
-        console.print(f"MLflow run {res.run_id} (experiment {experiment})")
+        local = not (res.run_url or "").startswith("http") or res.run_url.startswith("http://127.0.0.1:5000/")
+        console.print(f"MLflow run {res.run_id} (experiment {experiment}), logged model {res.model_id}")
+        # soft_wrap: a URL broken over lines cannot be clicked or copied
+        console.print(f"  {res.run_url}" + (" (after `make mlflow-ui`)" if local else ""), soft_wrap=True)
+    if res.registered:
+        console.print(f"registered {res.registered[0]} version {res.registered[1]}; promote it with "
+                      f"`mplab models promote {res.registered[0]} {res.registered[1]} --alias champion`")
+
+
+@models_app.command("list")
+def list_cmd(tracking_uri: TrackingUri = None) -> None:
+    """Registered models, their versions and aliases."""
+    from training.registry import list_models
+
+    rows = list_models(tracking_uri)
+    if not rows:
+        console.print("no registered models (register one with `mplab train ... --register NAME`)")
+        return
+    t = Table()
+    for col in ("name", "version", "aliases", "created (UTC)", "dataset digest", "description"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["name"], r["version"], ", ".join(r["aliases"]),
+                  time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_ms"] / 1000)),
+                  (r["dataset_digest"] or "-")[:19], r["description"][:80])
+    console.print(t)
+
+
+@models_app.command("promote")
+def promote_cmd(
+    name: Annotated[str, typer.Argument(help="registered model name")],
+    version: Annotated[str, typer.Argument(help="version number")],
+    alias: Annotated[str, typer.Option(help="alias to point at this version")] = "champion",
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Point an alias (default: champion) at a version; `models:/NAME@alias` then resolves to it."""
+    from training.registry import promote
+
+    promote(name, version, alias, tracking_uri)
+    console.print(f"{name}@{alias} -> version {version} (models:/{name}@{alias})")
+
+
+@models_app.command("pull")
+def pull_cmd(
+    ref: Annotated[str, typer.Argument(help="NAME@alias, NAME/VERSION, or NAME (the latest version)")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="model directory to write (models/<name>)")],
+    tracking_uri: TrackingUri = None,
+    force: Annotated[bool, typer.Option(help="replace an existing model directory")] = False,
+    keep_previous: Annotated[bool, typer.Option(help="rename an existing model directory instead of refusing")] = False,
+) -> None:
+    """Write a registered version as the folder `mplab train` writes, every file checked against SHA256SUMS."""
+    from training.registry import pull
+
+    res = pull(ref, out, tracking_uri, FolderPolicy.from_flags(force, keep_previous))
+    console.print(f"{res.name} version {res.version} -> {res.path} (checksums verified, manifest {res.sums_digest})")
+    if res.previous:
+        console.print(f"previous model kept as {res.previous}")
 
 
 def register(app: typer.Typer) -> None:
-    """Mount `mplab train` on the top-level app."""
+    """Mount `mplab train` and `mplab models ...` on the top-level app."""
     app.command()(train)
+    app.add_typer(models_app, name="models")

@@ -17,6 +17,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 Predictor = Callable[[np.ndarray], np.ndarray]
+# R2 compares errors with the spread of the target; over a handful of rows of one case that
+# spread is noise (three rows gave R2 = -661 with a 2 % MAPE), so per-case R2 needs this many rows.
+MIN_ROWS_FOR_R2 = 10
 
 
 @dataclass(frozen=True)
@@ -24,11 +27,14 @@ class Scores:
     n: int
     mae_j: float
     mape_pct: float
-    r2: float
+    r2: float | None  # None: too few rows for R2 to mean anything (``MIN_ROWS_FOR_R2``)
 
 
-def scores(y_true: np.ndarray, y_pred: np.ndarray) -> Scores:
-    """MAE (J), MAPE (%) and R2. R2 of a constant target is reported as 0 when predictions are exact, else -inf."""
+def scores(y_true: np.ndarray, y_pred: np.ndarray, min_rows_r2: int = 2) -> Scores:
+    """MAE (J), MAPE (%) and R2 (None under ``min_rows_r2`` rows).
+
+    R2 of a constant target is reported as 0 when predictions are exact, else -inf.
+    """
     y = np.asarray(y_true, dtype=np.float64).reshape(-1)
     p = np.asarray(y_pred, dtype=np.float64).reshape(-1)
     err = p - y
@@ -37,7 +43,7 @@ def scores(y_true: np.ndarray, y_pred: np.ndarray) -> Scores:
     r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else (0.0 if ss_res == 0 else float("-inf"))
     # Energies are strictly positive for a real transfer; guard the division anyway.
     mape = float(np.mean(np.abs(err) / np.maximum(np.abs(y), 1e-9)) * 100)
-    return Scores(len(y), float(np.abs(err).mean()), mape, r2)
+    return Scores(len(y), float(np.abs(err).mean()), mape, r2 if len(y) >= min_rows_r2 else None)
 
 
 def fit_baselines(x: np.ndarray, y: np.ndarray, seed: int) -> dict[str, Predictor]:
@@ -61,5 +67,5 @@ def evaluate(test: pd.DataFrame, x_test: np.ndarray, y_test: np.ndarray, predict
         row = test[m].iloc[0]
         per_case.append({"case_id": cid, "cc": row["cc"], "n_receivers": int(row["n_receivers"]),
                          "mode": row["mode"],
-                         **{name: asdict(scores(y_test[m], p[m])) for name, p in preds.items()}})
+                         **{name: asdict(scores(y_test[m], p[m], MIN_ROWS_FOR_R2)) for name, p in preds.items()}})
     return {"overall": overall, "per_case": per_case}

@@ -26,8 +26,12 @@ OPSET = 17
 IR_VERSION = 8  # readable by onnxruntime >= 1.14, which controllers may pin
 
 
-def to_onnx(model: EnergyMLP, producer_version: str = "") -> onnx.ModelProto:
-    """The model as an ONNX graph with its input and output scaling."""
+def to_onnx(model: EnergyMLP, producer_version: str = "", features: list[str] | None = None) -> onnx.ModelProto:
+    """The model as an ONNX graph with its input and output scaling.
+
+    ``features`` (the input columns in order) go to the file's ``metadata_props`` too, so the ONNX
+    file alone says how to build its input (``mplab.features``: a JSON list; ``mplab.output_unit``).
+    """
     def init(name: str, t: torch.Tensor) -> onnx.TensorProto:
         return numpy_helper.from_array(t.detach().cpu().numpy().astype(np.float32), name)
 
@@ -52,12 +56,22 @@ def to_onnx(model: EnergyMLP, producer_version: str = "") -> onnx.ModelProto:
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="mplab",
                           producer_version=producer_version)
     m.ir_version = IR_VERSION
+    props = {"mplab.output_unit": "J", "mplab.input": INPUT_NAME, "mplab.output": OUTPUT_NAME}
+    if features is not None:
+        if len(features) != model.arch.n_features:
+            raise ValueError(f"{len(features)} feature names for a model of {model.arch.n_features} inputs")
+        props["mplab.features"] = json.dumps(list(features))
+    helper.set_model_props(m, props)
     onnx.checker.check_model(m, full_check=True)
     return m
 
 
-def save_onnx(model: EnergyMLP, path: Path, producer_version: str = "") -> None:
-    atomic_write(path, to_onnx(model, producer_version).SerializeToString())
+def save_onnx(model: EnergyMLP, path: Path, producer_version: str = "",
+              features: list[str] | None = None) -> onnx.ModelProto:
+    """Write ``model.onnx``; returns the proto (MLflow logs the same graph)."""
+    proto = to_onnx(model, producer_version, features)
+    atomic_write(path, proto.SerializeToString())
+    return proto
 
 
 def save_pt(model: EnergyMLP, path: Path, features: dict) -> None:

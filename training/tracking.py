@@ -1,43 +1,44 @@
-"""MLflow tracking through an explicit client: one run per training, ended FINISHED or FAILED.
+"""MLflow tracking as its users expect: one ``mlflow.start_run`` per training, ended FINISHED or FAILED.
+
+Runs go through MLflow's fluent API so that MLflow fills in what its UI shows ("Created by",
+"Source", the git commit) from its own context providers; mplab adds the commit of its checkout
+when MLflow cannot find one (an installed entry point outside the repository). Per-epoch
+metrics are batched through the run's client (one SQLite transaction per epoch would dominate
+small runs, while the UI should still follow a long one).
 
 The store is ``MLFLOW_TRACKING_URI`` when set (any MLflow server or store), else a local SQLite
 file ``mlflow.db`` in the working directory (gitignored), with artifacts under ``mlartifacts/``.
-`make mlflow-ui` serves that store on 127.0.0.1.
+`make mlflow-ui` serves that store on 127.0.0.1. Experiments are tagged as model development
+(``mlflow.experimentKind``): MLflow 3's UI otherwise files training runs under "Evaluations".
 """
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
+import mlflow
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from harness.mlflow_store import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, default_artifact_root,  # noqa: F401
+                               default_tracking_uri, ensure_experiment, quiet_mlflow)
+
 DEFAULT_EXPERIMENT = "mplab-energy"
+# MLflow 3.17's UI chooses its "GenAI" or "Model training" view from this URL parameter (or the
+# browser's last choice; GenAI on a first visit), whatever the experiment's kind tag says.
+ML_VIEW = "workflowType=machine_learning"
 MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per log_batch
 FLUSH_EVERY_S = 5.0
 
 
-def default_tracking_uri(cwd: Path | None = None) -> str:
-    """``$MLFLOW_TRACKING_URI`` or ``sqlite:///<cwd>/mlflow.db``."""
-    env = os.environ.get("MLFLOW_TRACKING_URI")
-    if env:
-        return env
-    return f"sqlite:///{(cwd or Path.cwd()).resolve() / 'mlflow.db'}"
+class TrainingRun:
+    """The live run: parameters, tags and batched per-step metrics through one client."""
 
-
-def default_artifact_root(cwd: Path | None = None) -> str:
-    return ((cwd or Path.cwd()).resolve() / "mlartifacts").as_uri()
-
-
-class TrackedRun:
-    """A live MLflow run: parameters, metrics per step, tags and artifacts go through one client."""
-
-    def __init__(self, client: MlflowClient, run_id: str) -> None:
+    def __init__(self, client: MlflowClient, run_id: str, experiment_id: str) -> None:
         self.client = client
         self.run_id = run_id
+        self.experiment_id = experiment_id
         self._pending: list[Metric] = []
         self._flushed_at = time.monotonic()
 
@@ -50,8 +51,7 @@ class TrackedRun:
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
-        """Queue metrics; flushed every few seconds or when the batch is full (one SQLite transaction
-        per epoch would dominate small runs, while the UI should still follow a long one)."""
+        """Queue metrics; flushed every few seconds or when the batch is full."""
         ts = int(time.time() * 1000)
         self._pending += [Metric(k, float(v), ts, step) for k, v in metrics.items()]
         if len(self._pending) >= MAX_BATCH or time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
@@ -63,39 +63,55 @@ class TrackedRun:
             chunk, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
             self.client.log_batch(self.run_id, metrics=chunk)
 
-    def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None:
-        self.client.log_artifacts(self.run_id, str(local_dir), artifact_path)
-
 
 @contextlib.contextmanager
-def tracked_run(experiment: str = DEFAULT_EXPERIMENT, run_name: str | None = None,
-                tracking_uri: str | None = None) -> Iterator[TrackedRun]:
-    """Start a run; it ends FINISHED, or FAILED if the body raises (and the error propagates)."""
+def training_run(experiment: str = DEFAULT_EXPERIMENT, run_name: str | None = None,
+                 tracking_uri: str | None = None, tags: Mapping[str, str] | None = None,
+                 description: str | None = None) -> Iterator[TrainingRun]:
+    """``mlflow.start_run`` on ``tracking_uri``: the run ends FINISHED, or FAILED if the body raises.
+
+    Args:
+        experiment: experiment name (created if absent).
+        run_name: shown in the UI's run list; make it tell campaigns apart.
+        tracking_uri: the store; default ``default_tracking_uri()``.
+        tags: extra run tags (they win over MLflow's own context tags).
+        description: the run's description (Markdown, shown on the run page).
+    """
     uri = tracking_uri or default_tracking_uri()
-    client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        # A local store gets an explicit artifact root next to the database (not ./mlruns);
-        # a server decides its own.
-        root = default_artifact_root() if uri.startswith("sqlite:") or uri.startswith("file:") else None
-        try:
-            exp_id = client.create_experiment(experiment, artifact_location=root)
-        except Exception:
-            # NB: another process may have created it between our lookup and create.
-            got = client.get_experiment_by_name(experiment)
-            if got is None:
-                raise
-            exp_id = got.experiment_id
-    else:
-        exp_id = exp.experiment_id
-    run = client.create_run(exp_id, run_name=run_name)
-    tr = TrackedRun(client, run.info.run_id)
+    previous = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
+    # NB: the fluent API keeps the URI in module state; it is set for this run and put back after.
+    mlflow.set_tracking_uri(uri)
     try:
-        yield tr
-        tr.flush()
-    except BaseException:
-        with contextlib.suppress(Exception):
-            tr.flush()
-        client.set_terminated(run.info.run_id, status="FAILED")
-        raise
-    client.set_terminated(run.info.run_id, status="FINISHED")
+        client = MlflowClient(tracking_uri=uri)
+        exp_id = ensure_experiment(client, experiment, uri)
+        all_tags = {**_git_tags(), **(tags or {})}
+        with quiet_mlflow(), mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=all_tags,
+                                              description=description) as active:
+            tr = TrainingRun(client, active.info.run_id, exp_id)
+            try:
+                yield tr
+            finally:
+                with contextlib.suppress(Exception):  # best effort on the way out of a failure
+                    tr.flush()
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
+    """The UI page of a run (or experiment), in the "Model training" view.
+
+    A local store has no UI of its own: the link is where `make mlflow-ui` serves it.
+    """
+    base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+    page = f"#/experiments/{experiment_id}" + (f"/runs/{run_id}" if run_id else "")
+    return f"{base}/{page}?{ML_VIEW}"
+
+
+def _git_tags() -> dict[str, str]:
+    """mplab's checkout commit, for runs whose entry point MLflow cannot trace to a repository."""
+    from harness.campaign.metadata import git_info, safely
+
+    g = safely("git", git_info)
+    if not isinstance(g, dict):
+        return {}
+    return {"mlflow.source.git.commit": g["commit"], "mplab.git_dirty": str(g["dirty"]).lower()}

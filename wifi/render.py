@@ -31,15 +31,42 @@ def _env() -> jinja2.Environment:
                               keep_trailing_newline=True, autoescape=False)
 
 
+def passphrases(inv: Inventory, secrets: Secrets, source: str = "secrets",
+                aps: list[AccessPoint] | None = None) -> dict[str, str]:
+    """The passphrase of each AP's SSID (default: every AP); one ``ConfigError`` naming every missing or
+    malformed one, so that a secrets file is fixed in one go."""
+    assert inv.wifi is not None, "inventory has no wifi section"
+    found, problems = {}, []
+    for ap in inv.wifi.aps if aps is None else aps:
+        try:
+            found[ap.ssid] = wifi_passphrase(secrets, ap.ssid, source)
+        except ConfigError as exc:
+            problems.append((ap.ssid, exc))
+    if len(problems) == 1:
+        raise problems[0][1]
+    if problems:
+        missing = [s for s, e in problems if e.field == "wifi_psk"]
+        bad = [s for s, e in problems if e.field != "wifi_psk"]
+        parts = []
+        if missing:
+            parts.append(f"no passphrase for SSIDs {', '.join(map(repr, missing))} (add wifi_psk.<ssid> for each)")
+        if bad:
+            parts.append(f"passphrases of SSIDs {', '.join(map(repr, bad))} must be 8..63 printable ASCII "
+                         "characters without '\"'")
+        raise ConfigError("; ".join(parts), source=source, field="wifi_psk")
+    return found
+
+
 def render_hostapd(inv: Inventory, secrets: Secrets, source: str = "secrets") -> list[ConfigFile[str]]:
     """One hostapd.conf per AP."""
     assert inv.wifi is not None, "inventory has no wifi section"
+    psk = passphrases(inv, secrets, source)
     env = _env()
     out = []
     for ap in inv.wifi.aps:
         text = env.get_template("hostapd.conf.j2").render(
             banner=BANNER, inventory_name=inv.name, ap=ap, hw_mode="g" if ap.band == "2.4" else "a",
-            freq_mhz=channel_freq_mhz(ap.band, ap.channel), passphrase=wifi_passphrase(secrets, ap.ssid, source))
+            freq_mhz=channel_freq_mhz(ap.band, ap.channel), passphrase=psk[ap.ssid])
         out.append(ConfigFile(ap.host, ap.config_path, text, mode=0o600, unit=ap.unit))
     return out
 
@@ -56,7 +83,7 @@ def render_supplicants(inv: Inventory, secrets: Secrets, source: str = "secrets"
     if ap is None:
         return []
     env = _env()
-    passphrase = wifi_passphrase(secrets, ap.ssid, source)
+    passphrase = passphrases(inv, secrets, source, [ap])[ap.ssid]
     out = []
     for r in inv.receivers:
         ifname = r.interfaces["wifi"].name

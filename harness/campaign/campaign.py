@@ -23,7 +23,7 @@ from harness.campaign import metadata, parallel
 from harness.cc import CongestionControl, resolve
 from harness.config.load import digest_model, parse_model
 from harness.errors import MeterError, PreflightError, StoreError
-from harness.config.inventory import Inventory
+from harness.config.inventory import RADIOS, Inventory
 from harness.files import atomic_write
 from harness.testbeds.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
@@ -316,10 +316,27 @@ def _note_interference(campaign: Campaign, interference: parallel.Interference, 
 
 
 def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory) -> float:
-    """A rough wall-time estimate: each sample lasts as long as its slowest receiver's share."""
+    """A rough wall-time estimate: each sample lasts as long as its slowest receiver.
+
+    On an emulated testbed the sharing models predict it (``harness.testbeds.sharing``); on a lab,
+    10 Mbit/s per path is assumed.
+    """
+    from harness.testbeds.sharing import AccessNetwork, simulate_sample
+
     total = 0.0
+    emu = inventory.emulation
     for p in plans:
-        slowest = max(scenario.file_bytes * 8 / (parallel.configured_rate_mbit(inventory, name, p.mode, p.n_receivers) * 1e6)
-                      for name in p.receivers)
+        if emu is not None:
+            nets = {r: AccessNetwork(emu.wifi_sharing if r == "wifi" else emu.lte_sharing, spec.capacity_mbit,
+                                     spec.capacity_by_active)
+                    for r, spec in (("wifi", emu.wifi_ap), ("lte", emu.lte_cell))}
+            links = {r: {n: inventory.receiver(n).interfaces[r].channel.rate_mbit for n in p.receivers}
+                     for r in RADIOS}
+            res = simulate_sample(scenario.file_bytes * 8 / 1e6, list(p.receivers), p.mode, nets["wifi"], nets["lte"],
+                                  links["wifi"], links["lte"], emu.coexistence if p.mode == "both" else 1.0)
+            slowest = max(r.duration_s for r in res.values())
+        else:
+            rate = 20.0 if p.mode == "both" else 10.0
+            slowest = scenario.file_bytes * 8 / (rate * 1e6)
         total += slowest + 0.5 + scenario.settle_s
     return total

@@ -32,10 +32,21 @@ def case_id(cc: str, n_receivers: int, mode: str) -> str:
     return f"{cc}-n{n_receivers}-{mode}"
 
 
+def select_receivers(names: list[str], k: int, index: int, how: str = "first") -> tuple[str, ...]:
+    """The receivers of sample ``index`` (1-based) of a ``k``-receiver case, in inventory order."""
+    if how == "first" or k >= len(names):
+        return tuple(names[:k])
+    start = (index - 1) % len(names)
+    picked = {(start + j) % len(names) for j in range(k)}
+    return tuple(n for j, n in enumerate(names) if j in picked)
+
+
 def plan_campaign(scenario: Scenario, inventory: Inventory, source: str = "scenario") -> list[SamplePlan]:
     """All samples of ``scenario`` on ``inventory``, in run order.
 
-    The first *k* receivers of the inventory take part in a *k*-receiver case.
+    With ``receiver_selection: first`` the first *k* receivers of the inventory take part in a
+    *k*-receiver case (the paper); with ``rotate`` sample *i* takes *k* consecutive receivers
+    starting at receiver *i* (wrapping), so over N samples every receiver appears equally often.
     """
     n_max = len(inventory.receivers)
     too_many = [k for k in scenario.receiver_counts if k > n_max]
@@ -49,7 +60,8 @@ def plan_campaign(scenario: Scenario, inventory: Inventory, source: str = "scena
             for mode in scenario.modes:
                 cid = case_id(cc, k, mode)
                 for i in range(1, scenario.samples_per_case + 1):
-                    plans.append(SamplePlan(f"{cid}-s{i:03d}", cid, cc, k, mode, i, tuple(names[:k])))
+                    plans.append(SamplePlan(f"{cid}-s{i:03d}", cid, cc, k, mode, i,
+                                            select_receivers(names, k, i, scenario.receiver_selection)))
     if scenario.shuffle:
         random.Random(scenario.seed).shuffle(plans)
     return plans

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.config.load import Strict, load_yaml_model
-from harness.config.radio import Lte, Wifi, earfcn_range
+from harness.config.radio import Lte, Wifi, earfcn_range, srsepc_sgi_subnet
 
 SCHEMA_VERSION = 1
 
@@ -37,6 +37,12 @@ class Channel(Strict):
 
     rate_mbit: PositiveFloat = Field(description="downlink rate ceiling of this receiver on this radio (Mbit/s)")
     buffer_ms: PositiveFloat = Field(description="bottleneck buffer depth, as queueing delay at rate_mbit (ms)")
+    delay_ms: Annotated[float, Field(ge=0, le=1000)] = Field(
+        default=0.0, description="base one-way delay of this receiver's downlink on this radio (ms), added by a "
+                                 "user-space delay line (harness/testbeds/delayline.py); 0 = none")
+    loss_pct: Annotated[float, Field(ge=0, lt=100)] = Field(
+        default=0.0, description="random loss of this receiver's downlink packets on this radio (%), e.g. 1 for "
+                                 "the related schemes' WLAN setting")
 
     @property
     def buffer_bytes(self) -> int:
@@ -173,23 +179,41 @@ class RadioPower(Strict):
     tail_mw: float = Field(default=0.0, ge=0, description="power during the tail (mW)")
 
 
+class BothPower(Strict):
+    """Extra power while both radios of a receiver carry data (MPTCP: reassembly, two busy dongles)."""
+
+    active_mw: float = Field(default=0.0, ge=0, description="extra power while both are active (mW)")
+    mw_per_mbit: float = Field(default=0.0, ge=0,
+                               description="extra power per Mbit/s of the two radios' total throughput (mW per Mbit/s)")
+
+
 class PowerProfile(Strict):
     """How an emulated receiver's power follows its traffic."""
 
     name: str
     source: str = Field(description="where the constants come from (recorded with every emulated record)")
-    base_w: PositiveFloat = Field(description="board plus idle dongles (W)")
+    base_w: float = Field(ge=0, description="board plus idle dongles (W); 0 when the meter saw the radios only")
     volts: PositiveFloat = Field(default=5.1, description="supply voltage the emulated meter reports (V)")
     active_threshold_mbit: float = Field(default=0.05, ge=0,
                                          description="throughput above which a radio counts as active (Mbit/s)")
     wifi: RadioPower
     lte: RadioPower
+    both: BothPower | None = Field(default=None, description="extra cost while both radios carry data")
 
 
 class SharedCapacity(Strict):
-    """Capacity shared by every receiver on one access network."""
+    """One access network (the AP, the cell): its capacity and how the active receivers share it.
 
-    capacity_mbit: PositiveFloat
+    See ``harness.testbeds.sharing`` for the models.
+    """
+
+    capacity_mbit: PositiveFloat = Field(description="total downlink capacity (Mbit/s)")
+    capacity_by_active: dict[PositiveInt, PositiveFloat] | None = Field(
+        default=None, description="capacity with exactly N receivers active (N: Mbit/s), e.g. scheduler overhead; "
+                                  "counts outside the table use the nearest entry, capacity_mbit caps all")
+    sharing: Literal["dcf", "airtime", "proportional-fair", "equal"] | None = Field(
+        default=None, description="WiFi: dcf (default, equal throughput: the performance anomaly) or airtime; "
+                                  "LTE: proportional-fair (default) or equal")
 
 
 class Emulation(Strict):
@@ -199,6 +223,36 @@ class Emulation(Strict):
     wifi_ap: SharedCapacity
     lte_cell: SharedCapacity
     power_profile: PowerProfile
+    coexistence_factor: Annotated[float, Field(gt=0, le=1)] = Field(
+        default=1.0, description="share a receiver keeps on each radio while both carry its data (in-device "
+                                 "interference; 1 = none)")
+    coexistence_by_active: dict[PositiveInt, Annotated[float, Field(gt=0, le=1)]] | None = Field(
+        default=None, description="coexistence factor by the number of receivers active on both radios "
+                                  "(nearest entry; overrides coexistence_factor): what the paper-lab fit needs")
+    radio_loop_hz: Annotated[float, Field(ge=1, le=100)] = Field(
+        default=20.0, description="how often the radio loop re-shares the access networks among active receivers")
+
+    @model_validator(mode="after")
+    def _sharing_fits_radio(self) -> Emulation:
+        if self.wifi_ap.sharing not in (None, "dcf", "airtime"):
+            raise ValueError(f"wifi_ap.sharing {self.wifi_ap.sharing!r}: a WiFi AP shares by 'dcf' or 'airtime'")
+        if self.lte_cell.sharing not in (None, "proportional-fair", "equal"):
+            raise ValueError(f"lte_cell.sharing {self.lte_cell.sharing!r}: an LTE cell shares by "
+                             "'proportional-fair' or 'equal'")
+        return self
+
+    @property
+    def coexistence(self) -> float | dict[int, float]:
+        """The factor, or the table by receivers active on both, as the sharing models take it."""
+        return dict(self.coexistence_by_active) if self.coexistence_by_active else self.coexistence_factor
+
+    @property
+    def wifi_sharing(self) -> str:
+        return self.wifi_ap.sharing or "dcf"
+
+    @property
+    def lte_sharing(self) -> str:
+        return self.lte_cell.sharing or "proportional-fair"
 
 
 class SSHDefaults(Strict):
@@ -404,6 +458,11 @@ def check_lte(inv: Inventory) -> None:
         if static is not None and (static not in pool or static == epc.ue_gateway):
             raise ValueError(f"receiver {r.name}: LTE address {static} must be a UE address inside {pool} "
                              f"(not the gateway {epc.ue_gateway})")
+        if epc.kind == "srsepc" and static is not None and static not in srsepc_sgi_subnet(epc.ue_gateway):
+            raise ValueError(f"receiver {r.name}: LTE address {static} is outside srsepc's SGi subnet "
+                             f"{srsepc_sgi_subnet(epc.ue_gateway)} (srsepc gives its SGi interface a /24)")
+    if epc.kind == "srsepc" and len(epc.tacs) != 1:
+        raise ValueError(f"lte.epc.tacs: srsepc's MME serves one TAC, not {epc.tacs}")
 
 
 def _check_infra(inv: Inventory, name: str, role: str, field: str) -> None:

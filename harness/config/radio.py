@@ -55,6 +55,17 @@ def ul_earfcn(band: int, dl_earfcn: int) -> int:
     return dl_earfcn - n_offs_dl + n_offs_ul
 
 
+#: SIB2 ``ue_timers_and_constants`` mplab writes into sib.conf (t3xx in ms, n3xx counts; srsenb's example values).
+SIB2_UE_TIMERS: dict[str, int] = {"t300": 2000, "t301": 100, "t310": 200, "n310": 1, "t311": 10000, "n311": 1}
+
+
+def min_rrc_inactivity_timer_ms(timers: dict[str, int] = SIB2_UE_TIMERS) -> int:
+    """srsenb's lower bound on ``rrc_inactivity_timer``: t310 + t311 + n310 + 50 ms
+    (srsenb/src/enb_cfg_parser.cc, 22.04 to 23.11: below it srsenb logs "rrc_inactivity_timer=... is too
+    low" and releases a UE before it could have declared radio-link failure)."""
+    return timers["t310"] + timers["t311"] + timers["n310"] + 50
+
+
 class Plmn(Strict):
     """A public land mobile network id. Strings, because leading zeros matter (001 != 1)."""
 
@@ -96,14 +107,31 @@ class Enb(Reach):
     n_prb: Literal[6, 15, 25, 50, 75, 100] = 50
     rf: RfDevice = RfDevice()
     rrc_inactivity_timer_ms: int | None = Field(
-        default=None, gt=0, description="[expert] rrc_inactivity_timer; sets the LTE tail (record it!)")
+        default=None, gt=0, lt=1 << 32, description="[expert] rrc_inactivity_timer; sets the LTE tail (record it!); "
+        "at least t310 + t311 + n310 + 50 ms of sib.conf (10251 ms); None = srsenb's default (30000 ms)")
+    version: Annotated[str, Field(pattern=r"^[0-9]{2}\.[0-9]{1,2}(\.[0-9]+)?$")] | None = Field(
+        default=None, description="srsRAN 4G release the eNodeB runs (e.g. 23.04); chooses the templates; "
+                                  "unknown releases are refused before anything is pushed")
     config_dir: Path_ = "/etc/srsran"
     log_path: Path_ = "/tmp/enb.log"
     unit: str = Field(default="srsenb", description="systemd unit running srsenb")
 
+    @model_validator(mode="after")
+    def _inactivity_timer_above_srsenb_minimum(self) -> Enb:
+        low = min_rrc_inactivity_timer_ms()
+        if self.rrc_inactivity_timer_ms is not None and self.rrc_inactivity_timer_ms < low:
+            raise ValueError(f"rrc_inactivity_timer_ms {self.rrc_inactivity_timer_ms} is below srsenb's minimum "
+                             f"{low} ms (t310 + t311 + n310 + 50 of sib.conf); use at least {low}, or leave it "
+                             "out for srsenb's default 30000")
+        return self
+
 
 class Epc(Reach):
-    """The Open5GS EPC (MME, SGW-C, SGW-U, SMF as PGW-C, UPF as PGW-U, HSS, PCRF) on one machine."""
+    """The EPC on one machine: Open5GS (MME, SGW-C, SGW-U, SMF as PGW-C, UPF as PGW-U, HSS, PCRF; subscribers
+    in MongoDB) or srsEPC (one ``srsepc`` process; subscribers in a CSV file, no database)."""
+
+    kind: Literal["open5gs", "srsepc"] = Field(
+        default="open5gs", description="open5gs, or srsepc (srsRAN 4G's EPC: epc.conf + user_db.csv, no MongoDB)")
 
     address: ipaddress.IPv4Address = Field(description="MME S1AP and SGW-U GTP-U address, reachable from the eNB")
     plmn: Plmn
@@ -125,6 +153,17 @@ class Epc(Reach):
     config_dir: Path_ = "/etc/open5gs"
     log_dir: Path_ = "/var/log/open5gs"
     freediameter_dir: Path_ = "/etc/freeDiameter"
+    @model_validator(mode="before")
+    @classmethod
+    def _srsepc_paths(cls, data: object) -> object:
+        # srsepc's files live where srsRAN's packages put them, not in Open5GS's directories.
+        if isinstance(data, dict) and data.get("kind") == "srsepc":
+            data = {"config_dir": "/etc/srsran", "log_dir": "/tmp", **data}
+        return data
+
+    user_db: Path_ = Field(default="/etc/srsran/user_db.csv",
+                           description="srsepc: its subscriber CSV (srsepc writes SQNs back into it on exit)")
+    unit: str = Field(default="srsepc", description="srsepc: systemd unit running srsepc")
 
     @property
     def ue_gateway(self) -> ipaddress.IPv4Address:
@@ -194,3 +233,7 @@ class Wifi(Strict):
         """The AP serving ``role`` ("receivers" or "sender"), if any."""
         return next((a for a in self.aps if a.role == role), None)
 
+
+def srsepc_sgi_subnet(gateway: ipaddress.IPv4Address) -> ipaddress.IPv4Network:
+    """The subnet srsepc routes to its UEs: the SGi TUN address with a fixed /24 (srsepc/src/spgw/gtpu.cc)."""
+    return ipaddress.IPv4Network(f"{gateway}/24", strict=False)

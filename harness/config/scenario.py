@@ -53,6 +53,10 @@ class Scenario(Strict):
     settle_s: Annotated[float, Field(ge=0)] = 0.5
     shuffle: bool = True
     seed: int = 1
+    receiver_selection: Literal["first", "rotate"] = Field(
+        default="first", description="which receivers a k-receiver case uses: first (the first k of the inventory, "
+                                     "as the paper) or rotate (sample i starts at receiver i, so every receiver "
+                                     "appears in each count)")
 
     @field_validator("congestion_controls")
     @classmethod

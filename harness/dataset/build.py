@@ -3,10 +3,14 @@
 A dataset (``datasets/<name>/``) has one row per receiver per sample of one or more
 campaigns (``runs/<campaign>/samples.jsonl``), and these files::
 
-    data.parquet, data.csv   the same table (columns: ``ROW_COLUMNS``, documented in docs/dataset.md)
+    data.parquet, data.csv   the same table (columns: ``ROW_COLUMNS``, units and meaning in ``COLUMN_DOCS``;
+                             in the Parquet file, text columns are categorical and every field carries its
+                             unit and description as metadata)
     schema.json              the row schema (JSON Schema of ``DatasetRow``) and the dataset's schema_version
     dataset.json             provenance, split parameters, per-case counts, excluded records, digest
-    README.md                the dataset card (for people)
+    croissant.json           Croissant 1.0 metadata (JSON-LD) for dataset search engines and loaders
+    README.md                the dataset card (YAML front matter as Hugging Face cards have, then Markdown)
+    SHA256SUMS               sha256 of every other file (``harness.artifacts``), written last
 
 Every input record is validated (``harness.campaign.records.SampleRecord``, the one record
 schema); a malformed one stops the build with
@@ -16,8 +20,9 @@ card. The train/test split is made per case and per *sample* (all receivers of o
 land in the same split, so a sample never leaks across), by a seeded hash of the sample id:
 it does not depend on record order, and adding a campaign does not move existing samples.
 
-The digest is a sha256 over the canonical CSV bytes; ``load_dataset`` checks it and the
-schema again, so a model always names exactly the data it was trained on. This module knows
+The digest is a sha256 over the canonical CSV bytes (the dataset's identity: the same rows give
+the same digest); ``SHA256SUMS`` covers every file, the Parquet one included. ``load_dataset``
+checks both and the schema again, so a model always names exactly the data it was trained on. This module knows
 datasets only; it never imports ``training`` (data flows one way).
 """
 from __future__ import annotations
@@ -37,12 +42,17 @@ import pandas as pd
 from pydantic import Field, ValidationError
 
 import harness
+from harness.artifacts import (SUMS_NAME, ChecksumMismatch, FolderPolicy, check_output, staged_folder, verify_sums,
+                               write_sums)
 from harness.errors import ConfigError, StoreError
 from harness.files import atomic_write
 from harness.campaign.records import SampleKey, SampleRecord
 from harness.campaign.store import Campaign
+from harness.dataset.columns import CATEGORICAL_COLUMNS, COLUMN_DOCS, FLOAT_COLUMNS, INT_COLUMNS
 
 SCHEMA_VERSION = 1
+SPLITS = ("train", "test")
+ORIGIN_NAME = ".origin.json"  # written by `mplab dataset pull`: registry name, version, URI
 
 
 class DatasetRow(SampleKey):
@@ -67,9 +77,8 @@ class DatasetRow(SampleKey):
 
 
 ROW_COLUMNS: tuple[str, ...] = tuple(DatasetRow.model_fields)
-INT_COLUMNS = ("n_receivers", "sample_index", "wifi_bytes", "lte_bytes", "bytes")
-FLOAT_COLUMNS = ("wifi_throughput_mbit", "lte_throughput_mbit", "throughput_mbit", "duration_s", "energy_j",
-                 "mean_power_w")
+# Column types and documentation live in harness.dataset.columns (the card and the Croissant
+# file read them without importing the builder); tests check they list DatasetRow's fields.
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,8 @@ class BuildResult:
     rows: int
     excluded: Counter = field(default_factory=Counter)
     meta: dict = field(default_factory=dict)
+    sums_digest: str = ""  # sha256 of SHA256SUMS
+    previous: Path | None = None  # where the old dataset went (keep-previous)
 
 
 def validate_record(raw: dict, where: str) -> SampleRecord:
@@ -275,7 +286,7 @@ def case_counts(df: pd.DataFrame) -> list[dict]:
 
 
 def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec(), keep_flagged: bool = False,
-                  force: bool = False) -> BuildResult:
+                  force: bool = False, policy: str | None = None, license: str = "unknown") -> BuildResult:
     """Build ``out`` (datasets/<name>) from campaign directories ``runs``.
 
     Args:
@@ -283,15 +294,18 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         out: the dataset directory to write.
         spec: the per-case split.
         keep_flagged: keep records whose measurement was flagged (their flags go to the ``flags`` column).
-        force: overwrite an existing dataset directory.
+        force: replace an existing dataset directory (same as ``policy=FolderPolicy.OVERWRITE``).
+        policy: what to do when ``out`` holds a dataset (``harness.artifacts.FolderPolicy``): refuse
+            (default), keep the previous one as ``<out>.<UTC time>``, or overwrite.
+        license: the data's license (an SPDX id or ``unknown``), for the card and Croissant file.
 
     Returns:
         Where it was written, its digest, row count and excluded counts.
     """
     if not runs:
         raise ConfigError("no campaign given (e.g. `mplab dataset build runs/quick-... -o datasets/quick`)")
-    if (out / "dataset.json").exists() and not force:
-        raise ConfigError(f"{out} already holds a dataset; choose another name or pass --force")
+    policy = policy or (FolderPolicy.OVERWRITE if force else FolderPolicy.REFUSE)
+    check_output(out, "dataset.json", policy, "dataset")
     campaigns = []
     for r in runs:
         try:
@@ -305,31 +319,58 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
     validate_frame(df, str(out))
     csv_bytes = canonical_csv(df)
     digest = digest_bytes(csv_bytes)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "data.csv", csv_bytes)
-    tmp = out / ".data.parquet.tmp"
-    df.to_parquet(tmp, index=False)
-    tmp.replace(out / "data.parquet")
-    schema = {"schema_version": SCHEMA_VERSION, "row": DatasetRow.model_json_schema()}
-    atomic_write(out / "schema.json", (json.dumps(schema, indent=2) + "\n").encode())
     meta = {
         "schema_version": SCHEMA_VERSION,
         "name": out.name,
         "digest": digest,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "mplab_version": harness.__version__,
+        "license": license,
         "rows": len(df),
+        "splits": {s: int((df["split"] == s).sum()) for s in SPLITS},
         "split": {"train": spec.train, "test": spec.test, "seed": spec.seed, "unit": "sample, per case"},
         "keep_flagged": keep_flagged,
         "sources": [_provenance(c) for c in campaigns],
         "cases": case_counts(df),
         "excluded": dict(sorted(excluded.items())),
     }
-    atomic_write(out / "dataset.json", (json.dumps(meta, indent=2) + "\n").encode())
     from harness.dataset.card import render_card  # the card is presentation; kept apart
+    from harness.dataset.croissant import croissant
 
-    atomic_write(out / "README.md", render_card(df, meta).encode())
-    return BuildResult(out, digest, len(df), excluded, meta)
+    with staged_folder(out, policy) as (folder, previous):
+        atomic_write(folder / "data.csv", csv_bytes)
+        write_parquet(df, folder / "data.parquet")
+        schema = {"schema_version": SCHEMA_VERSION, "row": DatasetRow.model_json_schema()}
+        atomic_write(folder / "schema.json", (json.dumps(schema, indent=2) + "\n").encode())
+        atomic_write(folder / "dataset.json", (json.dumps(meta, indent=2) + "\n").encode())
+        atomic_write(folder / "croissant.json",
+                     (json.dumps(croissant(folder, meta), indent=2) + "\n").encode())
+        atomic_write(folder / "README.md", render_card(df, meta).encode())
+        meta_sums = write_sums(folder)
+    res = BuildResult(out, digest, len(df), excluded, meta)
+    res.sums_digest = meta_sums
+    res.previous = previous[0] if previous else None
+    return res
+
+
+def write_parquet(df: pd.DataFrame, path: Path) -> None:
+    """The table as Parquet: text columns categorical, every field with its unit and description."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cat = df.copy()
+    for c in CATEGORICAL_COLUMNS:
+        cat[c] = cat[c].astype("category")
+    table = pa.Table.from_pandas(cat, preserve_index=False)
+    fields = []
+    for f in table.schema:
+        unit, desc = COLUMN_DOCS[f.name]
+        fields.append(f.with_metadata({"unit": unit, "description": desc}))
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    table = pa.Table.from_arrays(table.columns, schema=schema)
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
 
 
 def _provenance(c: Campaign) -> dict:
@@ -369,6 +410,11 @@ def load_dataset(path: str | Path) -> Dataset:
     if not isinstance(v, int) or v > SCHEMA_VERSION:
         raise ConfigError(f"dataset schema_version {v!r} is not one this mplab reads (<= {SCHEMA_VERSION})",
                           source=str(meta_path))
+    if (p / SUMS_NAME).exists():  # datasets built before SHA256SUMS existed have only the CSV digest
+        try:
+            verify_sums(p)
+        except ChecksumMismatch as exc:
+            raise ConfigError(f"{exc}; rebuild or pull the dataset again", source=str(p)) from None
     csv_path = p / "data.csv"
     data = csv_path.read_bytes()
     if digest_bytes(data) != meta.get("digest"):
@@ -383,4 +429,7 @@ def load_dataset(path: str | Path) -> Dataset:
             if c in ("kernel", "cc_impl"):
                 df[c] = df[c].where(df[c] != "", None)
     validate_frame(df, str(csv_path))
+    origin = p / ORIGIN_NAME
+    if origin.exists():  # pulled from a registry: where from (a dot-file, outside SHA256SUMS)
+        meta = {**meta, "registry": json.loads(origin.read_text())}
     return Dataset(p, df, meta)

@@ -1,17 +1,24 @@
-"""`mplab dataset build`: campaign records -> datasets/<name>/.
+"""`mplab dataset build|publish|pull|list`: campaign records -> datasets/<name>/, and their published versions.
 
 Mounted on the `mplab` app by ``mplab.cli``; errors are ``MplabError`` (usage errors exit 2).
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Table
+
+from harness.artifacts import FolderPolicy
 
 console = Console()
-app = typer.Typer(no_args_is_help=True, help="Build datasets from campaigns.")
+app = typer.Typer(no_args_is_help=True, help="Build datasets from campaigns; publish and pull them by name and version.")
+
+TrackingUri = Annotated[Optional[str], typer.Option(
+    "--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")]
 
 
 @app.command("build")
@@ -22,18 +29,76 @@ def build(
     test: Annotated[int, typer.Option(help="test samples per case")] = 15,
     seed: Annotated[int, typer.Option(help="seed of the per-case split")] = 2023,
     keep_flagged: Annotated[bool, typer.Option(help="keep records whose measurement was flagged")] = False,
-    force: Annotated[bool, typer.Option(help="overwrite an existing dataset")] = False,
+    license: Annotated[str, typer.Option(help="license of the data (SPDX id), for the card and croissant.json")
+                       ] = "unknown",
+    force: Annotated[bool, typer.Option(help="replace an existing dataset")] = False,
+    keep_previous: Annotated[bool, typer.Option(
+        help="rename an existing dataset to <name>.<UTC time> instead of refusing")] = False,
 ) -> None:
-    """One row per receiver per sample, validated, split per case, with a card and a digest."""
+    """One row per receiver per sample, validated, split per case, with a card, Croissant metadata and checksums."""
     from harness.dataset.build import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
-    res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged, force)
-    n_train = sum(c["train_rows"] for c in res.meta["cases"])
-    console.print(f"dataset {res.path}: {res.rows} rows ({n_train} train, {res.rows - n_train} test) in "
+    res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged,
+                        policy=FolderPolicy.from_flags(force, keep_previous), license=license)
+    sp = res.meta["splits"]
+    console.print(f"dataset {res.path}: {res.rows} rows ({sp['train']} train, {sp['test']} test) in "
                   f"{len(res.meta['cases'])} case(s); digest {res.digest}")
     if res.excluded:
         console.print("excluded: " + ", ".join(f"{k}: {v}" for k, v in sorted(res.excluded.items())))
+    if res.previous:
+        console.print(f"previous dataset kept as {res.previous}")
     console.print(f"card: {res.path / 'README.md'}")
+
+
+@app.command("publish")
+def publish_cmd(
+    folder: Annotated[Path, typer.Argument(help="dataset directory (datasets/<name>)")],
+    name: Annotated[Optional[str], typer.Option(help="published name (default: the folder's name)")] = None,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Store a versioned, checksummed copy where the MLflow tracking server keeps artifacts."""
+    from harness.dataset.registry import publish
+
+    v, new = publish(folder, name, tracking_uri)
+    if new:
+        console.print(f"published {v.name}@{v.version} ({v.rows} rows, digest {v.digest}); "
+                      f"pull it with `mplab dataset pull {v.name}@{v.version} -o datasets/{v.name}`")
+    else:
+        console.print(f"{folder} is already published as {v.name}@{v.version} (same files); nothing uploaded")
+
+
+@app.command("pull")
+def pull_cmd(
+    ref: Annotated[str, typer.Argument(help="NAME (the latest version) or NAME@VERSION")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="dataset directory to write (datasets/<name>)")],
+    tracking_uri: TrackingUri = None,
+    force: Annotated[bool, typer.Option(help="replace an existing dataset directory")] = False,
+    keep_previous: Annotated[bool, typer.Option(help="rename an existing dataset directory instead of refusing")
+                             ] = False,
+) -> None:
+    """Bring a published version back, every file checked against SHA256SUMS and the published digest."""
+    from harness.dataset.registry import pull
+
+    v = pull(ref, out, tracking_uri, FolderPolicy.from_flags(force, keep_previous))
+    console.print(f"{v.name}@{v.version} -> {out} ({v.rows} rows, digest {v.digest}; checksums verified)")
+
+
+@app.command("list")
+def list_cmd(tracking_uri: TrackingUri = None) -> None:
+    """Published datasets and their versions."""
+    from harness.dataset.registry import list_datasets
+
+    rows = list_datasets(tracking_uri)
+    if not rows:
+        console.print("no published datasets (publish one with `mplab dataset publish datasets/NAME`)")
+        return
+    t = Table()
+    for col in ("name", "version", "rows", "digest", "published (UTC)"):
+        t.add_column(col)
+    for v in rows:
+        t.add_row(v.name, str(v.version), str(v.rows or "-"), v.digest[:23],
+                  time.strftime("%Y-%m-%d %H:%M", time.gmtime(v.created_ms / 1000)))
+    console.print(t)
 
 
 def register(root: typer.Typer) -> None:

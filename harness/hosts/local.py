@@ -117,6 +117,14 @@ class BackgroundProcess(ABC):
     def stop(self, grace_s: float = 2.0) -> ProcessResult:
         """Stop the process group: SIGINT, then SIGTERM, then SIGKILL, then reap. Idempotent."""
 
+    def output_so_far(self) -> tuple[str, str]:
+        """(stdout, stderr) written so far by a running process, for readiness by log line.
+
+        Only processes whose output lands in local files can offer this; others raise
+        ``NotImplementedError``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot show output before it exits")
+
 
 class Host(ABC):
     """Anything that runs commands: this machine, a network namespace, or an SSH peer."""
@@ -229,6 +237,12 @@ class _LocalProcess(BackgroundProcess):
         t = time.time()
         self._popen.stdin.close()
         return t
+
+    def output_so_far(self) -> tuple[str, str]:
+        if self._result is not None:
+            return self._result.stdout, self._result.stderr
+        with open(self._out.name, "rb") as o, open(self._err.name, "rb") as e:
+            return o.read().decode(errors="replace"), e.read().decode(errors="replace")
 
     def _finish(self, returncode: int | None) -> ProcessResult:
         if self._result is not None:

@@ -1,8 +1,8 @@
 """Pure functions that build iproute2, tc, ethtool and sysctl argument lists.
 
 Each returns an argv (or a list of them) and needs no kernel, so tests can check the
-exact commands. The HTB chain reads like Mininet's ``bwCmds``: the root qdisc, the
-shared class, one class per receiver with its ceiling, and a FIFO of the receiver's
+exact commands. A receiver's emulated downlink reads like Mininet's ``bwCmds``: a root
+HTB, one class with the receiver's rate (re-shared by the radio loop) and a FIFO of its
 buffer depth under it (this kernel has no netem: queueing delay comes from the FIFO's
 depth at the bottleneck rate).
 """
@@ -18,6 +18,10 @@ def _mbit(rate_mbit: float) -> str:
 
 def netns_add_argv(ns: str) -> list[str]:
     return ["ip", "netns", "add", ns]
+
+
+def netns_del_argv(ns: str) -> list[str]:
+    return ["ip", "netns", "del", ns]
 
 
 def veth_argv(name_a: str, ns_a: str, name_b: str, ns_b: str) -> list[str]:
@@ -69,11 +73,6 @@ def mptcp_flush_argv() -> list[str]:
     return ["ip", "mptcp", "endpoint", "flush"]
 
 
-def htb_root_argv(dev: str, handle: int = 1) -> list[str]:
-    """Root HTB; unclassified traffic goes to a class that does not exist, i.e. unshaped."""
-    return ["tc", "qdisc", "replace", "dev", dev, "root", "handle", f"{handle:x}:", "htb", "default", "ffff"]
-
-
 def htb_class_argv(dev: str, parent: str, classid: str, rate_mbit: float, ceil_mbit: float | None = None) -> list[str]:
     """An HTB class guaranteed ``rate_mbit`` and borrowing up to ``ceil_mbit`` (default: the rate)."""
     ceil = ceil_mbit if ceil_mbit is not None else rate_mbit
@@ -88,24 +87,31 @@ def bfifo_argv(dev: str, parent: str, handle: str, limit_bytes: int) -> list[str
             "limit", str(limit_bytes)]
 
 
-def u32_dst_filter_argv(dev: str, dst: str, flowid: str, prio: int = 1) -> list[str]:
-    return ["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", str(prio),
-            "u32", "match", "ip", "dst", f"{dst}/32", "flowid", flowid]
+def radio_qdisc_argvs(dev: str, rate_mbit: float, buffer_bytes: int) -> list[list[str]]:
+    """A receiver's downlink on one access network: HTB class 1:1 (its rate, changed by the radio loop)
+    over a byte FIFO (its buffer), on the AP's or eNB's device towards that receiver."""
+    return [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
+            htb_class_argv(dev, "1:", "1:1", rate_mbit),
+            bfifo_argv(dev, "1:1", "10:", buffer_bytes)]
 
 
-def shared_bottleneck_argvs(dev: str, capacity_mbit: float,
-                            receivers: Sequence[tuple[str, float, int]]) -> list[list[str]]:
-    """HTB for one access network: shared ``capacity_mbit``, and per receiver (address, ceiling, buffer bytes).
+#: nftables table of the emulated radios' loss rules (issue 17's steering uses its own tables).
+RADIO_TABLE = "mplab_radio"
 
-    Each receiver is guaranteed an equal share (capped by its own ceiling) and may
-    borrow up to its ceiling while others are idle.
+
+def radio_loss_argvs(losses: Sequence[tuple[str, float]]) -> list[list[str]]:
+    """Random loss per downlink device: (device, percent) -> nft commands in the AP's or eNB's namespace.
+
+    ``numgen random mod 1000000 < p * 10000`` drops a packet with probability ``p`` percent; the
+    counter on each rule shows what was dropped. Empty when no device has loss.
     """
-    share = capacity_mbit / max(1, len(receivers))
-    cmds = [htb_root_argv(dev), htb_class_argv(dev, "1:", "1:1", capacity_mbit)]
-    for i, (address, ceil_mbit, buffer_bytes) in enumerate(receivers, start=1):
-        minor = f"{0x10 + i:x}"
-        ceil = min(ceil_mbit, capacity_mbit)
-        cmds.append(htb_class_argv(dev, "1:1", f"1:{minor}", min(share, ceil), ceil))
-        cmds.append(bfifo_argv(dev, f"1:{minor}", f"{minor}:", buffer_bytes))
-        cmds.append(u32_dst_filter_argv(dev, address, f"1:{minor}"))
+    rules = [(dev, pct) for dev, pct in losses if pct > 0]
+    if not rules:
+        return []
+    cmds = [["nft", "add", "table", "ip", RADIO_TABLE],
+            ["nft", "add", "chain", "ip", RADIO_TABLE, "loss", "{", "type", "filter", "hook", "forward",
+             "priority", "-10", ";", "policy", "accept", ";", "}"]]
+    for dev, pct in rules:
+        cmds.append(["nft", "add", "rule", "ip", RADIO_TABLE, "loss", "oifname", dev, "numgen", "random", "mod",
+                     "1000000", "<", str(round(pct * 10000)), "counter", "drop"])
     return cmds

@@ -1,7 +1,8 @@
 """The power model of an emulated receiver.
 
 P = P0 + sum over radios of (theta_r + b_r * x_r while radio r is active), with an
-optional promotion phase when a radio wakes up and a tail after its traffic stops.
+optional promotion phase when a radio wakes up and a tail after its traffic stops, and
+an optional extra cost while both radios carry data (``both``: theta + b * total).
 Constants come from the inventory's power profile (by default Huang et al.'s LTE and
 WiFi downlink coefficients on top of an assumed board base power). Everything this
 model produces is labelled emulated wherever it is recorded.
@@ -50,4 +51,7 @@ class PowerModel:
         for radio in RADIOS:
             spec: RadioPower = getattr(self.profile, radio)
             mw += self._radio_mw(spec, self._state[radio], now_s, rates_mbit.get(radio, 0.0))
+        both = self.profile.both
+        if both is not None and all(rates_mbit.get(r, 0.0) > self.profile.active_threshold_mbit for r in RADIOS):
+            mw += both.active_mw + both.mw_per_mbit * sum(rates_mbit.get(r, 0.0) for r in RADIOS)
         return self.profile.base_w + mw / 1000.0

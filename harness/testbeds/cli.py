@@ -105,3 +105,46 @@ def register(app: typer.Typer) -> None:
     """Mount the preflight and doctor commands on the top-level app."""
     app.command()(preflight)
     app.command()(doctor)
+    app.command()(calibrate)
+
+
+def calibrate(
+    paper: Annotated[Path, typer.Option("--paper", help="the paper's tables (data file)")] =
+        Path("data/paper/sensors-2023-7699.yaml"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="the inventory to write")] = Path("inventory/paper-lab.yaml"),
+    tolerance: Annotated[float, typer.Option(help="worst relative error a power model may leave in Table 3")] = 0.02,
+    both_efficiency: Annotated[float, typer.Option(
+        help="MPTCP payload over the sum of its two shaped paths (bench/fidelity.py measures it)")] = 0.89,
+    counter_overhead: Annotated[float, typer.Option(
+        help="interface-counter bytes (rx+tx, link) per payload byte (records: iface_bytes / bytes)")] = 1.07,
+    check: Annotated[bool, typer.Option("--check", help="only compare OUT with what the calibration gives")] = False,
+) -> None:
+    """Fit an emulated testbed to the reference paper's baseline Tables 2-3 and write its inventory."""
+    from harness.testbeds.calibration import calibrate as run_calibration
+    from harness.testbeds.calibration import inventory_text, residual_check
+
+    if not 0 < tolerance < 1:
+        raise ConfigError(f"--tolerance {tolerance}: use a fraction between 0 and 1, e.g. 0.02")
+    cal = run_calibration(paper, tolerance=tolerance, both_efficiency=both_efficiency,
+                          counter_overhead=counter_overhead)
+    text = inventory_text(cal)
+    if check:
+        same = out.exists() and out.read_text() == text
+        console.print(f"{out}: {'up to date' if same else 'DIFFERS from the calibration: rerun mplab calibrate'}")
+        if not same:
+            raise ConfigError("inventory out of date", source=str(out))
+        return
+    t = Table(title=f"paper vs calibrated model ({cal.data.file_bytes / 1e6:.0f} MB, first N receivers)")
+    for col in ("column", "N", "paper Mbit/s", "model", "paper J", "model "):
+        t.add_column(col, justify="left" if col == "column" else "right")
+    for r in cal.rows:
+        t.add_row(r["column"], str(r["nodes"]), f"{r['paper_mbit_s']:.2f}", f"{r['model_mbit_s']:.2f}",
+                  f"{r['paper_j']:.2f}", f"{r['model_j']:.2f}")
+    console.print(t)
+    kept = ", ".join(f"{k} = {v:.4g}" for k, v in cal.fit.terms.items() if v > 0)
+    console.print(f"power terms kept: {kept} (max error {cal.fit.max_rel:.2%}); "
+                  f"coexistence factor {cal.caps.coexistence_factor}; worst cell {residual_check(cal.rows):.1%}")
+    from harness.files import atomic_write
+
+    atomic_write(out, text.encode())
+    console.print(f"wrote {out}")

@@ -5,9 +5,13 @@ Topology (namespace names carry the inventory's prefix, ``mplab-`` by default)::
     snd --to-ap---- ap  --rx<i>-- wlan0 [n<i>]
         --to-enb--- enb --rx<i>-- lte0  [n<i>]
 
-Shared capacity of the AP and of the cell, and each receiver's own ceiling, are HTB
-classes on the sender's two egress links; a FIFO under each receiver's class sets the
-buffer depth (WiFi shallow, LTE deep), because this kernel has no netem. Each
+Each receiver's downlink is shaped where a radio's queue would be: on the AP's and the
+eNB's device towards it (``rx<i>``), an HTB class (its rate) over a byte FIFO (its
+buffer: WiFi shallow, LTE deep; this kernel has no netem). The radio loop
+(``harness.testbeds.radiolink``, a process in the sender namespace) re-shares each access
+network among the receivers active on it as they start and finish, by the inventory's
+sharing model (``harness.testbeds.sharing``). Radio loss, when configured, is an
+nftables rule per device in table ``mplab_radio`` of the AP or eNB. Each
 receiver routes by default over WiFi and by source address over LTE, so an MPTCP
 connection starts on WiFi and its LTE endpoint adds the second subflow.
 
@@ -38,10 +42,13 @@ from harness.meters.drivers import meter_from_inventory
 from harness.meters.emulated import device_argv
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
-    offloads_off_argv, route_add_argv, rule_add_argv, shared_bottleneck_argvs, sysctl_argv, veth_argv,
+    offloads_off_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
 from harness.testbeds.base import Check, Node, NodeInterface, Testbed
 from harness.testbeds.clean import clean_prefix
+from harness.testbeds import delayline
+from harness.testbeds.radiolink import LinkConfig, radiolink_argv
+from harness.testbeds.sharing import AccessNetwork
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")
@@ -79,6 +86,8 @@ class EmulatedTestbed(Testbed):
             self.nodes[rx.name] = Node(rx.name, NamespaceHost(rx.name, self.ns[rx.name]), intfs,
                                        rx.meter.kind, BASE_PORT + i)
         self._devices: dict[str, BackgroundProcess] = {}
+        self._radiolink: BackgroundProcess | None = None
+        self._delaylines: dict[str, BackgroundProcess] = {}
         self._ccs: list[CongestionControl] = []
         self._up = False
 
@@ -92,7 +101,10 @@ class EmulatedTestbed(Testbed):
             checks.append(Check(root.name, name, ok, detail, fix, essential))
 
         add("root", os.geteuid() == 0, f"euid {os.geteuid()}", "run as root (namespaces need CAP_NET_ADMIN)")
-        for prog, pkg in (("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("sysctl", "procps")):
+        progs = [("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("sysctl", "procps")]
+        if any(rx.interfaces[r].channel.loss_pct > 0 for rx in self.inventory.receivers for r in rx.interfaces):
+            progs.append(("nft", "nftables"))
+        for prog, pkg in progs:
             path = root.which(prog)
             add(f"program {prog}", path is not None, path or "not found", f"apt install {pkg}")
         mptcp = root.exists("/proc/sys/net/mptcp/enabled")
@@ -134,6 +146,8 @@ class EmulatedTestbed(Testbed):
             for node in self.nodes.values():
                 node.iperf3 = self.sender_iperf3
             self._start_devices()
+            self._start_radiolink()
+            self._start_delaylines()
             self.ensure_servers()
         except BaseException:
             self.teardown()
@@ -192,13 +206,66 @@ class EmulatedTestbed(Testbed):
             h.run(mptcp_flush_argv())
             h.run(mptcp_limits_argv(2, 2))
             h.run(mptcp_endpoint_argv(lte.address, lte.name, ("subflow",)))
-        # Shaping on the sender's egress links.
-        rx = list(self.inventory.receivers)
-        for dev, radio, shared in (("to-ap", "wifi", self.emu.wifi_ap), ("to-enb", "lte", self.emu.lte_cell)):
-            spec = [(self.nodes[r.name].interfaces[radio].address, r.interfaces[radio].channel.rate_mbit,
-                     r.interfaces[radio].channel.buffer_bytes) for r in rx]
-            for argv in shared_bottleneck_argvs(dev, shared.capacity_mbit, spec):
-                snd.run(argv)
+        # Downlink shaping where the radios queue: per receiver, on the AP's and the eNB's device towards it.
+        for i, rx in enumerate(self.inventory.receivers, start=1):
+            for host, radio in ((ap, "wifi"), (enb, "lte")):
+                ch = rx.interfaces[radio].channel
+                host.run(offloads_off_argv(f"rx{i}"))
+                net = self.access_network(radio)
+                for argv in radio_qdisc_argvs(f"rx{i}", min(ch.rate_mbit, net.capacity(1)), ch.buffer_bytes):
+                    host.run(argv)
+        for host, radio in ((ap, "wifi"), (enb, "lte")):
+            losses = [(f"rx{i}", rx.interfaces[radio].channel.loss_pct)
+                      for i, rx in enumerate(self.inventory.receivers, start=1)]
+            for argv in radio_loss_argvs(losses):
+                host.run(argv)
+
+    def access_network(self, radio: str) -> AccessNetwork:
+        """The inventory's AP (``wifi``) or cell (``lte``) as the sharing models see it."""
+        spec = self.emu.wifi_ap if radio == "wifi" else self.emu.lte_cell
+        sharing = self.emu.wifi_sharing if radio == "wifi" else self.emu.lte_sharing
+        return AccessNetwork(sharing, spec.capacity_mbit,
+                             {k: min(v, spec.capacity_mbit) for k, v in spec.capacity_by_active.items()}
+                             if spec.capacity_by_active else None)
+
+    def link_config(self) -> LinkConfig:
+        """What the radio loop runs with."""
+        rxs = list(enumerate(self.inventory.receivers, start=1))
+        return LinkConfig(
+            namespaces={"wifi": self.ns["ap"], "lte": self.ns["enb"]},
+            networks={r: self.access_network(r) for r in ("wifi", "lte")},
+            stations={r: {rx.name: (f"rx{i}", rx.interfaces[r].channel.rate_mbit) for i, rx in rxs}
+                      for r in ("wifi", "lte")},
+            coexistence_factor=self.emu.coexistence, hz=self.emu.radio_loop_hz)
+
+    @property
+    def radiolink_log(self) -> Path:
+        """Where the radio loop logs each change (one JSON line; the first says it is ready)."""
+        return self.state_dir / "radiolink.jsonl"
+
+    def path_delays(self, radio: str) -> dict[str, float]:
+        """Receiver address on ``radio`` -> base delay (ms), for the paths that have one."""
+        return {self.nodes[rx.name].interfaces[radio].address: rx.interfaces[radio].channel.delay_ms
+                for rx in self.inventory.receivers if rx.interfaces[radio].channel.delay_ms > 0}
+
+    def _start_delaylines(self) -> None:
+        for host, radio in ((self.ap, "wifi"), (self.enb, "lte")):
+            delays = self.path_delays(radio)
+            if delays:
+                self._delaylines[radio] = delayline.start(host, delays)
+
+    def _start_radiolink(self) -> None:
+        log_path = self.radiolink_log
+        log_path.unlink(missing_ok=True)
+        self._radiolink = self.sender.start(radiolink_argv(self.link_config(), str(log_path)), label="radiolink")
+        deadline = time.monotonic() + 15
+        while not (log_path.exists() and log_path.stat().st_size > 0):
+            if self._radiolink.poll() is not None:
+                res = self._radiolink.stop()
+                raise PreflightError(f"radio loop exited: {res.stderr.strip()[-500:]}")
+            if time.monotonic() > deadline:
+                raise PreflightError(f"radio loop did not start within 15 s (no {log_path})")
+            time.sleep(0.02)
 
     def _start_devices(self) -> None:
         profile = self.emu.power_profile
@@ -236,11 +303,11 @@ class EmulatedTestbed(Testbed):
 
     def qdisc_stats(self) -> dict[str, str]:
         out = {}
-        for dev in ("to-ap", "to-enb"):
+        for name, host in (("ap", self.ap), ("enb", self.enb)):
             try:
-                out[f"snd:{dev}"] = self.sender.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev]).stdout
+                out[name] = host.run(["tc", "-s", "-j", "qdisc", "show"]).stdout
             except CommandError as exc:
-                out[f"snd:{dev}"] = f"error: {exc}"
+                out[name] = f"error: {exc}"
         return out
 
     # ------------------------------------------------------------ teardown
@@ -249,6 +316,10 @@ class EmulatedTestbed(Testbed):
         """Stop servers and meter devices, delete the namespaces, undo the allowed-list change."""
         self.stop_all(self._servers)
         self.stop_all(self._devices)
+        if self._radiolink is not None:
+            self._radiolink.stop()
+            self._radiolink = None
+        self.stop_all(self._delaylines)
         clean_prefix(self.prefix, self.root, nested=False)
         # After our state is gone, so that names_needed() only lists other live testbeds.
         for cc in reversed(self._ccs):

@@ -7,7 +7,9 @@ for. This builds the textbook topology instead (namespaces ``<prefix>snd``,
     snd --s0----b0-- bn --b1==[TBF rate, FIFO]==t0-- rtr --r1----c1-- rcv   (TCP flow, subflow 1)
                                                           --r2----c2--       (subflow 2)
 
-This kernel has neither netem nor fq, so the FIFO's depth is the only source of RTT.
+This kernel has neither netem nor fq, so the FIFO's depth is the only source of RTT unless
+``base_delay_ms`` adds a one-way delay towards the receiver with the user-space delay line
+(``harness.testbeds.delayline``) in ``rtr``.
 The bottleneck sits on a router (``bn``), not on the sender's own device: a queue on
 the sender's device counts against each socket's TCP Small Queues budget (about 1 ms
 of its pacing rate), which throttles flows with small windows and makes the shares a
@@ -34,6 +36,7 @@ from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
     route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
+from harness.testbeds import delayline
 from harness.traffic import Iperf3
 
 SERVER = "10.77.0.1"
@@ -90,8 +93,10 @@ class SharedBottleneck:
     """The topology above; a context manager that removes everything it made."""
 
     def __init__(self, prefix: str, ccs: list[CongestionControl], rate_mbit: float = 20.0,
-                 buffer_bytes: int = 50_000) -> None:
+                 buffer_bytes: int = 50_000, base_delay_ms: float = 0.0) -> None:
         self.prefix = prefix
+        #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
+        self.base_delay_ms = base_delay_ms
         self.ccs = list(ccs)
         self.rate_mbit = rate_mbit
         self.buffer_bytes = buffer_bytes
@@ -154,8 +159,11 @@ class SharedBottleneck:
         snd.run(mptcp_limits_argv(8, 8))
         rcv.run(mptcp_limits_argv(2, 2))
         rcv.run(mptcp_endpoint_argv("10.77.2.2", "c2", ("subflow",)))
+        if self.base_delay_ms > 0:
+            delays = {"10.77.1.2": self.base_delay_ms, "10.77.2.2": self.base_delay_ms}
+            self._servers.append(delayline.start(rtr, delays, uplink_dev="t0"))
         self.iperf3 = Iperf3.check(root)
-        self._servers = [snd.start(self.iperf3.server_argv(MPTCP_PORT, mptcp=True), label="iperf3-mptcp"),
+        self._servers += [snd.start(self.iperf3.server_argv(MPTCP_PORT, mptcp=True), label="iperf3-mptcp"),
                          snd.start(self.iperf3.server_argv(TCP_PORT, mptcp=False), label="iperf3-tcp")]
         deadline = time.monotonic() + 10
         while True:

@@ -1,4 +1,4 @@
-"""Stand-in for open5gs-{hss,pcrf,sgwu,upf,sgwc,smf,mme}d and srsenb: daemon.py KIND CONFIG."""
+"""Stand-in for open5gs-{hss,pcrf,sgwu,upf,sgwc,smf,mme}d, srsepc and srsenb: daemon.py KIND CONFIG."""
 import configparser
 import signal
 import socket
@@ -27,6 +27,19 @@ def dig(doc, *path):
 
 
 running = True
+
+
+def s1_listener(addr, error):
+    """A TCP listener on addr:36412 (standing in for the MME's SCTP socket); ``error`` words a bind failure."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        srv.bind((addr, 36412))
+    except OSError as exc:
+        fail(error.format(addr=addr, exc=exc))
+    srv.listen(8)
+    srv.settimeout(0.1)
+    return srv
 
 
 def _term(*_):
@@ -82,6 +95,37 @@ if kind == "srsenb":
         time.sleep(0.1)
     sys.exit(0)
 
+if kind == "srsepc":
+    # What srsepc does that mplab relies on: read epc.conf and user_db.csv (10 columns), accept the eNB on
+    # mme_bind_addr:36412 (TCP here, SCTP in srsepc) and log the S1 Setup exchange, and on exit write the
+    # CSV back with each subscriber's SQN advanced (srsepc/src/hss/hss.cc write_db_file).
+    cp = configparser.ConfigParser()
+    if not cp.read(config):
+        fail(f"cannot read {config}")
+    db = cp.get("hss", "db_file")
+    lines = open(db).read().splitlines()
+    rows = [ln.split(",") for ln in lines if ln and not ln.startswith("#")]
+    if any(len(r) != 10 for r in rows):
+        fail("Error parsing UE database. Wrong number of columns in user database CSV.")
+    log = open(cp.get("log", "filename"), "a", buffering=1)
+    log.write("HSS Initialized.\n")
+    srv = s1_listener(cp.get("mme", "mme_bind_addr"), "Error binding SCTP socket {addr}: {exc}")
+    print("[srsepc] SP-GW Initialized.", flush=True)
+    peers = []
+    while running:
+        try:
+            c, _ = srv.accept()
+        except socket.timeout:
+            continue
+        peers.append(c)
+        log.write("[MME ] [I] Received S1 Setup Request.\n[MME ] [I] Sending S1 Setup Response\n")
+    with open(db, "w") as f:
+        f.write("# written by srsepc on exit\n")
+        for r in rows:
+            r[7] = "%012x" % (int(r[7], 16) + 32)
+            f.write(",".join(r) + "\n")
+    sys.exit(0)
+
 with open(config) as f:
     doc = yaml.safe_load(f)
 section = {"hss": "hss", "pcrf": "pcrf", "sgwu": "sgwu", "upf": "upf", "sgwc": "sgwc", "smf": "smf",
@@ -97,14 +141,7 @@ if kind == "mme":
     addr = s1ap["server"][0]["address"] if isinstance(s1ap, dict) else s1ap[0]["addr"]
     dig(doc, "mme", "tai")
     dig(doc, "mme", "gummei")
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        srv.bind((addr, 36412))
-    except OSError as exc:
-        fail(f"s1ap_server() [{addr}]:36412 bind failed: {exc}")
-    srv.listen(8)
-    srv.settimeout(0.1)
+    srv = s1_listener(addr, "s1ap_server() [{addr}]:36412 bind failed: {exc}")
     log.write(f"[mme] INFO: s1ap_server() [{addr}]:36412\n")
 print(f"[{kind}] started", flush=True)
 peers = []

@@ -1,0 +1,53 @@
+"""`mplab report RUNS_OR_DATASETS... -o reports/<name>`: figures, tables beside the paper, one HTML page.
+
+Mounted on the `mplab` app by ``mplab.cli``; errors are ``MplabError`` (bad input exits 2).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+console = Console(stderr=True)
+
+
+def report(
+    inputs: Annotated[list[Path], typer.Argument(help="campaign (runs/<id>) and/or dataset (datasets/<name>) "
+                                                      "directories", metavar="RUNS_OR_DATASETS...")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="report directory (reports/<name>)")],
+    model: Annotated[Optional[Path], typer.Option(help="exported model (models/<name>) for the model figures")] = None,
+    tracking_uri: Annotated[Optional[str], typer.Option(
+        help="MLflow store of the model's run (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")] = None,
+    sample: Annotated[Optional[str], typer.Option(help="sample id for the close-up (default: one is chosen)")] = None,
+    ci: Annotated[str, typer.Option(help="interval method: t (Student t) or bootstrap")] = "t",
+    title: Annotated[Optional[str], typer.Option(help="page title")] = None,
+    force: Annotated[bool, typer.Option(help="replace an existing report in --out")] = False,
+) -> None:
+    """Figures, Tables 2-3 beside the reference paper with reproduction checks, and a self-contained HTML page."""
+    from analysis.report import STEPS, build_report
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=True) as prog:
+        task = prog.add_task("report", total=len(STEPS))
+
+        def progress(step: str, i: int, n: int) -> None:
+            prog.update(task, completed=i, description=step)
+
+        res = build_report(inputs, out, model=model, tracking_uri=tracking_uri, sample=sample, ci=ci, force=force,
+                           progress=progress, title=title)
+        prog.update(task, completed=len(STEPS))
+    c = Console()
+    for row in (res.checks.to_dict("records") if res.checks is not None else []):
+        style = {"pass": "green", "fail": "red"}.get(row["status"], "dim")
+        c.print(f"[{style}]{row['status']:>4}[/] {row['check']}: {row['detail']}  (paper: {row['paper_status']})")
+    for s in res.skipped:
+        c.print(f"[dim]not drawn: {s.title}: {s.reason}[/]")
+    c.print(f"{len(res.figures)} figure(s), {len(res.tables)} table(s) in {res.seconds:.1f} s: {out / 'index.html'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount `mplab report` on the top-level app."""
+    app.command()(report)

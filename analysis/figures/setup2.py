@@ -1,0 +1,120 @@
+"""Setup II (a controller chooses each receiver's interfaces): Figs. 10-15 analogs and a scatter.
+
+Drawn only from records that carry a ``policy`` (the controller issue adds it):
+
+- ``setup2-is-vs-tuned``: energy against receivers, IS vs IS + Tuning, one panel per
+  congestion control (Figs. 10-11);
+- ``setup2-policies-<cc>``: throughput and energy per policy against receivers (Figs. 12-15,
+  one figure per congestion control: balia and cubic in the paper, any other that ran too);
+- ``setup2-scatter``: throughput against energy, one colour per policy (as Pantheon plots
+  throughput against delay): every sample faint, case means with 95% intervals on both axes.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from analysis.figures.common import ci_note, integer_x, left_out_note, yerr
+from analysis.style import Palette, Saved, Skipped, label_energy, marker, order_ccs, order_schemes, save
+
+IS, TUNED = "ref-is", "ref-is-tuned"
+NO_POLICIES = "no records carry a policy (a Setup II campaign of the controller issue has them)"
+
+
+def _policies(stats: pd.DataFrame, policies: set[str]) -> pd.DataFrame:
+    return stats[stats["scheme"].isin(policies) & stats["n_samples"].gt(0)]
+
+
+def is_vs_tuned(energy: pd.DataFrame, policies: set[str], palette: Palette, out: Path,
+                ci_text: str) -> Saved | Skipped:
+    name, title = "setup2-is-vs-tuned", "Setup II: energy against receivers, IS vs IS + Tuning (Figs. 10-11)"
+    if not policies:
+        return Skipped(name, title, NO_POLICIES)
+    e = _policies(energy, {IS, TUNED} & policies)
+    if e.empty:
+        return Skipped(name, title, f"neither {IS} nor {TUNED} ran (policies: {', '.join(sorted(policies))})")
+    ccs = order_ccs(set(e["cc"]))
+    fig, axes = plt.subplots(1, len(ccs), figsize=(3.4 * len(ccs) + 0.8, 3.4), sharey=True, squeeze=False)
+    for ax, cc in zip(axes[0], ccs):
+        for pol in (IS, TUNED):
+            d = e[(e["cc"] == cc) & (e["scheme"] == pol)].sort_values("n_receivers")
+            if not d.empty:
+                ax.errorbar(d["n_receivers"], d["mean"], yerr=yerr(d), marker="o", ms=4, capsize=2,
+                            color=palette.colour(pol), label=pol)
+        ax.set_title(cc)
+        ax.set_xlabel("receivers")
+        integer_x(ax)
+    axes[0][0].set_ylabel("energy per receiver (J)")
+    axes[0][0].legend(title="policy")
+    label_energy(fig, e["energy_label"])
+    caption = ("Mean per-receiver energy under Interface Selection (ref-is) and IS + DNN Tuning (ref-is-tuned) "
+               f"against the number of receivers, one panel per congestion control. {ci_note(ci_text)}"
+               + left_out_note(energy[energy["scheme"].isin({IS, TUNED})]))
+    return save(fig, out, name, title, caption, shows_energy=True)
+
+
+def policies_vs_receivers(energy: pd.DataFrame, thr: pd.DataFrame, policies: set[str], palette: Palette, out: Path,
+                          ci_text: str) -> list[Saved | Skipped]:
+    title0 = "Setup II: throughput and energy per policy against receivers (Figs. 12-15)"
+    if not policies:
+        return [Skipped("setup2-policies", title0, NO_POLICIES)]
+    e, t = _policies(energy, policies), _policies(thr, policies)
+    res: list[Saved | Skipped] = []
+    for cc in order_ccs(set(e["cc"]) | set(t["cc"])):
+        fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.5))
+        for ax, d, ylabel in ((axes[0], t, "throughput per receiver (Mbit/s)"),
+                              (axes[1], e, "energy per receiver (J)")):
+            dc = d[d["cc"] == cc]
+            for pol in order_schemes(set(dc["scheme"])):
+                dp = dc[dc["scheme"] == pol].sort_values("n_receivers")
+                ax.errorbar(dp["n_receivers"], dp["mean"], yerr=yerr(dp), marker="o", ms=4, capsize=2,
+                            color=palette.colour(pol), label=pol)
+            ax.set_xlabel("receivers")
+            ax.set_ylabel(ylabel)
+            integer_x(ax)
+        axes[0].legend(title="policy")
+        fig.suptitle(f"Setup II, {cc}")
+        label_energy(fig, e[e["cc"] == cc]["energy_label"])
+        caption = (f"Mean per-receiver throughput (left) and energy (right) per policy against the number of "
+                   f"receivers, congestion control {cc}. {ci_note(ci_text)}"
+                   + left_out_note(energy[energy["scheme"].isin(policies) & (energy["cc"] == cc)]))
+        res.append(save(fig, out, f"setup2-policies-{cc}", f"Setup II, {cc}: throughput and energy per policy "
+                        "(Figs. 12-15)", caption, shows_energy=True))
+    return res
+
+
+def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFrame, thr: pd.DataFrame,
+            policies: set[str], palette: Palette, out: Path, ci_text: str) -> Saved | Skipped:
+    """Per-sample points (faint) and per-case means with intervals, throughput (x) against energy (y)."""
+    name, title = "setup2-scatter", "Setup II: throughput against energy per policy"
+    if not policies:
+        return Skipped(name, title, NO_POLICIES)
+    keys = ["energy_label", "cc", "n_receivers", "scheme", "campaign", "sample_id"]
+    s = samples_e.merge(samples_t, on=keys)
+    s = s[s["scheme"].isin(policies)]
+    case = ["energy_label", "cc", "n_receivers", "scheme"]
+    m = _policies(energy, policies).merge(_policies(thr, policies), on=case, suffixes=("_e", "_t"))
+    if m.empty:
+        return Skipped(name, title, "no policy case has both throughput and energy")
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for pol in order_schemes(set(m["scheme"])):
+        sp = s[s["scheme"] == pol]
+        ax.scatter(sp["throughput_mbit"], sp["energy_j"], s=8, alpha=0.25, color=palette.colour(pol), linewidths=0)
+        for cc in order_ccs(set(m["cc"])):
+            d = m[(m["scheme"] == pol) & (m["cc"] == cc)]
+            if d.empty:
+                continue
+            ye = yerr(d.rename(columns={"mean_e": "mean", "ci_low_e": "ci_low", "ci_high_e": "ci_high"}))
+            xe = yerr(d.rename(columns={"mean_t": "mean", "ci_low_t": "ci_low", "ci_high_t": "ci_high"}))
+            ax.errorbar(d["mean_t"], d["mean_e"], xerr=xe, yerr=ye, fmt=marker(cc), ms=5, capsize=2,
+                        color=palette.colour(pol), label=f"{pol}, {cc}")
+    ax.set_xlabel("throughput per receiver (Mbit/s)")
+    ax.set_ylabel("energy per receiver (J)")
+    ax.legend(ncols=2, loc="best")
+    label_energy(fig, m["energy_label"])
+    caption = ("Throughput against energy: each faint dot is one sample (mean over its receivers); markers are "
+               "case means (one per policy, congestion control and receiver count; marker = congestion control). "
+               f"Better is right and down. {ci_note(ci_text)}" + left_out_note(energy[energy["scheme"].isin(policies)]))
+    return save(fig, out, name, title, caption, shows_energy=True)

@@ -1,0 +1,215 @@
+"""A user-space delay line: a base delay per receiver path, on a kernel without netem.
+
+This kernel has no netem, fq or etf, so nothing in tc can hold a packet for a time. The
+delay line is a TUN device (``dly0``) in the AP's or the eNB's namespace: a policy rule
+sends everything arriving from the sender (``iif to-snd``) to ``dly0``; this process
+reads each packet, holds it for the delay of its destination (the receiver's path) and
+writes it back; the kernel then receives it on ``dly0`` and routes it as usual, into the
+receiver's radio queue (HTB + FIFO on ``rx<i>``). Only the downlink is delayed, so the
+round-trip time grows by the delay once. Packets to one destination keep their order
+(one FIFO per delay value).
+
+Run inside the namespace (the TUN device belongs to it)::
+
+    python -m harness.testbeds.delayline --dev dly0 --delay 10.10.1.2=15 --delay 10.10.2.2=40
+
+Its cost, jitter and the rate it sustains are measured by ``bench/delayline.py``.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import errno
+import fcntl
+import ipaddress
+import os
+import select
+import signal
+import struct
+import sys
+import time
+
+TUNSETIFF = 0x400454CA
+IFF_TUN = 0x0001
+IFF_NO_PI = 0x1000
+#: Packets read per wake-up at most (bounds the time one burst keeps due packets waiting).
+BURST = 64
+DEV = "dly0"
+TABLE = 200
+#: SCHED_FIFO priority of the delay line (0: normal scheduling): at normal priority on a loaded machine
+#: (load 7-11) packets left up to 90-300 ms late, mdev 1-2 ms; at 10, mdev 0.08 ms (bench/delayline.py).
+RT_PRIORITY = 10
+
+
+def open_tun(name: str) -> int:
+    """Attach to the TUN device ``name`` (created beforehand with ``ip tuntap``) and return its fd."""
+    fd = os.open("/dev/net/tun", os.O_RDWR)
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
+    os.set_blocking(fd, False)
+    return fd
+
+
+def destination(packet: bytes) -> str | None:
+    """The IPv4 destination of a packet (None for anything else)."""
+    if len(packet) >= 20 and packet[0] >> 4 == 4:
+        return str(ipaddress.IPv4Address(packet[16:20]))
+    return None
+
+
+def setup_argvs(delays: dict[str, float], uplink_dev: str = "to-snd") -> list[list[str]]:
+    """Commands (in the namespace) that steer the sender's packets through the delay line.
+
+    Only destinations with a delay go through it; the others keep the direct route.
+    """
+    cmds = [["ip", "tuntap", "add", "dev", DEV, "mode", "tun"],
+            ["ip", "link", "set", "dev", DEV, "up"],
+            ["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=0"],
+            ["sysctl", "-q", "-w", f"net.ipv4.conf.{DEV}.rp_filter=0"]]
+    for dst in sorted(delays):
+        cmds.append(["ip", "route", "replace", f"{dst}/32", "dev", DEV, "table", str(TABLE)])
+    cmds.append(["ip", "rule", "add", "iif", uplink_dev, "lookup", str(TABLE), "priority", "900"])
+    return cmds
+
+
+def attached(link_json: str) -> bool:
+    """Whether ``ip -j link show dly0`` says a process holds the TUN device (it has a carrier)."""
+    import json
+
+    try:
+        return "LOWER_UP" in json.loads(link_json)[0].get("flags", [])
+    except (ValueError, IndexError, KeyError, TypeError):
+        return False
+
+
+def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s: float = 15.0,
+          rt_priority: int = RT_PRIORITY):
+    """Steer ``host``'s packets from ``uplink_dev`` through a delay line and start it there.
+
+    Args:
+        host: the namespace Host (AP, eNB, a router) the delay line lives in.
+        delays: destination address -> one-way delay (ms).
+        uplink_dev: the device the sender's packets arrive on.
+
+    Returns:
+        The running process (a ``BackgroundProcess``), once it holds the TUN device.
+    """
+    from harness.errors import PreflightError
+
+    for argv in setup_argvs(delays, uplink_dev):
+        host.run(argv)
+    proc = host.start(delayline_argv(delays, rt_priority), label=f"delayline:{host.name}")
+    deadline = time.monotonic() + deadline_s
+    while not attached(host.run(["ip", "-j", "link", "show", DEV]).stdout):
+        if proc.poll() is not None:
+            res = proc.stop()
+            raise PreflightError(f"delay line in {host.name} exited: {res.stderr.strip()[-500:]}")
+        if time.monotonic() > deadline:
+            proc.stop()
+            raise PreflightError(f"delay line in {host.name} did not attach to {DEV} within {deadline_s:.0f} s")
+        time.sleep(0.02)
+    return proc
+
+
+def delayline_argv(delays: dict[str, float], rt_priority: int = RT_PRIORITY,
+                   python: str = sys.executable) -> list[str]:
+    """The argument list that starts the delay line (for a namespace Host's ``start``)."""
+    argv = [python, "-m", "harness.testbeds.delayline", "--dev", DEV, "--rt-priority", str(rt_priority)]
+    for dst, ms in sorted(delays.items()):
+        argv += ["--delay", f"{dst}={ms:g}"]
+    return argv
+
+
+class DelayLine:
+    """Read, hold, write back. ``stats`` counts packets and the worst lateness seen."""
+
+    def __init__(self, fd: int, delays_s: dict[str, float]) -> None:
+        self.fd = fd
+        self.delays_s = delays_s
+        self.queues: dict[float, collections.deque] = collections.defaultdict(collections.deque)
+        self.running = True
+        self.stats = {"packets": 0, "passed_undelayed": 0, "dropped_write": 0, "late_max_ms": 0.0}
+
+    def _read_burst(self, now: float) -> None:
+        for _ in range(BURST):
+            try:
+                pkt = os.read(self.fd, 65535)
+            except BlockingIOError:
+                return
+            d = self.delays_s.get(destination(pkt) or "", 0.0)
+            if d <= 0:
+                self._write(pkt)
+                self.stats["passed_undelayed"] += 1
+            else:
+                self.queues[d].append((now + d, pkt))
+
+    def _write(self, pkt: bytes) -> None:
+        try:
+            os.write(self.fd, pkt)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.ENOBUFS):
+                raise
+            self.stats["dropped_write"] += 1
+
+    def _release(self, now: float) -> float | None:
+        """Write every due packet; return when the next one is due (None: nothing held)."""
+        nxt = None
+        for q in self.queues.values():
+            while q and q[0][0] <= now:
+                due, pkt = q.popleft()
+                self._write(pkt)
+                self.stats["packets"] += 1
+                late = (now - due) * 1000
+                if late > self.stats["late_max_ms"]:
+                    self.stats["late_max_ms"] = late
+            if q and (nxt is None or q[0][0] < nxt):
+                nxt = q[0][0]
+        return nxt
+
+    def run(self) -> None:
+        nxt = None
+        while self.running:
+            now = time.monotonic()
+            # select() takes microseconds; poll() and epoll() round up to whole milliseconds.
+            timeout = 0.5 if nxt is None else max(0.0, nxt - now)
+            try:
+                events, _, _ = select.select([self.fd], [], [], timeout)
+            except InterruptedError:
+                continue
+            now = time.monotonic()
+            if events:
+                self._read_burst(now)
+            nxt = self._release(now)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dev", default=DEV)
+    ap.add_argument("--delay", action="append", default=[], help="destination=milliseconds")
+    ap.add_argument("--rt-priority", type=int, default=0,
+                    help="run under SCHED_FIFO at this priority (1-99; 0: normal scheduling)")
+    args = ap.parse_args(argv)
+    if args.rt_priority > 0:
+        # On a loaded machine a normal-priority Python process is descheduled for tens of ms at a time;
+        # the line sleeps in select() between packets, so real-time priority costs others little.
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+    delays = {}
+    for item in args.delay:
+        dst, _, ms = item.partition("=")
+        delays[str(ipaddress.IPv4Address(dst))] = float(ms) / 1000
+    line = DelayLine(open_tun(args.dev), delays)
+
+    def _stop(*_):
+        line.running = False
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    print("delayline ready", flush=True)
+    try:
+        line.run()
+    finally:
+        print(f"delayline stats {line.stats}", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""The radio loop: re-shares each emulated access network among the receivers active on it.
+
+Each receiver has its own downlink device in the AP's and the eNB's namespace (``rx<i>``)
+with an HTB class (its rate) over a byte FIFO (its buffer): queues build where a radio's
+would. This loop, one process per testbed, reads every ``rx<i>`` byte counter
+``hz`` times a second, counts a receiver as active on a radio while bytes went to it in
+the last ``hold_s``, computes the rates of ``harness.testbeds.sharing`` for the active
+set and, when they changed, rewrites the HTB classes through one long-lived
+``tc -force -batch -`` per namespace (no process per change). Counters come from
+``/proc/<tc pid>/net/dev``, which shows the namespace the tc process lives in.
+
+Run by ``EmulatedTestbed`` inside its sender namespace (so clean-up by namespace stops
+it)::
+
+    python -m harness.testbeds.radiolink --config '{...}' [--log FILE]
+
+``--log`` appends one JSON line per change: time, active sets, rates (for benches).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from harness.testbeds.sharing import AccessNetwork, radio_rates
+
+#: Bytes per tick below which a radio counts as idle (ARP, iperf3's small control messages): a
+#: station that receives two full frames per tick (0.5 Mbit/s at 20 Hz) or more is active.
+IDLE_BYTES = 1600
+RADIOS = ("wifi", "lte")
+
+
+def htb_rate_line(dev: str, rate_mbit: float) -> str:
+    """One ``tc -batch`` line setting a receiver's downlink class (see ``harness.hosts.netcmd.radio_qdisc_argvs``)."""
+    kbit = max(8, round(rate_mbit * 1000))
+    return f"class change dev {dev} parent 1: classid 1:1 htb rate {kbit}kbit ceil {kbit}kbit quantum 1514"
+
+
+def read_tx_bytes(proc_net_dev: str) -> dict[str, int]:
+    """Transmitted bytes per device from the text of ``/proc/<pid>/net/dev``."""
+    out = {}
+    for line in proc_net_dev.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        if len(fields) >= 9:
+            out[name.strip()] = int(fields[8])
+    return out
+
+
+@dataclass
+class LinkConfig:
+    """What the loop needs: per radio the namespace, model and stations (receiver -> (device, rate alone))."""
+
+    namespaces: dict[str, str]
+    networks: dict[str, AccessNetwork]
+    stations: dict[str, dict[str, tuple[str, float]]]
+    coexistence_factor: float | dict[int, float] = 1.0
+    hz: float = 20.0
+    hold_s: float = 0.25
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "namespaces": self.namespaces,
+            "networks": {r: {"sharing": n.sharing, "capacity_mbit": n.capacity_mbit,
+                             "capacity_by_active": ({str(k): v for k, v in n.capacity_by_active.items()}
+                                                    if n.capacity_by_active else None)}
+                         for r, n in self.networks.items()},
+            "stations": {r: {s: list(v) for s, v in st.items()} for r, st in self.stations.items()},
+            "coexistence_factor": (self.coexistence_factor if isinstance(self.coexistence_factor, (int, float))
+                                   else {str(k): v for k, v in self.coexistence_factor.items()}),
+            "hz": self.hz, "hold_s": self.hold_s})
+
+    @classmethod
+    def from_json(cls, text: str) -> LinkConfig:
+        d = json.loads(text)
+        nets = {r: AccessNetwork(n["sharing"], n["capacity_mbit"],
+                                 {int(k): v for k, v in n["capacity_by_active"].items()}
+                                 if n.get("capacity_by_active") else None)
+                for r, n in d["networks"].items()}
+        stations = {r: {s: (v[0], float(v[1])) for s, v in st.items()} for r, st in d["stations"].items()}
+        k = d.get("coexistence_factor", 1.0)
+        k = {int(n): v for n, v in k.items()} if isinstance(k, dict) else k
+        return cls(d["namespaces"], nets, stations, k, d.get("hz", 20.0),
+                   d.get("hold_s", 0.25))
+
+    def solo_rates(self) -> dict[str, dict[str, float]]:
+        """Each station's rate when it is the only one active (the idle setting)."""
+        return {r: {s: min(rate, self.networks[r].capacity(1)) for s, (_, rate) in st.items()}
+                for r, st in self.stations.items()}
+
+
+class RadioLoop:
+    """The control loop (see the module docstring)."""
+
+    def __init__(self, cfg: LinkConfig, log_path: str | None = None) -> None:
+        self.cfg = cfg
+        self.log = open(log_path, "a") if log_path else None  # noqa: SIM115 - closed in close()
+        self.tc: dict[str, subprocess.Popen] = {}
+        self.current: dict[str, dict[str, float]] = {r: {} for r in RADIOS}
+        self.last_seen: dict[str, dict[str, float]] = {r: {} for r in RADIOS}
+        self.last_bytes: dict[str, dict[str, int]] = {}
+        self.running = True
+
+    def start(self) -> None:
+        for radio, ns in self.cfg.namespaces.items():
+            # -force: one bad line (a device gone during teardown) must not end the batch.
+            self.tc[radio] = subprocess.Popen(["ip", "netns", "exec", ns, "tc", "-force", "-batch", "-"],
+                                              stdin=subprocess.PIPE, text=True, bufsize=1)
+        # Until `ip netns exec` has entered the namespace, /proc/<pid>/net/dev shows the wrong devices.
+        deadline = time.monotonic() + 10
+        for radio in self.tc:
+            want = {dev for dev, _ in self.cfg.stations[radio].values()}
+            while not want <= set(self._counters(radio)):
+                if self.tc[radio].poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"tc in {self.cfg.namespaces[radio]} does not see {sorted(want)}")
+                time.sleep(0.01)
+        self.apply(self.cfg.solo_rates())
+        for radio in self.tc:
+            self.last_bytes[radio] = self._counters(radio)
+        if self.log:
+            self.log.write(json.dumps({"t": time.time(), "ready": True, "rates": self.current}) + "\n")
+            self.log.flush()
+
+    def _counters(self, radio: str) -> dict[str, int]:
+        with open(f"/proc/{self.tc[radio].pid}/net/dev") as f:
+            return read_tx_bytes(f.read())
+
+    def apply(self, rates: dict[str, dict[str, float]]) -> bool:
+        """Write the classes whose rate changed by more than 1 %; True if any did."""
+        changed = False
+        for radio, per in rates.items():
+            lines = []
+            for s, x in per.items():
+                old = self.current[radio].get(s)
+                if old is None or abs(x - old) > 0.01 * max(old, 1e-3):
+                    lines.append(htb_rate_line(self.cfg.stations[radio][s][0], max(x, 0.008)) + "\n")
+                    self.current[radio][s] = x
+            if lines:
+                self.tc[radio].stdin.write("".join(lines))
+                self.tc[radio].stdin.flush()
+                changed = True
+        return changed
+
+    def step(self, now: float) -> None:
+        active: dict[str, set[str]] = {}
+        for radio in self.tc:
+            counters = self._counters(radio)
+            for s, (dev, _) in self.cfg.stations[radio].items():
+                moved = counters.get(dev, 0) - self.last_bytes[radio].get(dev, 0)
+                if moved > IDLE_BYTES:
+                    self.last_seen[radio][s] = now
+                if now - self.last_seen[radio].get(s, -1e9) <= self.cfg.hold_s:
+                    active.setdefault(s, set()).add(radio)
+            self.last_bytes[radio] = counters
+        solo = self.cfg.solo_rates()
+        rates = {r: dict(solo[r]) for r in RADIOS if r in solo}
+        if active:
+            shared = radio_rates(self.cfg.networks["wifi"], self.cfg.networks["lte"],
+                                 {s: v[1] for s, v in self.cfg.stations["wifi"].items()},
+                                 {s: v[1] for s, v in self.cfg.stations["lte"].items()},
+                                 {s: frozenset(v) for s, v in active.items()}, self.cfg.coexistence_factor)
+            for s, radios in active.items():
+                for r in radios:
+                    rates[r][s] = shared[s][r]
+        # An idle station keeps the rate it would get if it started now alone; it is not counted.
+        if self.apply(rates) and self.log:
+            self.log.write(json.dumps({"t": time.time(), "active": {s: sorted(v) for s, v in active.items()},
+                                       "rates": {r: {s: round(x, 3) for s, x in per.items()}
+                                                 for r, per in self.current.items()}}) + "\n")
+            self.log.flush()
+
+    def run(self) -> None:
+        period = 1.0 / self.cfg.hz
+        nxt = time.monotonic()
+        while self.running:
+            self.step(time.monotonic())
+            nxt += period
+            delay = nxt - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                nxt = time.monotonic()  # fell behind (a loaded machine): do not burst
+
+    def close(self) -> None:
+        for p in self.tc.values():
+            try:
+                p.stdin.close()
+                p.wait(2.0)
+            except (OSError, subprocess.TimeoutExpired):
+                p.kill()
+        if self.log:
+            self.log.close()
+
+
+def radiolink_argv(cfg: LinkConfig, log_path: str | None = None, python: str = sys.executable) -> list[str]:
+    """The argument list that starts the loop (for a Host's ``start``)."""
+    argv = [python, "-m", "harness.testbeds.radiolink", "--config", cfg.to_json()]
+    if log_path:
+        argv += ["--log", log_path]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", required=True, help="LinkConfig as JSON")
+    ap.add_argument("--log", help="append one JSON line per change")
+    args = ap.parse_args(argv)
+    loop = RadioLoop(LinkConfig.from_json(args.config), args.log)
+
+    def _stop(*_):
+        loop.running = False
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    try:
+        loop.start()
+        print("radiolink ready", flush=True)
+        loop.run()
+    finally:
+        loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

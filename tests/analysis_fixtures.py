@@ -1,0 +1,111 @@
+"""Fixture campaigns for the analysis tests.
+
+- ``paper_campaign``: a Setup II campaign whose records carry ``policy`` (the field the
+  controller issue adds), shaped after the reference paper's Tables 2-3: for every paper column
+  (policy, cc) and node count in ``NODES``, ``SAMPLES`` samples whose per-receiver throughput and
+  energy are the paper's value times a small deterministic spread; ``ref-is`` sits between
+  IS + Tuning and MPTCP. One sample fails and one record is flagged (``meter-gap``), so the
+  statistics must leave them out and count them. ``reverse=True`` reverses the orderings the
+  reproduction checks test: the policies swap energies (SDN <-> MPTCP, LTE <-> WiFi), energy
+  grows 6% per node, and throughput rises with the node count.
+- ``setup1_campaign``: a Setup I campaign from the synthetic generator (``harness/testing/synthetic.py``):
+  records without ``policy``, several receiver counts, every mode.
+- ``QUICK_SLICE``: two real samples of a quick campaign with their raw output (tests/data/analysis).
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from analysis.paper import load_paper
+from harness.campaign.store import SCHEMA_VERSION, Campaign
+
+QUICK_SLICE = Path(__file__).parent / "data" / "analysis" / "quick-slice"
+NODES = (3, 5, 8)
+SAMPLES = 3
+FILE_BYTES = 60_000_000
+FAILED_SAMPLE = "balia-n5-all-both-s002"
+FLAGGED = ("cubic-n3-all-lte-s001", "n2")
+MIRROR = {"sdn-balia": "mptcp-balia", "mptcp-balia": "sdn-balia", "sdn-cubic": "mptcp-cubic",
+          "mptcp-cubic": "sdn-cubic", "lte-sptcp": "wifi-sptcp", "wifi-sptcp": "lte-sptcp"}
+
+
+def _spread(i: int, s: int) -> float:
+    """A small deterministic spread around 1 (receiver i, sample s): within +-1.5%."""
+    return 1.0 + 0.005 * (((i * 7 + s * 3) % 7) - 3)
+
+
+def paper_records(campaign: str, reverse: bool = False) -> list[dict]:
+    paper = load_paper()
+    thr, en = paper.wide("throughput_mbit"), paper.wide("energy_j")
+    arms = [(key, c.policy, c.cc, c.mode) for key, c in paper.columns.items()]
+    arms += [(f"sdn-{cc}", "ref-is", cc, "policy") for cc in ("balia", "cubic")]
+    out = []
+    for key, policy, cc, mode in arms:
+        for n in NODES:
+            src = MIRROR[key] if reverse else key
+            e = float(en.at[n, src]) * (1 + 0.06 * (n - 3) if reverse else 1.0)
+            x = float(thr.at[11 - n if reverse else n, key])
+            if policy == "ref-is":
+                e, x = e * 1.05, x * 0.98
+            for s in range(1, SAMPLES + 1):
+                cid = f"{cc}-n{n}-{policy}"
+                sid = f"{cid}-s{s:03d}"
+                failed = sid == FAILED_SAMPLE
+                for i in range(1, n + 1):
+                    rx = f"n{i}"
+                    k = _spread(i, s)
+                    dur = FILE_BYTES * 8 / 1e6 / (x * k)
+                    xw = x * k if mode in ("wifi",) else 0.0 if mode == "lte" else 0.5 * x * k
+                    flagged = (sid, rx) == FLAGGED
+                    out.append({
+                        "schema_version": SCHEMA_VERSION, "campaign": campaign, "sample_id": sid, "case_id": cid,
+                        "cc": cc, "n_receivers": n, "mode": "both" if mode == "policy" else mode,
+                        "policy": policy, "sample_index": s, "receiver": rx,
+                        "status": "failed" if failed and i == 1 else "ok",
+                        "sample_status": "failed" if failed else "ok",
+                        "error": "timeout" if failed and i == 1 else None, "attempts": 3 if failed else 1,
+                        "flags": ["meter-gap: 0.6 s without readings"] if flagged else [],
+                        "file_bytes": FILE_BYTES, "bytes": None if failed and i == 1 else FILE_BYTES,
+                        "duration_s": dur, "throughput_mbit": x * k,
+                        "iface_bytes": {"wifi": int(FILE_BYTES * xw / (x * k)),
+                                        "lte": FILE_BYTES - int(FILE_BYTES * xw / (x * k))},
+                        "iface_throughput_mbit": {"wifi": xw, "lte": x * k - xw},
+                        "energy_j": None if failed and i == 1 else e * k * (3.0 if flagged else 1.0),
+                        "mean_power_w": e * k / dur, "meter_kind": "emulated-um25c", "energy_source": "emulated",
+                        "testbed_kind": "emulated", "kernel": "6.18.0-fixture", "cc_impl": f"bpf:mplab_{cc}",
+                        "mplab_version": "0.1.0", "power_profile": "paper-fixture",
+                    })
+    return out
+
+
+def write_campaign(root: Path, name: str, records: list[dict], testbed: dict | None = None) -> Campaign:
+    c = Campaign.create(root, name, {"created_at": time.time(), "mplab_version": "0.1.0",
+                                     "testbed": testbed or {"kind": "emulated", "energy_source": "emulated"},
+                                     "plan": sorted({r["sample_id"] for r in records}), "kernel": "6.18.0-fixture",
+                                     "congestion_controls": {"balia": "bpf:mplab_balia", "cubic": "kernel:cubic"},
+                                     "git": {"commit": "0" * 40, "dirty": False}})
+    c.append(records)
+    return c
+
+
+def paper_campaign(root: Path, name: str = "paper-fixture", reverse: bool = False) -> Path:
+    """Write the Setup II fixture campaign under ``root``; returns its directory."""
+    return write_campaign(root, name, paper_records(name, reverse)).path
+
+
+def setup1_campaign(root: Path, name: str = "setup1-fixture") -> Path:
+    """A synthetic Setup I campaign: 3 ccs x 1..3 receivers x 3 modes x 4 samples, 4 MB transfers."""
+    from harness.testing.synthetic import synthetic_records
+
+    recs = synthetic_records(name, ccs=("balia", "cubic", "lia"), counts=(1, 2, 3), samples=4,
+                             file_bytes=4_000_000, seed=3)
+    return write_campaign(root, name, recs, {"kind": "synthetic", "energy_source": "synthetic"}).path
+
+
+def quick_slice(root: Path) -> Path:
+    """A writable copy of the real two-sample slice."""
+    dst = root / QUICK_SLICE.name
+    shutil.copytree(QUICK_SLICE, dst)
+    return dst

@@ -1,0 +1,111 @@
+"""The real srsRAN 4G and Open5GS programs on the rendered configs (``mplab lte check-configs``).
+
+Marked ``real_lte``: they run the programs found under $MPLAB_LTE_BIN or on PATH and skip, saying
+which program is missing, when there are none. A lab installs them as docs/lte.md says.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness.deploy.trial import run_trial, scratch_netns
+from lte.realcheck import bin_dirs, check_configs, plan, scratch_addresses
+from lte_fixtures import LAB, REPO, lab_inventory
+
+
+def _need(*programs):
+    from harness.deploy.trial import find_program
+    missing = [p for p in programs if find_program(p, bin_dirs()) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (not on PATH or under $MPLAB_LTE_BIN)")
+
+
+def _broken(prefix, tmp_path, name: str, path: str, edit):
+    """Render the lab's files, break ``path`` (relative to the scratch directory) with ``edit``, run ``name``."""
+    inv = lab_inventory()
+    p = plan(inv, tmp_path, bin_dirs())
+    f = tmp_path / path
+    f.write_text(edit(f.read_text()))
+    trial = next(t for t in p.trials if t.name.startswith(name))
+    with scratch_netns(f"{prefix}lte", scratch_addresses(inv)) as ns:
+        return run_trial(ns, trial)
+
+
+def test_absent_programs_are_reported_not_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr("harness.deploy.trial.SYSTEM_SBIN", ())
+    p = plan(lab_inventory(), tmp_path, dirs=[])
+    assert p.trials == ()
+    assert [(v.name, v.word) for v in p.absent] == [("srsenb", "absent"), ("srsue", "absent"), ("open5gs", "absent")]
+
+
+def test_cli_without_programs_says_so(tmp_path):
+    env = {"PATH": str(tmp_path), "MPLAB_LTE_BIN": ""}
+    res = subprocess.run([sys.executable, "-m", "mplab", "lte", "check-configs", str(LAB)], capture_output=True,
+                         text=True, cwd=REPO, timeout=60, env=env)
+    if "absent" not in res.stdout or "ok " in res.stdout:
+        pytest.skip("LTE programs are installed in a system directory here")
+    assert res.returncode == 0, res.stderr
+    assert "nothing checked" in res.stdout
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_srsenb_and_srsue_accept_the_rendered_files(prefix, tmp_path):
+    _need("srsenb", "srsue")
+    _, verdicts = check_configs(lab_inventory(), f"{prefix}lte", tmp_path)
+    got = {v.name: v for v in verdicts}
+    for name in ("srsenb", "srsue"):
+        assert got[name].ok, f"{name}: {got[name].detail}\n{got[name].output[-2000:]}"
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_srsenb_refuses_an_rb_conf_without_the_5g_sections(prefix, tmp_path):
+    """The check can fail: the rb.conf mplab wrote before issue 15 (no five_qi_config, no 5G SRBs)."""
+    _need("srsenb")
+    v = _broken(prefix, tmp_path, "srsenb", "enb/rb.conf", lambda text: text.split("srb1_5g_config")[0])
+    assert v.ok is False, v.output[-2000:]
+    assert "5G SRB" in v.detail or "five_qi_config" in v.detail or "RB configuration" in v.detail, v.detail
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_open5gs_daemons_accept_the_rendered_files(prefix, tmp_path):
+    _need("open5gs-sgwcd", "open5gs-sgwud")
+    _, verdicts = check_configs(lab_inventory(), f"{prefix}lte", tmp_path)
+    bad = [f"{v.name}: {v.detail}" for v in verdicts if v.name.startswith("open5gs") and v.ok is False]
+    assert not bad, bad
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_open5gs_2_7_sgwc_without_global_section_aborts(prefix, tmp_path):
+    """The check can fail: sgwc.yaml as mplab wrote it before issue 15 (no `global:`) aborts v2.7."""
+    _need("open5gs-sgwcd")
+    import yaml
+
+    def drop_global(text):
+        doc = yaml.safe_load(text)
+        del doc["global"]
+        return yaml.safe_dump(doc)
+    v = _broken(prefix, tmp_path, "open5gs-sgwcd", "epc/sgwc.yaml", drop_global)
+    assert v.ok is False and "epoll_create() failed" in v.detail, v.detail
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_srsepc_reads_epc_conf_and_user_db_and_refuses_a_short_row(prefix, tmp_path):
+    _need("srsepc")
+    inv = lab_inventory()
+    p = plan(inv, tmp_path, bin_dirs())
+    trial = next(t for t in p.trials if t.name.startswith("srsepc"))
+    with scratch_netns(f"{prefix}lte", scratch_addresses(inv)) as ns:
+        good = run_trial(ns, trial)
+        db = tmp_path / "srsepc" / "user_db.csv"
+        db.write_text("n1,mil,001010000000001," + "0" * 32 + ",opc," + "0" * 32 + ",8000,000000000000,9\n")
+        bad = run_trial(ns, trial)
+    assert good.ok, good.output[-2000:]
+    assert bad.ok is False and "Wrong number of columns" in bad.detail, bad.detail
