@@ -110,7 +110,7 @@ def run(
             if len(plans) > 20:
                 console.print(f"  ... and {len(plans) - 20} more")
             console.print(f"estimated wall time: {eta / 60:.1f} min" + (
-                f" on one testbed, about {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
+                f" on one testbed, at best {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
             return
         with _progress() as progress:
             if cluster:
