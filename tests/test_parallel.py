@@ -148,26 +148,59 @@ def test_two_parallel_testbeds_record_every_sample_once(tmp_path, prefix):
     assert not list_namespaces(LocalHost("root"), prefix)
 
 
-@pytest.mark.root
-def test_killed_parallel_campaign_resumes_on_one_testbed(tmp_path, prefix):
-    inv = small_inventory(prefix, [(10, 8)])
+def _start_cli(tmp_path: Path, inv, samples: int) -> tuple[subprocess.Popen, Path]:
+    """`mplab run --testbeds 2` in its own session; returns it once both copies have recorded a sample."""
     (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv.model_dump(mode="json")))
-    sc = _scenario("killed", 5).model_dump(mode="json")
-    (tmp_path / "sc.yaml").write_text(yaml.safe_dump(sc))
+    (tmp_path / "sc.yaml").write_text(yaml.safe_dump(_scenario("cli", samples).model_dump(mode="json")))
     mplab = Path(sys.executable).parent / "mplab"
     argv = [str(mplab), "run", str(tmp_path / "sc.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
             "--runs-dir", str(tmp_path / "runs"), "--id", "k", "--testbeds", "2", "--force"]
-    samples = tmp_path / "runs" / "k" / "samples.jsonl"
+    samples_path = tmp_path / "runs" / "k" / "samples.jsonl"
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while True:  # until both copies have recorded a sample
+        lines = samples_path.read_text().splitlines() if samples_path.exists() else []
+        if len({json.loads(x)["testbed"] for x in lines}) == 2:
+            return proc, tmp_path / "runs" / "k"
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "no records from both testbeds within 120 s"
+        time.sleep(0.05)
+
+
+@pytest.mark.root
+def test_sigterm_stops_every_testbed_and_keeps_what_is_recorded(tmp_path, prefix):
+    inv = small_inventory(prefix, [(10, 8)])
+    proc = None
     try:
-        deadline = time.monotonic() + 120
-        while True:  # until both copies have recorded a sample
-            lines = samples.read_text().splitlines() if samples.exists() else []
-            if len({json.loads(x)["testbed"] for x in lines}) == 2:
-                break
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "no records from both testbeds within 120 s"
-            time.sleep(0.05)
+        proc, path = _start_cli(tmp_path, inv, 10)
+        t0 = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)
+        rc = proc.wait(60)
+        stopped_s = time.monotonic() - t0
+        # Every copy was torn down by the interrupted process itself.
+        left = list_namespaces(LocalHost("root"), prefix)
+    finally:
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        clean_prefix(prefix)
+    assert rc == 1, proc.stderr.read().decode()[-2000:]
+    assert not left, left
+    assert stopped_s < 30, f"took {stopped_s:.1f} s to stop"
+    c = Campaign.open(path)
+    events = [json.loads(x) for x in (path / "sessions.jsonl").read_text().splitlines()]
+    assert events[-1]["event"] == "interrupted"
+    so_far = collections.Counter(r["sample_id"] for r in c.records())
+    assert set(so_far.values()) == {1}
+    assert len(so_far) < len(c.manifest["plan"]), "the copies went on taking samples after SIGTERM"
+
+
+@pytest.mark.root
+def test_killed_parallel_campaign_resumes_on_one_testbed(tmp_path, prefix):
+    inv = small_inventory(prefix, [(10, 8)])
+    proc = None
+    try:
+        proc, _ = _start_cli(tmp_path, inv, 5)
         os.kill(proc.pid, signal.SIGKILL)  # a crash: no clean-up, namespaces and meter devices left behind
         proc.wait(10)
         c = Campaign.open(tmp_path / "runs" / "k")
@@ -177,7 +210,7 @@ def test_killed_parallel_campaign_resumes_on_one_testbed(tmp_path, prefix):
         # What the killed copies left is gone (resume removed it, not this test's clean-up).
         assert not [n for n in list_namespaces(LocalHost("root"), prefix) if "tb" in n]
     finally:
-        if proc.poll() is None:
+        if proc is not None and proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
         clean_prefix(prefix)
@@ -187,5 +220,5 @@ def test_killed_parallel_campaign_resumes_on_one_testbed(tmp_path, prefix):
     events = [json.loads(x) for x in (c.path / "sessions.jsonl").read_text().splitlines()]
     assert [e.get("testbeds") for e in events if e["event"] in ("start", "resume")] == [
         [f"{prefix}tb1-", f"{prefix}tb2-"], [prefix]]
-    assert plan_campaign(_scenario("killed", 5), inv) and c.manifest["plan"] == [
-        p.sample_id for p in plan_campaign(_scenario("killed", 5), inv)]
+    # The same seeded, shuffled plan whatever K ran it.
+    assert c.manifest["plan"] == [p.sample_id for p in plan_campaign(_scenario("cli", 5), inv)]
