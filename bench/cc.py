@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 from harness.campaign.campaign import start_campaign  # noqa: E402
 from harness.config.load import load_yaml_model  # noqa: E402
 from harness.config.inventory import Inventory  # noqa: E402
-from harness.config.scenario import load_scenario  # noqa: E402
+from harness.config.scenario import load_scenario, scenario_inventory  # noqa: E402
 
 TICK_S = 0.05
 
@@ -131,7 +131,7 @@ def main() -> int:
     if "cubic" not in sc.congestion_controls:
         print("the scenario must include cubic (the baseline)", file=sys.stderr)
         return 2
-    inv_doc = load_yaml_model(Inventory, REPO / sc.inventory).model_dump(mode="json")
+    inv_doc = load_yaml_model(Inventory, scenario_inventory(sc, args.scenario)).model_dump(mode="json")
     inv_doc["emulation"]["namespace_prefix"] = args.prefix
     inv = Inventory.model_validate(inv_doc)
     sampler = BusySampler()

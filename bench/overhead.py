@@ -36,7 +36,7 @@ def main() -> None:
             ends = [x["window_end"] for x in out.records if x["window_end"] is not None]
             first = min(starts)
             transfer = max(ends) - first
-            overheads.append(out.wall_s - transfer)
+            overheads.append(out.wall_s - out.idle_s - transfer)  # waiting out radio tails is not overhead
             skews_ms.append((max(starts) - first) * 1000)
     print(f"samples: {args.samples}, receivers: {args.receivers}, mode: {args.mode}, file: {args.file_size}")
     print(f"overhead per sample (wall - transfer): median {statistics.median(overheads):.3f} s, "

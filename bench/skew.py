@@ -89,7 +89,7 @@ def overheads(sc: Scenario, inv: Inventory, runs: Path) -> list[float]:
     if bad:
         print(f"warning: {sc.name}: samples not ok: {bad}", file=sys.stderr)
     # The first sample pays one-off costs (connections, server warm-up): leave it out of both.
-    return [o.wall_s - o.transfer_s for o in outs[1:] if o.status == "ok"]
+    return [o.wall_s - o.idle_s - o.transfer_s for o in outs[1:] if o.status == "ok"]  # tails are not overhead
 
 
 def main() -> int:

@@ -1,13 +1,24 @@
 """The one error hierarchy of mplab.
 
-Library code raises these; only the command line turns them into exit codes
-(``ConfigError`` -> 2, everything else -> 1). Messages say what failed, with which
+Library code raises these; only the command line turns them into exit codes (each class's
+``exit_code``; the table is in docs/exit-codes.md). Messages say what failed, with which
 value, and what to try next.
 """
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+
+
+#: The documented exit codes of `mplab` (docs/exit-codes.md).
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_SAMPLES_FAILED = 3
+EXIT_STORE = 4
+EXIT_BUSY = 5
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 class MplabError(Exception):
@@ -71,4 +82,27 @@ class TrafficError(MplabError):
 
 
 class StoreError(MplabError):
-    """A campaign directory is missing, locked, of an unknown version, or could not be written."""
+    """A campaign directory is missing, of an unknown version, corrupt, or could not be written."""
+
+    exit_code = EXIT_STORE
+
+
+class Busy(MplabError):
+    """Something another live process holds: a campaign being run, a testbed's namespace prefix."""
+
+    exit_code = EXIT_BUSY
+
+
+class SamplesFailed(MplabError):
+    """A run ended, but some samples are recorded as failed (with their reasons)."""
+
+    exit_code = EXIT_SAMPLES_FAILED
+
+
+class Interrupted(MplabError):
+    """A signal stopped the work (SIGINT, SIGTERM); what was completed is kept."""
+
+    def __init__(self, message: str, signum: int = 2) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.exit_code = 128 + signum

@@ -21,7 +21,7 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from harness.files import atomic_write
@@ -127,16 +127,17 @@ def release_ccs(root: Host) -> list[str]:
         return removable
 
 
-def forget(prefix: str, root: Host, nested: bool = True) -> list[str]:
+def forget(prefix: str, root: Host, nested: bool = True, keep: Callable[[str], bool] | None = None) -> list[str]:
     """Drop the records of testbeds with ``prefix`` (see ``owned``), release what no live one needs; idempotent.
 
-    Removes /run/mplab itself once no live testbed is left. Returns what was removed.
+    ``keep(testbed_prefix)`` true leaves that testbed's record alone (a live testbed another
+    process holds). Removes /run/mplab itself once no live testbed is left. Returns what was removed.
     """
     done: list[str] = []
     if not STATE_ROOT.exists():
         return done
     for d in sorted(STATE_ROOT.iterdir()):
-        if d.is_dir() and owned(d.name + "-", prefix, nested):
+        if d.is_dir() and owned(d.name + "-", prefix, nested) and not (keep and keep(d.name + "-")):
             shutil.rmtree(d, ignore_errors=True)
             done.append(f"state {d}")
     released = release_ccs(root)

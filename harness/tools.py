@@ -84,6 +84,8 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("printf", "coreutils", "test processes", essential=True),
     _t("dpkg-query", "dpkg", "package versions (doctor, LTE version detection)", essential=True),
     _t("dpkg", "dpkg", "which package owns a program (the fresh-machine guard test)", essential=True),
+    _t("chattr", "e2fsprogs", "the fault suite: a file even root cannot write (chattr +i)", essential=True,
+       required=False),
     # physical lab machines only (installed by the lab's own set-up)
     _t("systemctl", "systemd", "starting the lab's LTE/WiFi daemons", where="lab"),
     _t("journalctl", "systemd", "daemon logs in lab checks", where="lab"),

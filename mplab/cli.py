@@ -1,4 +1,11 @@
-"""The one typer app. Only this module knows every package; errors become exit codes here."""
+"""The one typer app. Only this module knows every package; errors become exit codes here.
+
+Exit codes (docs/exit-codes.md, README "Reliability"): 0 done; 1 a failure (preflight, a command, a
+meter); 2 bad input (a usage error, a bad file or value); 3 the run ended but samples failed; 4 the
+campaign store cannot be used (unwritable, corrupt, newer schema); 5 busy (the campaign or the
+testbed's namespace prefix is held by another live process); 130 interrupted by Ctrl-C (SIGINT);
+143 stopped by SIGTERM.
+"""
 from __future__ import annotations
 
 import logging
@@ -8,11 +15,12 @@ import sys
 import typer
 from rich.logging import RichHandler
 
+import harness
 from analysis import cli as analysis_cli
 from harness.campaign import cli as campaign_cli
 from harness.cc import cli as cc_cli
 from harness.dataset import cli as dataset_cli
-from harness.errors import MplabError
+from harness.errors import EXIT_INTERRUPTED, EXIT_USAGE, MplabError
 from harness.meters import cli as meters_cli
 from harness.testbeds import cli as testbeds_cli
 from lte import cli as lte_cli
@@ -20,6 +28,7 @@ from wifi import cli as wifi_cli
 from training import cli as training_cli
 
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Measure the energy cost of MPTCP on dual-homed testbeds, emulated or real.")
 campaign_cli.register(app)
 meters_cli.register(app)
@@ -32,30 +41,74 @@ training_cli.register(app)
 analysis_cli.register(app)
 
 
+def _version(value: bool) -> None:
+    if value:
+        print(f"mplab {harness.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="log every command run")) -> None:
+def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="log every command run"),
+          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print mplab's version and exit")) -> None:
     level = logging.DEBUG if verbose else getattr(logging, os.environ.get("MPLAB_LOG", "WARNING").upper(), 30)
     logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(show_path=False)])
 
 
-def main() -> None:
-    """Entry point: run the app; an ``MplabError`` prints its message and exits with its code."""
+def _click_kinds() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, aborts) of every click this typer may raise: its bundled copy and click itself.
+
+    typer >= 0.20 bundles its own click (``typer._click``) whose exceptions are not subclasses of
+    click's, so catching ``click.ClickException`` alone lets a usage error end in a traceback.
+    """
+    usage: list[type] = []
+    aborts: list[type] = []
     try:
-        rc = app(standalone_mode=False)
-    except MplabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("interrupted: completed samples are kept; resume with `mplab run --resume runs/<campaign>`",
-              file=sys.stderr)
-        sys.exit(130)
-    except Exception as exc:  # click's own usage errors in non-standalone mode
+        from typer._click import exceptions as bundled
+
+        usage.append(bundled.ClickException)
+    except ImportError:
+        pass
+    try:
+        from typer import exceptions as typer_exc
+
+        aborts.append(typer_exc.Abort)
+    except (ImportError, AttributeError):
+        pass
+    try:
         import click
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise
-    sys.exit(rc if isinstance(rc, int) else 0)
+        usage.append(click.exceptions.ClickException)
+        aborts.append(click.exceptions.Abort)
+    except ImportError:
+        pass
+    return tuple(usage), tuple(aborts)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the app on ``argv`` (default: the process's); return the exit code."""
+    usage_errors, aborts = _click_kinds()
+    try:
+        rc = app(args=argv, prog_name="mplab", standalone_mode=False)
+    except MplabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted by Ctrl-C (SIGINT); a campaign keeps its completed samples: resume with "
+              "`mplab run --resume runs/<campaign>`", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except usage_errors as exc:  # an unknown option or command, a missing or bad argument
+        if getattr(exc, "ctx", None) is None:  # click shows the usage only when it knows the command
+            print("Usage: mplab [OPTIONS] COMMAND [ARGS]...\nTry 'mplab -h' (or 'mplab COMMAND -h') for help.",
+                  file=sys.stderr)
+        exc.show()
+        return EXIT_USAGE
+    except aborts:
+        print("aborted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return rc if isinstance(rc, int) else 0
+
+
+def main() -> None:
+    """Entry point: exit with ``run``'s code."""
+    sys.exit(run())

@@ -154,7 +154,7 @@ def test_files_card_digest_and_tamper_check(tmp_path):
 
 def test_duplicate_campaign_is_an_error(tmp_path):
     c = _campaign(tmp_path / "runs", _records(samples=2))
-    with pytest.raises(ConfigError, match="duplicate record"):
+    with pytest.raises(ConfigError, match="given twice"):
         build_dataset([c.path, c.path], tmp_path / "d")
 
 

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from harness.errors import StoreError
+from harness.errors import Busy, StoreError
 from harness.campaign.store import SCHEMA_VERSION, Campaign
 
 
@@ -88,7 +89,7 @@ def test_one_runner_per_campaign(tmp_path):
     c = Campaign.create(tmp_path, "c", {"plan": []})
     other = Campaign.open(c.path)
     with c.lock():
-        with pytest.raises(StoreError, match="another process"):
+        with pytest.raises(Busy, match=f"another process \\(pid {os.getpid()}\\)"):
             with other.lock():
                 pass
     with other.lock():

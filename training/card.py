@@ -84,7 +84,8 @@ def render_model_card(doc: dict) -> str:
            f"{p['rows_test']} test; samples per case: {'/'.join(map(str, p.get('train_samples_per_case', [])))} "
            f"train, {'/'.join(map(str, p.get('test_samples_per_case', [])))} test",
            f"- testbed: {', '.join(p['testbed_kinds'])}; energy: {', '.join(p['energy_sources'])}; "
-           f"file size(s): {', '.join(str(b) for b in p['file_bytes'])} bytes", "",
+           f"file size(s): {', '.join(str(b) for b in p['file_bytes'])} bytes",
+           f"- target: {p.get('energy', 'energy_j over the transfer window')}", "",
            "## Model", "",
            f"- MLP, {a['hidden']} hidden layers x {a['width']} ReLU units, linear output (the reference paper's "
            "architecture); input and output standardisation inside the model and the ONNX graph",

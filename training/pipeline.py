@@ -66,6 +66,8 @@ class Prepared:
                 "train_samples_per_case": sorted({c["train_samples"] for c in cases}),
                 "test_samples_per_case": sorted({c["test_samples"] for c in cases}),
                 "testbed_kinds": sorted(set(f["testbed_kind"])), "energy_sources": sorted(set(f["energy_source"])),
+                # What the target means (the radio tail in or out); older datasets did not say.
+                "energy": self.ds.meta.get("energy", "energy_j over the transfer window (tails not separated)"),
                 "file_bytes": sorted({int(b) for b in f["bytes"]})}
 
 

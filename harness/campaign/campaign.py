@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import threading
 import time
@@ -22,15 +23,16 @@ import harness
 from harness.campaign import metadata, parallel
 from harness.cc import CongestionControl, resolve
 from harness.config.load import digest_model, parse_model
-from harness.errors import MeterError, PreflightError, StoreError
+from harness.errors import Interrupted, MeterError, PreflightError, StoreError
 from harness.config.inventory import RADIOS, Inventory
 from harness.files import atomic_write
+from harness.testbeds import claim as claims
 from harness.testbeds.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
-from harness.campaign.runner import Interrupted, Runner, SampleOutcome
-from harness.config.scenario import Scenario
-from harness.campaign.store import Campaign
+from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
+from harness.config.scenario import MODE_RADIOS, Scenario
+from harness.campaign.store import Campaign, check_campaign_id, check_writable
 from harness.testbeds.base import Check, Testbed, failed_essentials
 from harness.testbeds.kinds import build_testbed, testbed_flavour
 
@@ -101,24 +103,46 @@ def build_testbeds(inventory: Inventory, k: int, force: bool) -> list[Testbed]:
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
                    scenario_source: str = "scenario", hooks: RunHooks | None = None, testbeds: int = 1,
                    force: bool = False) -> Campaign:
-    """Plan, preflight, create and run a new campaign (on ``testbeds`` parallel copies of an emulated testbed)."""
+    """Plan, preflight, create and run a new campaign (on ``testbeds`` parallel copies of an emulated testbed).
+
+    Refused before anything is built when the id is bad, the runs directory cannot be
+    written, or another live testbed holds a namespace prefix (each copy claims its own).
+    From here on SIGTERM and SIGHUP stop the work cleanly (teardown of every copy, a
+    session line), as Ctrl-C does.
+    """
+    cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     plans = plan_campaign(scenario, inventory, scenario_source)
-    beds = build_testbeds(inventory, testbeds, force)
-    ccs = resolve_ccs(scenario, beds[0])
-    checks = preflight_or_raise(beds[0], ccs)  # one machine: the first copy's preflight holds for all
-    campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=campaign_id,
-                               parallel_section={"testbeds": testbeds, "names": [testbed_name(t) for t in beds],
-                                                 "forced": force, "max_testbeds": parallel.max_testbeds(),
-                                                 "cores_per_testbed": parallel.CORES_PER_TESTBED})
-    _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks())
+    check_writable(runs_dir)
+    with stop_on_signals():
+        beds = build_testbeds(inventory, testbeds, force)
+        with claimed(beds, f"campaign {cid}"):
+            ccs = resolve_ccs(scenario, beds[0])
+            checks = preflight_or_raise(beds[0], ccs)  # one machine: the first copy's preflight holds for all
+            campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=cid,
+                                       parallel_section={"testbeds": testbeds,
+                                                         "names": [testbed_name(t) for t in beds],
+                                                         "forced": force, "max_testbeds": parallel.max_testbeds(),
+                                                         "cores_per_testbed": parallel.CORES_PER_TESTBED})
+            campaign.check_writable()
+            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks())
     return campaign
+
+
+@contextlib.contextmanager
+def claimed(beds: list[Testbed], owner: str) -> Iterator[None]:
+    """Claim every testbed's namespace prefix for ``owner`` (``Busy`` naming a live holder); release after."""
+    with contextlib.ExitStack() as stack:
+        for tb in beds:
+            tb.claim(owner)
+            stack.callback(tb.release_claim)
+        yield
 
 
 def create_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, plans: list[SamplePlan],
                     testbed: Testbed, ccs: dict[str, CongestionControl], checks: list[Check], *,
                     campaign_id: str | None = None, parallel_section: dict | None = None) -> Campaign:
     """Write a new campaign's manifest (nothing runs)."""
-    cid = campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}"
+    cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     tb = describe_testbed(testbed)
     manifest = {
         "created_at": time.time(),
@@ -141,21 +165,26 @@ def create_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, pl
 
 def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int = 1,
                     force: bool = False) -> Campaign:
-    """Continue a campaign where it stopped: repair the directory, run the samples without records.
+    """Continue a campaign where it stopped: repair the directory, run the samples without (all their) records.
 
     ``testbeds`` need not be what the campaign ran on before: the plan is by sample id.
     """
     campaign = Campaign.open(path)
+    campaign.check_writable()
     scenario, inventory = campaign_inputs(campaign)
-    beds = build_testbeds(inventory, testbeds, force)
-    ccs = resolve_ccs(scenario, beds[0])
-    preflight_or_raise(beds[0], ccs)
-    with campaign.lock():
-        for msg in campaign.repair():
-            log.warning("%s: %s", campaign.id, msg)
-        _clean_earlier_copies(campaign, beds)
-    plans = pending_plans(campaign, scenario, inventory)
-    _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True)
+    with stop_on_signals():
+        with campaign.lock():  # another process resuming it is refused before anything is built
+            pass
+        beds = build_testbeds(inventory, testbeds, force)
+        with claimed(beds, f"campaign {campaign.id}"):
+            ccs = resolve_ccs(scenario, beds[0])
+            preflight_or_raise(beds[0], ccs)
+            with campaign.lock():
+                for msg in campaign.repair():
+                    log.warning("%s: %s", campaign.id, msg)
+                _clean_earlier_copies(campaign, beds)
+            plans = pending_plans(campaign, scenario, inventory)
+            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True)
     return campaign
 
 
@@ -186,7 +215,7 @@ def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:
         except json.JSONDecodeError:
             continue
     for prefix in sorted(earlier - now):
-        if prefix.startswith("mplab-"):
+        if prefix.startswith("mplab-") and claims.held_by_other(prefix) is None:  # never a live testbed
             removed = clean_prefix(prefix, nested=False)
             if removed:
                 log.warning("%s: removed what testbed %s left: %s", campaign.id, prefix, ", ".join(removed))
@@ -227,7 +256,8 @@ def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, Conges
             raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
                              "trace is not)")
     finally:
-        testbed.teardown()
+        with signals_deferred():
+            testbed.teardown()
 
 
 def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbeds: list[Testbed],
@@ -237,11 +267,13 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
             "power_profile": inventory.emulation.power_profile.name if inventory.emulation else None}
     names = [testbed_name(t) for t in testbeds]
     with campaign.lock():
-        campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "testbeds": names})
+        campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "pid": os.getpid(),
+                              "testbeds": names})
         hooks.on_start(campaign, plans)
-        outcome = "interrupted"
+        end: dict = {"event": "interrupted"}
         stamp = time.strftime('%Y%m%dT%H%M%S')
         try:
+            outcomes: list[SampleOutcome] = []
             if plans:
                 with contextlib.ExitStack() as stack:
                     # Set up one copy after the other (they share BPF registrations and the allowed list).
@@ -253,52 +285,66 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                     with parallel.Interference() as interference:
                         try:
                             if len(runners) == 1:
-                                runners[0].run(plans, hooks.on_sample)
+                                outcomes = runners[0].run(plans, hooks.on_sample)
                             else:
-                                _run_parallel(runners, plans, scenario.settle_s, hooks.on_sample)
+                                outcomes = _run_parallel(runners, plans, scenario.settle_s, hooks.on_sample)
                         finally:
                             _note_interference(campaign, interference, plans, inventory, len(testbeds))
-            outcome = "finished"
+            end = {"event": "finished", "samples_run": len(outcomes),
+                   "samples_failed": sum(1 for o in outcomes if o.status != "ok")}
         except (KeyboardInterrupt, Interrupted) as exc:
+            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+            reason = signal_reason(signum)
+            end = {"event": "interrupted", "reason": reason, "signal": signal.Signals(signum).name}
             done = len(campaign.completed())
-            raise Interrupted(f"{exc or 'interrupted'}: {done}/{len(campaign.manifest['plan'])} samples are recorded "
-                              f"and kept; resume with `mplab run --resume {campaign.path}`") from None
+            raise Interrupted(f"{reason}: {done}/{len(campaign.manifest['plan'])} samples are recorded and kept; "
+                              f"resume with `mplab run --resume {campaign.path}`", signum) from None
+        except BaseException as exc:
+            end = {"event": "failed", "reason": f"{type(exc).__name__}: {exc}"[:500]}
+            raise
         finally:
-            try:
-                for tb in testbeds:
-                    tb.teardown()  # idempotent; a set-up that failed half-way left something
-            finally:
-                campaign.log_session({"event": outcome})
+            # A second Ctrl-C or SIGTERM must not cut the teardown short (namespaces, struct_ops).
+            with signals_deferred():
+                try:
+                    for tb in testbeds:
+                        tb.teardown()  # idempotent; a set-up that failed half-way left something
+                finally:
+                    campaign.log_session(end)
 
 
 def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: float,
-                  on_sample: Callable[[SampleOutcome], None]) -> None:
-    """Run ``plans`` on every runner at once from one queue; SIGTERM/SIGINT cancel the samples in flight."""
+                  on_sample: Callable[[SampleOutcome], None]) -> list[SampleOutcome]:
+    """Run ``plans`` on every runner at once from one queue; SIGTERM/SIGINT cancel the samples in flight.
+
+    Each runner waits out its own receivers' radio tails after each of its samples (``run_sample``),
+    so the idle wait is per copy; the signal handlers (``stop_on_signals``) live in this, the main, thread.
+    """
     stop = threading.Event()
+    outcomes: list[SampleOutcome] = []
 
     def worker(runner: Runner) -> Callable[[SamplePlan], SampleOutcome]:
         first = [True]
 
         def one(plan: SamplePlan) -> SampleOutcome:
-            if not first[0] and settle_s:
-                time.sleep(settle_s)  # let this copy's queues drain and radio tails end
+            if first[0]:
+                runner.idle.learn(list(runner.testbed.nodes))  # meters the testbed knows no idle power of
+            elif settle_s:
+                time.sleep(settle_s)  # let this copy's queues drain (its radio tails were waited out)
             first[0] = False
             return runner.run_sample(plan)
         return one
 
+    def done(out: SampleOutcome) -> None:
+        outcomes.append(out)
+        on_sample(out)
+
     for r in runners:
         r.cancel = stop
-
-    def _term(signum, frame):  # noqa: ARG001
-        raise Interrupted(f"interrupted by signal {signum}")
-
-    old = signal.signal(signal.SIGTERM, _term)
-    try:
-        errors = parallel.run_queue(plans, {r.testbed_name: worker(r) for r in runners}, stop, on_sample)
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    with stop_on_signals():
+        errors = parallel.run_queue(plans, {r.testbed_name: worker(r) for r in runners}, stop, done)
     if errors:
         raise errors[0]
+    return outcomes
 
 
 def _note_interference(campaign: Campaign, interference: parallel.Interference, plans: list[SamplePlan],
@@ -326,6 +372,7 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
     total = 0.0
     emu = inventory.emulation
     for p in plans:
+        tail = 0.0
         if emu is not None:
             nets = {r: AccessNetwork(emu.wifi_sharing if r == "wifi" else emu.lte_sharing, spec.capacity_mbit,
                                      spec.capacity_by_active)
@@ -335,8 +382,10 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
             res = simulate_sample(scenario.file_bytes * 8 / 1e6, list(p.receivers), p.mode, nets["wifi"], nets["lte"],
                                   links["wifi"], links["lte"], emu.coexistence if p.mode == "both" else 1.0)
             slowest = max(r.duration_s for r in res.values())
+            # The radios' tails are waited out between samples (harness.meters.idle), plus the idle hold.
+            tail = max(getattr(emu.power_profile, r).tail_s for r in MODE_RADIOS[p.mode]) + 0.6
         else:
             rate = 20.0 if p.mode == "both" else 10.0
             slowest = scenario.file_bytes * 8 / (rate * 1e6)
-        total += slowest + 0.5 + scenario.settle_s
+        total += slowest + 0.5 + scenario.settle_s + tail
     return total

@@ -5,7 +5,9 @@ turned into exit codes by ``mplab.cli.main`` (usage errors: 2).
 """
 from __future__ import annotations
 
+import json
 import logging
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,12 +19,12 @@ from rich.table import Table
 from harness.campaign.campaign import RunHooks, dry_run_estimate_s, resume_campaign, start_campaign
 from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
 from harness.testbeds.clean import clean_prefix
-from harness.errors import ConfigError
+from harness.errors import ConfigError, SamplesFailed
 from harness.config.inventory import load_inventory
 from harness.campaign.plan import plan_campaign
 from harness.campaign.runner import SampleOutcome
-from harness.config.scenario import load_scenario
-from harness.campaign.store import Campaign
+from harness.config.scenario import load_scenario, scenario_inventory
+from harness.campaign.store import Campaign, check_campaign_id
 from harness.campaign.summary import summarize
 
 console = Console()
@@ -98,8 +100,10 @@ def run(
     else:
         if scenario is None:
             raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
+        if campaign_id is not None:
+            check_campaign_id(campaign_id)  # before any file is read or anything is built
         sc = load_scenario(scenario)
-        inv = load_inventory(inventory or Path(sc.inventory))
+        inv = load_inventory(inventory or scenario_inventory(sc, scenario))
         if dry_run:
             plans = plan_campaign(sc, inv, str(scenario))
             eta = dry_run_estimate_s(plans, sc, inv)
@@ -124,34 +128,104 @@ def run(
     console.print(summary_table(records, f"campaign {campaign.id}"))
     console.print(f"records: {campaign.samples_path}\nraw output: {campaign.path / 'raw'}\n"
                   f"manifest: {campaign.path / 'manifest.json'}")
+    failed = sorted({r["sample_id"] for r in records if r["sample_status"] != "ok"})
+    if failed:
+        raise SamplesFailed(f"{len(failed)} sample(s) of campaign {campaign.id} failed, recorded with their reasons "
+                            f"(e.g. {failed[0]}); see `mplab status {campaign.path}`")
 
 
-def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (runs/<id>)")]) -> None:
-    """Progress of a sweep: samples planned, recorded, ok and failed, and the per-case summary."""
-    c = Campaign.open(campaign)
+def describe_session(event: dict, now: float | None = None) -> str:
+    """A sessions.jsonl line in words: what happened, when, and why it ended."""
+    when = event.get("time")
+    stamp = "at an unknown time"
+    if isinstance(when, (int, float)):
+        ago = max(0.0, (now or time.time()) - when)
+        age = f"{ago:.0f} s" if ago < 120 else (f"{ago / 60:.0f} min" if ago < 7200 else f"{ago / 3600:.1f} h")
+        stamp = f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))} ({age} ago)"
+    kind = event.get("event")
+    pid = f" by pid {event['pid']}" if event.get("pid") else ""
+    if kind in ("start", "resume"):
+        verb = "started" if kind == "start" else "resumed"
+        return f"{verb} {stamp}{pid} with {event.get('pending', '?')} sample(s) to run"
+    if kind == "finished":
+        if "samples_run" in event:
+            failed = event.get("samples_failed", 0)
+            return (f"finished {stamp}: ran {event['samples_run']} sample(s)"
+                    + (f", {failed} failed" if failed else ", all ok"))
+        return f"finished {stamp}"
+    if kind == "interrupted":
+        return f"interrupted {stamp}: {event.get('reason') or 'reason not recorded'}"
+    if kind == "failed":
+        return f"failed {stamp}: {event.get('reason') or 'reason not recorded'}"
+    return f"{kind or 'unknown event'} {stamp}"
+
+
+def campaign_status(c: Campaign) -> dict:
+    """What `mplab status` reports, as data (its --json form)."""
     records = c.records()
-    planned = len(c.manifest["plan"])
+    planned = c.manifest["plan"]
     samples = {r["sample_id"]: r["sample_status"] for r in records}
+    sessions_path = c.path / "sessions.jsonl"
+    sessions = []
+    if sessions_path.exists():
+        for line in sessions_path.read_text().splitlines():
+            try:
+                sessions.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a torn session line tells nothing
     ok = sum(1 for s in samples.values() if s == "ok")
-    console.print(f"campaign {c.id}: {len(samples)}/{planned} samples recorded ({ok} ok, {len(samples) - ok} failed); "
-                  f"testbed {c.manifest['testbed']['kind']}")
-    sessions = c.path / "sessions.jsonl"
-    if sessions.exists():
-        last = sessions.read_text().splitlines()[-1:]
-        if last:
-            console.print(f"last session event: {last[0]}")
-    if len(samples) < planned:
+    return {
+        "campaign": c.id,
+        "path": str(c.path),
+        "testbed": c.manifest["testbed"]["kind"],
+        "planned": len(planned),
+        "recorded": len(samples),
+        "ok": ok,
+        "failed": len(samples) - ok,
+        "failed_samples": sorted(sid for sid, s in samples.items() if s != "ok"),
+        "pending": len(planned) - len(samples),
+        "running_pid": c.running_pid(),
+        "last_session": sessions[-1] if sessions else None,
+        "sessions": len(sessions),
+    }
+
+
+def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (runs/<id>)")],
+           as_json: Annotated[bool, typer.Option("--json", help="print the status as JSON (for scripts)")] = False,
+           ) -> None:
+    """Progress of a sweep: samples planned, recorded, ok and failed, the last session, the per-case summary."""
+    c = Campaign.open(campaign)
+    st = campaign_status(c)
+    if as_json:
+        print(json.dumps(st, indent=1))
+        return
+    console.print(f"campaign {c.id}: {st['recorded']}/{st['planned']} samples recorded ({st['ok']} ok, "
+                  f"{st['failed']} failed); testbed {st['testbed']}")
+    if st["running_pid"]:
+        console.print(f"running now (pid {st['running_pid']})")
+    if st["last_session"]:
+        console.print(f"last session ({st['sessions']} in all): {describe_session(st['last_session'])}",
+                      soft_wrap=True)
+    if st["pending"] and not st["running_pid"]:
         console.print(f"resume with: mplab run --resume {c.path}")
+    records = c.records()
     if records:
         console.print(summary_table(records, f"campaign {c.id}"))
 
 
 def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")] = "mplab-") -> None:
-    """Remove every namespace, process and state an emulated testbed left behind (idempotent)."""
+    """Remove every namespace, process and state an emulated testbed left behind (idempotent).
+
+    A testbed another live process holds (a running campaign) is left alone and named.
+    """
     if not prefix.startswith("mplab-"):
         raise ConfigError(f"prefix {prefix!r} must start with 'mplab-' (mplab only removes what it made)")
     done = clean_prefix(prefix)
-    console.print("removed: " + (", ".join(done) if done else "nothing (already clean)"))
+    removed = [d for d in done if not d.startswith("skipped ")]
+    console.print("removed: " + (", ".join(removed) if removed else "nothing (already clean)"))
+    for d in done:
+        if d.startswith("skipped "):
+            console.print(d)
 
 
 def register(app: typer.Typer) -> None:

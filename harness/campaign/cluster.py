@@ -32,12 +32,12 @@ import time
 from pathlib import Path
 
 from harness.campaign.campaign import (
-    RunHooks, _execute, build_testbeds, campaign_inputs, create_campaign, pending_plans, preflight_or_raise,
+    RunHooks, _execute, build_testbeds, campaign_inputs, claimed, create_campaign, pending_plans, preflight_or_raise,
     resolve_ccs, testbed_name,
 )
 from harness.campaign.plan import SamplePlan, plan_campaign
-from harness.campaign.runner import SampleOutcome
-from harness.campaign.store import Campaign
+from harness.campaign.runner import SampleOutcome, stop_on_signals
+from harness.campaign.store import Campaign, check_writable
 from harness.config.inventory import Inventory
 from harness.config.scenario import Scenario
 from harness.errors import ConfigError, StoreError
@@ -87,10 +87,12 @@ def run_shard(manifest: dict, sample_ids: list[str]) -> dict:
         data["emulation"]["namespace_prefix"] = node_prefix(inventory, node_id)
         inventory = Inventory.model_validate(data)
         (testbed,) = build_testbeds(inventory, 1, False)
-        ccs = resolve_ccs(scenario, testbed)
-        preflight_or_raise(testbed, ccs)
-        by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory)}
-        _execute(scratch, scenario, inventory, [testbed], ccs, [by_id[s] for s in sample_ids], RunHooks())
+        # The node's own prefix, claimed like any campaign's: a second shard (or campaign) on it is refused.
+        with stop_on_signals(), claimed([testbed], f"campaign {manifest['campaign']} (Ray node {node_id[:6]})"):
+            ccs = resolve_ccs(scenario, testbed)
+            preflight_or_raise(testbed, ccs)
+            by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory)}
+            _execute(scratch, scenario, inventory, [testbed], ccs, [by_id[s] for s in sample_ids], RunHooks())
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             for sid in sample_ids:
@@ -138,7 +140,7 @@ def run_on_cluster(campaign: Campaign, plans: list[SamplePlan], address: str, *,
     ray.init(address=address, logging_level="WARNING", log_to_driver=False)
     stats: dict = {"shards": 0, "samples": 0, "by_node": {}}
     try:
-        with campaign.lock():
+        with stop_on_signals(), campaign.lock():  # SIGTERM/SIGHUP: cancel the shards, log the session
             nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n["Resources"].get(TESTBED_RESOURCE)]
             if not nodes:
                 raise ConfigError(f"the Ray cluster at {address} has no node with a {TESTBED_RESOURCE!r} resource "
@@ -191,6 +193,7 @@ def start_cluster_campaign(scenario: Scenario, inventory: Inventory, runs_dir: P
                           f"{inventory.name!r} is a {inventory.kind} testbed", field="cluster")
     _ray()
     plans = plan_campaign(scenario, inventory, scenario_source)
+    check_writable(runs_dir)
     (testbed,) = build_testbeds(inventory, 1, False)
     ccs = resolve_ccs(scenario, testbed)
     campaign = create_campaign(scenario, inventory, runs_dir, plans, testbed, ccs, [], campaign_id=campaign_id,
@@ -205,6 +208,7 @@ def resume_cluster_campaign(path: Path, address: str, *, hooks: RunHooks | None 
     """Run a campaign's samples without records on the cluster."""
     _ray()
     campaign = Campaign.open(path)
+    campaign.check_writable()
     scenario, inventory = campaign_inputs(campaign)
     with campaign.lock():
         for msg in campaign.repair():

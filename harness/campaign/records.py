@@ -48,6 +48,8 @@ class SampleRecord(SampleKey):
     error: str | None = None
     attempts: int | None = None
     flags: list[str]
+    #: What the health check before the sample repaired on this receiver (empty normally).
+    repairs: list[str] = Field(default_factory=list)
     file_bytes: int | None = None
     started_at: float | None = None
     window_start: float | None = None
@@ -60,6 +62,10 @@ class SampleRecord(SampleKey):
     iface_throughput_mbit: dict[str, float] | None = None
     energy_j: float | None = Field(default=None, ge=0)
     mean_power_w: float | None = Field(default=None, ge=0)
+    #: The radio tail after the transfer window, until the receiver was idle again (not in ``energy_j``).
+    tail_energy_j: float | None = Field(default=None, ge=0)
+    #: How long after ``window_end`` the receiver was idle again.
+    idle_wait_s: float | None = Field(default=None, ge=0)
     meter_readings: int = 0
     meter_counter_j: float | None = None
     meter_kind: str

@@ -9,6 +9,7 @@ field in docs/records.md.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -16,17 +17,18 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import harness
 from harness.cc import CongestionControl
-from harness.errors import CommandError, MplabError, TrafficError
+from harness.errors import CommandError, Interrupted, MplabError, TrafficError
 from harness.hosts.local import BackgroundProcess, ProcessResult
+from harness.meters.idle import IdleResult, IdleSettings, IdleWaiter
 from harness.meters.recorder import Recorder, WindowEnergy
 from harness.campaign.plan import SamplePlan
-from harness.config.scenario import Scenario
+from harness.config.scenario import MODE_RADIOS, Scenario
 from harness.campaign.records import SampleRecord
 from harness.config.inventory import RADIOS
 from harness.campaign.store import Campaign
@@ -40,8 +42,56 @@ STRAY_BYTES = 64 * 1024
 POLL_S = 0.005
 
 
-class Interrupted(MplabError):
-    """The sweep was interrupted (SIGINT/SIGTERM); completed samples are kept."""
+#: Signals that stop a campaign cleanly (SIGINT arrives as KeyboardInterrupt).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def signal_reason(signum: int) -> str:
+    """What a user reads for a stop signal."""
+    name = signal.Signals(signum).name
+    return f"interrupted by Ctrl-C ({name})" if signum == signal.SIGINT else f"stopped by {name}"
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into ``Interrupted`` for the block, so teardown and session logs run.
+
+    A no-op outside the main thread (Python delivers signals to the main thread only).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):  # noqa: ARG001
+        raise Interrupted(signal_reason(signum), signum)
+
+    old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """Hold SIGINT/SIGTERM/SIGHUP during the block (teardown must finish); yields the ones that came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    came: list[int] = []
+
+    def _note(signum, frame):  # noqa: ARG001
+        came.append(signum)
+        log.warning("%s during teardown: finishing the teardown first", signal.Signals(signum).name)
+
+    sigs = (signal.SIGINT, *STOP_SIGNALS)
+    old = {s: signal.signal(s, _note) for s in sigs}
+    try:
+        yield came
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 @dataclass
@@ -57,6 +107,11 @@ class ReceiverOutcome:
     flags: list[str] = field(default_factory=list)
     window: tuple[float, float] | None = None
     energy: WindowEnergy | None = None
+    #: What the health check before the attempt repaired on this receiver (a link flap's routes).
+    repairs: list[str] = field(default_factory=list)
+    #: When the receiver was idle again after the transfer, and the energy of that tail.
+    idle: IdleResult | None = None
+    tail: WindowEnergy | None = None
 
 
 @dataclass
@@ -67,6 +122,8 @@ class SampleOutcome:
     records: list[dict]
     wall_s: float
     transfer_s: float
+    #: Of ``wall_s``, the time spent waiting for receivers to be idle again (radio tails), every attempt.
+    idle_s: float = 0.0
 
 
 def _client_spec(node, mode: str) -> tuple[str, bool]:
@@ -93,7 +150,7 @@ def _fail_all(outs: dict[str, ReceiverOutcome], error: str) -> list[ReceiverOutc
 def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
     """Flags when a mode's traffic is not where it should be (by interface byte counters)."""
     flags = []
-    expected = {"wifi": {"wifi"}, "lte": {"lte"}, "both": {"wifi", "lte"}}[mode]
+    expected = set(MODE_RADIOS[mode])
     for radio, n in moved.items():
         if radio in expected and n < min(file_bytes // 100, 1_000_000) and mode != "both":
             flags.append(f"path-idle: {radio} carried only {n} bytes in mode {mode}")
@@ -126,6 +183,9 @@ class Runner:
         self.ccs = ccs
         self.recorder = recorder
         self.meta = metadata
+        self.idle = IdleWaiter(recorder, IdleSettings(tolerance_w=scenario.idle_tolerance_w,
+                                                      timeout_s=scenario.idle_timeout_s),
+                               known_w={rx: testbed.idle_power_w(rx) for rx in testbed.nodes})
 
     # ------------------------------------------------------------ the sweep
 
@@ -133,21 +193,15 @@ class Runner:
             on_sample: Callable[[SampleOutcome], None] | None = None) -> list[SampleOutcome]:
         """Run ``plans`` in order; SIGINT/SIGTERM stop cleanly between (or inside) samples."""
         outcomes = []
-
-        def _term(signum, frame):  # noqa: ARG001
-            raise Interrupted(f"interrupted by signal {signum}")
-
-        old = signal.signal(signal.SIGTERM, _term)
-        try:
+        with stop_on_signals():
+            self.idle.learn(list(self.testbed.nodes))  # meters the testbed knows no idle power of (a lab)
             for i, plan in enumerate(plans):
                 if i and self.scenario.settle_s:
-                    time.sleep(self.scenario.settle_s)  # let queues drain and radio tails end
+                    time.sleep(self.scenario.settle_s)  # let queues drain (radio tails were waited out)
                 out = self.run_sample(plan)
                 outcomes.append(out)
                 if on_sample:
                     on_sample(out)
-        finally:
-            signal.signal(signal.SIGTERM, old)
         return outcomes
 
     def run_sample(self, plan: SamplePlan) -> SampleOutcome:
@@ -156,10 +210,15 @@ class Runner:
         raw = self.campaign.partial_dir(plan.sample_id)
         attempts = self.scenario.retries + 1
         outcomes: list[ReceiverOutcome] = []
+        idle_s = 0.0
         for attempt in range(1, attempts + 1):
             adir = raw / f"attempt-{attempt}"
             adir.mkdir(exist_ok=True)
             outcomes = self._attempt(plan, adir)
+            # Every attempt's radio tail ends before anything else runs: a retry, or the next sample.
+            t_idle = time.monotonic()
+            self._wait_idle(plan, outcomes)
+            idle_s += time.monotonic() - t_idle
             failed = [o for o in outcomes if o.error]
             if not failed:
                 break
@@ -172,7 +231,7 @@ class Runner:
         self.campaign.append(records)
         transfer_s = max((o.transfer.seconds for o in outcomes if o.transfer), default=0.0)
         self.recorder.discard_before(time.time() - 30)
-        return SampleOutcome(plan, status, attempt, records, time.monotonic() - t0, transfer_s)
+        return SampleOutcome(plan, status, attempt, records, time.monotonic() - t0, transfer_s, idle_s)
 
     # ------------------------------------------------------------ one attempt
 
@@ -181,6 +240,22 @@ class Runner:
         tb = self.testbed
         cc = self.ccs[plan.cc]
         outs = {rx: ReceiverOutcome(rx) for rx in plan.receivers}
+        try:
+            health = tb.check_health(plan.receivers)
+        except (CommandError, MplabError) as exc:
+            for o in outs.values():
+                o.error = f"health check: {exc}"
+            return list(outs.values())
+        for msg in health.repaired:
+            log.warning("%s: repaired before the sample: %s", plan.sample_id, msg)
+            rx = msg.split(":", 1)[0]
+            if rx in outs:
+                outs[rx].repairs.append(msg.split(": ", 1)[-1])
+        if health.broken:
+            why = "; ".join(f"receiver {rx} broken: {reason}" for rx, reason in health.broken.items())
+            for o in outs.values():
+                o.error = f"testbed: {why}"
+            return list(outs.values())
         try:
             tb.ensure_servers()
             tb.apply_cc(cc, plan.receivers)
@@ -309,7 +384,34 @@ class Runner:
                             r.device_watts])
             (adir / f"meter-{rx}.csv").write_text(buf.getvalue())
 
+    def _wait_idle(self, plan: SamplePlan, outs: list[ReceiverOutcome]) -> None:
+        """Wait until the sample's receivers are idle again; measure each one's tail energy."""
+        now = time.time()
+        since = {o.receiver: (o.window[1] if o.window else now) for o in outs}
+        results = self.idle.wait(since, self.testbed.tail_s(plan.mode))
+        for o in outs:
+            res = results.get(o.receiver)
+            o.idle = res
+            if res is None or o.window is None:
+                continue
+            if not res.settled:
+                ref = f"{res.reference_w:.3f} W" if res.reference_w is not None else "unknown"
+                o.flags.append(f"tail-unsettled: not idle {res.wait_s:.1f} s after the transfer (idle power {ref})")
+            if res.idle_at - o.window[1] > 1e-3:
+                # A meter gap in the tail leaves tail_energy_j unknown (None); energy_j is unaffected.
+                self.recorder.wait_covered(res.idle_at)
+                o.tail = self.recorder.energy(o.receiver, o.window[1], res.idle_at)
+
     # ------------------------------------------------------------ records
+
+    @staticmethod
+    def _tail_energy_j(o: ReceiverOutcome) -> float | None:
+        """Energy from the end of the transfer window until idle; None when unknown (unsettled, meter gap)."""
+        if o.energy is None or o.idle is None or not o.idle.settled:
+            return None
+        if o.tail is None:
+            return 0.0  # idle at once
+        return o.tail.energy_j if not o.tail.flags else None
 
     def _record(self, plan: SamplePlan, o: ReceiverOutcome, status: str, attempts: int) -> dict:
         """The record of one receiver (``SampleRecord``, fields in docs/records.md), as stored."""
@@ -335,6 +437,7 @@ class Runner:
             error=o.error,
             attempts=attempts,
             flags=o.flags,
+            repairs=o.repairs,
             file_bytes=self.scenario.file_bytes,
             started_at=o.released_at,
             window_start=window[0] if window else None,
@@ -347,6 +450,8 @@ class Runner:
             iface_throughput_mbit=({r: b * 8 / dur / 1e6 for r, b in moved.items()} if moved and dur else None),
             energy_j=e.energy_j if e else None,
             mean_power_w=e.mean_power_w if e else None,
+            tail_energy_j=self._tail_energy_j(o),
+            idle_wait_s=round(o.idle.wait_s, 3) if o.idle else None,
             meter_readings=e.n_readings if e else 0,
             meter_counter_j=(e.counter_wh * 3600 if e and e.counter_wh is not None else None),
             meter_kind=node.meter_kind,

@@ -21,14 +21,39 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.errors import StoreError
+from harness.errors import Busy, ConfigError, StoreError
 from harness.files import atomic_write
 
 SCHEMA_VERSION = 1
+
+#: A campaign id is one directory name under the runs directory (it is also written into every record).
+CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def check_campaign_id(campaign_id: str) -> str:
+    """``campaign_id`` if it names one plain directory; ``ConfigError`` (exit 2) otherwise (``../x``, ``a/b``)."""
+    if not CAMPAIGN_ID.match(campaign_id) or ".." in campaign_id:
+        raise ConfigError(f"{campaign_id!r} is not a campaign id: use 1-100 letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit, no '..' (it names a directory under the runs directory)",
+                          field="--id")
+    return campaign_id
+
+
+def check_writable(directory: Path) -> None:
+    """``StoreError`` unless files can be created in ``directory`` (made if missing): checked before anything runs."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".write-probe-{os.getpid()}"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.close(fd)
+        probe.unlink()
+    except OSError as exc:
+        raise StoreError(f"{directory}: cannot write there ({exc.strerror}); nothing was run") from None
 
 
 class Campaign:
@@ -49,7 +74,7 @@ class Campaign:
     @classmethod
     def create(cls, root: Path, campaign_id: str, manifest: dict) -> Campaign:
         """Create ``root/campaign_id`` with ``manifest``; refuse to overwrite an existing campaign."""
-        path = root / campaign_id
+        path = root / check_campaign_id(campaign_id)
         if (path / "manifest.json").exists():
             raise StoreError(f"campaign {path} already exists (resume it with `mplab run --resume {path}`)")
         (path / "raw").mkdir(parents=True, exist_ok=True)
@@ -72,21 +97,63 @@ class Campaign:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the campaign's lock: one process runs a campaign at a time."""
+        """Hold the campaign's lock: one process runs a campaign at a time (``Busy`` naming the other's pid)."""
         fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise StoreError(f"campaign {self.path} is being run by another process") from None
+                pid = self.running_pid()
+                raise Busy(f"campaign {self.path} is being run by another process"
+                           + (f" (pid {pid})" if pid else "")) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             yield
         finally:
             os.close(fd)
 
+    def running_pid(self) -> int | None:
+        """The pid of the process running this campaign now, or None (read without taking the lock)."""
+        path = self.path / ".lock"
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                text = path.read_text().strip()
+                return int(text) if text.isdigit() else -1
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+    def check_writable(self) -> None:
+        """``StoreError`` unless records, raw output and session lines can be written (checked before a run)."""
+        check_writable(self.path / "raw")
+        for target in (self.samples_path, self.path / "sessions.jsonl"):
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                os.close(fd)
+            except OSError as exc:
+                raise StoreError(f"{target}: cannot be written ({exc.strerror}); nothing was run. Make the campaign "
+                                 "directory writable, then resume") from None
+
     # ----------------------------------------------------------------- records
 
     def records(self) -> list[dict]:
-        """All complete records, in the order they were appended (a torn last line is skipped)."""
+        """The records of complete samples, in the order they were appended.
+
+        A torn last line is skipped, and so are the surviving records of a sample whose other
+        receivers' records were torn off (``repair()`` moves both aside).
+        """
+        recs = self._all_records()
+        done = complete_samples(recs)
+        return [r for r in recs if r.get("sample_id") in done]
+
+    def _all_records(self) -> list[dict]:
         if not self.samples_path.exists():
             return []
         out = []
@@ -102,8 +169,8 @@ class Campaign:
         return out
 
     def completed(self) -> set[str]:
-        """Ids of samples whose records are stored (whatever their status)."""
-        return {r["sample_id"] for r in self.records()}
+        """Ids of samples whose records are all stored, one per receiver (whatever their status)."""
+        return complete_samples(self._all_records())
 
     def append(self, records: list[dict]) -> None:
         """Append one sample's records as a single write, then fsync. A failed write raises."""
@@ -150,14 +217,15 @@ class Campaign:
         done = []
         if self.samples_path.exists():
             data = self.samples_path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                keep = data.rfind(b"\n") + 1
+            keep = incomplete_tail_start(data)
+            if keep < len(data):
                 torn = self.path / f"samples.jsonl.torn-{time.strftime('%Y%m%dT%H%M%S')}"
                 torn.write_bytes(data[keep:])
                 with open(self.samples_path, "r+b") as f:
                     f.truncate(keep)
                     os.fsync(f.fileno())
-                done.append(f"cut a torn last record ({len(data) - keep} bytes) into {torn.name}")
+                done.append(f"cut the torn last sample ({len(data) - keep} bytes: a torn record and the records of "
+                            f"its sample that survived) into {torn.name}; that sample runs again")
         recorded = self.completed()
         raw = self.path / "raw"
         for d in sorted(raw.iterdir()) if raw.exists() else []:
@@ -178,6 +246,40 @@ class Campaign:
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
+
+
+def complete_samples(records: list[dict]) -> set[str]:
+    """Sample ids with a record for each of their ``n_receivers`` receivers."""
+    seen: dict[str, set[str]] = {}
+    want: dict[str, int] = {}
+    for i, r in enumerate(records):
+        # Tolerant of malformed records (counted, not dropped): the dataset's validation names them.
+        sid = r.get("sample_id")
+        seen.setdefault(sid, set()).add(r.get("receiver", f"?{i}"))
+        n = r.get("n_receivers")
+        want[sid] = n if isinstance(n, int) and n >= 1 else 1
+    return {sid for sid, rx in seen.items() if len(rx) >= want[sid]}
+
+
+def incomplete_tail_start(data: bytes) -> int:
+    """Where the torn end of ``samples.jsonl`` content starts (``len(data)`` when it is not torn).
+
+    A sample's records are one append, so only the last sample can be torn: a last line
+    without its newline, and with it the complete lines of the same sample before it.
+    """
+    if not data or data.endswith(b"\n"):
+        return len(data)
+    keep = data.rfind(b"\n") + 1
+    lines = data[:keep].splitlines(keepends=True)
+    try:
+        recs = [json.loads(line) for line in lines]
+    except json.JSONDecodeError:
+        return keep  # a corrupt middle line: records() reports it; cut only the torn bytes
+    done = complete_samples(recs)
+    while lines and recs[-1].get("sample_id") not in done:
+        keep -= len(lines.pop())
+        recs.pop()
+    return keep
 
 
 def upgrade_manifest(doc: dict, source: str) -> dict:

@@ -20,6 +20,8 @@ SCHEMA_VERSION = 1
 #: wifi: single-path TCP over WiFi; lte: single-path TCP over LTE; both: MPTCP over both.
 Mode = Literal["wifi", "lte", "both"]
 MODES: tuple[Mode, ...] = ("wifi", "lte", "both")
+#: The radios each mode uses.
+MODE_RADIOS: dict[str, tuple[str, ...]] = {"wifi": ("wifi",), "lte": ("lte",), "both": ("wifi", "lte")}
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]?)B?\s*$", re.IGNORECASE)
 
@@ -41,8 +43,9 @@ class Scenario(Strict):
     schema_version: Literal[1] = 1
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
     description: str = ""
-    inventory: str = Field(default="inventory/emulated.yaml",
-                           description="inventory used unless the command line names another")
+    inventory: str = Field(default="../inventory/emulated.yaml",
+                           description="inventory used unless the command line names another; a relative "
+                                       "path is relative to the scenario file's folder")
     congestion_controls: list[str] = Field(min_length=1)
     receiver_counts: list[PositiveInt] = Field(min_length=1)
     modes: list[Mode] = Field(min_length=1)
@@ -50,7 +53,14 @@ class Scenario(Strict):
     file_size: str = Field(description="bytes per receiver per sample, e.g. 60M (MiB, as iperf3 counts)")
     transfer_timeout_s: PositiveFloat = 300.0
     retries: Annotated[int, Field(ge=0, le=10)] = 2
-    settle_s: Annotated[float, Field(ge=0)] = 0.5
+    settle_s: Annotated[float, Field(ge=0)] = Field(
+        default=0.5, description="extra pause between samples (queues drain); radio tails are waited out anyway")
+    idle_tolerance_w: Annotated[float, Field(ge=0)] = Field(
+        default=0.05, description="between samples a receiver is idle when its mean power is within this of its "
+                                  "idle power (W)")
+    idle_timeout_s: PositiveFloat = Field(
+        default=30.0, description="longest wait for receivers to be idle after a sample; beyond it the records are "
+                                  "flagged tail-unsettled (s)")
     shuffle: bool = True
     seed: int = 1
     receiver_selection: Literal["first", "rotate"] = Field(
@@ -91,6 +101,12 @@ class Scenario(Strict):
     def n_cases(self) -> int:
         """Number of (cc, receiver count, mode) cases."""
         return len(self.congestion_controls) * len(self.receiver_counts) * len(self.modes)
+
+
+def scenario_inventory(scenario: Scenario, scenario_path: str | Path) -> Path:
+    """The inventory a scenario file names, resolved from the scenario's folder (not the current directory)."""
+    p = Path(scenario.inventory).expanduser()
+    return p if p.is_absolute() else Path(scenario_path).parent / p
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -68,6 +68,8 @@ class DatasetRow(SampleKey):
     duration_s: float = Field(gt=0)
     energy_j: float = Field(ge=0)
     mean_power_w: float | None = Field(default=None, ge=0)
+    #: Energy of the radio tail after the transfer window, until the receiver was idle again (None: not recorded).
+    tail_energy_j: float | None = Field(default=None, ge=0)
     meter_kind: str
     energy_source: str
     testbed_kind: str
@@ -79,6 +81,14 @@ class DatasetRow(SampleKey):
 ROW_COLUMNS: tuple[str, ...] = tuple(DatasetRow.model_fields)
 # Column types and documentation live in harness.dataset.columns (the card and the Croissant
 # file read them without importing the builder); tests check they list DatasetRow's fields.
+
+#: What the ``energy_j`` column is (written into dataset.json and the card; a model card repeats it).
+ENERGY_DEFINITION = ("energy_j: the receiver's energy over its transfer window only (first to last byte); the "
+                     "radio tail after it, until the receiver was idle again, is in tail_energy_j and not included")
+
+#: Campaign properties a dataset refuses to mix unless asked (``allow_mixed``): joules of different
+#: testbeds, power profiles or energy sources are not the same quantity.
+MIX_KEYS = ("testbed_kind", "power_profile", "energy_source")
 
 
 @dataclass(frozen=True)
@@ -157,18 +167,27 @@ def split_rank(seed: int, sample_id: str) -> str:
     return hashlib.sha256(f"{seed}:{sample_id}".encode()).hexdigest()
 
 
+def sample_key(campaign: str, sample_id: str) -> str:
+    """A sample's key across campaigns (two campaigns of one scenario share sample ids)."""
+    return f"{campaign}/{sample_id}"
+
+
 def assign_splits(rows: Sequence[dict], spec: SplitSpec) -> tuple[dict[str, str], Counter]:
-    """Map sample_id -> "train" / "test" / "spare", per case. Returns the map and spare counts per case."""
-    by_case: dict[str, set[str]] = {}
+    """Map sample key (``sample_key``) -> "train" / "test" / "spare", per case. Returns the map and spare counts.
+
+    Samples are ranked by ``split_rank(seed, sample_id)``, ties (the same id in two campaigns) by campaign,
+    so a one-campaign dataset splits as it always did.
+    """
+    by_case: dict[str, set[tuple[str, str]]] = {}
     for r in rows:
-        by_case.setdefault(r["case_id"], set()).add(r["sample_id"])
+        by_case.setdefault(r["case_id"], set()).add((r["campaign"], r["sample_id"]))
     out: dict[str, str] = {}
     spare: Counter = Counter()
-    for cid, sids in by_case.items():
-        ordered = sorted(sids, key=lambda s: split_rank(spec.seed, s))
+    for cid, units in by_case.items():
+        ordered = sorted(units, key=lambda u: (split_rank(spec.seed, u[1]), u[0]))
         n_train, n_test = spec.counts(len(ordered))
-        for i, sid in enumerate(ordered):
-            out[sid] = "train" if i < n_train else "test" if i < n_train + n_test else "spare"
+        for i, (campaign, sid) in enumerate(ordered):
+            out[sample_key(campaign, sid)] = "train" if i < n_train else "test" if i < n_train + n_test else "spare"
         spare[cid] = max(0, len(ordered) - n_train - n_test)
     return out, spare
 
@@ -182,7 +201,8 @@ def to_row(rec: SampleRecord, split: str) -> dict:
         split=split, wifi_bytes=ib.get("wifi", 0), lte_bytes=ib.get("lte", 0),
         wifi_throughput_mbit=it.get("wifi", 0.0), lte_throughput_mbit=it.get("lte", 0.0),
         bytes=rec.bytes, throughput_mbit=rec.throughput_mbit, duration_s=rec.duration_s,
-        energy_j=rec.energy_j, mean_power_w=rec.mean_power_w, meter_kind=rec.meter_kind,
+        energy_j=rec.energy_j, mean_power_w=rec.mean_power_w, tail_energy_j=rec.tail_energy_j,
+        meter_kind=rec.meter_kind,
         energy_source=rec.energy_source, testbed_kind=rec.testbed_kind, kernel=rec.kernel,
         cc_impl=rec.cc_impl, flags="; ".join(rec.flags))
     return row.model_dump()
@@ -193,15 +213,15 @@ def collect_rows(campaigns: Iterable[Campaign], spec: SplitSpec, keep_flagged: b
     """Validate every record, drop unusable ones (counted by reason) and split. Returns rows, excluded, spare."""
     usable: list[SampleRecord] = []
     excluded: Counter = Counter()
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str, str], str] = {}
     for c in campaigns:
         for lineno, raw in enumerate(c.records(), start=1):
             where = f"{c.samples_path}:{lineno}"
             rec = validate_record(raw, where)
-            key = (rec.sample_id, rec.receiver)
+            key = (rec.campaign, rec.sample_id, rec.receiver)
             if key in seen:
-                raise ConfigError(f"duplicate record for sample {rec.sample_id} receiver {rec.receiver} "
-                                  f"(first at {seen[key]}); was a campaign given twice?", source=where)
+                raise ConfigError(f"duplicate record for campaign {rec.campaign} sample {rec.sample_id} receiver "
+                                  f"{rec.receiver} (first at {seen[key]}); was a campaign given twice?", source=where)
             seen[key] = where
             reason = exclusion_reason(rec, keep_flagged)
             if reason:
@@ -211,7 +231,7 @@ def collect_rows(campaigns: Iterable[Campaign], spec: SplitSpec, keep_flagged: b
     splits, spare = assign_splits([r.model_dump() for r in usable], spec)
     rows = []
     for rec in usable:
-        s = splits[rec.sample_id]
+        s = splits[sample_key(rec.campaign, rec.sample_id)]
         if s == "spare":
             excluded["spare (beyond train + test per case)"] += 1
             continue
@@ -252,13 +272,14 @@ def validate_frame(df: pd.DataFrame, source: str) -> None:
             err = exc.errors()[0]
             raise ConfigError(f"row {i}: {err['msg']} (got {err.get('input')!r})", source=source,
                               field=".".join(str(x) for x in err["loc"])) from None
-    dup = df.duplicated(["sample_id", "receiver"])
+    dup = df.duplicated(["campaign", "sample_id", "receiver"])
     if dup.any():
         r = df[dup].iloc[0]
-        raise ConfigError(f"duplicate row for sample {r['sample_id']} receiver {r['receiver']}", source=source)
-    mixed = df.groupby("sample_id")["split"].nunique()
+        raise ConfigError(f"duplicate row for campaign {r['campaign']} sample {r['sample_id']} receiver "
+                          f"{r['receiver']}", source=source)
+    mixed = df.groupby(["campaign", "sample_id"])["split"].nunique()
     if (mixed > 1).any():
-        raise ConfigError(f"sample {mixed[mixed > 1].index[0]} is in both splits", source=source)
+        raise ConfigError(f"sample {'/'.join(mixed[mixed > 1].index[0])} is in both splits", source=source)
     if not (df["split"] == "train").any():
         raise ConfigError("dataset has no training rows", source=source)
 
@@ -285,8 +306,39 @@ def case_counts(df: pd.DataFrame) -> list[dict]:
     return out
 
 
+def campaign_mix(campaigns: Sequence[Campaign]) -> dict[str, dict[str, list[str]]]:
+    """For each of ``MIX_KEYS``: value -> the campaigns with it."""
+    mix: dict[str, dict[str, list[str]]] = {k: {} for k in MIX_KEYS}
+    for c in campaigns:
+        p = _provenance(c)
+        values = {"testbed_kind": {p["testbed_kind"]}, "power_profile": {(p["power_profile"] or {}).get("name")},
+                  "energy_source": {r.get("energy_source") for r in c.records()} or {None}}
+        for k, vs in values.items():
+            for v in sorted(vs, key=str):
+                mix[k].setdefault(str(v), []).append(c.id)
+    return mix
+
+
+def check_mix(campaigns: Sequence[Campaign], allow_mixed: bool) -> dict[str, dict[str, list[str]]]:
+    """Refuse campaigns of different testbeds, power profiles or energy sources unless ``allow_mixed``."""
+    ids = [c.id for c in campaigns]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ConfigError(f"campaign(s) {twice} given twice", field="RUNS")
+    mix = campaign_mix(campaigns)
+    mixed = {k: v for k, v in mix.items() if len(v) > 1}
+    if mixed and not allow_mixed:
+        what = "; ".join(f"{k}: " + ", ".join(f"{val} ({', '.join(cs)})" for val, cs in v.items())
+                         for k, v in mixed.items())
+        raise ConfigError(f"these campaigns differ in {', '.join(mixed)} ({what}); their joules are not the same "
+                          "quantity. Build one dataset per kind, or pass --allow-mixed to merge them (the card "
+                          "lists the mix)", field="RUNS")
+    return mix
+
+
 def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec(), keep_flagged: bool = False,
-                  force: bool = False, policy: str | None = None, license: str = "unknown") -> BuildResult:
+                  force: bool = False, policy: str | None = None, license: str = "unknown",
+                  allow_mixed: bool = False) -> BuildResult:
     """Build ``out`` (datasets/<name>) from campaign directories ``runs``.
 
     Args:
@@ -298,6 +350,7 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         policy: what to do when ``out`` holds a dataset (``harness.artifacts.FolderPolicy``): refuse
             (default), keep the previous one as ``<out>.<UTC time>``, or overwrite.
         license: the data's license (an SPDX id or ``unknown``), for the card and Croissant file.
+        allow_mixed: merge campaigns of different testbed kinds, power profiles or energy sources.
 
     Returns:
         Where it was written, its digest, row count and excluded counts.
@@ -312,6 +365,7 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
             campaigns.append(Campaign.open(r))
         except StoreError as exc:
             raise ConfigError(str(exc), field="RUNS") from None
+    mix = check_mix(campaigns, allow_mixed)
     rows, excluded, spare = collect_rows(campaigns, spec, keep_flagged)
     if not rows:
         raise ConfigError(f"no usable records in {', '.join(map(str, runs))} (excluded: {dict(excluded)})")
@@ -330,6 +384,8 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         "splits": {s: int((df["split"] == s).sum()) for s in SPLITS},
         "split": {"train": spec.train, "test": spec.test, "seed": spec.seed, "unit": "sample, per case"},
         "keep_flagged": keep_flagged,
+        "energy": ENERGY_DEFINITION,
+        "mixed": {k: v for k, v in mix.items() if len(v) > 1},
         "sources": [_provenance(c) for c in campaigns],
         "cases": case_counts(df),
         "excluded": dict(sorted(excluded.items())),

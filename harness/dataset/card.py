@@ -93,6 +93,11 @@ def render_card(df: pd.DataFrame, meta: dict) -> str:
                f"{meta['mplab_version']}; schema_version {meta['schema_version']}")
     out.append(f"- testbed: {', '.join(kinds)}; energy: {', '.join(sources)}; meters: {', '.join(meters)}; "
                f"kernels: {', '.join(sorted(set(str(k) for k in df['kernel'])))}")
+    out.append(f"- energy: {meta.get('energy') or 'energy_j over the transfer window (tails not separated)'}")
+    if meta.get("mixed"):
+        out.append("- **mixed campaigns** (built with --allow-mixed): " + "; ".join(
+            f"{k}: " + ", ".join(f"{val} ({', '.join(cs)})" for val, cs in v.items())
+            for k, v in meta["mixed"].items()))
     if emulated:
         out.append("- **emulated data**: energy comes from emulated meters driven by a power profile "
                    "(base + per-interface θ + b·throughput, LTE tail), not from radios; do not compare "

@@ -34,12 +34,15 @@ def build(
     force: Annotated[bool, typer.Option(help="replace an existing dataset")] = False,
     keep_previous: Annotated[bool, typer.Option(
         help="rename an existing dataset to <name>.<UTC time> instead of refusing")] = False,
+    allow_mixed: Annotated[bool, typer.Option(help="merge campaigns of different testbeds, power profiles or "
+                                                   "energy sources (the card lists the mix)")] = False,
 ) -> None:
     """One row per receiver per sample, validated, split per case, with a card, Croissant metadata and checksums."""
     from harness.dataset.build import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
     res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged,
-                        policy=FolderPolicy.from_flags(force, keep_previous), license=license)
+                        policy=FolderPolicy.from_flags(force, keep_previous), license=license,
+                        allow_mixed=allow_mixed)
     sp = res.meta["splits"]
     console.print(f"dataset {res.path}: {res.rows} rows ({sp['train']} train, {sp['test']} test) in "
                   f"{len(res.meta['cases'])} case(s); digest {res.digest}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 INT_COLUMNS = ("n_receivers", "sample_index", "wifi_bytes", "lte_bytes", "bytes")
 FLOAT_COLUMNS = ("wifi_throughput_mbit", "lte_throughput_mbit", "throughput_mbit", "duration_s", "energy_j",
-                 "mean_power_w")
+                 "mean_power_w", "tail_energy_j")
 #: Text columns with few distinct values: categorical (dictionary-encoded) in the Parquet file.
 CATEGORICAL_COLUMNS = ("campaign", "case_id", "cc", "mode", "receiver", "split", "meter_kind", "energy_source",
                        "testbed_kind", "kernel", "cc_impl")
@@ -33,8 +33,10 @@ COLUMN_DOCS: dict[str, tuple[str, str]] = {
     "bytes": ("bytes", "bytes received by iperf3"),
     "throughput_mbit": ("Mbit/s", "total goodput reported by iperf3"),
     "duration_s": ("s", "transfer duration"),
-    "energy_j": ("J", "receiver energy over the transfer window (the target)"),
+    "energy_j": ("J", "receiver energy over the transfer window (the target); the radio tail after it is not included"),
     "mean_power_w": ("W", "mean receiver power over the transfer window"),
+    "tail_energy_j": ("J", "energy from the end of the transfer window until the receiver was idle again "
+                           "(empty for campaigns that did not record it)"),
     "meter_kind": ("", "energy meter driver (e.g. um25c, ina219, emulated-um25c)"),
     "energy_source": ("", "measured, emulated or synthetic"),
     "testbed_kind": ("", "lab, emulated or synthetic"),

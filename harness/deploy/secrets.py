@@ -26,7 +26,7 @@ import yaml
 from pydantic import Field, SecretStr
 
 from harness.config.inventory import Inventory
-from harness.config.load import Strict, parse_model
+from harness.config.load import Strict, parse_model, read_config_text
 from harness.errors import ConfigError
 
 
@@ -71,14 +71,19 @@ def load_secrets(path: str | Path) -> Secrets:
     if st.st_uid != os.geteuid():
         raise ConfigError(f"secrets file belongs to uid {st.st_uid}, not to the user running mplab "
                           f"({os.geteuid()}); fix: chown it", source=str(p))
+    text = read_config_text(p)
     try:
-        data = yaml.safe_load(p.read_text()) or {}
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError:
         # Never echo the parser's context: it would quote the secret text.
         raise ConfigError("secrets file is not valid YAML", source=str(p)) from None
+    except RecursionError:
+        raise ConfigError("secrets file is nested too deeply", source=str(p)) from None
     if not isinstance(data, dict):
         raise ConfigError("expected a mapping at the top level", source=str(p))
-    secrets = parse_model(Secrets, data, str(p))
+    # A number where text is expected (an unquoted all-digit password or SIM key) is refused without
+    # echoing it; quoting is the fix, and coercing would drop a key's leading zeros.
+    secrets = parse_model(Secrets, data, str(p), echo_input=False)
     install_redaction(secrets)
     return secrets
 
@@ -102,6 +107,15 @@ class RedactingFilter(logging.Filter):
         clean = redact(msg, self.secrets)
         if clean != msg:
             record.msg, record.args = clean, None
+        # An exception's text (log.exception) is formatted by the handler from exc_info, after every
+        # filter: format it here, scrubbed, and drop exc_info so no handler renders the raw one.
+        if record.exc_info and record.exc_info[0] is not None:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info), self.secrets)
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text, self.secrets)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info, self.secrets)
         return True
 
 

@@ -5,7 +5,8 @@ in ``um``, INA2xx line bridges in ``ina``, listed by kind in ``drivers.DRIVERS``
 builds a meter from an inventory entry. The emulated device (``emulated``) speaks the UM25C
 protocol over a pseudo-terminal, its power from ``power.PowerModel``, so emulated energies
 reach records only through the same UM driver the lab uses. ``recorder`` integrates each
-receiver's energy over its transfer window.
+receiver's energy over its transfer window; ``idle`` waits until receivers read their idle
+power again between samples and times the radio tail.
 
 Leaves to others: which meter a receiver has (the inventory, ``harness.config``), when to
 record (``harness.campaign.runner``), where meter devices live (``harness.testbeds``).

@@ -1,7 +1,9 @@
 """The Testbed seam: a sender and receiver Nodes built from an inventory, set up, checked, torn down.
 
-    base       Testbed, Node, Check; iperf3 server upkeep, counters, per-receiver CC
+    base       Testbed, Node, Check, Health; iperf3 server upkeep, counters, per-receiver CC
     emulated   EmulatedTestbed: namespaces, veths, HTB shaping, emulated meters (the default)
+    health     a receiver's links, routes and policy tables, repaired before each sample
+    claim      one live testbed per namespace prefix, its holder named (campaign, pid)
     lab        LabTestbed: real machines over SSH, ser2net meters
     preflight  per-host checks (reachability, kernel, MPTCP, CCs, interfaces, iperf3, clock)
     clean      clean_prefix: an explicit tuple of cleaners for what crashed testbeds left

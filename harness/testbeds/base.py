@@ -12,7 +12,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl
 from harness.errors import CommandError, PreflightError, TrafficError
@@ -70,6 +70,14 @@ def failed_essentials(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.essential and not c.ok]
 
 
+@dataclass
+class Health:
+    """What a health check before a sample found: repairs it made, receivers it could not repair (with why)."""
+
+    repaired: list[str] = field(default_factory=list)
+    broken: dict[str, str] = field(default_factory=dict)
+
+
 def parse_link_stats(text: str, source: str) -> dict[str, Counters]:
     """Counters per interface from ``ip -j -s link show``."""
     try:
@@ -117,6 +125,15 @@ class Testbed(ABC):
     def teardown(self) -> None:
         """Undo ``setup``; idempotent, best effort, reverse order."""
 
+    def claim(self, owner: str) -> None:
+        """Hold what this testbed needs exclusively (the emulated namespace prefix) for ``owner``.
+
+        Raises ``Busy`` naming the live holder. A lab is one testbed by nature: nothing to claim.
+        """
+
+    def release_claim(self) -> None:
+        """Give up what ``claim`` took (idempotent); ``teardown`` does it too."""
+
     @abstractmethod
     def meters(self) -> dict[str, Meter]:
         """One unopened Meter per receiver."""
@@ -140,6 +157,23 @@ class Testbed(ABC):
         """
         hosts = [self.sender, *(self.nodes[n].host for n in nodes)]
         parallel(lambda h: h.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name)), hosts)
+
+    def check_health(self, nodes: Sequence[str]) -> Health:
+        """Check what the testbed owns on ``nodes`` (links up, routes, policy tables) and repair it.
+
+        Called before every sample. A receiver that cannot be repaired is returned in
+        ``broken`` with the reason; its sample fails with that reason and the sweep goes on.
+        The base checks nothing (a lab's routes belong to its machines' own configuration).
+        """
+        return Health()
+
+    def idle_power_w(self, node: str) -> float | None:
+        """A receiver's power when all its radios are idle, if the testbed knows it (None: measure it)."""
+        return None
+
+    def tail_s(self, mode: str) -> float:
+        """How long the radios a mode uses stay in a high-power state after the last byte (0: unknown)."""
+        return 0.0
 
     def counters(self, node: str) -> dict[str, Counters]:
         """Byte counters of a receiver's radios, by radio."""

@@ -3,9 +3,14 @@
 ``clean_prefix`` runs an explicit tuple of cleaners, in order, each ``fn(prefix, root, nested)
 -> list of what it removed``: processes and namespaces, the machine-wide record
 (``harness.machine.forget``: state directories, names added to the allowed list), BPF
-struct_ops no live testbed needs, and the key directories of crashed SSH rigs. Every
-cleaner is idempotent and touches only names under the prefix (or recorded by mplab):
-it is safe to run twice, after a crash, or with nothing to do.
+struct_ops no live testbed needs, the key directories of crashed SSH rigs, and claim files
+no live process holds. Every cleaner is idempotent and touches only names under the prefix
+(or recorded by mplab): it is safe to run twice, after a crash, or with nothing to do.
+
+A testbed whose namespace prefix another live process has claimed (``harness.testbeds.claim``)
+is left alone: its namespaces, processes and record stay, and the last entry says so
+(``skipped <prefix>*: live testbed of campaign ... (pid ...)``). What a crash leaves is never
+claimed (the kernel drops the lock with the process), so it is always removed.
 
 A new kind of leftover gets a cleaner here and a line in ``CLEANERS``; nothing registers
 itself by being imported.
@@ -24,6 +29,7 @@ from pathlib import Path
 from harness import machine
 from harness.cc import bpfcc
 from harness.hosts.local import Host, LocalHost
+from harness.testbeds import claim as claims
 
 #: Where an SSH rig (``harness.testing.sshrig``) keeps its keys: ``<tmp>/<prefix>ssh-XXXXXXXX``.
 SSH_RIG_DIR = "{prefix}ssh-"
@@ -59,10 +65,22 @@ def _kill_namespace_processes(root: Host, ns: str) -> None:
             break
 
 
+def testbed_prefix(ns: str) -> str:
+    """The prefix of the testbed a namespace belongs to (``mplab-t1-n1`` -> ``mplab-t1-``: roles have no dash)."""
+    return ns[:ns.rindex("-") + 1]
+
+
+def live_elsewhere(tb_prefix: str) -> bool:
+    """Whether another live process holds the testbed prefix ``tb_prefix`` (its testbed must not be touched)."""
+    return claims.held_by_other(tb_prefix) is not None
+
+
 def remove_namespaces(prefix: str, root: Host, nested: bool) -> list[str]:
     """Stop the processes inside each namespace under ``prefix`` (by pid), then delete the namespace."""
     done = []
     for ns in list_namespaces(root, prefix, nested):
+        if live_elsewhere(testbed_prefix(ns)):
+            continue
         _kill_namespace_processes(root, ns)
         root.run(["ip", "netns", "del", ns], check=False)
         done.append(f"namespace {ns}")
@@ -71,7 +89,7 @@ def remove_namespaces(prefix: str, root: Host, nested: bool) -> list[str]:
 
 def forget_records(prefix: str, root: Host, nested: bool) -> list[str]:
     """The machine-wide record: state directories under ``prefix``, allowed-list names no live testbed needs."""
-    return machine.forget(prefix, root, nested)
+    return machine.forget(prefix, root, nested, keep=live_elsewhere)
 
 
 def unregister_bpf_ccs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
@@ -94,11 +112,23 @@ def remove_ssh_rig_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # 
     return done
 
 
+def remove_stale_claims(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
+    """Claim files under ``prefix`` that no live process holds (a crashed testbed's)."""
+    return claims.remove_stale(prefix, nested=nested)
+
+
+def report_live_testbeds(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
+    """Not a cleaner: one line per testbed under ``prefix`` that was left alone because another process holds it."""
+    return [f"skipped {p}*: live testbed of {h.describe()}" for p, h in claims.held_under(prefix, nested=nested)]
+
+
 Cleaner = Callable[[str, Host, bool], list[str]]
 
 #: In order: namespaces first (their processes hold nothing else), then the records, so that
-#: ``names_needed`` sees only the other live testbeds when struct_ops are unregistered.
-CLEANERS: tuple[Cleaner, ...] = (remove_namespaces, forget_records, unregister_bpf_ccs, remove_ssh_rig_dirs)
+#: ``names_needed`` sees only the other live testbeds when struct_ops are unregistered; claim
+#: files last (a testbed being torn down still holds its own), then what was left alone.
+CLEANERS: tuple[Cleaner, ...] = (remove_namespaces, forget_records, unregister_bpf_ccs, remove_ssh_rig_dirs,
+                                 remove_stale_claims, report_live_testbeds)
 
 
 def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True,

@@ -23,7 +23,7 @@ from harness.hosts.local import LocalHost
 from harness.config.inventory import load_inventory
 from harness.testbeds.lab import LabTestbed
 from harness.testbeds.preflight import kernel_checks
-from harness.config.scenario import load_scenario
+from harness.config.scenario import load_scenario, scenario_inventory
 from harness.testbeds.base import Check, failed_essentials
 
 console = Console()
@@ -49,7 +49,7 @@ def preflight(
     """Check every host: reachability, kernel and MPTCP, congestion controls, interfaces and routes,
     iperf3, meters, clock offset. Exits 1 if an essential check fails (a sweep would refuse to start)."""
     sc = load_scenario(scenario) if scenario else None
-    inv_path = inventory or (Path(sc.inventory) if sc else None)
+    inv_path = inventory or (scenario_inventory(sc, scenario) if sc else None)
     if inv_path is None:
         raise ConfigError("give --inventory (e.g. inventory/lab.example.yaml) or --scenario")
     inv = load_inventory(inv_path)

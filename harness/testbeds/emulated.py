@@ -37,16 +37,19 @@ from harness.errors import CommandError, MplabError, PreflightError
 from harness.machine import allow_ccs, state_dir, write_state
 from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
+from harness.config.scenario import MODE_RADIOS
 from harness.meters.base import Meter
 from harness.meters.drivers import meter_from_inventory
-from harness.meters.emulated import device_argv
+from harness.meters.emulated import SAMPLE_PERIOD_S, device_argv
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
     offloads_off_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
-from harness.testbeds.base import Check, Node, NodeInterface, Testbed
+from harness.testbeds import claim as claims
+from harness.testbeds.base import Check, Health, Node, NodeInterface, Testbed
 from harness.testbeds.clean import clean_prefix
 from harness.testbeds import delayline
+from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
 from harness.testbeds.radiolink import LinkConfig, radiolink_argv
 from harness.testbeds.sharing import AccessNetwork
 from harness.traffic import Iperf3
@@ -55,7 +58,6 @@ log = logging.getLogger("mplab.emulation")
 
 BASE_PORT = 5200
 #: Policy-routing tables on each receiver.
-WIFI_TABLE, LTE_TABLE = 101, 102
 
 
 class EmulatedTestbed(Testbed):
@@ -90,6 +92,19 @@ class EmulatedTestbed(Testbed):
         self._delaylines: dict[str, BackgroundProcess] = {}
         self._ccs: list[CongestionControl] = []
         self._up = False
+        self._claim: claims.PrefixClaim | None = None
+
+    # ------------------------------------------------------------ the prefix
+
+    def claim(self, owner: str) -> None:
+        """Claim the namespace prefix for ``owner`` (a campaign id); ``Busy`` naming the live holder."""
+        if self._claim is None or not self._claim.held:
+            self._claim = claims.PrefixClaim(self.prefix, owner)
+            self._claim.acquire()
+
+    def release_claim(self) -> None:
+        if self._claim is not None:
+            self._claim.release()
 
     # ------------------------------------------------------------ preflight
 
@@ -126,7 +141,9 @@ class EmulatedTestbed(Testbed):
     # ------------------------------------------------------------ setup
 
     def setup(self, ccs: Sequence[CongestionControl]) -> None:
-        """Clear stale state with our prefix, then build the topology, servers and meter devices."""
+        """Claim the prefix, clear stale state with it, then build the topology, servers and meter devices."""
+        # Before anything is cleared: a live testbed on this prefix is refused, never torn down.
+        self.claim(f"a testbed of pid {os.getpid()}")
         stale = clean_prefix(self.prefix, self.root, nested=False)
         if stale:
             log.info("removed stale testbed state: %s", ", ".join(stale))
@@ -198,11 +215,10 @@ class EmulatedTestbed(Testbed):
             h.run(addr_add_argv(lte.name, f"{lte.address}/24"))
             h.run(link_up_argv(wifi.name))
             h.run(link_up_argv(lte.name))
-            h.run(route_add_argv("default", via=f"10.10.{i}.1", dev=wifi.name))
-            h.run(route_add_argv("default", via=f"10.10.{i}.1", dev=wifi.name, table=WIFI_TABLE))
-            h.run(route_add_argv("default", via=f"10.20.{i}.1", dev=lte.name, table=LTE_TABLE))
-            h.run(rule_add_argv(wifi.address, WIFI_TABLE, 1000))
-            h.run(rule_add_argv(lte.address, LTE_TABLE, 1001))
+            for route in receiver_routes(i, wifi.name, lte.name):
+                h.run(route_add_argv(route.dest, via=route.via, dev=route.dev, table=route.table))
+            for rule in receiver_rules(wifi.address, lte.address):
+                h.run(rule_add_argv(rule.source, rule.table, rule.priority))
             h.run(mptcp_flush_argv())
             h.run(mptcp_limits_argv(2, 2))
             h.run(mptcp_endpoint_argv(lte.address, lte.name, ("subflow",)))
@@ -310,16 +326,59 @@ class EmulatedTestbed(Testbed):
                 out[name] = f"error: {exc}"
         return out
 
+    # ------------------------------------------------------------ idle
+
+    def idle_power_w(self, node: str) -> float | None:
+        """The profile's base power: what the emulated meter reads with both radios idle."""
+        return self.emu.power_profile.base_w
+
+    def tail_s(self, mode: str) -> float:
+        """The profile's longest tail among the radios ``mode`` uses, plus one counter-sampling period."""
+        profile = self.emu.power_profile
+        return max(getattr(profile, r).tail_s for r in MODE_RADIOS[mode]) + SAMPLE_PERIOD_S
+
+    # ------------------------------------------------------------ health
+
+    #: How long a repaired link may take to carry its routes again.
+    REPAIR_S = 5.0
+
+    def check_health(self, nodes: Sequence[str]) -> Health:
+        """Links up, addresses, routes and policy rules of each receiver as set-up made them; repair the rest.
+
+        A link flap (``ip link set wlan0 down; up``) makes the kernel drop the routes through
+        that link, in the main and the policy tables: they are put back here.
+        """
+        health = Health()
+        for name in nodes:
+            try:
+                health.repaired += self._repair_node(name)
+            except (MplabError, ValueError) as exc:
+                health.broken[name] = str(exc)
+        return health
+
+    def _repair_node(self, name: str) -> list[str]:
+        node = self.nodes[name]
+        i = list(self.nodes).index(name) + 1
+        return [f"{name}: {msg}" for msg in repair_receiver(node.host, i, node.interfaces["wifi"],
+                                                             node.interfaces["lte"], self.REPAIR_S)]
+
     # ------------------------------------------------------------ teardown
 
     def teardown(self) -> None:
-        """Stop servers and meter devices, delete the namespaces, undo the allowed-list change."""
+        """Stop servers and meter devices, delete the namespaces, undo the allowed-list change.
+
+        Only while this testbed holds the prefix: a testbed refused a live prefix (or torn down
+        already) removes nothing, so it can never take another's namespaces with it.
+        """
         self.stop_all(self._servers)
         self.stop_all(self._devices)
         if self._radiolink is not None:
             self._radiolink.stop()
             self._radiolink = None
         self.stop_all(self._delaylines)
+        if self._claim is None or not self._claim.held:
+            self._up = False
+            return
         clean_prefix(self.prefix, self.root, nested=False)
         # After our state is gone, so that names_needed() only lists other live testbeds.
         for cc in reversed(self._ccs):
@@ -329,3 +388,4 @@ class EmulatedTestbed(Testbed):
                 log.warning("congestion control %s teardown: %s", cc.implementation, exc)
         self._ccs.clear()
         self._up = False
+        self.release_claim()

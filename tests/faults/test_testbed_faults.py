@@ -1,0 +1,165 @@
+"""One live testbed per namespace prefix; signals at any time leave nothing behind (issue 14 items 7 and 9).
+
+Root-only: these build real namespaces, each test under its own prefix.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.testbeds.emulated import EmulatedTestbed
+from harness.errors import MplabError
+from harness.hosts.local import LocalHost
+from tests.conftest import small_inventory
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.root
+
+
+def _files(tmp_path, prefix, samples=3):
+    inv = small_inventory(prefix, [(20, 8)])
+    inv_path = tmp_path / "inv.yaml"
+    inv_path.write_text(yaml.safe_dump(inv.model_dump(mode="json")))
+    sc = {"name": "sig", "inventory": str(inv_path), "congestion_controls": ["cubic"], "receiver_counts": [1],
+          "modes": ["wifi"], "samples_per_case": samples, "file_size": "1M", "settle_s": 0}
+    sc_path = tmp_path / "sc.yaml"
+    sc_path.write_text(yaml.safe_dump(sc))
+    return inv, sc_path
+
+
+def test_second_testbed_on_a_live_prefix_is_refused_naming_the_holder(prefix):
+    inv = small_inventory(prefix, [(20, 8)])
+    first = EmulatedTestbed(inv)
+    try:
+        first.claim("campaign first-c")
+        first.setup([])
+        before = sorted(list_namespaces(LocalHost("root"), prefix, nested=False))
+        second = EmulatedTestbed(inv)
+        with pytest.raises(MplabError, match=r"campaign first-c \(pid \d+") as info:
+            second.setup([])
+        assert type(info.value).__name__ == "Busy" and info.value.exit_code == 5
+        assert sorted(list_namespaces(LocalHost("root"), prefix, nested=False)) == before  # untouched
+        second.teardown()  # the refused one's teardown must not touch the live one either
+        assert sorted(list_namespaces(LocalHost("root"), prefix, nested=False)) == before
+    finally:
+        first.teardown()
+        clean_prefix(prefix, nested=False)
+    assert list_namespaces(LocalHost("root"), prefix) == []
+    third = EmulatedTestbed(inv)  # released: the prefix is free again
+    third.claim("campaign third")
+    third.release_claim()
+
+
+def test_clean_leaves_a_prefix_another_process_holds(prefix):
+    root = LocalHost("root")
+    ns = f"{prefix}n1"
+    root.run(["ip", "netns", "add", ns])
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\n"
+        "from harness.testbeds.claim import PrefixClaim\n"
+        f"c = PrefixClaim({prefix!r}, 'campaign held-c'); c.acquire()\n"
+        "print('held', flush=True); time.sleep(60)\n")], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        done = clean_prefix(prefix)
+        assert ns in list_namespaces(root, prefix)
+        assert any("skipped" in d and "campaign held-c" in d for d in done)
+    finally:
+        holder.kill()
+        holder.wait()
+    done = clean_prefix(prefix)  # the holder died: its leftovers go
+    assert f"namespace {ns}" in done and list_namespaces(root, prefix) == []
+
+
+@pytest.mark.parametrize("signum, code, says", [(signal.SIGTERM, 143, "stopped by SIGTERM"),
+                                                 (signal.SIGINT, 130, "interrupted by Ctrl-C (SIGINT)")])
+def test_signal_during_setup_tears_down_and_logs_the_reason(tmp_path, prefix, signum, code, says):
+    inv, sc_path = _files(tmp_path, prefix)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "mplab", "run", str(sc_path), "--runs-dir", str(runs),
+                             "--id", "sig"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    root = LocalHost("root")
+    try:
+        deadline = time.monotonic() + 60
+        while not list_namespaces(root, prefix, nested=False):  # set-up has begun
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "set-up never started"
+            time.sleep(0.01)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == code, err[-2000:]
+        assert says in err and "Traceback" not in err
+        assert list_namespaces(root, prefix) == [], "namespaces left behind"
+        events = [json.loads(line) for line in (runs / "sig" / "sessions.jsonl").read_text().splitlines()]
+        assert events[-1]["event"] == "interrupted" and events[-1]["reason"] == says
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        clean_prefix(prefix, nested=False)
+
+
+def _campaign_args(tmp_path, prefix, samples=3):
+    from harness.config.load import parse_model
+    from harness.config.scenario import Scenario
+
+    inv = small_inventory(prefix, [(20, 8)])
+    sc = parse_model(Scenario, {"name": "flap", "congestion_controls": ["cubic"], "receiver_counts": [1],
+                                "modes": ["wifi"], "samples_per_case": samples, "file_size": "512K",
+                                "settle_s": 0, "retries": 0}, "test")
+    return sc, inv
+
+
+def test_link_flap_is_repaired_before_the_next_sample(tmp_path, prefix):
+    from harness.campaign.campaign import RunHooks, start_campaign
+
+    sc, inv = _campaign_args(tmp_path, prefix)
+    root = LocalHost("root")
+    seen = []
+
+    def flap(outcome):
+        seen.append(outcome.plan.sample_id)
+        if len(seen) == 1:
+            for updown in ("down", "up"):
+                root.run(["ip", "netns", "exec", f"{prefix}n1", "ip", "link", "set", "wlan0", updown])
+
+    try:
+        c = start_campaign(sc, inv, tmp_path / "runs", campaign_id="flap", hooks=RunHooks(on_sample=flap))
+    finally:
+        clean_prefix(prefix, nested=False)
+    recs = c.records()
+    assert [r["status"] for r in recs] == ["ok"] * 3, [r["error"] for r in recs]
+    assert any("restored" in x for x in recs[1]["repairs"]), recs[1]["repairs"]
+    assert recs[0]["repairs"] == [] and recs[2]["repairs"] == []
+
+
+def test_unrepairable_receiver_fails_its_samples_with_the_reason_and_run_exits_3(tmp_path, prefix):
+    from harness.campaign.campaign import RunHooks, start_campaign
+    from mplab.cli import run as mplab_run
+
+    sc, inv = _campaign_args(tmp_path, prefix)
+    root = LocalHost("root")
+
+    def unplug(outcome):
+        root.run(["ip", "netns", "exec", f"{prefix}n1", "ip", "link", "del", "lte0"], check=False)
+
+    try:
+        c = start_campaign(sc, inv, tmp_path / "runs", campaign_id="gone", hooks=RunHooks(on_sample=unplug))
+    finally:
+        clean_prefix(prefix, nested=False)
+    recs = c.records()
+    assert [r["status"] for r in recs] == ["ok", "failed", "failed"]
+    assert "receiver n1 broken: interface lte0 (lte) is gone" in recs[1]["error"]
+    # Everything is recorded, nothing is pending: the resume builds nothing, and the exit code says samples failed.
+    try:
+        assert mplab_run(["run", "--resume", str(c.path)]) == 3
+    finally:
+        clean_prefix(prefix, nested=False)
