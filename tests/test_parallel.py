@@ -20,7 +20,8 @@ from harness.campaign.campaign import resume_campaign, start_campaign
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.store import Campaign
 from harness.config.scenario import Scenario
-from harness.errors import ConfigError
+from harness.errors import Busy, ConfigError
+from harness.testbeds import claim as claims
 from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.hosts.local import LocalHost
 
@@ -168,13 +169,31 @@ def _start_cli(tmp_path: Path, inv, samples: int) -> tuple[subprocess.Popen, Pat
 
 
 @pytest.mark.root
-def test_sigterm_stops_every_testbed_and_keeps_what_is_recorded(tmp_path, prefix):
+def test_a_live_claim_on_one_copy_refuses_the_parallel_campaign(tmp_path, prefix):
+    """Each copy claims its own prefix: another live holder of the second copy's is named, nothing is built."""
+    inv = small_inventory(prefix, [(10, 8)])
+    other = claims.PrefixClaim(f"{prefix}tb2-", "campaign someone-else")
+    other.acquire()
+    try:
+        with pytest.raises(Busy, match="someone-else"):
+            start_campaign(_scenario("busy", 2), inv, tmp_path, campaign_id="busy", testbeds=2, force=True)
+        assert not list_namespaces(LocalHost("root"), prefix)
+        assert claims.holder(f"{prefix}tb1-") is None  # the first copy's claim was given back
+        assert not (tmp_path / "busy").exists()
+    finally:
+        other.release()
+        clean_prefix(prefix)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_stops_every_testbed_and_keeps_what_is_recorded(tmp_path, prefix, signum):
     inv = small_inventory(prefix, [(10, 8)])
     proc = None
     try:
         proc, path = _start_cli(tmp_path, inv, 10)
         t0 = time.monotonic()
-        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signum)
         rc = proc.wait(60)
         stopped_s = time.monotonic() - t0
         # Every copy was torn down by the interrupted process itself.
@@ -184,12 +203,17 @@ def test_sigterm_stops_every_testbed_and_keeps_what_is_recorded(tmp_path, prefix
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
         clean_prefix(prefix)
-    assert rc == 1, proc.stderr.read().decode()[-2000:]
+    assert rc == 128 + signum, proc.stderr.read().decode()[-2000:]  # docs/exit-codes.md: 143 / 130
     assert not left, left
     assert stopped_s < 30, f"took {stopped_s:.1f} s to stop"
     c = Campaign.open(path)
     events = [json.loads(x) for x in (path / "sessions.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "interrupted"
+    assert events[-1]["signal"] == signal.Signals(signum).name
+    # Each copy claimed its own prefix and gave it up.
+    copies = c.manifest["parallel"]["names"]
+    assert len(copies) == 2 and all(n.startswith(prefix) for n in copies)
+    assert [claims.holder(n) for n in copies] == [None, None]
     so_far = collections.Counter(r["sample_id"] for r in c.records())
     assert set(so_far.values()) == {1}
     assert len(so_far) < len(c.manifest["plan"]), "the copies went on taking samples after SIGTERM"
