@@ -1,6 +1,9 @@
 # mplab: one command sets up, one tests, one runs the main job.
 SHELL := /bin/bash
 SCENARIO ?= quick
+# Parallel emulated testbeds for `make experiment` (README: Campaigns beyond one testbed); more than the
+# machine sustains (cores / 1) is refused with the reason. TESTBEDS=1 for a lab inventory.
+TESTBEDS ?= 2
 UV ?= uv
 export UV_PYTHON_DOWNLOADS := never
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -107,7 +110,7 @@ test-unit:
 	$(UV_RUN) pytest -m "not root"
 
 experiment:
-	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml
+	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml --testbeds $(TESTBEDS)
 
 dataset:
 	@test -n "$(CAMPAIGN)" || { echo "no runs/$(SCENARIO)-* campaign: run 'make experiment' first" >&2; exit 2; }

@@ -8,20 +8,26 @@ that have no records yet.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import harness
-from harness.campaign import metadata
+from harness.campaign import metadata, parallel
 from harness.cc import CongestionControl, resolve
 from harness.config.load import digest_model, parse_model
-from harness.errors import Interrupted, MeterError, PreflightError, StoreError
+from harness.errors import ConfigError, Interrupted, MeterError, PreflightError, StoreError
 from harness.config.inventory import RADIOS, Inventory
+from harness.files import atomic_write
+from harness.testbeds import claim as claims
+from harness.testbeds.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
@@ -85,119 +91,216 @@ class RunHooks:
     on_sample: Callable[[SampleOutcome], None] = lambda o: None
 
 
+def testbed_name(testbed: Testbed) -> str:
+    """How records and sessions name a testbed: an emulated one's namespace prefix, a lab's inventory name."""
+    return getattr(testbed, "prefix", None) or testbed.inventory.name
+
+
+def build_testbeds(inventory: Inventory, k: int, force: bool,
+                   access_kinds: AccessKinds | None = None) -> list[Testbed]:
+    """The testbed, or ``k`` copies of an emulated one (``harness.campaign.parallel``), refused beyond the rule."""
+    if k == 1:
+        return [build_testbed(inventory, access_kinds)]
+    if any(rx.interfaces["lte"].real_cell is not None for rx in inventory.receivers if "lte" in rx.interfaces):
+        # One ZMQ cell per machine: its ports and the UE's SIM are not per copy.
+        raise ConfigError(f"--testbeds {k}: inventory {inventory.name} puts a receiver on a real srsRAN cell, "
+                          "which one machine runs once: use --testbeds 1")
+    parallel.check_testbeds(k, force)
+    return [build_testbed(inv, access_kinds) for inv in parallel.testbed_copies(inventory, k)]
+
+
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
-                   scenario_source: str = "scenario", hooks: RunHooks | None = None,
-                   access_kinds: AccessKinds | None = None) -> Campaign:
-    """Plan, preflight, create and run a new campaign.
+                   scenario_source: str = "scenario", hooks: RunHooks | None = None, testbeds: int = 1,
+                   force: bool = False, access_kinds: AccessKinds | None = None) -> Campaign:
+    """Plan, preflight, create and run a new campaign (on ``testbeds`` parallel copies of an emulated testbed).
 
     Refused before anything is built when the id is bad, the runs directory cannot be
-    written, or another live testbed holds the namespace prefix. From here on SIGTERM and
-    SIGHUP stop the work cleanly (teardown, a session line), as Ctrl-C does.
+    written, or another live testbed holds a namespace prefix (each copy claims its own).
+    From here on SIGTERM and SIGHUP stop the work cleanly (teardown of every copy, a
+    session line), as Ctrl-C does.
     """
     cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     plans = plan_campaign(scenario, inventory, scenario_source)
     check_writable(runs_dir)
     with stop_on_signals():
-        testbed = build_testbed(inventory, access_kinds)
-        testbed.claim(f"campaign {cid}")
-        try:
-            ccs = resolve_ccs(scenario, testbed)
-            checks = preflight_or_raise(testbed, ccs)
-            tb = describe_testbed(testbed)
-            manifest = {
-                "created_at": time.time(),
-                "mplab_version": harness.__version__,
-                "scenario": scenario.model_dump(mode="json"),
-                "scenario_digest": digest_model(scenario),
-                "inventory": inventory.model_dump(mode="json"),
-                "inventory_digest": digest_model(inventory),
-                "plan": [p.sample_id for p in plans],
-                "congestion_controls": {n: cc.implementation for n, cc in ccs.items()},
-                "testbed": tb,
-                "kernel": (tb.get("host") or {}).get("kernel"),
-                "software": metadata.safely("software", metadata.software),
-                "git": metadata.safely("git", metadata.git_info),
-                "preflight": [c.__dict__ for c in checks],
-            }
-            campaign = Campaign.create(runs_dir, cid, manifest)
+        beds = build_testbeds(inventory, testbeds, force, access_kinds)
+        with claimed(beds, f"campaign {cid}"):
+            ccs = resolve_ccs(scenario, beds[0])
+            checks = preflight_or_raise(beds[0], ccs)  # one machine: the first copy's preflight holds for all
+            campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=cid,
+                                       parallel_section={"testbeds": testbeds,
+                                                         "names": [testbed_name(t) for t in beds],
+                                                         "forced": force, "max_testbeds": parallel.max_testbeds(),
+                                                         "cores_per_testbed": parallel.CORES_PER_TESTBED})
             campaign.check_writable()
-            _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks())
-        finally:
-            testbed.release_claim()
+            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks())
     return campaign
 
 
-def resume_campaign(path: Path, hooks: RunHooks | None = None, access_kinds: AccessKinds | None = None) -> Campaign:
-    """Continue a campaign where it stopped: repair the directory, run the samples without (all their) records."""
+@contextlib.contextmanager
+def claimed(beds: list[Testbed], owner: str) -> Iterator[None]:
+    """Claim every testbed's namespace prefix for ``owner`` (``Busy`` naming a live holder); release after."""
+    with contextlib.ExitStack() as stack:
+        for tb in beds:
+            tb.claim(owner)
+            stack.callback(tb.release_claim)
+        yield
+
+
+def create_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, plans: list[SamplePlan],
+                    testbed: Testbed, ccs: dict[str, CongestionControl], checks: list[Check], *,
+                    campaign_id: str | None = None, parallel_section: dict | None = None) -> Campaign:
+    """Write a new campaign's manifest (nothing runs)."""
+    cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
+    tb = describe_testbed(testbed)
+    manifest = {
+        "created_at": time.time(),
+        "mplab_version": harness.__version__,
+        "scenario": scenario.model_dump(mode="json"),
+        "scenario_digest": digest_model(scenario),
+        "inventory": inventory.model_dump(mode="json"),
+        "inventory_digest": digest_model(inventory),
+        "plan": [p.sample_id for p in plans],
+        "congestion_controls": {n: cc.implementation for n, cc in ccs.items()},
+        "testbed": tb,
+        "kernel": (tb.get("host") or {}).get("kernel"),
+        "software": metadata.safely("software", metadata.software),
+        "git": metadata.safely("git", metadata.git_info),
+        "preflight": [c.__dict__ for c in checks],
+        "parallel": parallel_section or {},
+    }
+    return Campaign.create(runs_dir, cid, manifest)
+
+
+def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int = 1,
+                    force: bool = False, access_kinds: AccessKinds | None = None) -> Campaign:
+    """Continue a campaign where it stopped: repair the directory, run the samples without (all their) records.
+
+    ``testbeds`` need not be what the campaign ran on before: the plan is by sample id.
+    """
     campaign = Campaign.open(path)
     campaign.check_writable()
-    src = str(path / "manifest.json")
-    scenario = parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)")
-    inventory = parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)")
+    scenario, inventory = campaign_inputs(campaign)
     with stop_on_signals():
         with campaign.lock():  # another process resuming it is refused before anything is built
             pass
-        testbed = build_testbed(inventory, access_kinds)
-        testbed.claim(f"campaign {campaign.id}")
-        try:
-            ccs = resolve_ccs(scenario, testbed)
-            preflight_or_raise(testbed, ccs)
+        beds = build_testbeds(inventory, testbeds, force, access_kinds)
+        with claimed(beds, f"campaign {campaign.id}"):
+            ccs = resolve_ccs(scenario, beds[0])
+            preflight_or_raise(beds[0], ccs)
             with campaign.lock():
                 for msg in campaign.repair():
                     log.warning("%s: %s", campaign.id, msg)
-            done = campaign.completed()
-            by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, src)}
-            plans = [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
-            _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks(), resumed=True)
-        finally:
-            testbed.release_claim()
+                _clean_earlier_copies(campaign, beds)
+            plans = pending_plans(campaign, scenario, inventory)
+            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True)
     return campaign
 
 
-def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbed: Testbed,
+def campaign_inputs(campaign: Campaign) -> tuple[Scenario, Inventory]:
+    """The scenario and inventory copied into the manifest (what a resumed campaign runs)."""
+    src = str(campaign.path / "manifest.json")
+    return (parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)"),
+            parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)"))
+
+
+def pending_plans(campaign: Campaign, scenario: Scenario, inventory: Inventory) -> list[SamplePlan]:
+    """The planned samples without records, in plan order."""
+    done = campaign.completed()
+    by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, str(campaign.path / "manifest.json"))}
+    return [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
+
+
+def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:
+    """Remove what testbed copies of earlier sessions left (a killed K=2 run resumed with K=1)."""
+    sessions = campaign.path / "sessions.jsonl"
+    if not sessions.exists() or beds[0].kind != "emulated":
+        return
+    now = {testbed_name(t) for t in beds}
+    earlier: set[str] = set()
+    for line in sessions.read_text().splitlines():
+        try:
+            earlier.update(json.loads(line).get("testbeds") or [])
+        except json.JSONDecodeError:
+            continue
+    for prefix in sorted(earlier - now):
+        if prefix.startswith("mplab-") and claims.held_by_other(prefix) is None:  # never a live testbed
+            removed = clean_prefix(prefix, nested=False)
+            if removed:
+                log.warning("%s: removed what testbed %s left: %s", campaign.id, prefix, ", ".join(removed))
+
+
+@contextlib.contextmanager
+def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, CongestionControl],
+                     trace_name: str) -> Iterator[Recorder]:
+    """Set up ``testbed``, open its meters and record them (to ``meters/<trace_name>``); tear down after."""
+    try:
+        testbed.setup(list(ccs.values()))
+        meters = testbed.meters()
+        opened = []
+        try:
+            for name, m in meters.items():
+                m.open()
+                opened.append(m)
+        except MeterError as exc:
+            for m in opened:
+                m.close()
+            raise PreflightError(f"meter check failed: {exc}") from None
+        # Every reading and meter fault of the session goes to disk as it happens (the runner keeps
+        # only each sample's window in raw/<sample>/meter-<rx>.csv and forgets older readings).
+        (campaign.path / "meters").mkdir(exist_ok=True)
+        trace = TraceWriter(campaign.path / "meters" / trace_name,
+                            {name: node.meter_kind for name, node in testbed.nodes.items()})
+        try:
+            with Recorder(meters, sink=trace) as recorder:
+                # The first transfer must start inside every meter's trace: a slow meter (rfc2217
+                # over ser2net) would otherwise flag the first sample's records with a meter gap.
+                if recorder.wait_first(10.0) is None:
+                    log.warning("not every meter gave a reading within 10 s; the first samples may be "
+                                "flagged meter-gap")
+                yield recorder
+        finally:
+            trace.close()
+        if recorder.sink_error:
+            raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
+                             "trace is not)")
+    finally:
+        with signals_deferred():
+            testbed.teardown()
+
+
+def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbeds: list[Testbed],
              ccs: dict[str, CongestionControl], plans: list[SamplePlan], hooks: RunHooks,
              resumed: bool = False) -> None:
     meta = {"kernel": campaign.manifest.get("kernel"),
             "power_profile": inventory.emulation.power_profile.name if inventory.emulation else None}
+    names = [testbed_name(t) for t in testbeds]
     with campaign.lock():
-        campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "pid": os.getpid()})
+        campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "pid": os.getpid(),
+                              "testbeds": names})
         hooks.on_start(campaign, plans)
         end: dict = {"event": "interrupted"}
+        stamp = time.strftime('%Y%m%dT%H%M%S')
         try:
+            outcomes: list[SampleOutcome] = []
             if plans:
-                testbed.setup(list(ccs.values()))
-                meters = testbed.meters()
-                opened = []
-                try:
-                    for name, m in meters.items():
-                        m.open()
-                        opened.append(m)
-                except MeterError as exc:
-                    for m in opened:
-                        m.close()
-                    raise PreflightError(f"meter check failed: {exc}") from None
-                # Every reading and meter fault of the session goes to disk as it happens (the runner keeps
-                # only each sample's window in raw/<sample>/meter-<rx>.csv and forgets older readings).
-                (campaign.path / "meters").mkdir(exist_ok=True)
-                trace = TraceWriter(campaign.path / "meters" / f"trace-{time.strftime('%Y%m%dT%H%M%S')}.csv",
-                                    {name: node.meter_kind for name, node in testbed.nodes.items()})
-                try:
-                    with Recorder(meters, sink=trace) as recorder:
-                        # The first transfer must start inside every meter's trace: a slow meter (rfc2217
-                        # over ser2net) would otherwise flag the first sample's records with a meter gap.
-                        if recorder.wait_first(10.0) is None:
-                            log.warning("not every meter gave a reading within 10 s; the first samples may be "
-                                        "flagged meter-gap")
-                        outcomes = Runner(testbed, campaign, scenario, ccs, recorder, meta).run(plans, hooks.on_sample)
-                finally:
-                    trace.close()
-                if recorder.sink_error:
-                    raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
-                                     "trace is not)")
-                end = {"event": "finished", "samples_run": len(outcomes),
-                       "samples_failed": sum(1 for o in outcomes if o.status != "ok")}
-            else:
-                end = {"event": "finished", "samples_run": 0, "samples_failed": 0}
+                with contextlib.ExitStack() as stack:
+                    # Set up one copy after the other (they share BPF registrations and the allowed list).
+                    recorders = [stack.enter_context(_testbed_session(
+                        campaign, tb, ccs, f"trace-{stamp}.csv" if len(testbeds) == 1 else f"trace-{stamp}-{n}.csv"))
+                        for tb, n in zip(testbeds, names)]
+                    runners = [Runner(tb, campaign, scenario, ccs, rec, meta, testbed_name=n)
+                               for tb, rec, n in zip(testbeds, recorders, names)]
+                    with parallel.Interference() as interference:
+                        try:
+                            if len(runners) == 1:
+                                outcomes = runners[0].run(plans, hooks.on_sample)
+                            else:
+                                outcomes = _run_parallel(runners, plans, scenario.settle_s, hooks.on_sample)
+                        finally:
+                            _note_interference(campaign, interference, plans, inventory, len(testbeds))
+            end = {"event": "finished", "samples_run": len(outcomes),
+                   "samples_failed": sum(1 for o in outcomes if o.status != "ok")}
         except (KeyboardInterrupt, Interrupted) as exc:
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             reason = signal_reason(signum)
@@ -212,9 +315,59 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
             # A second Ctrl-C or SIGTERM must not cut the teardown short (namespaces, struct_ops).
             with signals_deferred():
                 try:
-                    testbed.teardown()
+                    for tb in testbeds:
+                        tb.teardown()  # idempotent; a set-up that failed half-way left something
                 finally:
                     campaign.log_session(end)
+
+
+def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: float,
+                  on_sample: Callable[[SampleOutcome], None]) -> list[SampleOutcome]:
+    """Run ``plans`` on every runner at once from one queue; SIGTERM/SIGINT cancel the samples in flight.
+
+    Each runner waits out its own receivers' radio tails after each of its samples (``run_sample``),
+    so the idle wait is per copy; the signal handlers (``stop_on_signals``) live in this, the main, thread.
+    """
+    stop = threading.Event()
+    outcomes: list[SampleOutcome] = []
+
+    def worker(runner: Runner) -> Callable[[SamplePlan], SampleOutcome]:
+        first = [True]
+
+        def one(plan: SamplePlan) -> SampleOutcome:
+            if first[0]:
+                runner.idle.learn(list(runner.testbed.nodes))  # meters the testbed knows no idle power of
+            elif settle_s:
+                time.sleep(settle_s)  # let this copy's queues drain (its radio tails were waited out)
+            first[0] = False
+            return runner.run_sample(plan)
+        return one
+
+    def done(out: SampleOutcome) -> None:
+        outcomes.append(out)
+        on_sample(out)
+
+    for r in runners:
+        r.cancel = stop
+    with stop_on_signals():
+        errors = parallel.run_queue(plans, {r.testbed_name: worker(r) for r in runners}, stop, done)
+    if errors:
+        raise errors[0]
+    return outcomes
+
+
+def _note_interference(campaign: Campaign, interference: parallel.Interference, plans: list[SamplePlan],
+                       inventory: Inventory, k: int) -> None:
+    """Add this session's interference to the manifest (``interference``: one entry per session; an atomic rewrite)."""
+    ids = {p.sample_id for p in plans}
+    records = [r for r in campaign.records() if r["sample_id"] in ids]
+    entry = {"n_testbeds": k, **interference.summary(records, inventory)}
+    campaign.manifest.setdefault("interference", []).append(entry)
+    atomic_write(campaign.path / "manifest.json", (json.dumps(campaign.manifest, indent=2) + "\n").encode())
+    ratios = [t["rate_ratio_mean"] for t in entry["testbeds"].values() if t["rate_ratio_mean"] is not None]
+    if k > 1 and ratios:
+        log.info("%s: %d testbeds, CPU busy %.0f%% (max %.0f%%), achieved/configured rate %.2f..%.2f", campaign.id, k,
+                 100 * (entry["cpu_busy_mean"] or 0), 100 * (entry["cpu_busy_max"] or 0), min(ratios), max(ratios))
 
 
 def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory) -> float:

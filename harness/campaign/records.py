@@ -71,6 +71,7 @@ class SampleRecord(SampleKey):
     meter_kind: str
     energy_source: str
     testbed_kind: str
+    testbed: str | None = None
     kernel: str | None = None
     cc_impl: str | None = None
     sender_cc: str | None = None
