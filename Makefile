@@ -1,6 +1,9 @@
 # mplab: one command sets up, one tests, one runs the main job.
 SHELL := /bin/bash
 SCENARIO ?= quick
+# Parallel emulated testbeds for `make experiment` (README: Campaigns beyond one testbed); more than the
+# machine sustains (cores / 1) is refused with the reason. TESTBEDS=1 for a lab inventory.
+TESTBEDS ?= 2
 UV ?= uv
 export UV_PYTHON_DOWNLOADS := never
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -111,7 +114,7 @@ experiment:
 	@if [ "$(SCENARIO)" = quick-setup2 ] && [ ! -f models/quick-setup2/model.json ]; then \
 	  echo "experiment: scenarios/quick-setup2.yaml needs models/quick-setup2, which is missing: training it first (make setup2-model)"; \
 	  $(MAKE) --no-print-directory setup2-model; fi
-	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml
+	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml --testbeds $(if $(filter quick-setup2 paper-setup2 schemes,$(SCENARIO)),1,$(TESTBEDS))
 
 # Setup II end to end on the emulated testbed from nothing: the Setup I sweep the model needs,
 # its dataset, the model, then the controller comparison (about 13 minutes in all).

@@ -50,11 +50,13 @@ def zmq_inventory(inv: Inventory, config_dir: str, rrc_inactivity_timer_ms: int 
 
 
 def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str, netns: str,
-               rrc_inactivity_timer_ms: int = ZMQ_RRC_INACTIVITY_MS, n_prb: int = ZMQ_N_PRB) -> list[ConfigFile[Role]]:
+               rrc_inactivity_timer_ms: int = ZMQ_RRC_INACTIVITY_MS, n_prb: int = ZMQ_N_PRB,
+               ifname: str = UE_TUN) -> list[ConfigFile[Role]]:
     """srsenb's four files with a ZMQ radio, plus ``ue.conf`` for ``receiver``'s SIM.
 
     ``rrc_inactivity_timer_ms``: an hour by default (srsUE does not answer paging); a bench that
-    wants to see the RRC release after idle sets srsenb's minimum instead.
+    wants to see the RRC release after idle sets srsenb's minimum instead. ``ifname``: srsUE's tun
+    device (the emulated testbed's real cell names it after the receiver's LTE interface).
     """
     zinv = zmq_inventory(inv, config_dir, rrc_inactivity_timer_ms, n_prb)
     r = inv.receiver(receiver)
@@ -67,7 +69,7 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
     imei = "35" + r.sim.imsi[-13:]
     ue = env.get_template(f"{srsran_templates(inv)}/ue.conf.j2").render(
         banner=BANNER, inventory_name=inv.name, receiver=receiver, device_args=UE_ZMQ_ARGS, enb=zinv.lte.enb,
-        epc=zinv.lte.epc, keys=keys, imsi=r.sim.imsi, imei=imei, netns=netns, ifname=UE_TUN,
+        epc=zinv.lte.epc, keys=keys, imsi=r.sim.imsi, imei=imei, netns=netns, ifname=ifname,
         log_path=f"{config_dir}/ue.log")
     return render_srsenb(zinv) + [ConfigFile("ue", f"{config_dir}/ue.conf", ue)]
 

@@ -24,6 +24,7 @@ from harness.errors import EXIT_INTERRUPTED, EXIT_USAGE, MplabError
 from harness.meters import cli as meters_cli
 from harness.testbeds import cli as testbeds_cli
 from lte import cli as lte_cli
+from lte import realcell
 from wifi import cli as wifi_cli
 from training import cli as training_cli
 from controller import cli as controller_cli
@@ -55,8 +56,9 @@ def _main(ctx: typer.Context,
           verbose: bool = typer.Option(False, "--verbose", "-v", help="log every command run"),
           version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="print mplab's version and exit")) -> None:
-    # The harness reaches the controller only through this factory (harness.campaign.control).
-    ctx.obj = {"control_factory": control_factory}
+    # The one place that knows every side: an emulated inventory's real_cell receivers get lte's driver,
+    # and the harness reaches the controller only through this factory (harness.campaign.control).
+    ctx.obj = {"access_kinds": realcell.ACCESS_KINDS, "control_factory": control_factory}
     level = logging.DEBUG if verbose else getattr(logging, os.environ.get("MPLAB_LOG", "WARNING").upper(), 30)
     logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(show_path=False)])
 

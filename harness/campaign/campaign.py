@@ -8,27 +8,34 @@ that have no records yet.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import harness
-from harness.campaign import metadata
+from harness.campaign import metadata, parallel
 from harness.cc import CongestionControl, resolve
 from harness.campaign.control import ControlFactory, SampleControl
 from harness.config.load import digest_model, parse_model
 from harness.errors import ConfigError, Interrupted, MeterError, PreflightError, StoreError
 from harness.config.inventory import RADIOS, Inventory
+from harness.files import atomic_write
+from harness.testbeds import claim as claims
+from harness.testbeds.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
 from harness.config.scenario import MODE_RADIOS, Scenario
 from harness.campaign.store import Campaign, check_campaign_id, check_writable
 from harness.testbeds.base import Check, Testbed, failed_essentials
+from harness.testbeds.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
 
 log = logging.getLogger("mplab.campaign")
@@ -68,6 +75,9 @@ def describe_testbed(testbed: Testbed) -> dict:
         out["energy_source"] = "emulated: power model driven by real interface byte counters, read through the UM25C protocol"
     else:
         out["energy_source"] = "measured"
+    access = getattr(testbed, "lte_access", None)
+    if access:
+        out["lte_access"] = {name: a.describe() for name, a in access.items()}
     offsets = getattr(testbed, "clock_offsets_s", None)
     if offsets is not None:
         out["clock_offsets_s"] = dict(offsets)  # measured at preflight, per SSH host
@@ -82,139 +92,251 @@ class RunHooks:
     on_sample: Callable[[SampleOutcome], None] = lambda o: None
 
 
-def build_control(scenario: Scenario, source: str, factory: ControlFactory | None) -> SampleControl | None:
+def build_control(scenario: Scenario, source: str, factory: ControlFactory | None,
+                  testbeds: int = 1) -> SampleControl | None:
     """The controller for a scenario with policies (refused here, before anything starts)."""
     if not scenario.policies:
         return None
     if factory is None:
         raise ConfigError("this scenario runs controller policies, but no controller was given (run it with "
                           "`mplab run`, which mounts the controller package)", source=source, field="policies")
+    if testbeds != 1:
+        # One controller steers one testbed's AP and eNB (and one os-ken app owns its OpenFlow port).
+        raise ConfigError(f"--testbeds {testbeds}: a scenario with policies runs on one testbed (--testbeds 1)",
+                          source=source, field="policies")
     return factory(scenario, source)
 
 
+def testbed_name(testbed: Testbed) -> str:
+    """How records and sessions name a testbed: an emulated one's namespace prefix, a lab's inventory name."""
+    return getattr(testbed, "prefix", None) or testbed.inventory.name
+
+
+def build_testbeds(inventory: Inventory, k: int, force: bool,
+                   access_kinds: AccessKinds | None = None) -> list[Testbed]:
+    """The testbed, or ``k`` copies of an emulated one (``harness.campaign.parallel``), refused beyond the rule."""
+    if k == 1:
+        return [build_testbed(inventory, access_kinds)]
+    if any(rx.interfaces["lte"].real_cell is not None for rx in inventory.receivers if "lte" in rx.interfaces):
+        # One ZMQ cell per machine: its ports and the UE's SIM are not per copy.
+        raise ConfigError(f"--testbeds {k}: inventory {inventory.name} puts a receiver on a real srsRAN cell, "
+                          "which one machine runs once: use --testbeds 1")
+    parallel.check_testbeds(k, force)
+    return [build_testbed(inv, access_kinds) for inv in parallel.testbed_copies(inventory, k)]
+
+
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
-                   scenario_source: str = "scenario", hooks: RunHooks | None = None,
+                   scenario_source: str = "scenario", hooks: RunHooks | None = None, testbeds: int = 1,
+                   force: bool = False, access_kinds: AccessKinds | None = None,
                    control_factory: ControlFactory | None = None) -> Campaign:
-    """Plan, preflight, create and run a new campaign.
+    """Plan, preflight, create and run a new campaign (on ``testbeds`` parallel copies of an emulated testbed).
 
     Refused before anything is built when the id is bad, the runs directory cannot be
-    written, the scenario runs policies without a controller, or another live testbed holds
-    the namespace prefix. From here on SIGTERM and SIGHUP stop the work cleanly (teardown,
-    the controller's teardown, a session line), as Ctrl-C does.
+    written, the scenario runs policies without a controller (or on more than one copy), or
+    another live testbed holds a namespace prefix (each copy claims its own). From here on
+    SIGTERM and SIGHUP stop the work cleanly (teardown of every copy and of the controller, a
+    session line), as Ctrl-C does.
     """
     cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     plans = plan_campaign(scenario, inventory, scenario_source)
-    control = build_control(scenario, scenario_source, control_factory)
+    control = build_control(scenario, scenario_source, control_factory, testbeds)
     check_writable(runs_dir)
     with stop_on_signals():
-        testbed = build_testbed(inventory)
-        testbed.claim(f"campaign {cid}")
-        try:
-            ccs = resolve_ccs(scenario, testbed)
-            checks = preflight_or_raise(testbed, ccs)
-            tb = describe_testbed(testbed)
-            manifest = {
-                "created_at": time.time(),
-                "mplab_version": harness.__version__,
-                "scenario": scenario.model_dump(mode="json"),
-                "scenario_digest": digest_model(scenario),
-                "inventory": inventory.model_dump(mode="json"),
-                "inventory_digest": digest_model(inventory),
-                "plan": [p.sample_id for p in plans],
-                "congestion_controls": {n: cc.implementation for n, cc in ccs.items()},
-                "testbed": tb,
-                "kernel": (tb.get("host") or {}).get("kernel"),
-                "software": metadata.safely("software", metadata.software),
-                "git": metadata.safely("git", metadata.git_info),
-                "preflight": [c.__dict__ for c in checks],
-            }
-            if control is not None:
-                manifest["control"] = metadata.safely("control", getattr(control, "describe", dict))
-            campaign = Campaign.create(runs_dir, cid, manifest)
+        beds = build_testbeds(inventory, testbeds, force, access_kinds)
+        with claimed(beds, f"campaign {cid}"):
+            ccs = resolve_ccs(scenario, beds[0])
+            checks = preflight_or_raise(beds[0], ccs)  # one machine: the first copy's preflight holds for all
+            campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=cid,
+                                       parallel_section={"testbeds": testbeds,
+                                                         "names": [testbed_name(t) for t in beds],
+                                                         "forced": force, "max_testbeds": parallel.max_testbeds(),
+                                                         "cores_per_testbed": parallel.CORES_PER_TESTBED},
+                                       control=control)
             campaign.check_writable()
-            _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks(), control=control)
-        finally:
-            testbed.release_claim()
+            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), control=control)
     return campaign
 
 
-def resume_campaign(path: Path, hooks: RunHooks | None = None,
+@contextlib.contextmanager
+def claimed(beds: list[Testbed], owner: str) -> Iterator[None]:
+    """Claim every testbed's namespace prefix for ``owner`` (``Busy`` naming a live holder); release after."""
+    with contextlib.ExitStack() as stack:
+        for tb in beds:
+            tb.claim(owner)
+            stack.callback(tb.release_claim)
+        yield
+
+
+def create_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, plans: list[SamplePlan],
+                    testbed: Testbed, ccs: dict[str, CongestionControl], checks: list[Check], *,
+                    campaign_id: str | None = None, parallel_section: dict | None = None,
+                    control: SampleControl | None = None) -> Campaign:
+    """Write a new campaign's manifest (nothing runs)."""
+    cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
+    tb = describe_testbed(testbed)
+    manifest = {
+        "created_at": time.time(),
+        "mplab_version": harness.__version__,
+        "scenario": scenario.model_dump(mode="json"),
+        "scenario_digest": digest_model(scenario),
+        "inventory": inventory.model_dump(mode="json"),
+        "inventory_digest": digest_model(inventory),
+        "plan": [p.sample_id for p in plans],
+        "congestion_controls": {n: cc.implementation for n, cc in ccs.items()},
+        "testbed": tb,
+        "kernel": (tb.get("host") or {}).get("kernel"),
+        "software": metadata.safely("software", metadata.software),
+        "git": metadata.safely("git", metadata.git_info),
+        "preflight": [c.__dict__ for c in checks],
+        "parallel": parallel_section or {},
+    }
+    if control is not None:
+        manifest["control"] = metadata.safely("control", getattr(control, "describe", dict))
+    return Campaign.create(runs_dir, cid, manifest)
+
+
+def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int = 1,
+                    force: bool = False, access_kinds: AccessKinds | None = None,
                     control_factory: ControlFactory | None = None) -> Campaign:
-    """Continue a campaign where it stopped: repair the directory, run the samples without (all their) records."""
+    """Continue a campaign where it stopped: repair the directory, run the samples without (all their) records.
+
+    ``testbeds`` need not be what the campaign ran on before: the plan is by sample id.
+    """
     campaign = Campaign.open(path)
     campaign.check_writable()
-    src = str(path / "manifest.json")
-    scenario = parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)")
-    inventory = parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)")
-    control = build_control(scenario, src, control_factory)
+    scenario, inventory = campaign_inputs(campaign)
+    control = build_control(scenario, str(campaign.path / "manifest.json"), control_factory, testbeds)
     with stop_on_signals():
         with campaign.lock():  # another process resuming it is refused before anything is built
             pass
-        testbed = build_testbed(inventory)
-        testbed.claim(f"campaign {campaign.id}")
-        try:
-            ccs = resolve_ccs(scenario, testbed)
-            preflight_or_raise(testbed, ccs)
+        beds = build_testbeds(inventory, testbeds, force, access_kinds)
+        with claimed(beds, f"campaign {campaign.id}"):
+            ccs = resolve_ccs(scenario, beds[0])
+            preflight_or_raise(beds[0], ccs)
             with campaign.lock():
                 for msg in campaign.repair():
                     log.warning("%s: %s", campaign.id, msg)
-            done = campaign.completed()
-            by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, src)}
-            plans = [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
-            _execute(campaign, scenario, inventory, testbed, ccs, plans, hooks or RunHooks(), resumed=True,
+                _clean_earlier_copies(campaign, beds)
+            plans = pending_plans(campaign, scenario, inventory)
+            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True,
                      control=control)
-        finally:
-            testbed.release_claim()
     return campaign
 
 
-def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbed: Testbed,
+def campaign_inputs(campaign: Campaign) -> tuple[Scenario, Inventory]:
+    """The scenario and inventory copied into the manifest (what a resumed campaign runs)."""
+    src = str(campaign.path / "manifest.json")
+    return (parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)"),
+            parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)"))
+
+
+def pending_plans(campaign: Campaign, scenario: Scenario, inventory: Inventory) -> list[SamplePlan]:
+    """The planned samples without records, in plan order."""
+    done = campaign.completed()
+    by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, str(campaign.path / "manifest.json"))}
+    return [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
+
+
+def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:
+    """Remove what testbed copies of earlier sessions left (a killed K=2 run resumed with K=1)."""
+    sessions = campaign.path / "sessions.jsonl"
+    if not sessions.exists() or beds[0].kind != "emulated":
+        return
+    now = {testbed_name(t) for t in beds}
+    earlier: set[str] = set()
+    for line in sessions.read_text().splitlines():
+        try:
+            earlier.update(json.loads(line).get("testbeds") or [])
+        except json.JSONDecodeError:
+            continue
+    for prefix in sorted(earlier - now):
+        if prefix.startswith("mplab-") and claims.held_by_other(prefix) is None:  # never a live testbed
+            removed = clean_prefix(prefix, nested=False)
+            if removed:
+                log.warning("%s: removed what testbed %s left: %s", campaign.id, prefix, ", ".join(removed))
+
+
+@contextlib.contextmanager
+def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, CongestionControl],
+                     trace_name: str, control: SampleControl | None = None) -> Iterator[Recorder]:
+    """Set up ``testbed`` (and the controller on it), open its meters and record them (to
+    ``meters/<trace_name>``); tear both down after."""
+    try:
+        testbed.setup(list(ccs.values()))
+        if control is not None:
+            control.setup(testbed)
+        meters = testbed.meters()
+        opened = []
+        try:
+            for name, m in meters.items():
+                m.open()
+                opened.append(m)
+        except MeterError as exc:
+            for m in opened:
+                m.close()
+            raise PreflightError(f"meter check failed: {exc}") from None
+        # Every reading and meter fault of the session goes to disk as it happens (the runner keeps
+        # only each sample's window in raw/<sample>/meter-<rx>.csv and forgets older readings).
+        (campaign.path / "meters").mkdir(exist_ok=True)
+        trace = TraceWriter(campaign.path / "meters" / trace_name,
+                            {name: node.meter_kind for name, node in testbed.nodes.items()})
+        try:
+            with Recorder(meters, sink=trace) as recorder:
+                # The first transfer must start inside every meter's trace: a slow meter (rfc2217
+                # over ser2net) would otherwise flag the first sample's records with a meter gap.
+                if recorder.wait_first(10.0) is None:
+                    log.warning("not every meter gave a reading within 10 s; the first samples may be "
+                                "flagged meter-gap")
+                yield recorder
+        finally:
+            trace.close()
+        if recorder.sink_error:
+            raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
+                             "trace is not)")
+    finally:
+        with signals_deferred():
+            try:
+                if control is not None:
+                    try:
+                        control.teardown()
+                    except Exception as exc:  # noqa: BLE001 - the testbed must still go
+                        log.warning("controller teardown: %s", exc)
+            finally:
+                testbed.teardown()
+
+
+def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbeds: list[Testbed],
              ccs: dict[str, CongestionControl], plans: list[SamplePlan], hooks: RunHooks,
              resumed: bool = False, control: SampleControl | None = None) -> None:
     meta = {"kernel": campaign.manifest.get("kernel"),
             "power_profile": inventory.emulation.power_profile.name if inventory.emulation else None}
+    names = [testbed_name(t) for t in testbeds]
     with campaign.lock():
-        campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "pid": os.getpid()})
+        campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "pid": os.getpid(),
+                              "testbeds": names})
         hooks.on_start(campaign, plans)
         end: dict = {"event": "interrupted"}
+        stamp = time.strftime('%Y%m%dT%H%M%S')
         try:
+            outcomes: list[SampleOutcome] = []
             if plans:
-                testbed.setup(list(ccs.values()))
-                if control is not None:
-                    control.setup(testbed)
-                meters = testbed.meters()
-                opened = []
-                try:
-                    for name, m in meters.items():
-                        m.open()
-                        opened.append(m)
-                except MeterError as exc:
-                    for m in opened:
-                        m.close()
-                    raise PreflightError(f"meter check failed: {exc}") from None
-                # Every reading and meter fault of the session goes to disk as it happens (the runner keeps
-                # only each sample's window in raw/<sample>/meter-<rx>.csv and forgets older readings).
-                (campaign.path / "meters").mkdir(exist_ok=True)
-                trace = TraceWriter(campaign.path / "meters" / f"trace-{time.strftime('%Y%m%dT%H%M%S')}.csv",
-                                    {name: node.meter_kind for name, node in testbed.nodes.items()})
-                try:
-                    with Recorder(meters, sink=trace) as recorder:
-                        # The first transfer must start inside every meter's trace: a slow meter (rfc2217
-                        # over ser2net) would otherwise flag the first sample's records with a meter gap.
-                        if recorder.wait_first(10.0) is None:
-                            log.warning("not every meter gave a reading within 10 s; the first samples may be "
-                                        "flagged meter-gap")
-                        outcomes = Runner(testbed, campaign, scenario, ccs, recorder, meta,
-                                          control).run(plans, hooks.on_sample)
-                finally:
-                    trace.close()
-                if recorder.sink_error:
-                    raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
-                                     "trace is not)")
-                end = {"event": "finished", "samples_run": len(outcomes),
-                       "samples_failed": sum(1 for o in outcomes if o.status != "ok")}
-            else:
-                end = {"event": "finished", "samples_run": 0, "samples_failed": 0}
+                with contextlib.ExitStack() as stack:
+                    # Set up one copy after the other (they share BPF registrations and the allowed list).
+                    recorders = [stack.enter_context(_testbed_session(
+                        campaign, tb, ccs, f"trace-{stamp}.csv" if len(testbeds) == 1 else f"trace-{stamp}-{n}.csv",
+                        control)) for tb, n in zip(testbeds, names)]
+                    runners = [Runner(tb, campaign, scenario, ccs, rec, meta, testbed_name=n, control=control)
+                               for tb, rec, n in zip(testbeds, recorders, names)]
+                    with parallel.Interference() as interference:
+                        try:
+                            if len(runners) == 1:
+                                outcomes = runners[0].run(plans, hooks.on_sample)
+                            else:
+                                outcomes = _run_parallel(runners, plans, scenario.settle_s, hooks.on_sample)
+                        finally:
+                            _note_interference(campaign, interference, plans, inventory, len(testbeds))
+            end = {"event": "finished", "samples_run": len(outcomes),
+                   "samples_failed": sum(1 for o in outcomes if o.status != "ok")}
         except (KeyboardInterrupt, Interrupted) as exc:
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             reason = signal_reason(signum)
@@ -232,10 +354,11 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                 try:
                     if control is not None:
                         try:
-                            control.teardown()
-                        except Exception as exc:  # noqa: BLE001 - the testbed must still go
+                            control.teardown()  # idempotent: _testbed_session tore it down already
+                        except Exception as exc:  # noqa: BLE001 - the testbeds must still go
                             log.warning("controller teardown: %s", exc)
-                    testbed.teardown()
+                    for tb in testbeds:
+                        tb.teardown()  # idempotent; a set-up that failed half-way left something
                 finally:
                     campaign.log_session(end)
 

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from harness.campaign.campaign import RunHooks, build_control, dry_run_estimate_s, resume_campaign, start_campaign
+from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
 from harness.testbeds.clean import clean_prefix
 from harness.errors import ConfigError, SamplesFailed
 from harness.config.inventory import load_inventory
@@ -78,15 +79,29 @@ def run(
     campaign_id: Annotated[Optional[str], typer.Option("--id", help="campaign id (default: <scenario>-<time>)")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="resume this campaign directory")] = None,
     dry_run: Annotated[bool, typer.Option(help="print the plan and an ETA, run nothing")] = False,
+    testbeds: Annotated[int, typer.Option(help="run on K parallel copies of the emulated testbed (one campaign)")] = 1,
+    force: Annotated[bool, typer.Option(help="run more --testbeds than the machine sustains without losing "
+                                              "fidelity")] = False,
+    cluster: Annotated[Optional[str], typer.Option(help="run shards on the Ray cluster at this address "
+                                                        "(`uv sync --extra cluster`; docs/cluster.md)")] = None,
+    shard_size: Annotated[Optional[int], typer.Option(help="--cluster: samples per shard (default: plan/50, "
+                                                           "at most 20)")] = None,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
     # mplab.cli puts the controller's factory here (the harness never imports a controller).
     control_factory = (ctx.obj or {}).get("control_factory") if isinstance(ctx.obj, dict) else None
+    if cluster and testbeds != 1:
+        raise ConfigError("--cluster runs one testbed per node's `testbed` resource; give --testbeds or --cluster")
     if resume is not None:
         if scenario is not None:
             raise ConfigError("give either a scenario or --resume, not both")
         with _progress() as progress:
-            campaign = resume_campaign(resume, _hooks(progress), control_factory=control_factory)
+            if cluster:
+                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress), shard_size=shard_size)
+            else:
+                campaign = resume_campaign(resume, _hooks(progress), testbeds=testbeds, force=force,
+                                           access_kinds=_access_kinds(ctx),
+                                           control_factory=control_factory)
     else:
         if scenario is None:
             raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
@@ -96,7 +111,7 @@ def run(
         inv = load_inventory(inventory or scenario_inventory(sc, scenario))
         if dry_run:
             plans = plan_campaign(sc, inv, str(scenario))
-            control = build_control(sc, str(scenario), control_factory)  # a model that does not cover it: refused
+            control = build_control(sc, str(scenario), control_factory, testbeds)  # a model not covering it: refused
             eta = dry_run_estimate_s(plans, sc, inv, control)
             console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
                           f"{len(plans)} samples on {inv.name} ({inv.kind}); shuffled={sc.shuffle} seed={sc.seed}")
@@ -104,11 +119,19 @@ def run(
                 console.print(f"  {p.sample_id}  receivers={','.join(p.receivers)}")
             if len(plans) > 20:
                 console.print(f"  ... and {len(plans) - 20} more")
-            console.print(f"estimated wall time: {eta / 60:.1f} min")
+            console.print(f"estimated wall time: {eta / 60:.1f} min" + (
+                f" on one testbed, at best {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
             return
         with _progress() as progress:
-            campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
-                                      hooks=_hooks(progress), control_factory=control_factory)
+            if cluster:
+                campaign = start_cluster_campaign(sc, inv, runs_dir, cluster, campaign_id=campaign_id,
+                                                  scenario_source=str(scenario), hooks=_hooks(progress),
+                                                  shard_size=shard_size)
+            else:
+                campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
+                                          hooks=_hooks(progress), testbeds=testbeds, force=force,
+                                          access_kinds=_access_kinds(ctx),
+                                          control_factory=control_factory)
     records = campaign.records()
     console.print(summary_table(records, f"campaign {campaign.id}"))
     console.print(f"records: {campaign.samples_path}\nraw output: {campaign.path / 'raw'}\n"
@@ -117,6 +140,12 @@ def run(
     if failed:
         raise SamplesFailed(f"{len(failed)} sample(s) of campaign {campaign.id} failed, recorded with their reasons "
                             f"(e.g. {failed[0]}); see `mplab status {campaign.path}`")
+
+
+def _access_kinds(ctx: typer.Context) -> dict | None:
+    """Real LTE access drivers the top-level CLI put into the context (``mplab.cli``; harness never imports lte)."""
+    obj = ctx.find_root().obj
+    return obj.get("access_kinds") if isinstance(obj, dict) else None
 
 
 def describe_session(event: dict, now: float | None = None) -> str:

@@ -73,6 +73,7 @@ class SampleRecord(SampleKey):
     meter_kind: str
     energy_source: str
     testbed_kind: str
+    testbed: str | None = None
     kernel: str | None = None
     cc_impl: str | None = None
     sender_cc: str | None = None
@@ -80,6 +81,8 @@ class SampleRecord(SampleKey):
     iperf3_version: str | None = None
     mplab_version: str | None = None
     power_profile: str | None = None
+    #: the receiver's LTE path: "emulated-channel", or a real cell's kind ("srsran-zmq": srsRAN over ZeroMQ)
+    lte_access: str | None = None
     # Controller fields (harness.campaign.control.CONTROL_FIELDS): policy samples only, None otherwise.
     policy: str | None = None
     policy_params: dict | None = None

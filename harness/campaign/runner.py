@@ -183,9 +183,15 @@ class Runner:
     GATE_READY_S = 20.0
 
     def __init__(self, testbed: Testbed, campaign: Campaign, scenario: Scenario,
-                 ccs: dict[str, CongestionControl], recorder: Recorder, metadata: dict,
+                 ccs: dict[str, CongestionControl], recorder: Recorder, metadata: dict, *,
+                 testbed_name: str | None = None, cancel: threading.Event | None = None,
                  control: SampleControl | None = None) -> None:
         self.testbed = testbed
+        #: Which testbed ran the sample, as records name it (parallel testbeds: the namespace prefix).
+        self.testbed_name = testbed_name
+        #: Set from another thread to stop the sample in flight (parallel testbeds: the signal
+        #: handler lives in the main thread); its clients are stopped and ``Interrupted`` raised.
+        self.cancel = cancel
         self.campaign = campaign
         self.scenario = scenario
         self.ccs = ccs
@@ -394,6 +400,8 @@ class Runner:
         deadline = time.monotonic() + self.scenario.transfer_timeout_s
         pending = dict(procs)
         while pending:
+            if self.cancel is not None and self.cancel.is_set():
+                raise Interrupted("cancelled")  # the caller's finally stops every client
             for rx, p in list(pending.items()):
                 if p.poll() is not None:
                     results[rx] = p.wait(1.0)
@@ -520,6 +528,7 @@ class Runner:
             meter_kind=node.meter_kind,
             energy_source="emulated" if tb.kind == "emulated" else "measured",
             testbed_kind=tb.kind,
+            testbed=self.testbed_name,
             kernel=self.meta.get("kernel"),
             cc_impl=cc.implementation,
             sender_cc=t.sender_cc if t else None,
@@ -527,5 +536,6 @@ class Runner:
             iperf3_version=t.iperf3_version if t else None,
             mplab_version=harness.__version__,
             power_profile=self.meta.get("power_profile"),
+            lte_access=(a.kind if (a := getattr(tb, "lte_access", {}).get(o.receiver)) else None),
             **{k: o.control.get(k) for k in CONTROL_FIELDS},
         ).to_json()

@@ -50,6 +50,14 @@ class Channel(Strict):
         return max(3000, int(self.rate_mbit * 1e6 / 8 * self.buffer_ms / 1000))
 
 
+class RealCell(Strict):
+    """A real LTE cell for this receiver's LTE path on the emulated testbed (instead of the emulated channel)."""
+
+    kind: Literal["srsran-zmq"] = Field(
+        description="srsran-zmq: srsepc + srsenb + srsUE over ZeroMQ (one UE per ZMQ cell); srsUE's tun is lte0")
+    n_prb: Literal[6, 15, 25, 50, 75, 100] = Field(default=50, description="cell bandwidth in PRBs (50 = 10 MHz)")
+
+
 class Interface(Strict):
     """One radio of a receiver."""
 
@@ -57,6 +65,9 @@ class Interface(Strict):
     address: ipaddress.IPv4Address | None = Field(
         default=None, description="the interface's address (lab); assigned by mplab on the emulated testbed")
     channel: Channel | None = Field(default=None, description="emulated channel (emulated testbed only)")
+    real_cell: RealCell | None = Field(
+        default=None, description="lte only, emulated testbed only: a real srsRAN cell carries this receiver's "
+                                  "LTE path (the channel's rate, buffer, delay and loss then do not apply)")
 
 
 class LineFormat(Strict):
@@ -330,9 +341,14 @@ class Inventory(Strict):
                 for radio, intf in r.interfaces.items():
                     if intf.channel is None:
                         raise ValueError(f"receiver {r.name}: interface {radio} needs a 'channel' on the emulated testbed")
+                _check_real_cell(r)
                 if r.meter.kind != "emulated-um25c":
                     raise ValueError(f"receiver {r.name}: meter kind {r.meter.kind!r} on the emulated testbed "
                                      "(use emulated-um25c)")
+            cells = [r.name for r in self.receivers if r.interfaces["lte"].real_cell is not None]
+            if len(cells) > 1:
+                raise ValueError(f"receivers {cells} ask for a real_cell: a ZMQ cell carries exactly one UE "
+                                 "(srsRAN 4G ZeroMQ app note), so at most one receiver per testbed can have one")
         if self.kind == "lab":
             self._check_lab(names)
         if self.lte is not None:
@@ -350,6 +366,9 @@ class Inventory(Strict):
                 if intf.channel is not None:
                     raise ValueError(f"receiver {r.name}: interface {radio} has a 'channel': channels are emulated "
                                      "only (the lab's radios are real)")
+                if intf.real_cell is not None:
+                    raise ValueError(f"receiver {r.name}: interface {radio} has a 'real_cell': that is an emulated "
+                                     "testbed option (the lab's LTE cell is the inventory's 'lte' section)")
             if r.meter.kind == "emulated-um25c":
                 raise ValueError(f"receiver {r.name}: meter kind emulated-um25c on a lab (use um25c, um34c, ...)")
         if self.lab is not None:
@@ -393,6 +412,13 @@ class Inventory(Strict):
 def load_inventory(path: str | Path) -> Inventory:
     """Read and validate an inventory file (``ConfigError`` naming file, field and reason)."""
     return load_yaml_model(Inventory, path)
+
+
+def _check_real_cell(r: Receiver) -> None:
+    """``real_cell`` only on the LTE interface (a WiFi real_cell would mean nothing)."""
+    if r.interfaces["wifi"].real_cell is not None:
+        raise ValueError(f"receiver {r.name}: interface wifi has a 'real_cell': only the lte interface can be "
+                         "carried by a real cell")
 
 
 def check_lte(inv: Inventory) -> None:

@@ -41,6 +41,7 @@ def checks_table(checks: list[Check], title: str) -> Table:
 
 
 def preflight(
+    ctx: typer.Context,
     inventory: Annotated[Optional[Path], typer.Option(help="inventory file (default: the scenario's)")] = None,
     scenario: Annotated[Optional[Path], typer.Option(help="check the congestion controls this scenario uses")] = None,
     cc: Annotated[Optional[list[str]], typer.Option("--cc", help="congestion control to check (repeatable)")] = None,
@@ -53,7 +54,8 @@ def preflight(
     if inv_path is None:
         raise ConfigError("give --inventory (e.g. inventory/lab.example.yaml) or --scenario")
     inv = load_inventory(inv_path)
-    testbed = build_testbed(inv)
+    obj = ctx.find_root().obj
+    testbed = build_testbed(inv, obj.get("access_kinds") if isinstance(obj, dict) else None)
     try:
         ccs = (list(resolve_ccs(sc, testbed).values()) if sc else
                [resolve(name, testbed_flavour(testbed)) for name in (cc or ["cubic"])])

@@ -46,6 +46,7 @@ from harness.hosts.netcmd import (
     offloads_off_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
 from harness.testbeds import claim as claims
+from harness.testbeds.access import AccessKinds, LteAccess, LteLink, lte_access_for
 from harness.testbeds.base import Check, Health, Node, NodeInterface, Testbed
 from harness.testbeds.clean import clean_prefix
 from harness.testbeds import delayline
@@ -65,7 +66,7 @@ class EmulatedTestbed(Testbed):
 
     kind = "emulated"
 
-    def __init__(self, inventory: Inventory, root: Host | None = None) -> None:
+    def __init__(self, inventory: Inventory, root: Host | None = None, access_kinds: AccessKinds | None = None) -> None:
         super().__init__(inventory)
         if inventory.kind != "emulated" or inventory.emulation is None:
             raise MplabError(f"inventory {inventory.name!r} is not an emulated testbed")
@@ -87,6 +88,10 @@ class EmulatedTestbed(Testbed):
             }
             self.nodes[rx.name] = Node(rx.name, NamespaceHost(rx.name, self.ns[rx.name]), intfs,
                                        rx.meter.kind, BASE_PORT + i)
+        #: each receiver's LTE path: the emulated channel, or a real cell (``harness.testbeds.access``)
+        self.lte_access: dict[str, LteAccess] = {
+            rx.name: lte_access_for(rx.interfaces["lte"].real_cell, inventory, access_kinds, self.root)
+            for rx in inventory.receivers}
         self._devices: dict[str, BackgroundProcess] = {}
         self._radiolink: BackgroundProcess | None = None
         self._delaylines: dict[str, BackgroundProcess] = {}
@@ -136,6 +141,8 @@ class EmulatedTestbed(Testbed):
                 add(f"congestion control {cc.algorithm}", True, cc.implementation)
             except PreflightError as exc:
                 add(f"congestion control {cc.algorithm}", False, str(exc), "see the message")
+        for access in self.lte_access.values():
+            checks += access.check(root)
         return checks
 
     # ------------------------------------------------------------ setup
@@ -205,16 +212,17 @@ class EmulatedTestbed(Testbed):
         for i, (name, node) in enumerate(self.nodes.items(), start=1):
             wifi, lte = node.interfaces["wifi"], node.interfaces["lte"]
             root.run(veth_argv(f"rx{i}", ns["ap"], wifi.name, ns[name]))
-            root.run(veth_argv(f"rx{i}", ns["enb"], lte.name, ns[name]))
             ap.run(addr_add_argv(f"rx{i}", f"10.10.{i}.1/24"))
-            enb.run(addr_add_argv(f"rx{i}", f"10.20.{i}.1/24"))
             ap.run(link_up_argv(f"rx{i}"))
-            enb.run(link_up_argv(f"rx{i}"))
             h = node.host
             h.run(addr_add_argv(wifi.name, f"{wifi.address}/24"))
-            h.run(addr_add_argv(lte.name, f"{lte.address}/24"))
             h.run(link_up_argv(wifi.name))
-            h.run(link_up_argv(lte.name))
+            access = self.lte_access[name]
+            access.up(LteLink(name, i, enb, ns["enb"], ns[name], h, lte.name, lte.address, f"10.20.{i}.1",
+                              self.state_dir))
+            if access.shaped:  # a real cell's tun arrives with its address, up
+                h.run(addr_add_argv(lte.name, f"{lte.address}/24"))
+                h.run(link_up_argv(lte.name))
             for route in receiver_routes(i, wifi.name, lte.name):
                 h.run(route_add_argv(route.dest, via=route.via, dev=route.dev, table=route.table))
             for rule in receiver_rules(wifi.address, lte.address):
@@ -225,6 +233,8 @@ class EmulatedTestbed(Testbed):
         # Downlink shaping where the radios queue: per receiver, on the AP's and the eNB's device towards it.
         for i, rx in enumerate(self.inventory.receivers, start=1):
             for host, radio in ((ap, "wifi"), (enb, "lte")):
+                if not self.shaped(rx.name, radio):
+                    continue
                 ch = rx.interfaces[radio].channel
                 host.run(offloads_off_argv(f"rx{i}"))
                 net = self.access_network(radio)
@@ -232,9 +242,13 @@ class EmulatedTestbed(Testbed):
                     host.run(argv)
         for host, radio in ((ap, "wifi"), (enb, "lte")):
             losses = [(f"rx{i}", rx.interfaces[radio].channel.loss_pct)
-                      for i, rx in enumerate(self.inventory.receivers, start=1)]
+                      for i, rx in enumerate(self.inventory.receivers, start=1) if self.shaped(rx.name, radio)]
             for argv in radio_loss_argvs(losses):
                 host.run(argv)
+
+    def shaped(self, receiver: str, radio: str) -> bool:
+        """Whether the testbed's shaping (HTB, radio loop, delay line, loss) acts on that path (not a real cell)."""
+        return radio == "wifi" or self.lte_access[receiver].shaped
 
     def access_network(self, radio: str) -> AccessNetwork:
         """The inventory's AP (``wifi``) or cell (``lte``) as the sharing models see it."""
@@ -250,8 +264,8 @@ class EmulatedTestbed(Testbed):
         return LinkConfig(
             namespaces={"wifi": self.ns["ap"], "lte": self.ns["enb"]},
             networks={r: self.access_network(r) for r in ("wifi", "lte")},
-            stations={r: {rx.name: (f"rx{i}", rx.interfaces[r].channel.rate_mbit) for i, rx in rxs}
-                      for r in ("wifi", "lte")},
+            stations={r: {rx.name: (f"rx{i}", rx.interfaces[r].channel.rate_mbit) for i, rx in rxs
+                          if self.shaped(rx.name, r)} for r in ("wifi", "lte")},
             coexistence_factor=self.emu.coexistence, hz=self.emu.radio_loop_hz)
 
     @property
@@ -262,7 +276,8 @@ class EmulatedTestbed(Testbed):
     def path_delays(self, radio: str) -> dict[str, float]:
         """Receiver address on ``radio`` -> base delay (ms), for the paths that have one."""
         return {self.nodes[rx.name].interfaces[radio].address: rx.interfaces[radio].channel.delay_ms
-                for rx in self.inventory.receivers if rx.interfaces[radio].channel.delay_ms > 0}
+                for rx in self.inventory.receivers
+                if rx.interfaces[radio].channel.delay_ms > 0 and self.shaped(rx.name, radio)}
 
     def _start_delaylines(self) -> None:
         for host, radio in ((self.ap, "wifi"), (self.enb, "lte")):
@@ -376,6 +391,8 @@ class EmulatedTestbed(Testbed):
             self._radiolink.stop()
             self._radiolink = None
         self.stop_all(self._delaylines)
+        for access in self.lte_access.values():
+            access.down()
         if self._claim is None or not self._claim.held:
             self._up = False
             return

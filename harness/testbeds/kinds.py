@@ -11,6 +11,7 @@ import logging
 from harness.campaign import metadata
 from harness.config.inventory import Inventory
 from harness.errors import MplabError, PreflightError
+from harness.testbeds.access import AccessKinds
 from harness.testbeds.base import Testbed
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.testbeds.lab import LabTestbed
@@ -21,13 +22,19 @@ log = logging.getLogger("mplab.testbeds")
 TESTBEDS: dict[str, type[Testbed]] = {"emulated": EmulatedTestbed, "lab": LabTestbed}
 
 
-def build_testbed(inventory: Inventory) -> Testbed:
-    """The Testbed of ``inventory``'s kind (``PreflightError`` for a kind this version cannot drive)."""
+def build_testbed(inventory: Inventory, access_kinds: AccessKinds | None = None) -> Testbed:
+    """The Testbed of ``inventory``'s kind (``PreflightError`` for a kind this version cannot drive).
+
+    ``access_kinds``: real LTE access drivers (``lte.realcell.ACCESS_KINDS``) for an emulated
+    inventory's ``real_cell`` receivers; the CLI passes them (harness never imports lte).
+    """
     try:
         cls = TESTBEDS[inventory.kind]
     except KeyError:
         raise PreflightError(f"no testbed driver for inventory kind {inventory.kind!r} in this version "
                              f"(available: {', '.join(TESTBEDS)})") from None
+    if access_kinds is not None and cls is EmulatedTestbed:
+        return EmulatedTestbed(inventory, access_kinds=access_kinds)
     return cls(inventory)
 
 

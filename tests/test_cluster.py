@@ -1,0 +1,108 @@
+"""Campaign shards on a Ray cluster (`mplab run --cluster`): a head and a worker started here, one store.
+
+The cluster is two `ray start --block` nodes on 127.0.0.1, each in its own session with its
+own `testbed` resource, stopped by pid (never `ray stop`) even when the test fails. Skipped
+without Ray (`uv sync --extra cluster`).
+"""
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import small_inventory
+
+from harness.campaign import cluster
+from harness.campaign.plan import SamplePlan
+from harness.config.scenario import Scenario
+from harness.errors import ConfigError
+from harness.hosts.local import LocalHost
+from harness.testbeds.clean import clean_prefix, list_namespaces
+
+
+def _plans(n: int) -> list[SamplePlan]:
+    return [SamplePlan(f"c-s{i:03d}", "c", "cubic", 1, "wifi", i, ("n1",)) for i in range(n)]
+
+
+def test_shards_keep_the_plan_order():
+    plans = _plans(7)
+    got = cluster.shards(plans, 3)
+    assert [len(s) for s in got] == [3, 3, 1]
+    assert [p for s in got for p in s] == plans
+    assert cluster.default_shard_size(6075) == 20 and cluster.default_shard_size(10) == 1
+
+
+@pytest.mark.root
+@pytest.mark.timeout(600)
+def test_two_node_ray_cluster_runs_one_campaign_and_retries_a_killed_workers_shard(tmp_path, prefix):
+    try:
+        ray = cluster._ray()  # as the driver imports it (no `uv run` runtime env for the workers)
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    from harness.testing import raycluster as rc
+
+    inv = small_inventory(prefix, [(10, 8)])
+    sc = Scenario(name="cl", congestion_controls=["cubic"], receiver_counts=[1], modes=["wifi", "lte"],
+                  samples_per_case=2, file_size="1M", transfer_timeout_s=30, retries=1, settle_s=0, seed=5)
+    workdir = Path(tempfile.mkdtemp(prefix="mplab-ray-", dir="/tmp"))  # short: Ray's unix sockets live here
+    port = rc.free_port()
+    address = f"127.0.0.1:{port}"
+    nodes: list = []
+    killed = threading.Event()
+    try:
+        head = rc.start_node("head", workdir, head=True, port=port, resources={"testbed": 1})
+        nodes.append(head)
+        rc.wait_port(port, head.proc, head.log, 90)
+        worker = rc.start_node("worker", workdir, head=False, address=address, resources={"testbed": 1})
+        nodes.append(worker)
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+        try:
+            deadline = time.monotonic() + 120
+            while ray.cluster_resources().get("testbed", 0) < 2:
+                assert worker.proc.poll() is None, worker.log.read_text()[-2000:]
+                assert time.monotonic() < deadline, "the worker did not join within 120 s"
+                time.sleep(0.5)
+            (wid,) = [n["NodeID"] for n in ray.nodes()
+                      if n["Alive"] and n.get("NodeManagerPort") == worker.node_manager_port]
+        finally:
+            ray.shutdown()
+        wprefix = cluster.node_prefix(inv, wid)
+
+        def kill_worker_mid_shard():
+            # Once the worker's testbed exists (its first shard is running), kill the whole node as a crash.
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                if f"{wprefix}n1" in list_namespaces(LocalHost("root"), wprefix, nested=False):
+                    time.sleep(1.0)
+                    worker.stop(kill=True)
+                    killed.set()
+                    return
+                time.sleep(0.1)
+
+        t = threading.Thread(target=kill_worker_mid_shard, daemon=True)
+        t.start()
+        c = cluster.start_cluster_campaign(sc, inv, tmp_path, address, campaign_id="cl", shard_size=1)
+        t.join(5)
+    finally:
+        for n in reversed(nodes):
+            n.stop()
+        clean_prefix(prefix)
+        left = [p for n in nodes for p in n.pids()]
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert not left, f"Ray processes left running: {left}"
+    assert killed.is_set(), "the worker never started a shard"
+    recs = c.records()
+    per_sample = collections.Counter(r["sample_id"] for r in recs)
+    assert sorted(per_sample) == sorted(c.manifest["plan"]) and set(per_sample.values()) == {1}
+    assert all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+    assert all(r["campaign"] == "cl" for r in recs)
+    assert all(r["testbed"].startswith(prefix + "r") for r in recs)  # each node's own testbed
+    # Every sample has its raw output in the one store.
+    assert all((c.path / "raw" / sid / "records.json").exists() for sid in per_sample)
+    events = [json.loads(x) for x in (c.path / "sessions.jsonl").read_text().splitlines()]
+    assert events[-1]["event"] == "finished" and events[-1]["cluster_stats"]["samples"] == len(per_sample)
