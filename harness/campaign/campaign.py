@@ -363,6 +363,55 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                     campaign.log_session(end)
 
 
+def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: float,
+                  on_sample: Callable[[SampleOutcome], None]) -> list[SampleOutcome]:
+    """Run ``plans`` on every runner at once from one queue; SIGTERM/SIGINT cancel the samples in flight.
+
+    Each runner waits out its own receivers' radio tails after each of its samples (``run_sample``),
+    so the idle wait is per copy; the signal handlers (``stop_on_signals``) live in this, the main, thread.
+    """
+    stop = threading.Event()
+    outcomes: list[SampleOutcome] = []
+
+    def worker(runner: Runner) -> Callable[[SamplePlan], SampleOutcome]:
+        first = [True]
+
+        def one(plan: SamplePlan) -> SampleOutcome:
+            if first[0]:
+                runner.idle.learn(list(runner.testbed.nodes))  # meters the testbed knows no idle power of
+            elif settle_s:
+                time.sleep(settle_s)  # let this copy's queues drain (its radio tails were waited out)
+            first[0] = False
+            return runner.run_sample(plan)
+        return one
+
+    def done(out: SampleOutcome) -> None:
+        outcomes.append(out)
+        on_sample(out)
+
+    for r in runners:
+        r.cancel = stop
+    with stop_on_signals():
+        errors = parallel.run_queue(plans, {r.testbed_name: worker(r) for r in runners}, stop, done)
+    if errors:
+        raise errors[0]
+    return outcomes
+
+
+def _note_interference(campaign: Campaign, interference: parallel.Interference, plans: list[SamplePlan],
+                       inventory: Inventory, k: int) -> None:
+    """Add this session's interference to the manifest (``interference``: one entry per session; an atomic rewrite)."""
+    ids = {p.sample_id for p in plans}
+    records = [r for r in campaign.records() if r["sample_id"] in ids]
+    entry = {"n_testbeds": k, **interference.summary(records, inventory)}
+    campaign.manifest.setdefault("interference", []).append(entry)
+    atomic_write(campaign.path / "manifest.json", (json.dumps(campaign.manifest, indent=2) + "\n").encode())
+    ratios = [t["rate_ratio_mean"] for t in entry["testbeds"].values() if t["rate_ratio_mean"] is not None]
+    if k > 1 and ratios:
+        log.info("%s: %d testbeds, CPU busy %.0f%% (max %.0f%%), achieved/configured rate %.2f..%.2f", campaign.id, k,
+                 100 * (entry["cpu_busy_mean"] or 0), 100 * (entry["cpu_busy_max"] or 0), min(ratios), max(ratios))
+
+
 def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory,
                        control: SampleControl | None = None) -> float:
     """A rough wall-time estimate: each sample lasts as long as its slowest receiver, plus, for a
