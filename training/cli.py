@@ -12,10 +12,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from harness.artifacts import FolderPolicy
 from harness.dataset.cli import TrackingUri
+from harness.tables import table, utc_minute
 
 console = Console()
 models_app = typer.Typer(no_args_is_help=True, help="Registered models: list, promote, pull (MLflow Model Registry).")
@@ -74,12 +74,10 @@ def train(
     with progress:
         res = run_train(dataset, out, cfg, track=track, experiment=experiment, tracking_uri=tracking_uri,
                         policy=policy, register=register, run_name=run_name, log=console.print, on_epoch=on_epoch)
-    t = Table(title=f"test split of {dataset.name}")
-    for col in ("predictor", "MAE J", "MAPE %", "R2"):
-        t.add_column(col, justify="left" if col == "predictor" else "right")
-    for name, s in res.metrics["overall"].items():
-        t.add_row(name, f"{s['mae_j']:.4g}", f"{s['mape_pct']:.3g}", _fmt(s["r2"], ".4f"))
-    console.print(t)
+    console.print(table(("predictor", "MAE J", "MAPE %", "R2"),
+                        ((name, f"{s['mae_j']:.4g}", f"{s['mape_pct']:.3g}", _fmt(s["r2"], ".4f"))
+                         for name, s in res.metrics["overall"].items()),
+                        title=f"test split of {dataset.name}", right=("MAE J", "MAPE %", "R2")))
     o = res.metrics["overall"]
     best = min(o, key=lambda k: o[k]["mape_pct"])
     if best != "mlp":
@@ -108,14 +106,9 @@ def list_cmd(tracking_uri: TrackingUri = None) -> None:
     if not rows:
         console.print("no registered models (register one with `mplab train ... --register NAME`)")
         return
-    t = Table()
-    for col in ("name", "version", "aliases", "created (UTC)", "dataset digest", "description"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r["name"], r["version"], ", ".join(r["aliases"]),
-                  time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_ms"] / 1000)),
-                  (r["dataset_digest"] or "-")[:19], r["description"][:80])
-    console.print(t)
+    console.print(table(("name", "version", "aliases", "created (UTC)", "dataset digest", "description"),
+                        ((r["name"], r["version"], ", ".join(r["aliases"]), utc_minute(r["created_ms"]),
+                          (r["dataset_digest"] or "-")[:19], r["description"][:80]) for r in rows)))
 
 
 @models_app.command("promote")

@@ -4,15 +4,14 @@ Mounted on the `mplab` app by ``mplab.cli``; errors are ``MplabError`` (usage er
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from harness.artifacts import FolderPolicy
+from harness.tables import table, utc_minute
 
 console = Console()
 app = typer.Typer(no_args_is_help=True, help="Build datasets from campaigns; publish and pull them by name and version.")
@@ -95,13 +94,9 @@ def list_cmd(tracking_uri: TrackingUri = None) -> None:
     if not rows:
         console.print("no published datasets (publish one with `mplab dataset publish datasets/NAME`)")
         return
-    t = Table()
-    for col in ("name", "version", "rows", "digest", "published (UTC)"):
-        t.add_column(col)
-    for v in rows:
-        t.add_row(v.name, str(v.version), str(v.rows or "-"), v.digest[:23],
-                  time.strftime("%Y-%m-%d %H:%M", time.gmtime(v.created_ms / 1000)))
-    console.print(t)
+    console.print(table(("name", "version", "rows", "digest", "published (UTC)"),
+                        ((v.name, str(v.version), str(v.rows or "-"), v.digest[:23], utc_minute(v.created_ms))
+                         for v in rows)))
 
 
 def register(root: typer.Typer) -> None:
