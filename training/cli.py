@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from harness.artifacts import FolderPolicy
-from harness.dataset.cli import TrackingUri
+from harness.dataset.cli import Force, KeepPrevious, TrackingUri
 from harness.tables import table, utc_minute
 
 console = Console()
@@ -42,9 +42,8 @@ def train(
     register: Annotated[Optional[str], typer.Option(
         help="also register the model under this name (a new version in the MLflow Model Registry)")] = None,
     run_name: Annotated[Optional[str], typer.Option(help="MLflow run name (default: model <- campaign)")] = None,
-    force: Annotated[bool, typer.Option(help="replace an existing model directory")] = False,
-    keep_previous: Annotated[bool, typer.Option(
-        help="rename an existing model directory to <name>.<UTC time> instead of refusing")] = False,
+    force: Force = False,
+    keep_previous: KeepPrevious = False,
 ) -> None:
     """Train the 5 x 200 ReLU MLP on a dataset, compare it with baselines, export ONNX for controllers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -130,8 +129,8 @@ def pull_cmd(
     ref: Annotated[str, typer.Argument(help="NAME@alias, NAME/VERSION, or NAME (the latest version)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="model directory to write (models/<name>)")],
     tracking_uri: TrackingUri = None,
-    force: Annotated[bool, typer.Option(help="replace an existing model directory")] = False,
-    keep_previous: Annotated[bool, typer.Option(help="rename an existing model directory instead of refusing")] = False,
+    force: Force = False,
+    keep_previous: KeepPrevious = False,
 ) -> None:
     """Write a registered version as the folder `mplab train` writes, every file checked against SHA256SUMS."""
     from training.registry import pull

@@ -266,22 +266,24 @@ def incomplete_tail_start(data: bytes) -> int:
     return keep
 
 
-def upgrade_manifest(doc: dict, source: str) -> dict:
-    """Bring a manifest to the current schema; refuse newer ones."""
+def _check_version(doc: dict, source: str, what: str) -> int:
+    """``doc``'s schema_version; ``StoreError`` naming ``what`` (manifest, record) if missing or newer."""
     v = doc.get("schema_version")
     if not isinstance(v, int):
-        raise StoreError(f"{source}: no schema_version")
+        raise StoreError(f"{source}: {what} without schema_version")
     if v > SCHEMA_VERSION:
-        raise StoreError(f"{source}: schema_version {v} is newer than this mplab understands "
+        raise StoreError(f"{source}: {what} schema_version {v} is newer than this mplab understands "
                          f"({SCHEMA_VERSION}); upgrade mplab")
+    return v
+
+
+def upgrade_manifest(doc: dict, source: str) -> dict:
+    """Bring a manifest to the current schema; refuse newer ones."""
+    _check_version(doc, source, "manifest")
     return doc
 
 
 def upgrade_record(rec: dict, source: str) -> dict:
     """Bring a sample record to the current schema; refuse newer ones."""
-    v = rec.get("schema_version")
-    if not isinstance(v, int):
-        raise StoreError(f"{source}: record without schema_version")
-    if v > SCHEMA_VERSION:
-        raise StoreError(f"{source}: record schema_version {v} is newer than this mplab understands; upgrade mplab")
+    _check_version(rec, source, "record")
     return rec
