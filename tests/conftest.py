@@ -56,6 +56,12 @@ def prefix(monkeypatch) -> Iterator[str]:
     p = f"mplab-t{uuid.uuid4().hex[:6]}-"
     monkeypatch.setenv(leaks.MARK, p)
     yield p
+    fail_on_leftovers(p)
+
+
+def fail_on_leftovers(p: str) -> None:
+    """Fail (after removing it) if anything is left under prefix ``p`` (for fixtures that make their own prefix:
+    mark the processes with ``leaks.MARK`` too)."""
     found = leaks.leftovers(p)
     if found:
         leaks.remove(found)
