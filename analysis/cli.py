@@ -49,9 +49,12 @@ def report(
     for s in res.skipped:
         c.print(f"[dim]not drawn: {s.title}: {s.reason}[/]")
     if res.schemes is not None and len(res.schemes):
-        losing = res.schemes[res.schemes["verdict_all_both"].eq("loses") | res.schemes["verdict_best_single"].eq("loses")]
-        c.print(f"schemes side by side: {len(res.schemes)} policy case(s), {len(losing)} losing to a baseline "
-                f"({res.markdown})")
+        t = res.schemes
+        lose = t["verdict_all_both"].eq("loses") | t["verdict_best_single"].eq("loses")
+        sure = (t["verdict_all_both"].eq("loses") & t["verdict_all_both_text"].str.contains("beyond noise")) | (
+            t["verdict_best_single"].eq("loses") & t["verdict_best_single_text"].str.contains("beyond noise"))
+        c.print(f"schemes side by side: {len(t)} policy case(s), {int(lose.sum())} losing to a baseline on the mean "
+                f"({int(sure.sum())} beyond noise): {res.markdown}")
     c.print(f"{len(res.figures)} figure(s), {len(res.tables)} table(s) in {res.seconds:.1f} s: {out / 'index.html'}")
 
 

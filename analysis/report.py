@@ -24,7 +24,8 @@ from analysis.figures import setup1, setup2
 from analysis.headlines import HEADLINES_FILE, load_headlines
 from analysis.load import Study, load_study
 from analysis.paper import PAPER_FILE, analog_table, checks_table, load_paper
-from analysis.schemes import display_headlines, display_tables, headline_rows, markdown_table, side_by_side
+from analysis.schemes import (display_headlines, display_tables, headline_rows, markdown_table, side_by_side,
+                              summary_tables)
 from analysis.stats import CI_METHODS, case_stats, exclusion_summary, network_stats, per_sample, receiver_stats
 from analysis.style import Palette, Saved, Skipped
 from harness.errors import ConfigError
@@ -196,6 +197,10 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
             sch.append(_tagged(setup2.schemes_by_receivers(
                 _only(per_sample(f, "energy_j"), label), _only(per_sample(f, "throughput_mbit"), label),
                 e, t, pol, palette, figs_dir, ci_text), tag, label))
+        for (label, cc), view in summary_tables(res.schemes, headlines):
+            sch_tables.append({"title": f"Summary, {cc}: {label}", "csv": "tables/schemes.csv",
+                               "html": _mark_losses(html.table_html(view, left=True)),
+                               "markdown": markdown_table(view)})
         for (label, cc, n), view in display_tables(res.schemes):
             sch_tables.append({"title": f"{n} receivers, {cc}: {label}", "csv": "tables/schemes.csv",
                                "html": _mark_losses(html.table_html(view, left=True)), "markdown": markdown_table(view)})
@@ -363,14 +368,15 @@ SCHEMES_INTRO = (
     "\"MPTCP\") and the best single path (all-wifi or all-lte, whichever has the lower J/Mbit there). Beside "
     "each scheme, its paper's first headline and the same kind of change computed from these records. A "
     "policy loses to a baseline when its mean is worse on its paper's headline metric (J/Mbit when it has "
-    "none); \"within noise\" when the Welch 95% interval of the difference of per-sample means includes "
-    "zero. The papers' numbers come from their own simulators and testbeds (column \"setting\"): compare "
+    "none); \"within noise\" (in the summary \"(noise)\") when the Welch 95% interval of the difference of "
+    "per-sample means includes zero. The papers' numbers come from their own simulators and testbeds (column \"setting\"): compare "
     "directions, not sizes.")
 
 
 def _mark_losses(table: str) -> str:
     """Make every "loses to" in a rendered table stand out (the text was escaped before)."""
-    return table.replace("loses to", '<b class="lose">loses to</b>')
+    return (table.replace("loses to", '<b class="lose">loses to</b>')
+            .replace("<td>loses", '<td><b class="lose">loses</b>').replace("/ loses", '/ <b class="lose">loses</b>'))
 
 
 def _schemes_markdown(ctx: dict, tables: list[dict], figures: list[Saved], out: Path) -> str:

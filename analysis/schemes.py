@@ -268,7 +268,7 @@ def _with_ci(mean: float, lo: float, hi: float) -> str:
         return "–"
     if pd.isna(lo) or pd.isna(hi):
         return _num(mean)
-    return f"{_num(mean)} [{_num(lo)}, {_num(hi)}]"
+    return f"{_num(mean)}\u00a0[{_num(lo)},\u00a0{_num(hi)}]"   # no-break spaces: one value, one line
 
 
 def _pct(x: float) -> str:
@@ -298,6 +298,50 @@ def display_tables(t: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
         })
         out.append((key, shown.reset_index(drop=True)))
     return out
+
+
+def summary_tables(t: pd.DataFrame, headlines: Headlines) -> list[tuple[tuple, pd.DataFrame]]:
+    """One compact table per (energy label, congestion control): a row per policy, columns per receiver count.
+
+    Per receiver count: throughput and J/Mbit means, the same kind of change as the paper's first headline
+    (against ``all-both``), and the verdicts against ``all-both`` / the best single path (``(noise)`` when the
+    difference is within noise). What README and docs quote.
+    """
+    out = []
+    if t.empty:
+        return out
+    for key, d in t.groupby(["energy_label", "cc"], sort=True):
+        ns = sorted({int(n) for n in d["n_receivers"]})
+        rows = []
+        for pol in dict.fromkeys(d["policy"]):
+            _, h = deciding_metric(headlines, pol)
+            row = {"policy": pol,
+                   "paper (vs its MPTCP)": f"{h.change_pct:+.4g} % {METRIC_WORDS[h.metric][0]}" if h else "–"}
+            for n in ns:
+                r = d[(d["policy"] == pol) & (d["n_receivers"] == n)]
+                if r.empty:
+                    row.update({f"{n} rx: Mbit/s": "–", f"{n} rx: J/Mbit": "–", f"{n} rx: mplab vs all-both": "–",
+                                f"{n} rx: vs all-both / best single": "–"})
+                    continue
+                r = r.iloc[0].to_dict()
+                same = r["mplab_same_kind"].replace(" vs all-both", "") if r["mplab_same_kind"] else \
+                    (f"{_pct(r['j_per_mbit_vs_all_both_pct'])} % J/Mbit" if r["verdict_all_both"] != "baseline"
+                     else "–")
+                row.update({f"{n} rx: Mbit/s": _num(r["throughput_mbit_mean"]),
+                            f"{n} rx: J/Mbit": _num(r["j_per_mbit_mean"]),
+                            f"{n} rx: mplab vs all-both": same,
+                            f"{n} rx: vs all-both / best single": " / ".join(
+                                _short_verdict(r, tag) for tag in ("all_both", "best_single"))})
+            rows.append(row)
+        out.append((key, pd.DataFrame(rows)))
+    return out
+
+
+def _short_verdict(r: dict, tag: str) -> str:
+    v = r[f"verdict_{tag}"]
+    if v in ("wins", "loses", "ties") and "within noise" in r[f"verdict_{tag}_text"]:
+        return f"{v} (noise)"
+    return v
 
 
 def _changes(r: dict, tag: str) -> str:
@@ -333,7 +377,7 @@ def display_headlines(h: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
                    "paper: change vs its baseline": f"{r0['paper_change_pct']:+.4g} % vs {r0['paper_baseline']}",
                    "setting": r0["setting"], "source": r0["source"],
                    "verified against the paper": "yes" if r0["verified"] else "no (reference notes)",
-                   "mplab baseline": r0["mplab_baseline"] or "none"}
+                   "mplab baseline": r0["mplab_baseline"] if isinstance(r0["mplab_baseline"], str) else "none"}
             for n in ns:
                 gn = g[g["n_receivers"] == n]
                 if gn.empty:

@@ -123,6 +123,7 @@ def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFra
     return save(fig, out, name, title, caption, shows_energy=True)
 
 
+BASELINE_POLICIES = ("all-wifi", "all-lte", "all-both")
 POLICY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "8", "d")
 
 
@@ -158,8 +159,12 @@ def schemes_by_receivers(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energ
                            color=palette.colour(pol), linewidths=0)
                 ye = yerr(dp.rename(columns={"mean_e": "mean", "ci_low_e": "ci_low", "ci_high_e": "ci_high"}))
                 xe = yerr(dp.rename(columns={"mean_t": "mean", "ci_low_t": "ci_low", "ci_high_t": "ci_high"}))
-                h = ax.errorbar(dp["mean_t"], dp["mean_e"], xerr=xe, yerr=ye, fmt=mk[pol], ms=6, capsize=2,
-                                color=palette.colour(pol), mec="black", mew=0.4, label=pol)
+                # The fixed assignments are drawn larger and underneath, so a policy that chose the same
+                # paths (ref-is on all-lte, say) sits visibly on top of its baseline instead of hiding it.
+                big = pol in BASELINE_POLICIES
+                h = ax.errorbar(dp["mean_t"], dp["mean_e"], xerr=xe, yerr=ye, fmt=mk[pol], ms=10 if big else 6,
+                                capsize=2, color=palette.colour(pol), mec="black", mew=0.4, label=pol,
+                                zorder=2 if big else 3)
                 handles.setdefault(pol, h)
                 if pol == "all-both":
                     ax.axvline(float(dp["mean_t"].iloc[0]), color="#7a3fa0", lw=0.7, ls=":", zorder=0)
@@ -167,13 +172,14 @@ def schemes_by_receivers(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energ
             ax.set_title(f"{n} receivers, {cc}")
             ax.set_xlabel("throughput per receiver (Mbit/s)")
             ax.set_ylabel("energy per receiver (J)")
+    fig.tight_layout()
     fig.legend([handles[p] for p in pols if p in handles], [p for p in pols if p in handles], title="policy",
-               loc="lower center", ncols=min(5, len(handles)), bbox_to_anchor=(0.5, -0.02 - 0.035 * (len(pols) > 5)))
-    fig.tight_layout(rect=(0, 0.1 if len(pols) > 5 else 0.06, 1, 1))
+               loc="center left", bbox_to_anchor=(1.0, 0.5))
     label_energy(fig, m["energy_label"])
     caption = ("Throughput against energy of every policy, one panel per receiver count (a row per congestion "
                "control). Faint points: samples (mean over their receivers); large markers: case means; every "
-               "policy has its own colour and marker. The dotted cross marks all-both (MPTCP on both paths): a "
+               "policy has its own colour and marker; the fixed assignments (all-wifi, all-lte, all-both) are drawn "
+               "larger, underneath the others. The dotted cross marks all-both (MPTCP on both paths): a "
                f"policy right of and below it is faster and cheaper. {ci_note(ci_text)}"
                + left_out_note(energy[energy["scheme"].isin(policies)]))
     return save(fig, out, name, title, caption, shows_energy=True)
