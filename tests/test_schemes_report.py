@@ -126,7 +126,7 @@ def test_report_shows_the_tables_the_figure_and_markdown(camp, tmp_path):
     assert "| es-mptcp | 2 | 9.50\u00a0[3.15,\u00a015.9] | 13.5\u00a0[" in md   # means with no-break spaces
     assert "loses to all-both (+22.7 % energy, within noise)" in md
     # the summary (what README quotes): per receiver count the means, the headline's kind of change, verdicts
-    assert ("| es-mptcp | -16.2 % energy | 9.50 | 0.422 | +22.7 % energy | loses (noise) / wins | 8.00 | 0.484 | "
+    assert ("| es-mptcp | -16.2 % energy | 9.50 | 0.422 | +22.7 % energy | loses (noise) / wins (noise) | 8.00 | 0.484 | "
             "-8.8 % energy | wins (noise) / wins |") in md
     csv = pd.read_csv(res.tables["schemes"]).set_index(["n_receivers", "policy"])
     assert csv.loc[(2, "es-mptcp"), "energy_j_mean"] == pytest.approx(13.5)
