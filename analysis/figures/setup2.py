@@ -88,17 +88,23 @@ def policies_vs_receivers(energy: pd.DataFrame, thr: pd.DataFrame, policies: set
     return res
 
 
+def _samples_and_means(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFrame, thr: pd.DataFrame,
+                       policies: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-sample (energy, throughput) of the policies, and their case means side by side (``_e``, ``_t``)."""
+    keys = ["energy_label", "cc", "n_receivers", "scheme", "campaign", "sample_id"]
+    s = samples_e.merge(samples_t, on=keys)
+    case = ["energy_label", "cc", "n_receivers", "scheme"]
+    m = _policies(energy, policies).merge(_policies(thr, policies), on=case, suffixes=("_e", "_t"))
+    return s[s["scheme"].isin(policies)], m
+
+
 def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFrame, thr: pd.DataFrame,
             policies: set[str], palette: Palette, out: Path, ci_text: str) -> Saved | Skipped:
     """Per-sample points (faint) and per-case means with intervals, throughput (x) against energy (y)."""
     name, title = "setup2-scatter", "Setup II: throughput against energy per policy"
     if not policies:
         return Skipped(name, title, NO_POLICIES)
-    keys = ["energy_label", "cc", "n_receivers", "scheme", "campaign", "sample_id"]
-    s = samples_e.merge(samples_t, on=keys)
-    s = s[s["scheme"].isin(policies)]
-    case = ["energy_label", "cc", "n_receivers", "scheme"]
-    m = _policies(energy, policies).merge(_policies(thr, policies), on=case, suffixes=("_e", "_t"))
+    s, m = _samples_and_means(samples_e, samples_t, energy, thr, policies)
     if m.empty:
         return Skipped(name, title, "no policy case has both throughput and energy")
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
@@ -134,11 +140,7 @@ def schemes_by_receivers(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energ
     name, title = "setup2-schemes", "Setup II: every policy, throughput against energy, per receiver count"
     if not policies:
         return Skipped(name, title, NO_POLICIES)
-    keys = ["energy_label", "cc", "n_receivers", "scheme", "campaign", "sample_id"]
-    s = samples_e.merge(samples_t, on=keys)
-    s = s[s["scheme"].isin(policies)]
-    case = ["energy_label", "cc", "n_receivers", "scheme"]
-    m = _policies(energy, policies).merge(_policies(thr, policies), on=case, suffixes=("_e", "_t"))
+    s, m = _samples_and_means(samples_e, samples_t, energy, thr, policies)
     if m.empty:
         return Skipped(name, title, "no policy case has both throughput and energy")
     ccs, ns = order_ccs(set(m["cc"])), sorted({int(n) for n in m["n_receivers"]})
