@@ -185,14 +185,18 @@ def test_bad_headlines_file_is_one_clear_line(tmp_path, broken, expect):
     assert "\n" not in str(e.value)
 
 
-def test_cli_exits_2_on_a_bad_headlines_file_before_writing_anything(tmp_path):
+@pytest.mark.parametrize("text, expect", [
+    ("schema_version: 1\nsource: x\nschemes:\n  es-mptcp: {paper: x, setting: y, headlines: "
+     "[{claim: c, metric: speed}]}\n", "schemes.es-mptcp.headlines.0.metric"),
+    ("schemes:\n  es-mptcp: [\n  - a: b: c\n", "not valid YAML"),
+])
+def test_cli_exits_2_on_a_bad_headlines_file_before_writing_anything(tmp_path, text, expect):
     camp = paper_campaign(tmp_path / "runs")
-    bad = _write(tmp_path, "schema_version: 1\nsource: x\nschemes:\n  es-mptcp: {paper: x, setting: y, headlines: "
-                           "[{claim: c, metric: speed}]}\n")
+    bad = _write(tmp_path, text)
     cp = subprocess.run([sys.executable, "-m", "mplab", "report", str(camp), "-o", str(tmp_path / "out"),
                          "--headlines", str(bad)], capture_output=True, text=True, timeout=120)
     assert cp.returncode == 2, cp.stderr
     lines = [x for x in cp.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and str(bad) in lines[0], cp.stderr
-    assert "metric" in lines[0]
+    assert expect in lines[0], lines[0]
     assert not (tmp_path / "out").exists()
