@@ -39,7 +39,11 @@ def test_related_schemes_measure_cap_and_regulate(tmp_path, prefix):
     # es-mptcp: RTT and loss per path from the sender's subflows, and its ranking in the record.
     es = recs[("es-mptcp", "n1")]
     assert set(es["path_stats"]) == {"wifi", "lte"}, es["path_stats"]
-    assert all(0 < st["rtt_s"] < 1 and "ss -tin" in st["source"] for st in es["path_stats"].values())
+    assert all(0 < st["rtt_s"] <= st["srtt_s"] < 1 and st["source"]["rtt_s"] == "ss-minrtt"
+               for st in es["path_stats"].values())
+    # Lossless emulated paths: the loss counters saw the probe and dropped nothing.
+    assert all(st["source"]["loss"] == "nft-loss-counters" and st["loss"] == 0 and st["loss_pkts"]["seen"] > 0
+               for st in es["path_stats"].values()), es["path_stats"]
     assert es["policy_trace"]["ranking"] and es["policy_trace"]["candidates"]
     # eemptcp: the split of the pure rule on the recorded probes is what ran, as caps (both paths
     # feasible only from x_L >= 15.2 Mbit/s, so here one path at its probe rate).
