@@ -4,7 +4,7 @@ and a side-by-side table of every policy.
     uv run python bench/schemes.py caps            # per-path HTB caps: configured vs counted rate
     uv run python bench/schemes.py trace           # mp-sdn: one sample, its epochs (EI 1 s)
     uv run python bench/schemes.py sizes           # es-mptcp, 256 KiB .. 32 MiB: the set, its inputs, the switch
-    uv run python bench/schemes.py table RUNS/...  # side by side from a campaign of scenarios/schemes.yaml
+    uv run python bench/schemes.py table RUNS/...  # side by side of a schemes.yaml campaign, via mplab's report
 
 Rates are counted network-side by the nftables steering's per-receiver counters (IP bytes); HTB
 shapes whole frames, so IP bytes run ~1 % below a cap. Each part uses its own namespace prefix.
@@ -12,11 +12,8 @@ shapes whole frames, so IP bytes run ~1 % below a cap. Each part uses its own na
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -174,22 +171,29 @@ def sizes(file_sizes: list[str]) -> None:
 
 
 def table(path: Path) -> None:
-    recs = [json.loads(x) for x in (path / "samples.jsonl").read_text().splitlines() if x.strip()]
-    thr, en = defaultdict(list), defaultdict(list)
-    for r in recs:
-        if r.get("policy") and r["status"] == "ok":
-            thr[(r["n_receivers"], r["policy"])].append(r["throughput_mbit"])
-            en[(r["n_receivers"], r["policy"])].append(r["energy_j"] / (r["bytes"] * 8 / 1e6))
-    ns = sorted({n for n, _ in thr})
-    pols = sorted({p for _, p in thr})
-    print("| policy | " + " | ".join(f"{n} rx: Mbit/s | {n} rx: J/Mbit" for n in ns) + " |")
-    print("|---|" + "---|---|" * len(ns))
-    for p in pols:
-        cells = []
-        for n in ns:
-            cells += [f"{statistics.mean(thr[(n, p)]):.2f}" if thr.get((n, p)) else "-",
-                      f"{statistics.mean(en[(n, p)]):.4f}" if en.get((n, p)) else "-"]
-        print(f"| {p} | " + " | ".join(cells) + " |")
+    """The side by side of a campaign of scenarios/schemes.yaml, through the analysis report (analysis/schemes.py).
+
+    Prints the report's summary tables (what README quotes) and how long the report took; the full tables,
+    the papers' headlines and the figure are in the report (`mplab report RUN -o reports/schemes`).
+    """
+    import time
+
+    from analysis.report import build_report
+
+    with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
+        t0 = time.monotonic()
+        res = build_report([path], Path(tmp) / "report")
+        seconds = time.monotonic() - t0
+        if res.markdown is None:
+            sys.exit(f"{path}: no records carry a policy")
+        md = res.markdown.read_text()
+    start = md.index("## Summary")
+    end = md.index("\n## ", start + 1)
+    print(md[start:end].strip())
+    t = res.schemes
+    print(f"\n{len(t)} policy cases; losing to all-both on the mean: "
+          + ", ".join(f"{r.policy} (N={r.n_receivers})" for r in t.itertuples() if r.verdict_all_both == "loses"))
+    print(f"report built in {seconds:.1f} s")
 
 
 def main() -> None:
