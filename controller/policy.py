@@ -177,26 +177,43 @@ _BASES: dict[str, Callable[[float, float], float]] = {
     "max": max, "min": min, "mean": lambda a, b: (a + b) / 2}
 
 
-@dataclass
-class RefIS:
-    """The reference paper's Interface Selection: both networks when the probes are within a band.
+@dataclass(kw_only=True)
+class _Band:
+    """The IS band's parameters (``|R1 - R2| <= band * base(R1, R2)``), checked when a policy is made.
 
-    Annotated example of a policy: pure (no I/O), parameters as fields, ``decide`` maps the
-    measurements to one ``Decision`` per receiver, ``params`` says what to log.
+    Keyword-only, so a policy's own leading fields (``RefISTuned.predict``) stay positional.
     """
 
     band: float = 0.10
     base: str = "max"
-    name: str = "ref-is"
-    epoch_s: float | None = None
-    probes: bool = True
-    measures: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.band < 1:
             raise ConfigError(f"band {self.band} must be in [0, 1)", field="band")
         if self.base not in _BASES:
             raise ConfigError(f"base {self.base!r} is not one of {sorted(_BASES)}", field="base")
+
+    @staticmethod
+    def check_params(policy: str, params: Mapping[str, object]) -> None:
+        """``ConfigError`` unless ``params`` (a scenario's policy parameters) are band and base only."""
+        unknown = set(params) - {"band", "base"}
+        if unknown:
+            raise ConfigError(f"{policy} parameters are band and base (got {sorted(unknown)})", field="policies")
+
+
+@dataclass
+class RefIS(_Band):
+    """The reference paper's Interface Selection: both networks when the probes are within a band.
+
+    Annotated example of a policy: pure (no I/O), parameters as fields (``band``, ``base`` from
+    ``_Band``), ``decide`` maps the measurements to one ``Decision`` per receiver, ``params`` says
+    what to log.
+    """
+
+    name: str = "ref-is"
+    epoch_s: float | None = None
+    probes: bool = True
+    measures: int = 0
 
     def choose(self, m: ReceiverMeasurement) -> Decision:
         rw, rl = float(m.probe_mbit.get("wifi", 0.0)), float(m.probe_mbit.get("lte", 0.0))
@@ -216,7 +233,7 @@ class RefIS:
 
 
 @dataclass
-class RefISTuned:
+class RefISTuned(_Band):
     """IS, then the paper's Tuning: every "both" receiver onto its faster interface, or none.
 
     Needs ``predict`` (the exported energy model) and, at decision time, ``measure``. Energies
@@ -225,8 +242,6 @@ class RefISTuned:
     """
 
     predict: Predict
-    band: float = 0.10
-    base: str = "max"
     name: str = "ref-is-tuned"
     epoch_s: float | None = None
     probes: bool = True
@@ -244,7 +259,7 @@ class RefISTuned:
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
-        a_is = RefIS(self.band, self.base).decide(measurements, ctx).assignment
+        a_is = RefIS(band=self.band, base=self.base).decide(measurements, ctx).assignment
         probes = {m.receiver: m.probe_mbit for m in measurements}
         a_t: Assignment = {}
         for rx, d in a_is.items():
@@ -286,16 +301,12 @@ def _fixed(mode: str) -> Callable[..., Policy]:
 
 
 def _ref_is(**params) -> Policy:
-    unknown = set(params) - {"band", "base"}
-    if unknown:
-        raise ConfigError(f"ref-is parameters are band and base (got {sorted(unknown)})", field="policies")
+    _Band.check_params("ref-is", params)
     return RefIS(**params)
 
 
 def _ref_is_tuned(predict: Predict | None = None, **params) -> Policy:
-    unknown = set(params) - {"band", "base"}
-    if unknown:
-        raise ConfigError(f"ref-is-tuned parameters are band and base (got {sorted(unknown)})", field="policies")
+    _Band.check_params("ref-is-tuned", params)
     if predict is None:
         raise ConfigError("policy ref-is-tuned needs a model (scenario key `model: models/<name>`)", field="model")
     return RefISTuned(predict, **params)

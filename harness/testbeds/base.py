@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl
-from harness.errors import CommandError, PreflightError, TrafficError
+from harness.errors import CommandError, TrafficError
 from harness.hosts.local import BackgroundProcess, Host
 from harness.config.inventory import RADIOS, Inventory
 from harness.meters.base import Meter
 from harness.hosts.netcmd import sysctl_argv
+from harness.hosts.ready import wait_until
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.testbed")
@@ -275,20 +275,18 @@ class Testbed(ABC):
             self._wait_listening(started)
 
     def _wait_listening(self, ports: list[int]) -> None:
-        deadline = time.monotonic() + self.SERVER_LISTEN_S
         missing = set(ports)
-        while missing:
+
+        def listening() -> bool:
             res = self.sender.run(["ss", "-Hltn"], check=False, timeout=self.SERVER_POLL_TIMEOUT_S)
             for line in res.stdout.splitlines():
                 parts = line.split()
                 if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
                     missing.discard(int(parts[3].rsplit(":", 1)[-1]))
-            if not missing:
-                return
-            if time.monotonic() > deadline:
-                raise PreflightError(f"[{self.sender.name}] iperf3 servers on ports {sorted(missing)} not listening "
-                                     f"after {self.SERVER_LISTEN_S:.0f} s")
-            time.sleep(0.02)
+            return not missing
+
+        wait_until(listening, self.SERVER_LISTEN_S, f"[{self.sender.name}] iperf3 servers listening on {sorted(ports)}",
+                   detail=lambda: f"still missing {sorted(missing)}")
 
     def qdisc_stats(self) -> dict[str, str]:
         """``tc -s qdisc`` of the shaping points, by host (best effort; empty on a lab)."""

@@ -43,6 +43,7 @@ from harness.config.scenario import MODE_RADIOS
 from harness.meters.base import Meter
 from harness.meters.drivers import meter_from_inventory
 from harness.meters.emulated import SAMPLE_PERIOD_S, device_argv
+from harness.hosts.ready import time_left, wait_until
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
     offloads_off_argv, radio_counters_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv,
@@ -292,14 +293,8 @@ class EmulatedTestbed(Testbed):
         log_path = self.radiolink_log
         log_path.unlink(missing_ok=True)
         self._radiolink = self.sender.start(radiolink_argv(self.link_config(), str(log_path)), label="radiolink")
-        deadline = time.monotonic() + 15
-        while not (log_path.exists() and log_path.stat().st_size > 0):
-            if self._radiolink.poll() is not None:
-                res = self._radiolink.stop()
-                raise PreflightError(f"radio loop exited: {res.stderr.strip()[-500:]}")
-            if time.monotonic() > deadline:
-                raise PreflightError(f"radio loop did not start within 15 s (no {log_path})")
-            time.sleep(0.02)
+        wait_until(lambda: log_path.exists() and log_path.stat().st_size > 0, 15,
+                   f"radio loop (its first line in {log_path})", proc=self._radiolink)
 
     def _start_devices(self) -> None:
         profile = self.emu.power_profile
@@ -310,17 +305,11 @@ class EmulatedTestbed(Testbed):
                                control=str(self.meter_control(name)), noise_ma=spec.noise_ma,
                                noise_mv=spec.noise_mv, seed=i)
             self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
-        deadline = time.monotonic() + 15
+        end = time.monotonic() + 15  # one deadline for all: the devices start together
         for name in self.nodes:
-            link = self.state_dir / f"meter-{name}"
-            while not link.exists():
-                proc = self._devices[name]
-                if proc.poll() is not None:
-                    res = proc.stop()
-                    raise PreflightError(f"emulated meter of {name} exited: {res.stderr.strip()[-500:]}")
-                if time.monotonic() > deadline:
-                    raise PreflightError(f"emulated meter of {name} did not publish {link} within 15 s")
-                time.sleep(0.02)
+            link = self.meter_link(name)
+            wait_until(link.exists, time_left(end), f"emulated meter of {name} (its pty link {link})",
+                       proc=self._devices[name])
 
     def meter_link(self, name: str) -> Path:
         """Where the emulated meter device of receiver ``name`` publishes its pty."""
