@@ -147,8 +147,9 @@ class HtbCaps(CapTable):
             self._set(rx, net, None)
 
 
-#: An uncapped class: far above any emulated channel.
+#: An uncapped class: far above any emulated channel, over a FIFO deep enough not to matter.
 UNCAPPED_MBIT = 10_000.0
+UNCAPPED_QUEUE_BYTES = CAP_QUEUE_MIN_BYTES * 10
 
 
 def egress_setup_argvs(dev: str, classes: Mapping[str, str]) -> list[list[str]]:
@@ -157,7 +158,7 @@ def egress_setup_argvs(dev: str, classes: Mapping[str, str]) -> list[list[str]]:
     cmds = [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "ffff"]]
     for addr, minor in sorted(classes.items()):
         cmds.append(htb_class_argv(dev, "1:", f"1:{minor}", UNCAPPED_MBIT))
-        cmds.append(bfifo_argv(dev, f"1:{minor}", f"{minor}:", CAP_QUEUE_MIN_BYTES * 10))
+        cmds.append(bfifo_argv(dev, f"1:{minor}", f"{minor}:", UNCAPPED_QUEUE_BYTES))
         cmds.append(["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
                      "match", "ip", "dst", f"{addr}/32", "flowid", f"1:{minor}"])
     return cmds
@@ -168,7 +169,8 @@ class EgressCaps(CapTable):
 
     For testbeds that shape the channels on the AP's and eNB's own devices (the fidelity layout), where
     the sender's egress is free: one root per network device, one class per receiver (uncapped until a
-    cap is set, back to uncapped when lifted), selected by destination address.
+    cap is set, back to uncapped when lifted), selected by destination address; under a cap its byte
+    FIFO is ``CAP_QUEUE_S`` at the cap, as ``HtbCaps``'s.
 
     Args:
         sender: the Host of the sender.
@@ -197,7 +199,11 @@ class EgressCaps(CapTable):
         if not self._installed:
             self.setup()
         for rx, net, want, _ in self._changes(assignment, lambda rx: self.devices if rx in self.minor else ()):
-            self.sender.run(htb_class_argv(self.devices[net], "1:", f"1:{self.minor[rx]}", want or UNCAPPED_MBIT))
+            dev, minor = self.devices[net], self.minor[rx]
+            self.sender.run(htb_class_argv(dev, "1:", f"1:{minor}", want or UNCAPPED_MBIT))
+            # The FIFO follows the cap (50 ms at it, as HtbCaps): the uncapped depth held 1.2 s at 2 Mbit/s.
+            self.sender.run(bfifo_argv(dev, f"1:{minor}", f"{minor}:",
+                                       cap_queue_bytes(want) if want else UNCAPPED_QUEUE_BYTES))
             self._set(rx, net, want)
         return self.caps()
 
