@@ -58,6 +58,10 @@ def err(x: float, cap: float) -> str:
     return f"{x:.2f} ({x / cap - 1:+.1%})"
 
 
+def spread(row: dict) -> str:
+    return f"{min(row['seconds']):.2f}..{max(row['seconds']):.2f}"
+
+
 def figure(path: Path, rates: list[float], rows: dict, bursts: list[float], sweep: dict) -> None:
     import matplotlib
 
@@ -65,15 +69,16 @@ def figure(path: Path, rates: list[float], rows: dict, bursts: list[float], swee
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for name, marker in (("openflow-meter", "o"), ("htb", "s")):
-        a.plot(rates, [rows[(name, r)]["frames"] / r for r in rates], marker=marker, label=f"{name}: frames")
-        a.plot(rates, [rows[(name, r)]["goodput"] / r for r in rates], marker=marker, linestyle="--",
+    for name, marker, color in (("openflow-meter", "o", "tab:blue"), ("htb", "s", "tab:green")):
+        a.plot(rates, [rows[(name, r)]["frames"] / r for r in rates], marker=marker, color=color,
+               label=f"{name}: frames")
+        a.plot(rates, [rows[(name, r)]["goodput"] / r for r in rates], marker=marker, color=color, linestyle="--",
                label=f"{name}: goodput")
         lo = [min(rows[(name, r)]["seconds"]) / r for r in rates]
         hi = [max(rows[(name, r)]["seconds"]) / r for r in rates]
-        a.fill_between(rates, lo, hi, alpha=0.12)
+        a.fill_between(rates, lo, hi, color=color, alpha=0.12)
     a.axhline(1.0, color="grey", linewidth=0.8)
-    a.axhline(PAYLOAD_SHARE, color="grey", linewidth=0.8, linestyle=":")
+    a.axhline(PAYLOAD_SHARE, color="grey", linewidth=0.8, linestyle=":")  # goodput's ceiling
     a.set_xlabel("cap (Mbit/s)")
     a.set_ylabel("measured / cap")
     a.set_title("cap accuracy (shaded: goodput of single seconds)")
@@ -133,9 +138,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for r in rates:
         m, h = rows[("openflow-meter", r)], rows[("htb", r)]
-        print(f"| {r:g} | {err(m['frames'], r)} | {err(m['goodput'], r)} | {min(m['seconds']):.2f}..{max(m['seconds']):.2f} "
-              f"| {m['drops']} | {err(h['frames'], r)} | {err(h['goodput'], r)} "
-              f"| {min(h['seconds']):.2f}..{max(h['seconds']):.2f} |")
+        print(f"| {r:g} | {err(m['frames'], r)} | {err(m['goodput'], r)} | {spread(m)} | {m['drops']} "
+              f"| {err(h['frames'], r)} | {err(h['goodput'], r)} | {spread(h)} |")
     for name in ("openflow-meter", "htb"):
         fe = [abs(rows[(name, r)]["frames"] / r - 1) for r in rates]
         ge = [rows[(name, r)]["goodput"] / r for r in rates]
@@ -146,8 +150,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for x in bursts:
         s = sweep[x]
-        print(f"| {x:g} | {round(8000 * x)} | {err(s['frames'], 8.0)} | {err(s['goodput'], 8.0)} "
-              f"| {min(s['seconds']):.2f}..{max(s['seconds']):.2f} | {s['drops']} |")
+        print(f"| {x:g} | {round(8000 * x)} | {err(s['frames'], 8.0)} | {err(s['goodput'], 8.0)} | {spread(s)} "
+              f"| {s['drops']} |")
     if args.figure:
         figure(args.figure, rates, rows, bursts, sweep)
         print(f"\nfigure: {args.figure}")

@@ -6,12 +6,12 @@ is counted by the AP's own port towards the receiver (frames, Ethernet header in
 meter counts) over 5 s windows starting 2 s after each change, and by iperf3 (goodput, its 1 s
 intervals in the same windows). Bands, and why:
 
-- frames within 5 % of the cap. A meter passes its rate plus what its bucket saved up (a burst of
-  ``METER_BURST_S``, refilled while TCP waits out a timeout), so over short windows it swings:
-  single seconds of goodput ran 6.6..8.8 Mbit/s under an 8 Mbit/s cap, 2.5-3 s windows came out at
-  -5.2 % and +5.8 %, 5 s windows within -2.9 %..+2.8 % (bench/caps.py, 2..15 Mbit/s);
+- frames within 5 % of the cap. A token bucket passes at most its rate times T plus one burst in
+  any T seconds: with the burst at 0.25 s of the rate that is +5 % over these 5 s windows, and TCP
+  keeps it nearly full (bench/caps.py, 2..15 Mbit/s: -2.6 % .. +3.7 %; over 2.5-3 s windows it came
+  out at -5.2 % and +5.8 %, single seconds of goodput swung 6.6..8.9 Mbit/s under 8);
 - goodput between 0.90 of the cap and the frame bound times the payload share (1448 of 1514 bytes
-  per frame): TCP recovering from the meter's drops sits below the rate (bench/caps.py: 0.93-0.98
+  per frame): TCP recovering from the meter's drops sits below the rate (bench/caps.py: 0.93-0.99
   of the cap over 5 s), 0.90 leaves room for a loaded machine.
 """
 from __future__ import annotations

@@ -311,7 +311,7 @@ class SteerApp(app_manager.OSKenApp):
             if op == "counters":
                 return self.counters()
             if op == "caps":
-                return self.set_caps({rx: {net: band for net, band in nets.items()} for rx, nets in req["caps"].items()})
+                return self.set_caps(req["caps"])
             if op == "meters":
                 return self.meters()
             if op == "meter_features":

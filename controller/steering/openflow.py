@@ -142,7 +142,8 @@ class OpenFlowSteering:
         self.last_apply_s = self.request({"op": "apply", "allowed": allowed})["apply_s"]
 
     def counters(self) -> dict[str, dict[str, int]]:
-        return {rx: {net: int(b) for net, b in nets.items()} for rx, nets in self.request({"op": "counters"})["bytes"].items()}
+        got = self.request({"op": "counters"})["bytes"]
+        return {rx: {net: int(b) for net, b in nets.items()} for rx, nets in got.items()}
 
     def teardown(self) -> None:
         if self._proc is not None:

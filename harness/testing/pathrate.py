@@ -26,7 +26,8 @@ def gateway_tx_bytes(tb, receiver: str, radio: str) -> int:
     """Bytes the gateway (AP for wifi, eNB for lte) transmitted towards ``receiver`` so far."""
     gw = tb.ap if radio == "wifi" else tb.enb
     dev = f"rx{list(tb.nodes).index(receiver) + 1}"
-    return parse_link_stats(gw.run(["ip", "-j", "-s", "link", "show", "dev", dev]).stdout, f"{radio} gateway")[dev].tx_bytes
+    out = gw.run(["ip", "-j", "-s", "link", "show", "dev", dev]).stdout
+    return parse_link_stats(out, f"{radio} gateway")[dev].tx_bytes
 
 
 @dataclass
@@ -68,7 +69,8 @@ class PathTransfer:
         return (gateway_tx_bytes(self.tb, self.receiver, self.radio) - a0) * 8 / (time.monotonic() - s0) / 1e6
 
     def finish(self, timeout_s: float = 10.0) -> list[dict]:
-        """Wait (``timeout_s`` at most: it should be ending) for iperf3; its 1 s intervals (``RuntimeError`` if it failed)."""
+        """Wait for iperf3 (``timeout_s`` at most: it should be ending); its 1 s intervals
+        (``RuntimeError`` if it failed)."""
         res = self._proc.wait(timeout_s)
         if res.returncode != 0:
             raise RuntimeError(f"iperf3 towards {self.receiver} on {self.radio} failed: {res.stderr.strip()[-400:]}")
