@@ -29,6 +29,7 @@ from harness.config.scenario import ControlSpec
 from controller.policy import Decision
 from controller.setup2 import Setup2Control
 from controller.steering.base import SteeredReceiver
+from controller.steering.openflow import OpenFlowError
 from controller.steering.caps import METER_BURST_S, MeterCaps, caps_for, meter_band
 
 from tests.conftest import small_inventory
@@ -174,3 +175,9 @@ def test_meter_cap_holds_changes_in_place_and_lifts_with_real_tcp(control):
     assert abs(counted / sent - 1) < 0.02, f"OpenFlow counters {counted} B vs the AP's {sent} B"
     assert caps.caps() == {}
     caps.clear()  # idempotent
+
+    # A meter the switch refuses fails the request: n1's LTE meter (id 2) already exists out of band.
+    _ofctl(rig, "add-meter", "meter=2,kbps,band=type=drop,rate=1000")
+    with pytest.raises(OpenFlowError, match="refused"):
+        ctl.enforce({"n1": Decision(frozenset({"wifi", "lte"}), {"lte": 3.0})})
+    assert caps.caps() == {} and "meter:" not in _ofctl(rig, "dump-flows")

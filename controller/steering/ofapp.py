@@ -257,11 +257,11 @@ class SteerApp(app_manager.OSKenApp):
                 self.dropped[rx][net] += now.get((rx, net), {}).get("dropped_bytes", 0)
         for rx, net, band in added:
             self._meter(ofp.OFPMC_ADD, self.meter_ids[(rx, net)], band)
-            self.caps[(rx, net)] = band
         for rx, net, band in changed:
             self._meter(ofp.OFPMC_MODIFY, self.meter_ids[(rx, net)], band)
+        self._barrier()  # the meters exist before an entry points at them (and a refusal changes nothing here)
+        for rx, net, band in added + changed:
             self.caps[(rx, net)] = band
-        self._barrier()  # the meters exist before an entry points at them
         for rx, net in lifted:
             del self.caps[(rx, net)]
         for rx, net in [(rx, net) for rx, net, _ in added] + lifted:
