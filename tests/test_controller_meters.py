@@ -8,7 +8,7 @@ intervals in the same windows). Bands, and why:
 
 - frames within 5 % of the cap. A token bucket passes at most its rate times T plus one burst in
   any T seconds: with the burst at 0.25 s of the rate that is +5 % over these 5 s windows, and TCP
-  keeps it nearly full (bench/caps.py, 2..15 Mbit/s: -2.6 % .. +3.7 %; over 2.5-3 s windows it came
+  keeps it nearly full (bench/caps.py, 2..15 Mbit/s, two runs: -3.0 % .. +3.7 %; over 2.5-3 s windows it came
   out at -5.2 % and +5.8 %, single seconds of goodput swung 6.6..8.9 Mbit/s under 8);
 - goodput between 0.90 of the cap and the frame bound times the payload share (1448 of 1514 bytes
   per frame): TCP recovering from the meter's drops sits below the rate (bench/caps.py: 0.93-0.99

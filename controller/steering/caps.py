@@ -220,10 +220,10 @@ class EgressCaps(CapTable):
 
 #: A meter's burst, as time at the capped rate. Measured on the emulated testbed (bench/caps.py,
 #: iperf3 cubic through an 8 Mbit/s meter, 30 Mbit/s channel, 5 s): 0.1 s of burst passed 58 % of the
-#: rate, 0.15 s 77 %, 0.2 s 95 %, 0.25 s and more 98-104 %. A policer has no queue: with the few-ms
+#: rate, 0.15 s 77 %, 0.2 s 94-95 %, 0.25 s and more 98-104 % (two runs). A policer has no queue: with the few-ms
 #: RTTs of these paths a small bucket drops whole bursts of a window too small for fast retransmit,
 #: and TCP waits out its 200 ms minimum RTO. The cost of a larger burst: over any T seconds a meter
-#: passes up to the rate plus one burst (+5 % over 5 s at 0.25 s), single seconds range 0.81-1.11 of
+#: passes up to the rate plus one burst (+5 % over 5 s at 0.25 s), single seconds range 0.82-1.12 of
 #: the cap, and a set or changed cap starts with a full bucket (the userspace datapath rebuilds a
 #: modified meter).
 METER_BURST_S = 0.25

@@ -251,10 +251,12 @@ class SteerApp(app_manager.OSKenApp):
         added = [(rx, net, b) for rx, net, b, have in changes if have is None]
         changed = [(rx, net, b) for rx, net, b, have in changes if have is not None and b is not None]
         lifted = [(rx, net) for rx, net, b, have in changes if have is not None and b is None]
-        if changed or lifted:  # modifying or deleting a meter resets or removes its statistics
-            now = self._meter_stats()
-            for rx, net, *_ in changed + lifted:
-                self.dropped[rx][net] += now.get((rx, net), {}).get("dropped_bytes", 0)
+        # Modifying or deleting a meter resets or removes its statistics: what it dropped is carried.
+        before = self._meter_stats() if changed or lifted else {}
+
+        def carry(rx: str, net: str) -> None:
+            self.dropped[rx][net] += before.get((rx, net), {}).get("dropped_bytes", 0)
+
         for rx, net, band in added:
             self._meter(ofp.OFPMC_ADD, self.meter_ids[(rx, net)], band)
         for rx, net, band in changed:
@@ -262,6 +264,8 @@ class SteerApp(app_manager.OSKenApp):
         self._barrier()  # the meters exist before an entry points at them (and a refusal changes nothing here)
         for rx, net, band in added + changed:
             self.caps[(rx, net)] = band
+        for rx, net, _ in changed:
+            carry(rx, net)
         for rx, net in lifted:
             del self.caps[(rx, net)]
         for rx, net in [(rx, net) for rx, net, _ in added] + lifted:
@@ -271,6 +275,7 @@ class SteerApp(app_manager.OSKenApp):
         if lifted:
             self._barrier()  # no entry points at a meter any more before it is deleted
             for rx, net in lifted:
+                carry(rx, net)
                 self._meter(ofp.OFPMC_DELETE, self.meter_ids[(rx, net)])
         self._barrier()
         return {"ok": True, "changed": len(changes), "apply_s": time.perf_counter() - t0}
