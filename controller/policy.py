@@ -43,17 +43,24 @@ class NodeFailed(MplabError):
 
 @dataclass(frozen=True)
 class PathStats:
-    """Transport state of one receiver's subflow on one network, as the sender's kernel reports it.
+    """Transport and loss state of one receiver's path, as the controller measured it while probing.
 
-    From ``ss -ti`` of the sender's MPTCP subflows (``controller.measure``): smoothed RTT, the
-    retransmission ratio as the loss estimate (retransmitted / sent segments) and the congestion
-    window; ``source`` says where the numbers came from (recorded with the decision).
+    ``rtt_s`` and ``loss`` are the values the schemes use: the base RTT (the subflow's minimum RTT from
+    the sender's ``ss -ti``: the probe's own queueing does not inflate it) and the path's random loss
+    (the testbed's loss counters over the probe window where it has them, else the sender's
+    retransmission ratio). ``srtt_s`` and ``retrans_ratio`` are recorded beside them; ``loss_pkts``
+    holds the counted packets (``seen``, ``lost``) when the loss came from counters. ``source`` names,
+    per field, where the number came from (``controller.measure``: e.g. ``loss: nft-loss-counters``
+    or ``loss: ss-retrans``); it is written into the records with the numbers.
     """
 
     rtt_s: float | None = None
     loss: float | None = None
     cwnd_pkts: float | None = None
-    source: str = "ss -ti (sender)"
+    source: Mapping[str, str] = field(default_factory=dict)
+    srtt_s: float | None = None
+    retrans_ratio: float | None = None
+    loss_pkts: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)

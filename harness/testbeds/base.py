@@ -54,6 +54,50 @@ class Counters:
 
 
 @dataclass(frozen=True)
+class LossCounters:
+    """Packets the testbed's own radio-loss rule saw and dropped on one path (cumulative, or over a window)."""
+
+    seen_pkts: int
+    lost_pkts: int
+
+    @property
+    def loss(self) -> float | None:
+        """The dropped share, or None when no packet was seen (nothing to estimate from)."""
+        return self.lost_pkts / self.seen_pkts if self.seen_pkts > 0 else None
+
+    def since(self, earlier: LossCounters) -> LossCounters:
+        """What was counted after ``earlier`` (the counters only grow while the testbed is up)."""
+        return LossCounters(self.seen_pkts - earlier.seen_pkts, self.lost_pkts - earlier.lost_pkts)
+
+
+#: Where a loss estimate from ``Testbed.radio_loss_counters`` comes from, as path_stats records say it.
+LOSS_COUNTERS_SOURCE = "nft-loss-counters"
+
+
+def parse_loss_counters(text: str, source: str) -> dict[str, LossCounters]:
+    """``{device: LossCounters}`` from ``nft -j list counters table ...`` of the radio-loss table.
+
+    The counters are named ``<dev>_seen`` / ``<dev>_lost`` (``netcmd.radio_loss_argvs``); a device with
+    a ``_seen`` counter and no ``_lost`` one has lost nothing. Other counters are ignored.
+    """
+    try:
+        doc = json.loads(text)
+        got = {c["counter"]["name"]: int(c["counter"]["packets"]) for c in doc["nftables"] if "counter" in c}
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise TrafficError(f"{source}: cannot read loss counters from `nft -j list counters` ({exc})") from None
+    return {name[:-len("_seen")]: LossCounters(n, got.get(name[:-len("_seen")] + "_lost", 0))
+            for name, n in got.items() if name.endswith("_seen")}
+
+
+def loss_over(before: dict[str, dict[str, LossCounters]],
+              after: dict[str, dict[str, LossCounters]]) -> dict[str, dict[str, LossCounters]]:
+    """Per receiver and radio, what the counters counted between two ``radio_loss_counters`` readings
+    (paths in both readings only)."""
+    return {rx: {r: c.since(before[rx][r]) for r, c in radios.items() if r in before.get(rx, {})}
+            for rx, radios in after.items() if rx in before}
+
+
+@dataclass(frozen=True)
 class Check:
     """One preflight check on one host."""
 
@@ -188,6 +232,16 @@ class Testbed(ABC):
                                    note=f"interface {ifname} missing")
             out[radio] = stats[ifname]
         return out
+
+    def radio_loss_counters(self) -> dict[str, dict[str, LossCounters]] | None:
+        """Cumulative packets seen and dropped by the testbed's own random radio loss, per receiver and radio.
+
+        Read twice and subtracted (``loss_over``), they give a path's random loss over a window, apart from
+        drops at a full queue (which a retransmission ratio cannot tell from path loss). None: the testbed
+        has no such counters (the default, and a lab's answer: a real radio loses packets in the air,
+        where nothing of ours counts them); callers then fall back to the retransmission ratio.
+        """
+        return None
 
     @staticmethod
     def stop_all(procs: dict[str, BackgroundProcess]) -> None:

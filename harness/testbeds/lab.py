@@ -229,6 +229,12 @@ class LabTestbed(Testbed):
             out[rx.name] = open_meter(rx.meter.kind, port)
         return out
 
+    def radio_loss_counters(self) -> None:
+        """None: a lab has no loss counters of its own. Its radios lose packets in the air (and its
+        WiFi retries many of them at the MAC), where nothing mplab installs can count them; a policy
+        reading path loss falls back to the sender's retransmission ratio on a lab."""
+        return None
+
     # ------------------------------------------------------------ teardown
 
     def teardown(self) -> None:
