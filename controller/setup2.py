@@ -40,7 +40,7 @@ from controller.registry import NEEDS_MODEL, make_policy
 from controller.measure import fifos, interval_occupancy, parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
-from controller.steering.caps import EgressCaps, HtbCaps
+from controller.steering.caps import Caps, EgressCaps, HtbCaps, caps_for
 
 log = logging.getLogger("mplab.controller")
 
@@ -174,7 +174,7 @@ class Setup2Control:
     model_path: str | None = None
     testbed: Testbed | None = None
     steering: Steering | None = None
-    caps: HtbCaps | None = None
+    caps: Caps | None = None
     _receivers: list[SteeredReceiver] = field(default_factory=list)
     _rig: object | None = None
     _loop: EpochLoop | None = None
@@ -218,7 +218,9 @@ class Setup2Control:
         else:
             self.steering = build_steering(self.spec.steering, testbed)
         self.steering.setup()
-        self.caps = gateway_caps(testbed)
+        # OpenFlow steering caps with meters on its switch; the others (or a switch without kbit/s
+        # drop meters, said in the log) with HTB on the gateways' ports.
+        self.caps = caps_for(self.steering, lambda: gateway_caps(testbed))
 
     def teardown(self) -> None:
         try:
@@ -265,12 +267,13 @@ class Setup2Control:
         self.steering.apply(all_both([r for r in self._receivers if r.name in plan.receivers]))
 
     def enforce(self, assignment: Assignment) -> None:
-        """Steer and cap to ``assignment`` (caps need the emulated gateways)."""
+        """Steer and cap to ``assignment`` (caps need OpenFlow meters or the emulated gateways)."""
         self.steering.apply(assignment)
         if any(d.caps_mbit for d in assignment.values()):
             if self.caps is None:
-                raise PreflightError(f"rate caps need the emulated AP and eNB; a {self.testbed.kind} testbed has "
-                                     "no cap backend yet (OpenFlow meters are not installed by the os-ken app)")
+                raise PreflightError(f"rate caps need OpenFlow steering (meters on its switch) or the emulated AP "
+                                     f"and eNB (HTB); this {self.testbed.kind} testbed with {self.steering.name} "
+                                     "steering has neither")
             self.caps.apply(assignment)
         elif self.caps is not None:
             self.caps.apply(assignment)
@@ -326,6 +329,8 @@ class Setup2Control:
                           "adopted": tr.get("adopted"), "decision_latency_s": latency_s, "control_s": control_s,
                           "path_stats": ({r: vars(st) for r, st in stats[rx].items()} or None),
                           "caps_mbit": dict(outcome.assignment[rx].caps_mbit or {}) or None,
+                          "caps_by": self.caps.name if self.caps is not None and (
+                              outcome.assignment[rx].caps_mbit or policy.epoch_s) else None,
                           "policy_trace": per_rx.get(rx) or ({"primary": tr["primary"].get(rx),
                                                              "tier2_mbit": tr.get("tier2_mbit")}
                                                             if "primary" in tr else None),

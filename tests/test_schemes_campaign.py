@@ -56,6 +56,7 @@ def test_related_schemes_measure_cap_and_regulate(tmp_path, prefix):
         ee = recs[("eemptcp", rx)]
         want = schemes.eemptcp(ee["probe_mbit"], schemes.PAPER_POWER)
         assert ee["caps_mbit"] == pytest.approx(dict(want.caps_mbit))
+        assert ee["caps_by"] == "htb", "nftables steering: the caps are HTB on the gateways' ports"
         assert ee["assignment"] == ("both" if len(want.paths) == 2 else next(iter(want.paths)))
     # mp-sdn: both paths, the secondary capped, and one entry per EI with occupancy and limits.
     for rx in ("n1", "n2"):
