@@ -24,9 +24,12 @@ def report(
     sample: Annotated[Optional[str], typer.Option(help="sample id for the close-up (default: one is chosen)")] = None,
     ci: Annotated[str, typer.Option(help="interval method: t (Student t) or bootstrap")] = "t",
     title: Annotated[Optional[str], typer.Option(help="page title")] = None,
+    headlines: Annotated[Optional[Path], typer.Option(
+        help="the related papers' headlines (default: data/paper/related-schemes.yaml)")] = None,
     force: Annotated[bool, typer.Option(help="replace an existing report in --out")] = False,
 ) -> None:
     """Figures, Tables 2-3 beside the reference paper with reproduction checks, and a self-contained HTML page."""
+    from analysis.headlines import HEADLINES_FILE
     from analysis.report import STEPS, build_report
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -37,7 +40,7 @@ def report(
             prog.update(task, completed=i, description=step)
 
         res = build_report(inputs, out, model=model, tracking_uri=tracking_uri, sample=sample, ci=ci, force=force,
-                           progress=progress, title=title)
+                           progress=progress, title=title, headlines_file=headlines or HEADLINES_FILE)
         prog.update(task, completed=len(STEPS))
     c = Console()
     for row in (res.checks.to_dict("records") if res.checks is not None else []):
@@ -45,6 +48,13 @@ def report(
         c.print(f"[{style}]{row['status']:>4}[/] {row['check']}: {row['detail']}  (paper: {row['paper_status']})")
     for s in res.skipped:
         c.print(f"[dim]not drawn: {s.title}: {s.reason}[/]")
+    if res.schemes is not None and len(res.schemes):
+        t = res.schemes
+        lose = t["verdict_all_both"].eq("loses") | t["verdict_best_single"].eq("loses")
+        sure = (t["verdict_all_both"].eq("loses") & t["verdict_all_both_text"].str.contains("beyond noise")) | (
+            t["verdict_best_single"].eq("loses") & t["verdict_best_single_text"].str.contains("beyond noise"))
+        c.print(f"schemes side by side: {len(t)} policy case(s), {int(lose.sum())} losing to a baseline on the mean "
+                f"({int(sure.sum())} beyond noise): {res.markdown}")
     c.print(f"{len(res.figures)} figure(s), {len(res.tables)} table(s) in {res.seconds:.1f} s: {out / 'index.html'}")
 
 

@@ -32,6 +32,7 @@ figure{margin:1em 0 2em} figure img{max-width:100%;height:auto;border:1px solid 
 figcaption{font-size:.88em;color:#333;max-width:62em} .note{color:#555;font-size:.9em}
 .banner{background:#fff6d6;border:1px solid #e8d48a;padding:.5em .8em;margin:.8em 0}
 .scroll{overflow-x:auto} .scroll td{white-space:nowrap}
+.wrapcells td{white-space:normal;vertical-align:top;min-width:6em} .lose{color:#7f1d1d}
 </style></head>
 <body>
 <h1>{{ title }}</h1>
@@ -69,11 +70,14 @@ energies per MB compare across file sizes.</p>
 <div class="scroll">{{ t.html|safe }}</div>{% endfor %}
 
 {% for section in sections %}<h2 id="{{ section.id }}">{{ section.title }}</h2>
+{% if section.intro %}<p class="note">{{ section.intro }}</p>{% endif %}
+{% for t in section.tables %}<h3>{{ t.title }}</h3><p class="note"><a href="{{ t.csv }}">{{ t.csv }}</a></p>
+<div class="scroll wrapcells">{{ t.html|safe }}</div>{% endfor %}
 {% for f in section.figures %}<figure id="fig-{{ f.name }}"><h3>{{ f.title }}</h3>
 <img src="data:image/png;base64,{{ f.data }}" alt="{{ f.title }}" width="{{ f.width }}">
 <figcaption>{{ f.caption }} <a href="{{ f.svg }}">SVG</a></figcaption></figure>
 {% endfor %}{% for s in section.skipped %}<p class="note"><b>{{ s.title }}</b>: not drawn: {{ s.reason }}.</p>
-{% endfor %}{% if not section.figures and not section.skipped %}<p class="note">Nothing to show.</p>{% endif %}
+{% endfor %}{% if not section.figures and not section.skipped and not section.tables %}<p class="note">Nothing to show.</p>{% endif %}
 {% endfor %}
 
 <h2 id="statistics">Per-case statistics</h2>
@@ -108,7 +112,9 @@ def render(context: dict) -> str:
     return env.from_string(TEMPLATE).render(**context)
 
 
-def section(sid: str, title: str, items: list[Saved | Skipped], root: Path) -> dict:
-    return {"id": sid, "title": title,
+def section(sid: str, title: str, items: list[Saved | Skipped], root: Path, tables: list[dict] | None = None,
+            intro: str = "") -> dict:
+    """A report section: its figures (embedded), what was not drawn and why, and tables shown before them."""
+    return {"id": sid, "title": title, "intro": intro, "tables": tables or [],
             "figures": [figure_entry(i, root) for i in items if isinstance(i, Saved)],
             "skipped": [i for i in items if isinstance(i, Skipped)]}

@@ -26,13 +26,13 @@ from harness.campaign.store import Campaign
 # Columns of the tidy frame; optional record fields default to None.
 COLUMNS = (
     "source", "campaign", "sample_id", "case_id", "cc", "n_receivers", "mode", "policy", "scheme",
-    "sample_index", "receiver", "status", "sample_status", "flags", "error", "file_bytes",
+    "sample_index", "receiver", "status", "sample_status", "flags", "error", "file_bytes", "bytes",
     "throughput_mbit", "energy_j", "tail_energy_j", "mean_power_w", "duration_s",
     "wifi_throughput_mbit", "lte_throughput_mbit", "wifi_bytes", "lte_bytes",
     "window_start", "window_end", "energy_source", "power_profile", "meter_kind", "testbed_kind",
     "kernel", "cc_impl", "mplab_version", "split", "energy_label",
 )
-NUMERIC = ("n_receivers", "sample_index", "file_bytes", "throughput_mbit", "energy_j", "tail_energy_j",
+NUMERIC = ("n_receivers", "sample_index", "file_bytes", "bytes", "throughput_mbit", "energy_j", "tail_energy_j",
            "mean_power_w", "duration_s", "wifi_throughput_mbit", "lte_throughput_mbit", "wifi_bytes",
            "lte_bytes", "window_start", "window_end")
 
@@ -109,7 +109,7 @@ def record_row(rec: dict, source: str, manifest_profile: str | None = None) -> d
     row = {
         "source": source,
         **{k: rec.get(k) for k in ("campaign", "sample_id", "case_id", "cc", "n_receivers", "mode", "sample_index",
-                                    "receiver", "status", "sample_status", "error", "file_bytes",
+                                    "receiver", "status", "sample_status", "error", "file_bytes", "bytes",
                                     "throughput_mbit", "energy_j", "tail_energy_j", "mean_power_w", "duration_s",
                                     "window_start", "window_end", "energy_source", "meter_kind", "testbed_kind",
                                     "kernel", "cc_impl", "mplab_version")},

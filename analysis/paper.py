@@ -78,7 +78,7 @@ def load_paper(path: Path = PAPER_FILE) -> PaperTables:
         doc = yaml.safe_load(Path(path).read_text())
         paper = PaperTables.model_validate(doc)
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the paper's tables: {exc}", source=str(path)) from None
+        raise ConfigError(f"cannot read the paper's tables: {' '.join(str(exc).split())}", source=str(path)) from None
     except ValidationError as exc:
         raise ConfigError(f"malformed paper tables: {exc.errors()[0]['msg']}", source=str(path),
                           field=".".join(map(str, exc.errors()[0]["loc"]))) from None

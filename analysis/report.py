@@ -21,15 +21,18 @@ from analysis import html
 from analysis.figures import model as model_figs
 from analysis.figures import sample as sample_figs
 from analysis.figures import setup1, setup2
+from analysis.headlines import HEADLINES_FILE, load_headlines
 from analysis.load import Study, load_study
 from analysis.paper import PAPER_FILE, analog_table, checks_table, load_paper
+from analysis.schemes import (display_headlines, display_tables, headline_rows, markdown_table, side_by_side,
+                              summary_tables)
 from analysis.stats import CI_METHODS, case_stats, exclusion_summary, network_stats, per_sample, receiver_stats
 from analysis.style import Palette, Saved, Skipped
 from harness.errors import ConfigError
 
 REPORT_SCHEMA_VERSION = 1
 STEPS = ("read sources", "statistics", "paper tables and checks", "Setup I figures", "Setup II figures",
-         "sample close-up", "dataset and model figures", "tables (CSV)", "page")
+         "schemes side by side", "sample close-up", "dataset and model figures", "tables (CSV)", "page")
 Progress = Callable[[str, int, int], None]
 
 
@@ -42,6 +45,9 @@ class ReportResult:
     skipped: list[Skipped] = field(default_factory=list)
     checks: pd.DataFrame | None = None
     tables: dict[str, Path] = field(default_factory=dict)
+    schemes: pd.DataFrame | None = None       # analysis.schemes.side_by_side (None without policies)
+    headlines: pd.DataFrame | None = None     # analysis.schemes.headline_rows
+    markdown: Path | None = None              # schemes.md: the side-by-side tables and figure as markdown
     seconds: float = 0.0
 
 
@@ -54,7 +60,7 @@ def _prepare_out(out: Path, force: bool) -> None:
         for sub in ("figures", "tables"):
             if (out / sub).is_dir():
                 shutil.rmtree(out / sub)
-        for f in ("index.html", "report.json"):
+        for f in ("index.html", "report.json", "schemes.md"):
             (out / f).unlink(missing_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -77,7 +83,8 @@ def _energy_banner(study: Study) -> str:
 
 
 def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tracking_uri: str | None = None,
-                 sample: str | None = None, ci: str = "t", paper_file: Path = PAPER_FILE, force: bool = False,
+                 sample: str | None = None, ci: str = "t", paper_file: Path = PAPER_FILE,
+                 headlines_file: Path = HEADLINES_FILE, force: bool = False,
                  progress: Progress | None = None, title: str | None = None) -> ReportResult:
     """Build the report of ``inputs`` (campaign and dataset directories) in ``out``.
 
@@ -88,6 +95,7 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         tracking_uri: MLflow store of the model's run (default ``$MLFLOW_TRACKING_URI``, else ./mlflow.db).
         sample: sample id for the close-up (default: one is chosen; see ``figures.sample.pick_sample``).
         ci: ``t`` or ``bootstrap``.
+        headlines_file: the related papers' headlines (``data/paper/related-schemes.yaml``).
     """
     t0 = time.monotonic()
     if ci not in CI_METHODS:
@@ -104,6 +112,7 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
     tick("read sources")
     study = load_study(list(inputs))
     paper = load_paper(paper_file)
+    headlines = load_headlines(headlines_file)
     _prepare_out(out, force)
     figs_dir = out / "figures"
     ci_text = CI_METHODS[ci].text
@@ -169,6 +178,38 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         s2 += [_tagged(x, tag, label) for x in items]
     if not s2:
         s2 = [Skipped("setup2", "Setup II figures", setup2.NO_POLICIES)]
+
+    tick("schemes side by side")
+    sch: list[Saved | Skipped] = []
+    sch_tables: list[dict] = []
+    md: list[str] = []
+    if policies:
+        res.schemes = side_by_side(f, headlines, ci)
+        res.headlines = headline_rows(f, headlines)
+        tables["schemes"] = ("Every policy side by side (numbers)", res.schemes)
+        tables["schemes-headlines"] = ("The related papers' headlines beside mplab (numbers)", res.headlines)
+        for i, label in enumerate(labels):
+            tag = f"-{i + 1}" if len(labels) > 1 else ""
+            e, t = (_only(stats["energy_j"], label), _only(stats["throughput_mbit"], label))
+            pol = policies & set(e["scheme"]) if label is not None else policies
+            if len(labels) > 1 and not pol:
+                continue
+            sch.append(_tagged(setup2.schemes_by_receivers(
+                _only(per_sample(f, "energy_j"), label), _only(per_sample(f, "throughput_mbit"), label),
+                e, t, pol, palette, figs_dir, ci_text), tag, label))
+        for (label, cc), view in summary_tables(res.schemes, headlines):
+            sch_tables.append({"title": f"Summary, {cc}: {label}", "csv": "tables/schemes.csv",
+                               "html": _mark_losses(html.table_html(view, left=True)),
+                               "markdown": markdown_table(view)})
+        for (label, cc, n), view in display_tables(res.schemes):
+            sch_tables.append({"title": f"{n} receivers, {cc}: {label}", "csv": "tables/schemes.csv",
+                               "html": _mark_losses(html.table_html(view, left=True)), "markdown": markdown_table(view)})
+        for (label, cc), view in display_headlines(res.headlines):
+            sch_tables.append({"title": f"The related papers' headlines beside mplab: {cc}, {label}",
+                               "csv": "tables/schemes-headlines.csv", "html": html.table_html(view, left=True),
+                               "markdown": markdown_table(view)})
+    else:
+        sch = [Skipped("setup2-schemes", "Every policy side by side", setup2.NO_POLICIES)]
     if not s1:
         s1 = [Skipped("setup1", "Setup I figures", "no Setup I cases (records with a mode and no policy)")]
 
@@ -216,7 +257,7 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         res.tables[key] = p
 
     tick("page")
-    all_items = s1 + s2 + sc + dm
+    all_items = s1 + s2 + sch + sc + dm
     res.figures = [i for i in all_items if isinstance(i, Saved)]
     res.skipped = [i for i in all_items if isinstance(i, Skipped)]
     res.seconds = time.monotonic() - t0
@@ -240,12 +281,17 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
                           for label, view in _analog_views(tables[k][1])],
         "sections": [html.section("setup1", "Setup I: plain MPTCP", s1, out),
                      html.section("setup2", "Setup II: policies", s2, out),
+                     html.section("schemes", "Setup II: every policy side by side, with the related papers' "
+                                  "headlines", sch, out, tables=sch_tables, intro=SCHEMES_INTRO if sch_tables else ""),
                      html.section("sample", "One sample up close", sc, out),
                      html.section("model", "Dataset and model", dm, out)],
         "stat_tables": [{"title": tables[k][0], "csv": f"tables/{k}.csv", "html": html.table_html(tables[k][1])}
                         for k in tables if k.startswith(("case-", "receiver-", "network-", "model-"))],
     }
     (out / "index.html").write_text(html.render(ctx))
+    if sch_tables:
+        res.markdown = out / "schemes.md"
+        res.markdown.write_text(_schemes_markdown(ctx, sch_tables, [x for x in sch if isinstance(x, Saved)], out))
     doc = {"schema_version": REPORT_SCHEMA_VERSION, "created_at": ctx["built"], "mplab_version": harness.__version__,
            "mplab_commit": commit, "inputs": [str(p) for p in inputs], "ci": ci_text, "seconds": res.seconds,
            "sources": [{k: (list(v) if isinstance(v, tuple) else str(v) if isinstance(v, Path) else v)
@@ -254,6 +300,7 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
                        for s in res.figures],
            "skipped": [asdict(s) for s in res.skipped],
            "checks": checks.to_dict("records"), "tables": {k: p.name for k, p in res.tables.items()},
+           "markdown": res.markdown.name if res.markdown else None,
            "notes": study.notes}
     (out / "report.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
     return res
@@ -312,3 +359,33 @@ def _cell(mean, lo, hi, n, per_mb) -> str:
     if per_mb is not None and pd.notna(per_mb):
         s += f" ({per_mb:.3g}/MB)"
     return s
+
+
+SCHEMES_INTRO = (
+    "Per receiver count: every policy's throughput, energy (the transfer window) and energy per bit "
+    "(a receiver's energy over the megabits it received), mean [95% interval], and the change of each mean "
+    "against two baselines of the same receivers: all-both (MPTCP on both paths, no controller: the papers' "
+    "\"MPTCP\") and the best single path (all-wifi or all-lte, whichever has the lower J/Mbit there). Beside "
+    "each scheme, its paper's first headline and the same kind of change computed from these records. A "
+    "policy loses to a baseline when its mean is worse on its paper's headline metric (J/Mbit when it has "
+    "none); \"within noise\" (in the summary \"(noise)\") when the Welch 95% interval of the difference of "
+    "per-sample means includes zero. The papers' numbers come from their own simulators and testbeds (column \"setting\"): compare "
+    "directions, not sizes.")
+
+
+def _mark_losses(table: str) -> str:
+    """Make every "loses to" in a rendered table stand out (the text was escaped before)."""
+    return (table.replace("loses to", '<b class="lose">loses to</b>')
+            .replace("<td>loses", '<td><b class="lose">loses</b>').replace("/ loses", '/ <b class="lose">loses</b>'))
+
+
+def _schemes_markdown(ctx: dict, tables: list[dict], figures: list[Saved], out: Path) -> str:
+    lines = [f"# Every policy side by side ({ctx['title']})", "",
+             f"Built {ctx['built']} by mplab {ctx['mplab_version']}"
+             + (f" (commit {ctx['mplab_commit']})" if ctx["mplab_commit"] else "") + f". Inputs: {ctx['inputs']}.",
+             "", f"Energy: {ctx['energy_banner']}", "", f"Statistics: {ctx['ci_text']}.", "", SCHEMES_INTRO, ""]
+    for t in tables:
+        lines += [f"## {t['title']}", "", t["markdown"], ""]
+    for fig in figures:
+        lines += [f"![{fig.title}]({fig.png.relative_to(out).as_posix()})", "", fig.caption, ""]
+    return "\n".join(lines)

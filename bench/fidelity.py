@@ -138,9 +138,7 @@ def bench_loss(args, tmp: Path) -> list[str]:
             rec = out.records[0]
             segs = rec["bytes"] / 1448
             measured = rec["retransmits"] / (segs + rec["retransmits"]) * 100
-            ruleset = tb.ap.run(["nft", "-j", "list", "table", "ip", "mplab_radio"]).stdout
-            counted = [e["rule"] for e in json.loads(ruleset)["nftables"] if "rule" in e]
-            drops = sum(x["counter"]["packets"] for rule in counted for x in rule["expr"] if "counter" in x)
+            drops = tb.radio_loss_counters()["n1"]["wifi"].lost_pkts
             lines.append(f"loss {loss:.1f}% configured on n1 WiFi: retransmissions {measured:.2f}% of segments "
                          f"(ratio {measured / loss:.2f}); nft dropped {drops} packets; {rec['throughput_mbit']:.1f} Mbit/s")
     return lines

@@ -3,8 +3,8 @@ and a side-by-side table of every policy.
 
     uv run python bench/schemes.py caps            # per-path HTB caps: configured vs counted rate
     uv run python bench/schemes.py trace           # mp-sdn: one sample, its epochs (EI 1 s)
-    uv run python bench/schemes.py sizes           # es-mptcp at 64 KiB and 16 MiB: the chosen set
-    uv run python bench/schemes.py table RUNS/...  # side by side from a campaign of scenarios/schemes.yaml
+    uv run python bench/schemes.py sizes           # es-mptcp, 256 KiB .. 32 MiB: the set, its inputs, the switch
+    uv run python bench/schemes.py table RUNS/...  # side by side of a schemes.yaml campaign, via mplab's report
 
 Rates are counted network-side by the nftables steering's per-receiver counters (IP bytes); HTB
 shapes whole frames, so IP bytes run ~1 % below a cap. Each part uses its own namespace prefix.
@@ -12,11 +12,8 @@ shapes whole frames, so IP bytes run ~1 % below a cap. Each part uses its own na
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +28,7 @@ from harness.config.scenario import ControlSpec, Scenario  # noqa: E402
 from harness.testbeds.clean import clean_prefix  # noqa: E402
 from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
 
+from controller import schemes  # noqa: E402
 from controller.policy import Decision  # noqa: E402
 from controller.setup2 import Setup2Control, control_factory  # noqa: E402
 
@@ -129,38 +127,73 @@ def trace(file_size: str) -> None:
                   f"{t2['lte']:.2f} | {e['caps_mbit']} | {x.get('wifi', 0):.2f} | {x.get('lte', 0):.2f} |")
 
 
-def sizes() -> None:
+def recorded_paths(rec: dict) -> dict[str, schemes.PathState]:
+    """The ES-MPTCP inputs a record holds: capacity = probe rate, RTT and loss from its path_stats."""
+    st = rec["path_stats"] or {}
+    return {r: schemes.PathState(x, st[r]["rtt_s"], st[r]["loss"], st[r]["cwnd_pkts"])
+            for r, x in (rec["probe_mbit"] or {}).items() if r in st and x > 0.01}
+
+
+def sizes(file_sizes: list[str]) -> None:
     # The paper's links (inventory/schemes-paper-links.yaml), one receiver; the 3G path's power constants.
-    pol = {"name": "es-mptcp", "params": {"lte_b": 122.1, "lte_theta": 817.9}}
+    # One campaign per size (each probes afresh); per size the live decision, its measured inputs and
+    # the size at which the pure rule, on those inputs, switches sets.
+    params = {"lte_b": 122.1, "lte_theta": 817.9}
+    pol = {"name": "es-mptcp", "params": params}
+    power = {"wifi": (137.0, 132.9), "lte": (params["lte_b"], params["lte_theta"])}
     prefix = "mplab-bench-schemes-sz-"
-    for size in ("64K", "16M"):
+    print("| file | chosen | switch at (pure rule, these inputs) | WLAN probe Mbit/s, min RTT ms, loss (source) "
+          "| 3G probe Mbit/s, min RTT ms, loss (source) | retrans ratio WLAN / 3G | srtt ms WLAN / 3G "
+          "| Mbit/s | J |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for size in file_sizes:
         with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
             recs = campaign(prefix, [(25, 5)], [pol], size, Path(tmp), inv=paper_links(prefix, 1))
         for r in recs:
-            tr = r["policy_trace"] or {}
-            print(f"es-mptcp, {size}: {r['receiver']} -> {r['assignment']} (ranking {tr.get('ranking')}, "
-                  f"O_k {[round(k['objective'], 6) for k in tr.get('candidates', [])]}), path stats "
-                  f"{ {n: (round(s['rtt_s'] * 1000, 1), s['loss']) for n, s in (r['path_stats'] or {}).items()} } "
-                  f"(RTT ms, loss), {r['throughput_mbit']:.2f} Mbit/s, {r['energy_j']:.2f} J")
+            if r["status"] != "ok":
+                print(f"| {size} | failed: {r['error']} |")
+                continue
+            paths = recorded_paths(r)
+            sw = schemes.es_mptcp_switch(paths, power)
+            want = schemes.es_mptcp(paths, power, r["bytes"]).paths
+            st = r["path_stats"]
+
+            def path(n: str) -> str:
+                s_ = st.get(n, {})
+                return (f"{r['probe_mbit'][n]:.2f}, {s_.get('rtt_s', 0) * 1000:.1f}, {s_.get('loss', 0):.4f} "
+                        f"({(s_.get('source') or {}).get('loss')}, {s_.get('loss_pkts')})")
+            chosen = r["assignment"] + ("" if {"both": {"wifi", "lte"}}.get(r["assignment"], {r["assignment"]}) == want
+                                        else " (pure rule differs!)")
+            print(f"| {size} | {chosen} | {f'{sw.at_bytes / 2**20:.2f} MiB' if sw else 'none'} | {path('wifi')} | "
+                  f"{path('lte')} | {st['wifi']['retrans_ratio']:.4f} / {st['lte']['retrans_ratio']:.4f} | "
+                  f"{st['wifi']['srtt_s'] * 1000:.1f} / {st['lte']['srtt_s'] * 1000:.1f} | "
+                  f"{r['throughput_mbit']:.2f} | {r['energy_j']:.2f} |")
 
 
 def table(path: Path) -> None:
-    recs = [json.loads(x) for x in (path / "samples.jsonl").read_text().splitlines() if x.strip()]
-    thr, en = defaultdict(list), defaultdict(list)
-    for r in recs:
-        if r.get("policy") and r["status"] == "ok":
-            thr[(r["n_receivers"], r["policy"])].append(r["throughput_mbit"])
-            en[(r["n_receivers"], r["policy"])].append(r["energy_j"] / (r["bytes"] * 8 / 1e6))
-    ns = sorted({n for n, _ in thr})
-    pols = sorted({p for _, p in thr})
-    print("| policy | " + " | ".join(f"{n} rx: Mbit/s | {n} rx: J/Mbit" for n in ns) + " |")
-    print("|---|" + "---|---|" * len(ns))
-    for p in pols:
-        cells = []
-        for n in ns:
-            cells += [f"{statistics.mean(thr[(n, p)]):.2f}" if thr.get((n, p)) else "-",
-                      f"{statistics.mean(en[(n, p)]):.4f}" if en.get((n, p)) else "-"]
-        print(f"| {p} | " + " | ".join(cells) + " |")
+    """The side by side of a campaign of scenarios/schemes.yaml, through the analysis report (analysis/schemes.py).
+
+    Prints the report's summary tables (what README quotes) and how long the report took; the full tables,
+    the papers' headlines and the figure are in the report (`mplab report RUN -o reports/schemes`).
+    """
+    import time
+
+    from analysis.report import build_report
+
+    with tempfile.TemporaryDirectory(prefix="mplab-bench-") as tmp:
+        t0 = time.monotonic()
+        res = build_report([path], Path(tmp) / "report")
+        seconds = time.monotonic() - t0
+        if res.markdown is None:
+            sys.exit(f"{path}: no records carry a policy")
+        md = res.markdown.read_text()
+    start = md.index("## Summary")
+    end = md.index("\n## ", start + 1)
+    print(md[start:end].strip())
+    t = res.schemes
+    print(f"\n{len(t)} policy cases; losing to all-both on the mean: "
+          + ", ".join(f"{r.policy} (N={r.n_receivers})" for r in t.itertuples() if r.verdict_all_both == "loses"))
+    print(f"report built in {seconds:.1f} s")
 
 
 def main() -> None:
@@ -169,13 +202,14 @@ def main() -> None:
     ap.add_argument("campaign", nargs="?", type=Path)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--file-size", default="24M")
+    ap.add_argument("--sizes", default="256K,512K,1M,2M,4M,8M,16M,32M", help="sizes part: comma-separated")
     args = ap.parse_args()
     if args.part == "caps":
         caps(args.seconds)
     elif args.part == "trace":
         trace(args.file_size)
     elif args.part == "sizes":
-        sizes()
+        sizes(args.sizes.split(","))
     else:
         table(args.campaign)
 

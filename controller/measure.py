@@ -1,16 +1,24 @@
 """What the related schemes need measured, and where each number comes from.
 
 - Per receiver and path, transport state from the **sender's** MPTCP subflows (``ss -tinH``
-  in the sender's namespace or on the sender machine): smoothed RTT (``rtt:``, ms), congestion
-  window (``cwnd:``, segments), and a loss estimate, the retransmission ratio
+  in the sender's namespace or on the sender machine): the base RTT (``minrtt:``, ms: the
+  subflow's minimum RTT, which the probe's own queueing does not inflate), the smoothed RTT
+  (``rtt:``, recorded), the congestion window (``cwnd:``, segments) and the retransmission ratio
   ``bytes_retrans / bytes_sent`` (``retrans``/``data_segs_out`` when the byte counters are absent).
   A subflow belongs to the receiver and path whose address is its peer address; when several
   sockets match (iperf3's control connection), the one that sent the most bytes is the data subflow.
+- Per receiver and path, the path's **random loss**: packets dropped / packets seen by the
+  testbed's loss rules over the probe window (``Testbed.radio_loss_counters``; on the emulated
+  testbed nftables counters before the radio queue). Where the testbed has none (a lab, a real
+  cell) the retransmission ratio stands in, and the record says so: a retransmission ratio
+  counts the probe's own drops at a full queue too (a 1 s Cubic probe overflowing a 60 ms buffer
+  in slow start read as 6 % on a lossless 3G path), which is not the loss the schemes' models mean.
 - Per access network, the congestion signal MP-SDN reads from the AP's MAC queue: the occupancy of
   the network's shaping FIFOs (``tc -s -j qdisc``), sum of backlogs over sum of limits of the leaf
   ``bfifo`` (bytes) / ``pfifo`` (packets) queues, sampled during an execution interval and averaged.
 
-Pure parsers (tested against captured output in tests/data) plus the two argv builders.
+Pure parsers (tested against captured output in tests/data) plus the two argv builders. The
+``source`` of each ``PathStats`` names, per field, where its number came from (``SOURCES``).
 """
 from __future__ import annotations
 
@@ -20,10 +28,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.errors import MplabError
+from harness.testbeds.base import LOSS_COUNTERS_SOURCE, LossCounters
 
 from controller.policy import PathStats
 
-SS_SOURCE = "ss -tin (sender's subflows): rtt, cwnd, bytes_retrans/bytes_sent"
+#: Per PathStats field, where its number came from (the values recorded in ``source``).
+SOURCES = {
+    "minrtt": "ss-minrtt",          # ss -tin minrtt: the subflow's minimum RTT
+    "srtt": "ss-srtt",              # ss -tin rtt: the smoothed RTT (queueing included)
+    "cwnd": "ss-cwnd",
+    "retrans": "ss-retrans",        # bytes_retrans / bytes_sent of the subflow
+    "counters": LOSS_COUNTERS_SOURCE,  # the testbed's loss rules' counters over the probe window
+}
 QUEUE_SOURCE = "tc -s -j qdisc (shaping FIFOs): sum backlog / sum limit"
 
 
@@ -49,6 +65,8 @@ class Subflow:
     segs_out: int
     retrans_total: int
     mptcp: bool
+    #: ``minrtt:`` (the kernel's windowed minimum RTT); None where ss does not print it.
+    min_rtt_s: float | None = None
 
     @property
     def loss(self) -> float | None:
@@ -84,7 +102,7 @@ def parse_ss(text: str) -> list[Subflow]:
         if head is None:
             continue
         kv = dict(_KV.findall(line))
-        rtt = kv.get("rtt")
+        rtt, minrtt = kv.get("rtt"), kv.get("minrtt")
         retrans = kv.get("retrans", "0/0").split("/")
         out.append(Subflow(
             local=_host(head[0]), peer=_host(head[1]),
@@ -93,16 +111,21 @@ def parse_ss(text: str) -> list[Subflow]:
             bytes_sent=int(kv.get("bytes_sent", 0)), bytes_retrans=int(kv.get("bytes_retrans", 0)),
             segs_out=int(kv.get("data_segs_out", kv.get("segs_out", 0))),
             retrans_total=int(retrans[-1]) if retrans[-1].isdigit() else 0,
-            mptcp="tcp-ulp-mptcp" in line))
+            mptcp="tcp-ulp-mptcp" in line,
+            min_rtt_s=float(minrtt) / 1000 if minrtt else None))
         head = None
     return out
 
 
-def path_stats(subflows: Iterable[Subflow], addresses: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, PathStats]]:
+def path_stats(subflows: Iterable[Subflow], addresses: Mapping[str, Mapping[str, str]],
+               loss_counts: Mapping[str, Mapping[str, LossCounters]] | None = None) -> dict[str, dict[str, PathStats]]:
     """``{receiver: {network: PathStats}}`` from the sender's sockets; ``addresses`` = receiver -> network -> address.
 
     Per (receiver, network) the socket with the most bytes sent wins (the data subflow, not
-    iperf3's control connection); a path with no socket is left out.
+    iperf3's control connection); a path with no socket is left out. ``rtt_s`` is the subflow's
+    minimum RTT (its smoothed RTT where ss prints no ``minrtt``); ``loss`` is the loss counted by
+    the testbed's loss rules on that path (``loss_counts``, over the probe window) when it saw any
+    packet, else the retransmission ratio. ``source`` says which, per field.
     """
     by_addr = {a: (rx, net) for rx, nets in addresses.items() for net, a in nets.items()}
     best: dict[tuple[str, str], Subflow] = {}
@@ -114,7 +137,16 @@ def path_stats(subflows: Iterable[Subflow], addresses: Mapping[str, Mapping[str,
             best[key] = s
     out: dict[str, dict[str, PathStats]] = {rx: {} for rx in addresses}
     for (rx, net), s in best.items():
-        out[rx][net] = PathStats(s.rtt_s, s.loss, s.cwnd_pkts, SS_SOURCE)
+        counted = (loss_counts or {}).get(rx, {}).get(net)
+        by_counters = counted is not None and counted.loss is not None
+        rtt = s.min_rtt_s if s.min_rtt_s else s.rtt_s
+        out[rx][net] = PathStats(
+            rtt_s=rtt, loss=counted.loss if by_counters else s.loss, cwnd_pkts=s.cwnd_pkts,
+            source={"rtt_s": SOURCES["minrtt" if s.min_rtt_s else "srtt"],
+                    "loss": SOURCES["counters" if by_counters else "retrans"],
+                    "cwnd_pkts": SOURCES["cwnd"], "srtt_s": SOURCES["srtt"], "retrans_ratio": SOURCES["retrans"]},
+            srtt_s=s.rtt_s, retrans_ratio=s.loss,
+            loss_pkts={"seen": counted.seen_pkts, "lost": counted.lost_pkts} if by_counters else None)
     return out
 
 

@@ -43,17 +43,24 @@ class NodeFailed(MplabError):
 
 @dataclass(frozen=True)
 class PathStats:
-    """Transport state of one receiver's subflow on one network, as the sender's kernel reports it.
+    """Transport and loss state of one receiver's path, as the controller measured it while probing.
 
-    From ``ss -ti`` of the sender's MPTCP subflows (``controller.measure``): smoothed RTT, the
-    retransmission ratio as the loss estimate (retransmitted / sent segments) and the congestion
-    window; ``source`` says where the numbers came from (recorded with the decision).
+    ``rtt_s`` and ``loss`` are the values the schemes use: the base RTT (the subflow's minimum RTT from
+    the sender's ``ss -ti``: the probe's own queueing does not inflate it) and the path's random loss
+    (the testbed's loss counters over the probe window where it has them, else the sender's
+    retransmission ratio). ``srtt_s`` and ``retrans_ratio`` are recorded beside them; ``loss_pkts``
+    holds the counted packets (``seen``, ``lost``) when the loss came from counters. ``source`` names,
+    per field, where the number came from (``controller.measure``: e.g. ``loss: nft-loss-counters``
+    or ``loss: ss-retrans``); it is written into the records with the numbers.
     """
 
     rtt_s: float | None = None
     loss: float | None = None
     cwnd_pkts: float | None = None
-    source: str = "ss -ti (sender)"
+    source: Mapping[str, str] = field(default_factory=dict)
+    srtt_s: float | None = None
+    retrans_ratio: float | None = None
+    loss_pkts: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -170,26 +177,43 @@ _BASES: dict[str, Callable[[float, float], float]] = {
     "max": max, "min": min, "mean": lambda a, b: (a + b) / 2}
 
 
-@dataclass
-class RefIS:
-    """The reference paper's Interface Selection: both networks when the probes are within a band.
+@dataclass(kw_only=True)
+class _Band:
+    """The IS band's parameters (``|R1 - R2| <= band * base(R1, R2)``), checked when a policy is made.
 
-    Annotated example of a policy: pure (no I/O), parameters as fields, ``decide`` maps the
-    measurements to one ``Decision`` per receiver, ``params`` says what to log.
+    Keyword-only, so a policy's own leading fields (``RefISTuned.predict``) stay positional.
     """
 
     band: float = 0.10
     base: str = "max"
-    name: str = "ref-is"
-    epoch_s: float | None = None
-    probes: bool = True
-    measures: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.band < 1:
             raise ConfigError(f"band {self.band} must be in [0, 1)", field="band")
         if self.base not in _BASES:
             raise ConfigError(f"base {self.base!r} is not one of {sorted(_BASES)}", field="base")
+
+    @staticmethod
+    def check_params(policy: str, params: Mapping[str, object]) -> None:
+        """``ConfigError`` unless ``params`` (a scenario's policy parameters) are band and base only."""
+        unknown = set(params) - {"band", "base"}
+        if unknown:
+            raise ConfigError(f"{policy} parameters are band and base (got {sorted(unknown)})", field="policies")
+
+
+@dataclass
+class RefIS(_Band):
+    """The reference paper's Interface Selection: both networks when the probes are within a band.
+
+    Annotated example of a policy: pure (no I/O), parameters as fields (``band``, ``base`` from
+    ``_Band``), ``decide`` maps the measurements to one ``Decision`` per receiver, ``params`` says
+    what to log.
+    """
+
+    name: str = "ref-is"
+    epoch_s: float | None = None
+    probes: bool = True
+    measures: int = 0
 
     def choose(self, m: ReceiverMeasurement) -> Decision:
         rw, rl = float(m.probe_mbit.get("wifi", 0.0)), float(m.probe_mbit.get("lte", 0.0))
@@ -209,7 +233,7 @@ class RefIS:
 
 
 @dataclass
-class RefISTuned:
+class RefISTuned(_Band):
     """IS, then the paper's Tuning: every "both" receiver onto its faster interface, or none.
 
     Needs ``predict`` (the exported energy model) and, at decision time, ``measure``. Energies
@@ -218,8 +242,6 @@ class RefISTuned:
     """
 
     predict: Predict
-    band: float = 0.10
-    base: str = "max"
     name: str = "ref-is-tuned"
     epoch_s: float | None = None
     probes: bool = True
@@ -237,7 +259,7 @@ class RefISTuned:
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
-        a_is = RefIS(self.band, self.base).decide(measurements, ctx).assignment
+        a_is = RefIS(band=self.band, base=self.base).decide(measurements, ctx).assignment
         probes = {m.receiver: m.probe_mbit for m in measurements}
         a_t: Assignment = {}
         for rx, d in a_is.items():
@@ -279,16 +301,12 @@ def _fixed(mode: str) -> Callable[..., Policy]:
 
 
 def _ref_is(**params) -> Policy:
-    unknown = set(params) - {"band", "base"}
-    if unknown:
-        raise ConfigError(f"ref-is parameters are band and base (got {sorted(unknown)})", field="policies")
+    _Band.check_params("ref-is", params)
     return RefIS(**params)
 
 
 def _ref_is_tuned(predict: Predict | None = None, **params) -> Policy:
-    unknown = set(params) - {"band", "base"}
-    if unknown:
-        raise ConfigError(f"ref-is-tuned parameters are band and base (got {sorted(unknown)})", field="policies")
+    _Band.check_params("ref-is-tuned", params)
     if predict is None:
         raise ConfigError("policy ref-is-tuned needs a model (scenario key `model: models/<name>`)", field="model")
     return RefISTuned(predict, **params)

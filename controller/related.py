@@ -2,8 +2,9 @@
 marginal-efficiency.
 
 Each class adapts one rule of ``controller.schemes`` to ``controller.policy.Policy``: it reads each
-receiver's probe rates (capacity per path) and, where the rule needs them, the per-path RTT, loss
-and window the controller took from the sender's subflows (``PathStats``), and returns one
+receiver's probe rates (capacity per path) and, where the rule needs them, the per-path RTT and
+window the controller took from the sender's subflows and the path's loss from the testbed's loss
+counters (``PathStats``, ``controller.measure``), and returns one
 ``Decision`` per receiver. Parameters come from the scenario (``policies: [{name, params}]``) with
 the papers' defaults; power constants are ``wifi_b``/``wifi_theta``/``lte_b``/``lte_theta`` (mW per
 Mbit/s, mW) and default to the papers' (137, 132.9) and (52, 1288). Every ambiguity and how it is
@@ -89,8 +90,19 @@ class EsMptcp(_Base):
     completion time by the paper's round counting with a loss-aware window model capped at the BDP,
     each path's ranking rate its own predicted average for this file (``time_mode=rounds``, the
     default; ``size`` uses S / sum X with LIA rates, register #3); loss floored at ``p_floor`` for the
-    LIA fixed point (#4); capacity = the probe rate; RTT and loss from the sender's subflows while
-    probing; decided once per transfer, not every RTT (flow changes are not free network-side).
+    LIA fixed point (#4); capacity = the probe rate; decided once per transfer, not every RTT (flow
+    changes are not free network-side).
+
+    What p and RTT mean. The paper's p_r (the LIA fixed point, Eq. 6) is the path's random loss
+    probability: its links are WANem paths with a configured loss (WLAN 1 %, 3G 0 %), independent of the
+    sender's own rate. A probe's drops at a queue it filled itself are not that (a 1 s Cubic probe
+    overflowing the 3G path's 60 ms buffer retransmitted 6 % on a lossless path), so ``loss`` is the
+    share the testbed's loss rules dropped over the probe window (``Testbed.radio_loss_counters``:
+    nftables counters before the radio queue on the emulated testbed); only where nothing counts it (a
+    lab, a real cell) does the sender's retransmission ratio stand in, and ``path_stats.source`` says
+    which. The RTT is the subflow's minimum RTT, the path's base RTT as the paper's Table 3 gives it:
+    the round counting models slow start, when the queue is empty, and the smoothed RTT of a probe that
+    filled its queue (3G: 118 ms for 65 ms) charges a short file with queueing it never builds.
     """
 
     objective: str = "ratio"
@@ -128,6 +140,8 @@ class EeMptcp(_Base):
     set count rounds with the expected-window model (binom(w, l), any loss at W <= 3 a timeout,
     window capped at the BDP: register #4, #5) and take the k maximising the difference
     sum X - T sum(bX + theta) in (Mbit/s, mJ), the energy term divided by ``energy_scale`` (#2).
+    RTT and loss as for ``EsMptcp`` (base RTT, the path's counted random loss: the round model's p is
+    the same per-packet path loss); cwnd/RTT is capped at the probe rate.
     """
 
     w0: float = 10.0

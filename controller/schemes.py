@@ -5,6 +5,7 @@ and no knowledge of receivers, steering or records (``controller.related`` wraps
 
 - ``lia_rates``, ``es_mptcp`` (§2): ES-MPTCP's ranking by effective energy per bit and its
   ratio objective over the top-k subflows, with the LIA fixed point as throughput model;
+  ``es_mptcp_switch``: the file size at which its choice changes, on given inputs;
 - ``rounds_model``, ``ee_mptcp`` (§4): EE-MPTCP's round-based expected-window model, the two-level
   sort and its difference objective;
 - ``eemptcp`` (§3): EEMPTCP's energy-efficiency-maximising rate split, by enumeration instead of a GA;
@@ -156,7 +157,7 @@ def es_mptcp(paths: Mapping[str, PathState], power: Mapping[str, tuple[float, fl
 
     def segments(r: str):
         s = live[r]
-        return lambda u: rounds_model(u, max(s.loss or 0.0, 0.0), w0, math.inf, bdp_pkts(s, r, mss_bytes))
+        return RoundsModel(max(s.loss or 0.0, 0.0), w0, math.inf, bdp_pkts(s, r, mss_bytes))
 
     def predict(subset: dict[str, PathState]) -> tuple[dict[str, float], float]:
         if time_mode == "size":
@@ -187,6 +188,48 @@ def es_mptcp(paths: Mapping[str, PathState], power: Mapping[str, tuple[float, fl
     return Choice(frozenset(order[:best_k]), None,
                   {"ranking": order, "energy_per_mbit": {r: energy_per_mbit(power, r, x_all[r]) for r in order},
                    "ranking_rate_mbit": x_all, "candidates": ks, "k": best_k})
+
+
+@dataclass(frozen=True)
+class SizeSwitch:
+    """Where ES-MPTCP's choice changes with the file size: ``below`` for files under ``at_bytes``, ``above`` from it."""
+
+    at_bytes: int
+    below: frozenset[str]
+    above: frozenset[str]
+
+
+def es_mptcp_switch(paths: Mapping[str, PathState], power: Mapping[str, tuple[float, float]], *,
+                    lo_bytes: int = 16 * 1024, hi_bytes: int = 256 * 2**20, resolution_bytes: int = 1024,
+                    **kw) -> SizeSwitch | None:
+    """The smallest file size (to ``resolution_bytes``) at which ``es_mptcp`` on these inputs chooses another
+    set than at ``lo_bytes``; None when it does not change up to ``hi_bytes``.
+
+    Sizes double from ``lo_bytes`` until the set changes, then bisect between the last two. This takes
+    the first change: the rule's set need not be monotonic in the size (in ``time_mode="size"`` it does
+    not depend on it), so callers that rely on one switch check the sets they use against ``es_mptcp``.
+    ``kw`` goes to ``es_mptcp`` (objective, time_mode, p_floor, w0, mss_bytes).
+    """
+    def choose(n: int) -> frozenset[str]:
+        return es_mptcp(paths, power, n, **kw).paths
+
+    below = choose(lo_bytes)
+    prev, size = lo_bytes, lo_bytes
+    while True:
+        size = min(2 * size, hi_bytes)
+        if choose(size) != below:
+            break
+        if size >= hi_bytes:
+            return None
+        prev = size
+    lo, hi = prev, size  # choose(lo) == below != choose(hi)
+    while hi - lo > resolution_bytes:
+        mid = (lo + hi) // 2
+        if choose(mid) == below:
+            lo = mid
+        else:
+            hi = mid
+    return SizeSwitch(hi, below, choose(hi))
 
 
 # ---------------------------------------------------------------- EE-MPTCP (§4)
@@ -221,13 +264,31 @@ def rounds_model(rounds: int, p: float, w0: float = 10.0, ssthresh0: float = 64.
     retransmit (W/2, ssthresh W/2). The window is capped at ``w_cap`` (BDP / receive window,
     register #4), without which a lossless path's window grows without bound.
     """
-    delivered, w, sst = 0.0, min(w0, w_cap), ssthresh0
-    for _ in range(rounds):
-        delivered += w - w * p
-        p0, p1, p2 = loss_outcomes(w, p)
-        cw0 = w + 1 if w >= sst else 2 * w
-        w, sst = (min(w_cap, p0 * cw0 + p1 * w0 + p2 * w / 2), p0 * sst + (p1 + p2) * w / 2)
-    return delivered
+    return RoundsModel(p, w0, ssthresh0, w_cap)(rounds)
+
+
+class RoundsModel:
+    """``rounds_model`` of one path as a function of the rounds, each round computed once.
+
+    The round counting asks for u = 1, 2, 3, ... rounds in turn; recomputing the model from round 0
+    each time made it quadratic in the rounds (a 64 MiB file on the paper's links took a minute);
+    this keeps the cumulative totals (the same sums in the same order, so the same numbers).
+    """
+
+    def __init__(self, p: float, w0: float = 10.0, ssthresh0: float = 64.0, w_cap: float = math.inf) -> None:
+        self.p, self.w0, self.w_cap = p, w0, w_cap
+        self._w, self._sst = min(w0, w_cap), ssthresh0
+        self._totals = [0.0]
+
+    def __call__(self, rounds: int) -> float:
+        totals, p, w0 = self._totals, self.p, self.w0
+        while len(totals) <= rounds:
+            w, sst = self._w, self._sst
+            totals.append(totals[-1] + (w - w * p))
+            p0, p1, p2 = loss_outcomes(w, p)
+            cw0 = w + 1 if w >= sst else 2 * w
+            self._w, self._sst = (min(self.w_cap, p0 * cw0 + p1 * w0 + p2 * w / 2), p0 * sst + (p1 + p2) * w / 2)
+        return totals[rounds]
 
 
 def ee_mptcp(paths: Mapping[str, PathState], power: Mapping[str, tuple[float, float]], file_bytes: int, *,
@@ -257,7 +318,7 @@ def ee_mptcp(paths: Mapping[str, PathState], power: Mapping[str, tuple[float, fl
     for k in range(1, len(order) + 1):
         subset = {r: live[r] for r in order[:k]}
         rtts = {r: _rtt(s, r) for r, s in subset.items()}
-        seg = {r: (lambda u, r=r: rounds_model(u, subset[r].loss or 0.0, w0, ssthresh0, bdp_pkts(subset[r], r, mss_bytes)))
+        seg = {r: RoundsModel(subset[r].loss or 0.0, w0, ssthresh0, bdp_pkts(subset[r], r, mss_bytes))
                for r in subset}
         r0, u = completion_rounds(seg, rtts, n_t)
         slow = max(rtts, key=lambda r: rtts[r])

@@ -32,7 +32,7 @@ from harness.errors import ConfigError, MplabError, PreflightError, TrafficError
 from harness.hosts.local import BackgroundProcess
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import ControlSpec, Scenario
-from harness.testbeds.base import Testbed
+from harness.testbeds.base import LossCounters, Testbed, loss_over
 
 from controller.model import EnergyModel
 from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes
@@ -40,7 +40,7 @@ from controller.registry import NEEDS_MODEL, make_policy
 from controller.measure import fifos, interval_occupancy, parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
-from controller.steering.caps import EgressCaps, HtbCaps
+from controller.steering.caps import Caps, EgressCaps, HtbCaps, caps_for
 
 log = logging.getLogger("mplab.controller")
 
@@ -174,7 +174,7 @@ class Setup2Control:
     model_path: str | None = None
     testbed: Testbed | None = None
     steering: Steering | None = None
-    caps: HtbCaps | None = None
+    caps: Caps | None = None
     _receivers: list[SteeredReceiver] = field(default_factory=list)
     _rig: object | None = None
     _loop: EpochLoop | None = None
@@ -218,7 +218,9 @@ class Setup2Control:
         else:
             self.steering = build_steering(self.spec.steering, testbed)
         self.steering.setup()
-        self.caps = gateway_caps(testbed)
+        # OpenFlow steering caps with meters on its switch; the others (or a switch without kbit/s
+        # drop meters, said in the log) with HTB on the gateways' ports.
+        self.caps = caps_for(self.steering, lambda: gateway_caps(testbed))
 
     def teardown(self) -> None:
         try:
@@ -265,12 +267,13 @@ class Setup2Control:
         self.steering.apply(all_both([r for r in self._receivers if r.name in plan.receivers]))
 
     def enforce(self, assignment: Assignment) -> None:
-        """Steer and cap to ``assignment`` (caps need the emulated gateways)."""
+        """Steer and cap to ``assignment`` (caps need OpenFlow meters or the emulated gateways)."""
         self.steering.apply(assignment)
         if any(d.caps_mbit for d in assignment.values()):
             if self.caps is None:
-                raise PreflightError(f"rate caps need the emulated AP and eNB; a {self.testbed.kind} testbed has "
-                                     "no cap backend yet (OpenFlow meters are not installed by the os-ken app)")
+                raise PreflightError(f"rate caps need OpenFlow steering (meters on its switch) or the emulated AP "
+                                     f"and eNB (HTB); this {self.testbed.kind} testbed with {self.steering.name} "
+                                     "steering has neither")
             self.caps.apply(assignment)
         elif self.caps is not None:
             self.caps.apply(assignment)
@@ -326,6 +329,8 @@ class Setup2Control:
                           "adopted": tr.get("adopted"), "decision_latency_s": latency_s, "control_s": control_s,
                           "path_stats": ({r: vars(st) for r, st in stats[rx].items()} or None),
                           "caps_mbit": dict(outcome.assignment[rx].caps_mbit or {}) or None,
+                          "caps_by": self.caps.name if self.caps is not None and (
+                              outcome.assignment[rx].caps_mbit or policy.epoch_s) else None,
                           "policy_trace": per_rx.get(rx) or ({"primary": tr["primary"].get(rx),
                                                              "tier2_mbit": tr.get("tier2_mbit")}
                                                             if "primary" in tr else None),
@@ -363,6 +368,9 @@ class Setup2Control:
             for p in procs.values():
                 p.wait_ready(GATE_READY_S)
             if nbytes is None:
+                # Loss counted from the release (slow start included: random loss does not depend on the
+                # rate, and more packets make a tighter estimate) to the window's end.
+                loss0 = self.loss_counters() if stats is not None else None
                 for p in procs.values():
                     p.release()
                 time.sleep(self.spec.warm_s)  # a measurement window, not a readiness wait
@@ -370,7 +378,8 @@ class Setup2Control:
                 time.sleep(seconds)
                 c1, t1 = self.steering.counters(), time.monotonic()
                 if stats is not None:
-                    stats.update(self.subflow_stats(rxs))
+                    loss1 = self.loss_counters()
+                    stats.update(self.subflow_stats(rxs, loss_over(loss0, loss1) if loss0 and loss1 else None))
                 self._stop(procs)
                 return {rx: {r: (c1[rx][r] - c0[rx][r]) * 8 / (t1 - t0) / 1e6 for r in IFACES} for rx in rxs}
             c0 = self.steering.counters()
@@ -398,9 +407,11 @@ class Setup2Control:
             self._stop(procs)
             self._drain()
 
-    def subflow_stats(self, rxs: list[str]) -> dict[str, dict]:
+    def subflow_stats(self, rxs: list[str], loss: Mapping[str, Mapping[str, LossCounters]] | None = None
+                      ) -> dict[str, dict]:
         """``{receiver: {network: PathStats}}`` from ``ss -tin`` on the sender (its subflows towards
-        each receiver address); best effort: a failed read gives no stats (the policy then says so)."""
+        each receiver address), with the loss counted over the window (``loss``) where the testbed
+        counts it; best effort: a failed read gives no stats (the policy then says so)."""
         tb = self.testbed
         try:
             text = tb.sender.run(ss_argv()).stdout
@@ -408,7 +419,16 @@ class Setup2Control:
             log.warning("ss on the sender: %s", exc)
             return {}
         addrs = {rx: {r: i.address for r, i in tb.nodes[rx].interfaces.items()} for rx in rxs}
-        return path_stats(parse_ss(text), addrs)
+        return path_stats(parse_ss(text), addrs, loss)
+
+    def loss_counters(self) -> dict[str, dict[str, LossCounters]] | None:
+        """The testbed's loss counters now (None: it has none, or they could not be read: the
+        retransmission ratio then stands in, and the records say so)."""
+        try:
+            return self.testbed.radio_loss_counters()
+        except MplabError as exc:
+            log.warning("loss counters: %s; the retransmission ratio stands in", exc)
+            return None
 
     def _drain(self, quiet_s: float = 0.2, deadline_s: float = 3.0) -> None:
         """Wait until no receiver's counters move for ``quiet_s``: a stopped probe's queued data (a deep

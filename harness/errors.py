@@ -47,6 +47,19 @@ class PreflightError(MplabError):
     """Something the testbed needs is missing; nothing has been created yet."""
 
 
+class NotReady(PreflightError):
+    """Something did not become ready before its deadline, or the process meant to make it ready exited.
+
+    ``what`` names the thing waited for (a daemon's socket, a port, a pty link), so the message
+    says which of several waits failed.
+    """
+
+    def __init__(self, what: str, reason: str) -> None:
+        self.what = what
+        self.reason = reason
+        super().__init__(f"{what}: {reason}")
+
+
 class CommandError(MplabError):
     """A command on a host failed: carries the argument list, exit code and the end of stderr."""
 

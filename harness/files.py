@@ -1,11 +1,17 @@
-"""Files written by mplab: atomically (a temporary file, fsync, then a rename).
+"""Files written by mplab: atomically (a temporary file, fsync, then a rename), and lock files.
 
 The campaign store, the dataset builder, the model export and the machine-wide record
 (``harness.machine``) all write through ``atomic_write``, so a crash leaves either the old
 file or the new one, never half of one. What goes into the files is their owners' business.
+
+Lock files (the campaign lock, the namespace-prefix claims) are an ``flock`` held for as long as
+the owner lives, with the owner's name written into the file: ``try_flock`` takes one,
+``write_lock_text`` names the owner, ``held_lock_text`` reads who holds one without waiting.
+The kernel drops the lock when its holder dies, so a crash never leaves a lock held.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from pathlib import Path
@@ -28,3 +34,52 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def try_flock(path: Path) -> int | None:
+    """Open (creating) ``path`` and take an exclusive ``flock`` without waiting.
+
+    Returns:
+        The open descriptor, which holds the lock until it is closed; None when another
+        open file (another process, or another ``try_flock`` here) holds it.
+    """
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_lock_text(fd: int, text: str) -> None:
+    """Replace the content of the lock file held through ``fd`` (who holds it) with ``text``."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, text.encode(), 0)
+
+
+def held_lock_text(path: Path) -> str | None:
+    """The text of lock file ``path`` while someone holds its ``flock``; None when nobody does (or no file).
+
+    Tries a shared lock without waiting and drops it at once, so it never holds anyone up. A
+    held file whose text cannot be read gives ``""``.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return path.read_text()
+            except OSError:
+                return ""
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

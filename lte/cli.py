@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -49,6 +50,17 @@ def lte_hosts(inv: Inventory) -> LteHosts:
     assert inv.lte is not None
     return LteHosts(enb=host_for(inv, inv.lte.enb.host),
                     epc=host_for(inv, inv.lte.epc.host))
+
+
+@contextmanager
+def cell_hosts(inv: Inventory) -> Iterator[LteHosts]:
+    """``lte_hosts``, closed (eNodeB first) when the block ends, also on an error."""
+    hosts = lte_hosts(inv)
+    try:
+        yield hosts
+    finally:
+        hosts.enb.close()
+        hosts.epc.close()
 
 
 def provision_uri(inv: Inventory, epc: Host, stack: ExitStack) -> str:
@@ -107,10 +119,8 @@ def up(inventory: InventoryArg, secrets: SecretsOpt = None,
     """Push configs (keeping backups), provision subscribers, restart daemons in dependency order."""
     inv = lte_inventory(inventory)
     sec = secrets_for(inv, inventory, secrets) if subscribers else None
-    hosts = lte_hosts(inv)
     with ExitStack() as stack:
-        stack.callback(hosts.epc.close)
-        stack.callback(hosts.enb.close)
+        hosts = stack.enter_context(cell_hosts(inv))
         collection = None
         if subscribers and inv.lte.epc.kind == "open5gs":
             uri = provision_uri(inv, hosts.epc, stack)
@@ -136,12 +146,8 @@ def up(inventory: InventoryArg, secrets: SecretsOpt = None,
 def down(inventory: InventoryArg) -> None:
     """Stop every daemon of the cell, eNodeB first."""
     inv = lte_inventory(inventory)
-    hosts = lte_hosts(inv)
-    try:
+    with cell_hosts(inv) as hosts:
         stopped = lte_down(inv, hosts)
-    finally:
-        hosts.enb.close()
-        hosts.epc.close()
     console.print(f"stopped: {', '.join(stopped)}")
 
 
@@ -149,12 +155,8 @@ def down(inventory: InventoryArg) -> None:
 def status(inventory: InventoryArg) -> None:
     """Which daemons of the cell are running."""
     inv = lte_inventory(inventory)
-    hosts = lte_hosts(inv)
-    try:
+    with cell_hosts(inv) as hosts:
         rows = lte_status(inv, hosts)
-    finally:
-        hosts.enb.close()
-        hosts.epc.close()
     t = Table(title=f"LTE cell of {inv.name}")
     for col in ("daemon", "unit", "host", "state"):
         t.add_column(col)
@@ -189,12 +191,8 @@ def logs(inventory: InventoryArg,
     """Collect every daemon's journal and log file."""
     inv = lte_inventory(inventory)
     dest = dest or Path("lte-logs") / time.strftime("%Y%m%dT%H%M%S")
-    hosts = lte_hosts(inv)
-    try:
+    with cell_hosts(inv) as hosts:
         files = collect_logs(inv, hosts, dest)
-    finally:
-        hosts.enb.close()
-        hosts.epc.close()
     console.print(f"{len(files)} file(s) in {dest}")
 
 

@@ -109,3 +109,51 @@ def quick_slice(root: Path) -> Path:
     dst = root / QUICK_SLICE.name
     shutil.copytree(QUICK_SLICE, dst)
     return dst
+
+
+# A small campaign of scheme policies with hand-chosen numbers (tests/test_schemes_report.py computes the
+# side-by-side table from these by hand). Per (receivers, policy): two samples, each a list of per-receiver
+# (throughput Mbit/s, energy J); every transfer moves SCHEMES_FILE_BYTES (32 Mbit), so J/Mbit = energy / 32.
+SCHEMES_FILE_BYTES = 4_000_000
+SCHEMES_CELLS: dict[tuple[int, str], list[list[tuple[float, float]]]] = {
+    (2, "all-wifi"): [[(5, 20), (5, 22)], [(6, 20), (6, 22)]],          # energy 21, 21  -> 0.65625 J/Mbit
+    (2, "all-lte"): [[(8, 14), (8, 16)], [(9, 14), (9, 14)]],           # energy 15, 14  -> 14.5 J
+    (2, "all-both"): [[(10, 10), (12, 10)], [(11, 12), (13, 12)]],      # thr 11, 12; energy 10, 12 -> 11 J
+    (2, "es-mptcp"): [[(10, 13), (10, 13)], [(9, 13), (9, 15)]],        # energy 13, 14 -> 13.5 J: worse
+    (2, "mp-sdn"): [[(20, 9), (20, 9)], [(21, 9), (21, 9)]],            # thr 20, 21: far better
+    (2, "marginal-efficiency"): [[(9, 16), (9, 16)], [(9, 16), (9, 16)]],  # 16 J: worse than all-lte
+    (4, "all-wifi"): [[(3, 30)] * 4, [(3, 32)] * 4],
+    (4, "all-lte"): [[(6, 20)] * 4, [(6, 21)] * 4],
+    (4, "all-both"): [[(8, 16)] * 4, [(8, 18)] * 4],
+    (4, "es-mptcp"): [[(8, 15)] * 4, [(8, 16)] * 4],
+    (4, "mp-sdn"): [[(7, 17)] * 4, [(7, 17)] * 4],
+    (4, "marginal-efficiency"): [[(8, 16)] * 4, [(8, 18)] * 4],
+}
+
+
+def schemes_records(campaign: str) -> list[dict]:
+    out = []
+    for (n, policy), samples in SCHEMES_CELLS.items():
+        cid = f"cubic-n{n}-policy-{policy}"
+        for s, rxs in enumerate(samples, start=1):
+            assert len(rxs) == n
+            for i, (thr, energy) in enumerate(rxs, start=1):
+                dur = SCHEMES_FILE_BYTES * 8 / 1e6 / thr
+                out.append({
+                    "schema_version": SCHEMA_VERSION, "campaign": campaign, "sample_id": f"{cid}-s{s:03d}",
+                    "case_id": cid, "cc": "cubic", "n_receivers": n, "mode": "policy", "policy": policy,
+                    "sample_index": s, "receiver": f"n{i}", "status": "ok", "sample_status": "ok", "error": None,
+                    "attempts": 1, "flags": [], "file_bytes": SCHEMES_FILE_BYTES, "bytes": SCHEMES_FILE_BYTES,
+                    "duration_s": dur, "throughput_mbit": float(thr),
+                    "iface_bytes": {"wifi": SCHEMES_FILE_BYTES // 2, "lte": SCHEMES_FILE_BYTES // 2},
+                    "iface_throughput_mbit": {"wifi": thr / 2, "lte": thr / 2}, "energy_j": float(energy),
+                    "mean_power_w": energy / dur, "meter_kind": "emulated-um25c", "energy_source": "emulated",
+                    "testbed_kind": "emulated", "kernel": "6.18.0-fixture", "cc_impl": "kernel:cubic",
+                    "mplab_version": "0.1.0", "power_profile": "schemes-fixture",
+                })
+    return out
+
+
+def schemes_campaign(root: Path, name: str = "schemes-fixture") -> Path:
+    """Write the scheme-policy fixture campaign under ``root``; returns its directory."""
+    return write_campaign(root, name, schemes_records(name)).path

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from harness.config.inventory import Inventory
+from harness.testing import leaks
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -77,6 +79,24 @@ def small_inventory(prefix: str, receivers: list[tuple[float, float]], wifi_cap:
 
 
 @pytest.fixture
-def prefix() -> str:
-    """A namespace prefix no other test run uses (so parallel runs never collide)."""
-    return f"mplab-t{uuid.uuid4().hex[:6]}-"
+def prefix(monkeypatch) -> Iterator[str]:
+    """A namespace prefix no other test run uses (so parallel runs never collide).
+
+    The test fails (at teardown) if it leaves a namespace under the prefix or an iperf3 process
+    it started running (``harness.testing.leaks``: its processes carry ``MPLAB_TEST_PREFIX``);
+    what it left is then removed, so one leak does not spill into the next test.
+    """
+    p = f"mplab-t{uuid.uuid4().hex[:6]}-"
+    monkeypatch.setenv(leaks.MARK, p)
+    yield p
+    fail_on_leftovers(p)
+
+
+def fail_on_leftovers(p: str) -> None:
+    """Fail (after removing it) if anything is left under prefix ``p`` (for fixtures that make their own prefix:
+    mark the processes with ``leaks.MARK`` too)."""
+    found = leaks.leftovers(p)
+    if found:
+        leaks.remove(found)
+        pytest.fail(found.describe() + " (clean up in a finally block or a fixture, also after a failure)",
+                    pytrace=False)

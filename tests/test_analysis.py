@@ -27,6 +27,7 @@ from harness.errors import ConfigError  # noqa: E402
 ALL_FIGURES = {
     "setup1-one-receiver-2", "setup1-one-receiver-3", "setup1-receivers-3",   # quick slice (N=3 only), synthetic
     "setup2-is-vs-tuned-1", "setup2-policies-balia-1", "setup2-policies-cubic-1", "setup2-scatter-1",
+    "setup2-schemes-1",
     "sample-closeup", "dataset-distributions-1", "dataset-distributions-2", "dataset-distributions-3",
     "model-predicted-vs-measured", "model-error-per-case", "model-training-curve",
 }

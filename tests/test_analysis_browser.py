@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from analysis_fixtures import paper_campaign, quick_slice  # noqa: E402
+from analysis_fixtures import paper_campaign, quick_slice, schemes_campaign  # noqa: E402
 
 from analysis.report import build_report  # noqa: E402
 
@@ -32,6 +32,7 @@ class PageCheck:
     failed_requests: list[str] = field(default_factory=list)
     broken_images: list[str] = field(default_factory=list)
     images: int = 0
+    decoded_figures: list[str] = field(default_factory=list)   # ids of <figure>s whose image decoded
     screenshot: Path | None = None
     non_white_share: float = 0.0
 
@@ -60,6 +61,9 @@ def open_in_chromium(page_path: Path, screenshot: Path) -> PageCheck:
                 "img", "els => els.map(e => [e.currentSrc.slice(0, 60), e.complete, e.naturalWidth])")
             res.images = len(imgs)
             res.broken_images = [f"image not decoded: {src}" for src, complete, w in imgs if not complete or w <= 0]
+            res.decoded_figures = page.eval_on_selector_all(
+                "figure", "els => els.filter(f => { const i = f.querySelector('img'); "
+                          "return i && i.complete && i.naturalWidth > 0; }).map(f => f.id)")
             page.screenshot(path=str(screenshot), full_page=False)
             res.screenshot = screenshot
         finally:
@@ -75,7 +79,7 @@ def open_in_chromium(page_path: Path, screenshot: Path) -> PageCheck:
 def report(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("browser")
     out = root / "report"
-    build_report([paper_campaign(root / "runs"), quick_slice(root / "runs")], out)
+    build_report([paper_campaign(root / "runs"), quick_slice(root / "runs"), schemes_campaign(root / "runs")], out)
     return out
 
 
@@ -84,6 +88,33 @@ def test_report_loads_cleanly_in_chromium(report, tmp_path):
     assert got.problems == []
     assert got.images == len(list((report / "figures").glob("*.png"))) >= 6
     assert got.non_white_share > 0.02, "the screenshot is blank"
+    # the schemes side by side: one throughput-energy figure per energy label (the paper and schemes fixtures; the slice has none)
+    assert {"fig-setup2-schemes-1", "fig-setup2-schemes-3", "fig-setup2-scatter-1"} <= set(got.decoded_figures)
+
+
+def test_schemes_section_renders_its_tables_and_figure(report, tmp_path):
+    """The side-by-side section in the browser: its tables laid out, its figure decoded and on screen."""
+    from PIL import Image
+
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                    args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto((report / "index.html").resolve().as_uri(), wait_until="load", timeout=60_000)
+            rows = page.eval_on_selector_all("#schemes ~ div.wrapcells table tbody tr", "els => els.length")
+            fig = page.locator("#fig-setup2-schemes-3 img")
+            fig.scroll_into_view_if_needed()
+            box = fig.bounding_box()
+            shot = tmp_path / "schemes.png"
+            fig.screenshot(path=str(shot))
+        finally:
+            browser.close()
+    assert rows >= 12, rows                            # the fixture's policy cases, and more
+    assert box is not None and box["width"] > 400 and box["height"] > 200, box
+    with Image.open(shot) as im:
+        g = im.convert("L")
+        assert 1 - sum(g.histogram()[245:]) / (g.width * g.height) > 0.05, "the schemes figure is blank on screen"
 
 
 def test_checker_catches_planted_faults(report, tmp_path):

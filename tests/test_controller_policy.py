@@ -81,6 +81,11 @@ def test_ref_is_whole_assignment_and_dead_node():
         RefIS(base="median")
     with pytest.raises(ConfigError):
         RefIS(band=1.5)
+    # The tuned policy checks the same band when it is made, not at its first decision.
+    with pytest.raises(ConfigError, match="band"):
+        RefISTuned(lambda rows: [0.0] * len(rows), band=1.5)
+    with pytest.raises(ConfigError, match="base"):
+        RefISTuned(lambda rows: [0.0] * len(rows), base="median")
 
 
 def _weights(both: float = 0.0, wifi: float = 0.0, lte: float = 0.0, per_mbit: float = 0.0) -> list[float]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cc import resolve
+from harness.config.inventory import Inventory
 from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.hosts.local import LocalHost
@@ -36,6 +37,8 @@ def test_table_script_and_transaction_argv():
     assert "set dl_count { type ipv4_addr; counter; elements = { 10.10.1.2, 10.10.2.2 }; }" in s
     # Counting after steering: a dropped packet is not counted as forwarded.
     assert s.index("ip daddr vmap @dl") < s.index("ip saddr vmap @ul") < s.index("ip daddr @dl_count")
+    # A delayed path crosses the forward hook twice (to the delay line's TUN, then to the receiver).
+    assert 'oifname != "dly0" ip daddr @dl_count' in s
     argv = replace_argv({"10.10.1.2": "drop"})
     assert argv[0] == "nft" and len(argv) == 2
     assert argv[1].split("; ") == [f"delete element ip {TABLE} dl {{ 10.10.1.2 }}",
@@ -124,6 +127,35 @@ def test_nftables_steers_a_receiver_to_lte_mid_transfer(testbed):
         steering.teardown()
     assert TABLE not in tb.ap.run(["nft", "list", "tables"]).stdout
     steering.teardown()  # idempotent
+
+
+@pytest.mark.root
+def test_nftables_counts_each_byte_once_on_paths_with_a_base_delay(prefix):
+    # With a base delay every downlink packet crosses the gateway's forward hook twice: into the delay
+    # line (dly0) and from it to the receiver. Counted on both passes, a probe's rate read double.
+    doc = small_inventory(prefix, [(10, 10)]).model_dump(mode="json", exclude_unset=True)
+    for iface in doc["receivers"][0]["interfaces"].values():
+        iface["channel"]["delay_ms"] = 10
+    tb = EmulatedTestbed(Inventory.model_validate(doc))
+    cubic = resolve("cubic")
+    tb.preflight([cubic])
+    tb.setup([cubic])
+    steering = NftSteering({"wifi": tb.ap, "lte": tb.enb}, receivers_of(tb))
+    try:
+        steering.setup()
+        n1 = tb.nodes["n1"]
+        size = 2 * 2**20
+        argv = n1.iperf3.client_argv(tb.server_address, n1.port, size, bind=n1.interfaces["wifi"].address,
+                                     mptcp=True, cc="cubic")
+        res = n1.host.start(argv, label="iperf3:n1").wait(60)
+        assert res.returncode == 0, res.stderr
+        counted = sum(steering.counters()["n1"].values())
+        # IP bytes: the file plus headers and retransmissions, never twice the file.
+        assert size <= counted <= 1.15 * size, f"counted {counted} bytes for a {size}-byte transfer"
+    finally:
+        steering.teardown()
+        tb.teardown()
+        clean_prefix(prefix)
 
 
 @pytest.mark.root

@@ -146,12 +146,17 @@ def test_power_profile_accepts_zero_base_and_charges_both_radios_extra():
 # ------------------------------------------------------------------ loss rules, radio loop
 
 def test_loss_rules_are_per_device_in_our_own_table():
-    assert radio_loss_argvs([("rx1", 0.0)]) == []
+    assert radio_loss_argvs([]) == []
     cmds = radio_loss_argvs([("rx1", 1.0), ("rx2", 0.0), ("rx3", 0.25)])
     assert cmds[0] == ["nft", "add", "table", "ip", RADIO_TABLE] and RADIO_TABLE == "mplab_radio"
-    rules = [c for c in cmds if c[:3] == ["nft", "add", "rule"]]
-    assert [r[r.index("oifname") + 1] for r in rules] == ["rx1", "rx3"]
-    assert [r[r.index("<") + 1] for r in rules] == ["10000", "2500"]  # of 1000000
+    drops = [c for c in cmds if c[:3] == ["nft", "add", "rule"] and c[-1] == "drop"]
+    assert [r[r.index("oifname") + 1] for r in drops] == ["rx1", "rx3"]
+    assert [r[r.index("<") + 1] for r in drops] == ["10000", "2500"]  # of 1000000
+    assert [r[r.index("name") + 1] for r in drops] == ["rx1_lost", "rx3_lost"]
+    # Every device counts what it is sent, lossless ones too (their loss is measured as 0, not assumed).
+    counting = [c for c in cmds if c[:3] == ["nft", "add", "rule"] and c[-1] != "drop"]
+    assert [(r[r.index("oifname") + 1], r[-1]) for r in counting] == [("rx1", "rx1_seen"), ("rx2", "rx2_seen"),
+                                                                      ("rx3", "rx3_seen")]
 
 
 def test_radio_loop_parses_proc_net_dev_and_writes_batch_lines():
@@ -205,7 +210,11 @@ def test_base_delay_and_loss_act_on_their_own_path_only(prefix):
         assert got < 95, got
         assert _ping(tb.sender, n2.interfaces["lte"].address, 100)[0] == 100
         rules = tb.enb.run(["nft", "list", "table", "ip", "mplab_radio"]).stdout
-        assert 'oifname "rx1"' in rules and "rx2" not in rules
+        assert 'oifname "rx1" numgen random' in rules and 'oifname "rx2" numgen' not in rules
+        # The counters saw those pings and the drops: the random loss alone, per receiver and radio.
+        counted = tb.radio_loss_counters()
+        assert counted["n1"]["lte"].seen_pkts >= 100 and counted["n1"]["lte"].lost_pkts == 100 - got
+        assert counted["n2"]["lte"].seen_pkts >= 100 and counted["n2"]["lte"].lost_pkts == 0
     finally:
         tb.teardown()
         clean_prefix(prefix)

@@ -81,3 +81,55 @@ def test_wait_ready_reports_a_gate_that_never_started():
     p = NamespaceHost("ghost", "mplab-no-such-namespace").start(["true"], gated=True)
     with pytest.raises(CommandError, match="exited before its release"):
         p.wait_ready(5)
+
+
+# ------------------------------------------------------------------ readiness with a deadline (harness.hosts.ready)
+
+def test_wait_until_returns_once_the_condition_holds():
+    from harness.hosts.ready import wait_until
+
+    calls = []
+    wait_until(lambda: calls.append(1) or len(calls) >= 3, 5, "three polls", poll_s=0.001)
+    assert len(calls) == 3
+
+
+def test_wait_until_names_what_did_not_become_ready():
+    from harness.errors import NotReady, PreflightError
+    from harness.hosts.ready import wait_until
+
+    seen = {"n": 0}
+
+    def never() -> bool:
+        seen["n"] += 1
+        return False
+
+    with pytest.raises(NotReady) as err:
+        wait_until(never, 0.05, "the widget socket", poll_s=0.005, detail=lambda: "have nothing")
+    assert isinstance(err.value, PreflightError)  # callers catching PreflightError keep working
+    assert err.value.what == "the widget socket"
+    assert "not ready within 0.05 s" in str(err.value) and "have nothing" in str(err.value)
+    assert seen["n"] >= 2  # it polled, it did not just sleep
+
+
+def test_wait_until_stops_at_once_when_the_process_exits():
+    from harness.errors import NotReady
+    from harness.hosts.ready import wait_until
+
+    proc = LocalHost().start(["sh", "-c", "echo no-config-file >&2; exit 3"], label="widgetd")
+    t0 = time.monotonic()
+    with pytest.raises(NotReady) as err:
+        wait_until(lambda: False, 30, "widgetd (its socket)", proc=proc)
+    assert time.monotonic() - t0 < 10  # not the 30 s deadline
+    assert "widgetd exited (3)" in str(err.value) and "no-config-file" in str(err.value)
+    assert proc.poll() is not None  # reaped
+
+
+def test_wait_until_raises_the_error_class_asked_for():
+    from harness.errors import NotReady
+    from harness.hosts.ready import wait_until
+
+    class ServerDown(NotReady):
+        pass
+
+    with pytest.raises(ServerDown):
+        wait_until(lambda: False, 0, "a server", error=ServerDown)

@@ -61,6 +61,26 @@ def test_es_mptcp_switches_its_subflow_set_with_file_size():
     assert large.paths == {"wifi", "3g"}
 
 
+def test_es_mptcp_switch_is_where_the_chosen_set_changes():
+    # §2.5 on the paper's links (Table 3): WLAN alone for small files, WLAN + 3G for large ones; the
+    # switch found by doubling then bisection (to 1 KiB), checked against the rule on both sides of it.
+    sw = schemes.es_mptcp_switch(PAPER_LINKS, P)
+    assert sw.below == {"wifi"} and sw.above == {"wifi", "3g"}
+    assert schemes.es_mptcp(PAPER_LINKS, P, sw.at_bytes).paths == sw.above
+    assert schemes.es_mptcp(PAPER_LINKS, P, sw.at_bytes - 1024).paths == sw.below
+    assert 5 * 2**20 < sw.at_bytes < 5.5 * 2**20  # 5.24 MiB
+    # With T = S / sum X the file size cancels out of the ratio (§2.1, derived): no switch.
+    assert schemes.es_mptcp_switch(PAPER_LINKS, P, time_mode="size") is None
+
+
+def test_rounds_model_remembers_rounds_without_changing_them():
+    # The cumulative model asked out of order gives what a fresh model gives for each round count.
+    m = schemes.RoundsModel(0.01, 10.0, 64.0, 40.0)
+    late, early = m(50), m(3)
+    assert late == schemes.rounds_model(50, 0.01, w_cap=40.0) and early == schemes.rounds_model(3, 0.01, w_cap=40.0)
+    assert m(0) == 0.0 and 0 < early < schemes.rounds_model(3, 0.0)  # lossy: under the lossless 10 + 20 + 40
+
+
 def test_round_model_slow_start_and_caps():
     # §4.2 with p = 0: windows 10, 20, 40 -> 70 segments in three rounds; capped at a BDP of 27.8
     # segments (5 Mbit/s * 65 ms / 11680 bit): 10 + 20 + 27.8 = 57.8.

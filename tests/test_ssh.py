@@ -29,13 +29,15 @@ def test_bad_policy_is_a_config_error(tmp_path):
 def rig(prefix):
     root = LocalHost()
     ns = f"{prefix}a"
-    root.run(["ip", "netns", "add", ns])
-    r = SshdRig(prefix)
+    r = None
     try:
+        root.run(["ip", "netns", "add", ns])
+        r = SshdRig(prefix)
         r.add("a", ns)
         yield r
     finally:
-        r.close()
+        if r is not None:
+            r.close()
         from harness.testbeds.clean import clean_prefix
         clean_prefix(prefix)
 

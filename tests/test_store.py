@@ -94,3 +94,24 @@ def test_one_runner_per_campaign(tmp_path):
                 pass
     with other.lock():
         pass
+
+
+def test_lock_files_name_their_holder_only_while_held(tmp_path):
+    """harness.files lock helpers (the campaign lock and the prefix claims use them)."""
+    from harness.files import held_lock_text, try_flock, write_lock_text
+
+    path = tmp_path / "x.lock"
+    assert held_lock_text(path) is None  # no file: nobody holds it
+    fd = try_flock(path)
+    assert fd is not None
+    write_lock_text(fd, "longer text first\n")
+    write_lock_text(fd, "owner 1\n")  # replaces, no stale tail
+    try:
+        assert try_flock(path) is None  # a second open file is refused, even in this process
+        assert held_lock_text(path) == "owner 1\n"
+    finally:
+        os.close(fd)
+    assert held_lock_text(path) is None  # the kernel dropped it with the descriptor
+    fd = try_flock(path)
+    assert fd is not None
+    os.close(fd)

@@ -18,13 +18,14 @@ import pytest
 from harness.campaign.campaign import start_campaign
 from harness.dataset.build import load_dataset
 from harness.testbeds.clean import clean_prefix
+from harness.testing import leaks
 from harness.config.scenario import Scenario
 from training.export import load_pt
 from training.features import FeatureSpec
 from training.fit import predict
 from training.runtime import OnnxEnergyModel
 
-from conftest import REPO, small_inventory
+from conftest import REPO, fail_on_leftovers, small_inventory
 
 pytestmark = pytest.mark.root
 
@@ -39,10 +40,13 @@ def campaign(tmp_path_factory) -> Path:
                   modes=["wifi", "lte", "both"], samples_per_case=3, file_size="2M", transfer_timeout_s=60,
                   retries=1, settle_s=0.1, seed=3)
     runs = tmp_path_factory.mktemp("runs")
-    try:
-        c = start_campaign(sc, inv, runs, campaign_id="tiny")
-    finally:
-        clean_prefix(prefix)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(leaks.MARK, prefix)
+        try:
+            c = start_campaign(sc, inv, runs, campaign_id="tiny")
+        finally:
+            clean_prefix(prefix)
+    fail_on_leftovers(prefix)
     return c.path
 
 

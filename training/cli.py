@@ -12,10 +12,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from harness.artifacts import FolderPolicy
-from harness.dataset.cli import TrackingUri
+from harness.dataset.cli import Force, KeepPrevious, TrackingUri
+from harness.tables import table, utc_minute
 
 console = Console()
 models_app = typer.Typer(no_args_is_help=True, help="Registered models: list, promote, pull (MLflow Model Registry).")
@@ -42,9 +42,8 @@ def train(
     register: Annotated[Optional[str], typer.Option(
         help="also register the model under this name (a new version in the MLflow Model Registry)")] = None,
     run_name: Annotated[Optional[str], typer.Option(help="MLflow run name (default: model <- campaign)")] = None,
-    force: Annotated[bool, typer.Option(help="replace an existing model directory")] = False,
-    keep_previous: Annotated[bool, typer.Option(
-        help="rename an existing model directory to <name>.<UTC time> instead of refusing")] = False,
+    force: Force = False,
+    keep_previous: KeepPrevious = False,
 ) -> None:
     """Train the 5 x 200 ReLU MLP on a dataset, compare it with baselines, export ONNX for controllers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -74,12 +73,10 @@ def train(
     with progress:
         res = run_train(dataset, out, cfg, track=track, experiment=experiment, tracking_uri=tracking_uri,
                         policy=policy, register=register, run_name=run_name, log=console.print, on_epoch=on_epoch)
-    t = Table(title=f"test split of {dataset.name}")
-    for col in ("predictor", "MAE J", "MAPE %", "R2"):
-        t.add_column(col, justify="left" if col == "predictor" else "right")
-    for name, s in res.metrics["overall"].items():
-        t.add_row(name, f"{s['mae_j']:.4g}", f"{s['mape_pct']:.3g}", _fmt(s["r2"], ".4f"))
-    console.print(t)
+    console.print(table(("predictor", "MAE J", "MAPE %", "R2"),
+                        ((name, f"{s['mae_j']:.4g}", f"{s['mape_pct']:.3g}", _fmt(s["r2"], ".4f"))
+                         for name, s in res.metrics["overall"].items()),
+                        title=f"test split of {dataset.name}", right=("MAE J", "MAPE %", "R2")))
     o = res.metrics["overall"]
     best = min(o, key=lambda k: o[k]["mape_pct"])
     if best != "mlp":
@@ -108,14 +105,9 @@ def list_cmd(tracking_uri: TrackingUri = None) -> None:
     if not rows:
         console.print("no registered models (register one with `mplab train ... --register NAME`)")
         return
-    t = Table()
-    for col in ("name", "version", "aliases", "created (UTC)", "dataset digest", "description"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r["name"], r["version"], ", ".join(r["aliases"]),
-                  time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_ms"] / 1000)),
-                  (r["dataset_digest"] or "-")[:19], r["description"][:80])
-    console.print(t)
+    console.print(table(("name", "version", "aliases", "created (UTC)", "dataset digest", "description"),
+                        ((r["name"], r["version"], ", ".join(r["aliases"]), utc_minute(r["created_ms"]),
+                          (r["dataset_digest"] or "-")[:19], r["description"][:80]) for r in rows)))
 
 
 @models_app.command("promote")
@@ -137,8 +129,8 @@ def pull_cmd(
     ref: Annotated[str, typer.Argument(help="NAME@alias, NAME/VERSION, or NAME (the latest version)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="model directory to write (models/<name>)")],
     tracking_uri: TrackingUri = None,
-    force: Annotated[bool, typer.Option(help="replace an existing model directory")] = False,
-    keep_previous: Annotated[bool, typer.Option(help="rename an existing model directory instead of refusing")] = False,
+    force: Force = False,
+    keep_previous: KeepPrevious = False,
 ) -> None:
     """Write a registered version as the folder `mplab train` writes, every file checked against SHA256SUMS."""
     from training.registry import pull

@@ -8,6 +8,9 @@ Drawn only from records that carry a ``policy`` (the controller issue adds it):
   one figure per congestion control: balia and cubic in the paper, any other that ran too);
 - ``setup2-scatter``: throughput against energy, one colour per policy (as Pantheon plots
   throughput against delay): every sample faint, case means with 95% intervals on both axes.
+- ``setup2-schemes``: the same, one panel per receiver count (and a row per congestion control),
+  every policy its own colour *and* marker, a dotted cross at ``all-both`` (better is right and
+  down of it): the figure of the schemes side by side (``analysis.schemes``).
 """
 from __future__ import annotations
 
@@ -85,17 +88,23 @@ def policies_vs_receivers(energy: pd.DataFrame, thr: pd.DataFrame, policies: set
     return res
 
 
+def _samples_and_means(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFrame, thr: pd.DataFrame,
+                       policies: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-sample (energy, throughput) of the policies, and their case means side by side (``_e``, ``_t``)."""
+    keys = ["energy_label", "cc", "n_receivers", "scheme", "campaign", "sample_id"]
+    s = samples_e.merge(samples_t, on=keys)
+    case = ["energy_label", "cc", "n_receivers", "scheme"]
+    m = _policies(energy, policies).merge(_policies(thr, policies), on=case, suffixes=("_e", "_t"))
+    return s[s["scheme"].isin(policies)], m
+
+
 def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFrame, thr: pd.DataFrame,
             policies: set[str], palette: Palette, out: Path, ci_text: str) -> Saved | Skipped:
     """Per-sample points (faint) and per-case means with intervals, throughput (x) against energy (y)."""
     name, title = "setup2-scatter", "Setup II: throughput against energy per policy"
     if not policies:
         return Skipped(name, title, NO_POLICIES)
-    keys = ["energy_label", "cc", "n_receivers", "scheme", "campaign", "sample_id"]
-    s = samples_e.merge(samples_t, on=keys)
-    s = s[s["scheme"].isin(policies)]
-    case = ["energy_label", "cc", "n_receivers", "scheme"]
-    m = _policies(energy, policies).merge(_policies(thr, policies), on=case, suffixes=("_e", "_t"))
+    s, m = _samples_and_means(samples_e, samples_t, energy, thr, policies)
     if m.empty:
         return Skipped(name, title, "no policy case has both throughput and energy")
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
@@ -117,4 +126,62 @@ def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFra
     caption = ("Throughput against energy: each faint dot is one sample (mean over its receivers); markers are "
                "case means (one per policy, congestion control and receiver count; marker = congestion control). "
                f"Better is right and down. {ci_note(ci_text)}" + left_out_note(energy[energy["scheme"].isin(policies)]))
+    return save(fig, out, name, title, caption, shows_energy=True)
+
+
+BASELINE_POLICIES = ("all-wifi", "all-lte", "all-both")
+POLICY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "8", "d")
+
+
+def schemes_by_receivers(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFrame,
+                         thr: pd.DataFrame, policies: set[str], palette: Palette, out: Path,
+                         ci_text: str) -> Saved | Skipped:
+    """Throughput (x) against energy (y) of every policy, one panel per receiver count (rows: congestion controls)."""
+    name, title = "setup2-schemes", "Setup II: every policy, throughput against energy, per receiver count"
+    if not policies:
+        return Skipped(name, title, NO_POLICIES)
+    s, m = _samples_and_means(samples_e, samples_t, energy, thr, policies)
+    if m.empty:
+        return Skipped(name, title, "no policy case has both throughput and energy")
+    ccs, ns = order_ccs(set(m["cc"])), sorted({int(n) for n in m["n_receivers"]})
+    pols = order_schemes(set(m["scheme"]))
+    mk = {p: POLICY_MARKERS[i % len(POLICY_MARKERS)] for i, p in enumerate(pols)}
+    fig, axes = plt.subplots(len(ccs), len(ns), figsize=(3.6 * len(ns) + 0.6, 3.4 * len(ccs) + 0.9),
+                             squeeze=False)
+    handles = {}
+    for row, cc in zip(axes, ccs):
+        for ax, n in zip(row, ns):
+            d = m[(m["cc"] == cc) & (m["n_receivers"] == n)]
+            for pol in pols:
+                dp = d[d["scheme"] == pol]
+                if dp.empty:
+                    continue
+                sp = s[(s["scheme"] == pol) & (s["cc"] == cc) & (s["n_receivers"] == n)]
+                ax.scatter(sp["throughput_mbit"], sp["energy_j"], s=10, alpha=0.3, marker=mk[pol],
+                           color=palette.colour(pol), linewidths=0)
+                ye = yerr(dp.rename(columns={"mean_e": "mean", "ci_low_e": "ci_low", "ci_high_e": "ci_high"}))
+                xe = yerr(dp.rename(columns={"mean_t": "mean", "ci_low_t": "ci_low", "ci_high_t": "ci_high"}))
+                # The fixed assignments are drawn larger and underneath, so a policy that chose the same
+                # paths (ref-is on all-lte, say) sits visibly on top of its baseline instead of hiding it.
+                big = pol in BASELINE_POLICIES
+                h = ax.errorbar(dp["mean_t"], dp["mean_e"], xerr=xe, yerr=ye, fmt=mk[pol], ms=10 if big else 6,
+                                capsize=2, color=palette.colour(pol), mec="black", mew=0.4, label=pol,
+                                zorder=2 if big else 3)
+                handles.setdefault(pol, h)
+                if pol == "all-both":
+                    ax.axvline(float(dp["mean_t"].iloc[0]), color="#7a3fa0", lw=0.7, ls=":", zorder=0)
+                    ax.axhline(float(dp["mean_e"].iloc[0]), color="#7a3fa0", lw=0.7, ls=":", zorder=0)
+            ax.set_title(f"{n} receivers, {cc}")
+            ax.set_xlabel("throughput per receiver (Mbit/s)")
+            ax.set_ylabel("energy per receiver (J)")
+    fig.tight_layout()
+    fig.legend([handles[p] for p in pols if p in handles], [p for p in pols if p in handles], title="policy",
+               loc="center left", bbox_to_anchor=(1.0, 0.5))
+    label_energy(fig, m["energy_label"])
+    caption = ("Throughput against energy of every policy, one panel per receiver count (a row per congestion "
+               "control). Faint points: samples (mean over their receivers); large markers: case means; every "
+               "policy has its own colour and marker; the fixed assignments (all-wifi, all-lte, all-both) are drawn "
+               "larger, underneath the others. The dotted cross marks all-both (MPTCP on both paths): a "
+               f"policy right of and below it is faster and cheaper. {ci_note(ci_text)}"
+               + left_out_note(energy[energy["scheme"].isin(policies)]))
     return save(fig, out, name, title, caption, shows_energy=True)

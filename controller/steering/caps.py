@@ -1,24 +1,34 @@
-"""Per receiver and path rate caps as HTB in the emulated AP and eNB (the ``caps_mbit`` of a Decision).
+"""Per receiver and path rate caps (the ``caps_mbit`` of a Decision), and which part enforces them.
 
-A cap on receiver *i*'s WiFi (LTE) path is an HTB root on the AP's (eNB's) device towards it,
-``rx<i>``, with one class ``1:1`` (rate = ceil = the cap) that every packet goes to; lifting the cap
-deletes that root qdisc. Shaping, not policing: TCP through a policer settles well below its rate,
-through a shaper at it. HTB counts whole frames (Ethernet header included), so goodput sits ~4 %
-below the cap and IP bytes ~1 % below. Works beside ``NftSteering`` (which filters in the same
-namespaces) and the OpenFlow rig (which splices in at the sender). On a lab testbed caps belong in
-OpenFlow meters on the switch, which the os-ken app does not install yet.
+Every enforcer offers the ``Caps`` seam: ``apply(assignment)`` installs, changes or lifts caps to
+match (a cap on a path the assignment does not allow is lifted), ``caps()`` the caps in force,
+``clear()`` lifts them all (idempotent), and ``name`` says in the records what enforced them
+(``caps_by``): ``htb`` or ``openflow-meter``. ``caps_for`` picks the enforcer from the steering
+backend: OpenFlow steering caps with meters on its switch, every other backend (and a switch whose
+meter features lack kbit/s drop bands) with HTB where the testbed leaves room.
 
-Where the cap goes depends on where the testbed shapes its channels: a testbed that shapes on the
-sender's egress (``to-ap``/``to-enb``) leaves the AP's and eNB's ``rx<i>`` free (``HtbCaps``); one
-that shapes on ``rx<i>`` (queues at the access network, the radio loop owning class ``1:1``) leaves
-the sender's egress free (``EgressCaps``). ``controller.setup2.gateway_caps`` picks by looking.
+HTB (``HtbCaps``, ``EgressCaps``): a cap on receiver *i*'s WiFi (LTE) path is an HTB class held to
+the cap (rate = ceil) over a byte FIFO. Shaping, not policing: TCP through a shaper settles at the
+rate. HTB counts whole frames (Ethernet header included), so goodput sits ~4 % below the cap and
+IP bytes ~1 % below. Where it goes depends on where the testbed shapes its channels: a testbed that
+shapes on the sender's egress (``to-ap``/``to-enb``) leaves the AP's and eNB's ``rx<i>`` free
+(``HtbCaps``, a root on that device); one that shapes on ``rx<i>`` (the radio loop owning class
+``1:1``) leaves the sender's egress free (``EgressCaps``). ``controller.setup2.gateway_caps`` picks
+by looking.
+
+OpenFlow meters (``MeterCaps``): one meter per receiver and path on the switch the OpenFlow
+steering drives, installed by the os-ken app (``controller.steering.ofapp``), rate in kbit/s with
+one DROP band, the downlink entry towards that receiver on that path carrying a meter instruction.
+Policing, not shaping: what exceeds the rate plus the burst is dropped. The burst is
+``METER_BURST_S`` of the rate (see there for why 0.25 s).
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
-from harness.errors import CommandError
+from harness.errors import CommandError, MplabError
 from harness.hosts.local import Host
 from harness.hosts.netcmd import bfifo_argv, htb_class_argv
 
@@ -48,7 +58,59 @@ def uncap_argv(dev: str) -> list[str]:
     return ["tc", "qdisc", "del", "dev", dev, "root"]
 
 
-class HtbCaps:
+class Caps(Protocol):
+    """What every cap enforcer offers (``HtbCaps`` is the annotated example)."""
+
+    #: What enforces the caps, as the records say it (``caps_by``).
+    name: str
+
+    def apply(self, assignment: Assignment) -> dict[str, dict[str, float]]:
+        """Install, change or lift caps to match ``assignment``; returns the caps in force."""
+        ...
+
+    def caps(self) -> dict[str, dict[str, float]]:
+        """Receiver -> network -> cap in force (Mbit/s)."""
+        ...
+
+    def clear(self) -> None:
+        """Every cap lifted; idempotent, best effort."""
+        ...
+
+
+class CapTable:
+    """The caps in force per (receiver, network), and what an assignment would change: the
+    book-keeping every enforcer shares, so that each only says how one cap is set or lifted."""
+
+    def __init__(self) -> None:
+        self._caps: dict[tuple[str, str], float] = {}
+
+    def _changes(self, assignment: Assignment,
+                 networks: Callable[[str], Iterable[str]]) -> list[tuple[str, str, float | None, float | None]]:
+        """(receiver, network, wanted cap or None, cap in force or None) where they differ; a cap on a
+        path the decision does not allow is lifted."""
+        out = []
+        for rx, d in assignment.items():
+            for net in networks(rx):
+                want = (d.caps_mbit or {}).get(net) if net in d.ifaces else None
+                have = self._caps.get((rx, net))
+                if want != have:
+                    out.append((rx, net, want, have))
+        return out
+
+    def _set(self, rx: str, net: str, cap_mbit: float | None) -> None:
+        if cap_mbit is None:
+            self._caps.pop((rx, net), None)
+        else:
+            self._caps[(rx, net)] = cap_mbit
+
+    def caps(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for (rx, net), c in self._caps.items():
+            out.setdefault(rx, {})[net] = c
+        return out
+
+
+class HtbCaps(CapTable):
     """Caps per receiver and network on the gateways' downlink devices.
 
     Args:
@@ -56,35 +118,24 @@ class HtbCaps:
         devices: receiver -> network -> the gateway's device towards that receiver.
     """
 
+    name = "htb"
+
     def __init__(self, gateways: Mapping[str, Host], devices: Mapping[str, Mapping[str, str]]) -> None:
+        super().__init__()
         self.gateways = dict(gateways)
         self.devices = {rx: dict(d) for rx, d in devices.items()}
-        self._caps: dict[tuple[str, str], float] = {}
 
     def apply(self, assignment: Assignment) -> dict[str, dict[str, float]]:
-        """Install, change or lift caps so that they match ``assignment``; returns the caps in force."""
-        for rx, d in assignment.items():
-            for net, dev in self.devices.get(rx, {}).items():
-                want = (d.caps_mbit or {}).get(net) if net in d.ifaces else None
-                have = self._caps.get((rx, net))
-                if want == have:
-                    continue
-                gw = self.gateways[net]
-                if want is None:
-                    gw.run(uncap_argv(dev), check=False)
-                    self._caps.pop((rx, net), None)
-                else:
-                    # The root only once: HTB refuses a `replace` of itself ("change not supported").
-                    for argv in (cap_argvs(dev, want) if have is None else cap_argvs(dev, want)[1:]):
-                        gw.run(argv)
-                    self._caps[(rx, net)] = want
+        for rx, net, want, have in self._changes(assignment, lambda rx: self.devices.get(rx, {})):
+            dev, gw = self.devices[rx][net], self.gateways[net]
+            if want is None:
+                gw.run(uncap_argv(dev), check=False)
+            else:
+                # The root only once: HTB refuses a `replace` of itself ("change not supported").
+                for argv in cap_argvs(dev, want)[0 if have is None else 1:]:
+                    gw.run(argv)
+            self._set(rx, net, want)
         return self.caps()
-
-    def caps(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for (rx, net), c in self._caps.items():
-            out.setdefault(rx, {})[net] = c
-        return out
 
     def clear(self) -> None:
         """Every cap lifted; idempotent, best effort per device (a namespace may be gone)."""
@@ -93,11 +144,12 @@ class HtbCaps:
                 self.gateways[net].run(uncap_argv(self.devices[rx][net]), check=False)
             except CommandError as exc:
                 log.warning("lifting the cap of %s on %s: %s", rx, net, exc)
-            self._caps.pop((rx, net), None)
+            self._set(rx, net, None)
 
 
-#: An uncapped class: far above any emulated channel.
+#: An uncapped class: far above any emulated channel, over a FIFO deep enough not to matter.
 UNCAPPED_MBIT = 10_000.0
+UNCAPPED_QUEUE_BYTES = CAP_QUEUE_MIN_BYTES * 10
 
 
 def egress_setup_argvs(dev: str, classes: Mapping[str, str]) -> list[list[str]]:
@@ -106,18 +158,19 @@ def egress_setup_argvs(dev: str, classes: Mapping[str, str]) -> list[list[str]]:
     cmds = [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "ffff"]]
     for addr, minor in sorted(classes.items()):
         cmds.append(htb_class_argv(dev, "1:", f"1:{minor}", UNCAPPED_MBIT))
-        cmds.append(bfifo_argv(dev, f"1:{minor}", f"{minor}:", CAP_QUEUE_MIN_BYTES * 10))
+        cmds.append(bfifo_argv(dev, f"1:{minor}", f"{minor}:", UNCAPPED_QUEUE_BYTES))
         cmds.append(["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
                      "match", "ip", "dst", f"{addr}/32", "flowid", f"1:{minor}"])
     return cmds
 
 
-class EgressCaps:
+class EgressCaps(CapTable):
     """Caps per receiver and network as HTB classes on the sender's egress towards the AP / eNB.
 
     For testbeds that shape the channels on the AP's and eNB's own devices (the fidelity layout), where
     the sender's egress is free: one root per network device, one class per receiver (uncapped until a
-    cap is set, back to uncapped when lifted), selected by destination address.
+    cap is set, back to uncapped when lifted), selected by destination address; under a cap its byte
+    FIFO is ``CAP_QUEUE_S`` at the cap, as ``HtbCaps``'s.
 
     Args:
         sender: the Host of the sender.
@@ -125,12 +178,14 @@ class EgressCaps:
         addresses: receiver -> network -> its address there.
     """
 
+    name = "htb"
+
     def __init__(self, sender: Host, devices: Mapping[str, str], addresses: Mapping[str, Mapping[str, str]]) -> None:
+        super().__init__()
         self.sender = sender
         self.devices = dict(devices)
         self.minor = {rx: f"{0x20 + i:x}" for i, rx in enumerate(addresses, start=1)}
         self.addresses = {rx: dict(a) for rx, a in addresses.items()}
-        self._caps: dict[tuple[str, str], float] = {}
         self._installed: set[str] = set()
 
     def setup(self) -> None:
@@ -143,25 +198,14 @@ class EgressCaps:
     def apply(self, assignment: Assignment) -> dict[str, dict[str, float]]:
         if not self._installed:
             self.setup()
-        for rx, d in assignment.items():
-            if rx not in self.minor:
-                continue
-            for net, dev in self.devices.items():
-                want = (d.caps_mbit or {}).get(net) if net in d.ifaces else None
-                if self._caps.get((rx, net)) == want:
-                    continue
-                self.sender.run(htb_class_argv(dev, "1:", f"1:{self.minor[rx]}", want or UNCAPPED_MBIT))
-                if want is None:
-                    self._caps.pop((rx, net), None)
-                else:
-                    self._caps[(rx, net)] = want
+        for rx, net, want, _ in self._changes(assignment, lambda rx: self.devices if rx in self.minor else ()):
+            dev, minor = self.devices[net], self.minor[rx]
+            self.sender.run(htb_class_argv(dev, "1:", f"1:{minor}", want or UNCAPPED_MBIT))
+            # The FIFO follows the cap (50 ms at it, as HtbCaps): the uncapped depth held 1.2 s at 2 Mbit/s.
+            self.sender.run(bfifo_argv(dev, f"1:{minor}", f"{minor}:",
+                                       cap_queue_bytes(want) if want else UNCAPPED_QUEUE_BYTES))
+            self._set(rx, net, want)
         return self.caps()
-
-    def caps(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for (rx, net), c in self._caps.items():
-            out.setdefault(rx, {})[net] = c
-        return out
 
     def clear(self) -> None:
         """Every cap lifted and the roots removed; idempotent, best effort (the namespace may be gone)."""
@@ -172,3 +216,95 @@ class EgressCaps:
                 log.warning("removing the cap qdisc on %s: %s", self.devices[net], exc)
             self._installed.discard(net)
         self._caps.clear()
+
+
+#: A meter's burst, as time at the capped rate. Measured on the emulated testbed (bench/caps.py,
+#: iperf3 cubic through an 8 Mbit/s meter, 30 Mbit/s channel, 5 s): 0.1 s of burst passed 58 % of the
+#: rate, 0.15 s 77 %, 0.2 s 94-95 %, 0.25 s and more 98-104 % (two runs). A policer has no queue: with the few-ms
+#: RTTs of these paths a small bucket drops whole bursts of a window too small for fast retransmit,
+#: and TCP waits out its 200 ms minimum RTO. The cost of a larger burst: over any T seconds a meter
+#: passes up to the rate plus one burst (+5 % over 5 s at 0.25 s), single seconds range 0.82-1.12 of
+#: the cap, and a set or changed cap starts with a full bucket (the userspace datapath rebuilds a
+#: modified meter).
+METER_BURST_S = 0.25
+
+
+def meter_band(cap_mbit: float, burst_s: float = METER_BURST_S) -> dict[str, int]:
+    """The meter for ``cap_mbit``: rate in kbit/s (1 kbit = 1000 bit, as OpenFlow and OVS count)
+    and burst in kbit."""
+    kbps = max(1, round(cap_mbit * 1000))
+    return {"kbps": kbps, "burst_kbit": max(1, round(kbps * burst_s))}
+
+
+class MeterCaps(CapTable):
+    """Caps as OpenFlow meters on the switch an ``OpenFlowSteering`` drives (its os-ken app installs them).
+
+    Changing a cap modifies the meter in place (``OFPMC_MODIFY``): the downlink entry keeps its meter
+    instruction and its counters; lifting it first takes the instruction off the entry, then deletes
+    the meter (deleting a meter in use would delete the entries that use it).
+
+    Args:
+        steering: the OpenFlow steering (``request``, ``networks``, ``receivers``), set up.
+        burst_s: each meter's burst as time at its rate.
+    """
+
+    name = "openflow-meter"
+
+    def __init__(self, steering, burst_s: float = METER_BURST_S) -> None:
+        super().__init__()
+        self.steering = steering
+        self.burst_s = burst_s
+        self._receivers = {r.name for r in steering.receivers}
+
+    def unsupported(self) -> str | None:
+        """Why the switch cannot enforce the caps (its OFPMP_METER_FEATURES), or None when it can."""
+        f = self.steering.request({"op": "meter_features"})
+        want = len(self._receivers) * len(self.steering.networks)
+        missing = [w for w, have in (("drop bands", "drop" in f["band_types"]),
+                                     ("kbit/s rates", "kbps" in f["capabilities"]),
+                                     ("burst sizes", "burst" in f["capabilities"]),
+                                     (f"{want} meters", f["max_meter"] >= want)) if not have]
+        if missing:
+            return (f"the switch's meters lack {', '.join(missing)} (meter features: max_meter {f['max_meter']}, "
+                    f"bands {f['band_types']}, capabilities {f['capabilities']})")
+        return None
+
+    def apply(self, assignment: Assignment) -> dict[str, dict[str, float]]:
+        changes = self._changes(assignment, lambda rx: self.steering.networks if rx in self._receivers else ())
+        if changes:
+            want: dict[str, dict[str, dict | None]] = {}
+            for rx, net, cap, _ in changes:
+                want.setdefault(rx, {})[net] = None if cap is None else meter_band(cap, self.burst_s)
+            self.steering.request({"op": "caps", "caps": want})
+            for rx, net, cap, _ in changes:
+                self._set(rx, net, cap)
+        return self.caps()
+
+    def stats(self) -> dict[str, dict[str, dict]]:
+        """Receiver -> network -> the meter's configuration and statistics (see ``ofapp.SteerApp.meters``)."""
+        return self.steering.request({"op": "meters"})["meters"]
+
+    def clear(self) -> None:
+        """Every meter deleted (its entry kept, uncapped); idempotent, best effort (the app may be gone)."""
+        if not self._caps:
+            return
+        lift = {}
+        for rx, net in self._caps:
+            lift.setdefault(rx, {})[net] = None
+        try:
+            self.steering.request({"op": "caps", "caps": lift})
+        except (OSError, MplabError) as exc:
+            log.warning("deleting the cap meters: %s", exc)
+        self._caps.clear()
+
+
+def caps_for(steering, fallback: Callable[[], Caps | None]) -> Caps | None:
+    """The cap enforcer for a steering backend: OpenFlow meters when it is OpenFlow steering and its
+    switch offers kbit/s drop meters, else ``fallback()`` (HTB where the testbed leaves room), saying why."""
+    if getattr(steering, "name", None) == "openflow":
+        meters = MeterCaps(steering)
+        why = meters.unsupported()
+        if why is None:
+            return meters
+        log.warning("rate caps fall back to HTB on the gateways' ports: %s", why)
+    return fallback()

@@ -7,7 +7,10 @@ blocks it. Blocking a receiver on a network swaps its elements' verdict in one n
 (delete + add: nft has no in-place replace). Counting is apart from steering: a set ``dl_count``
 with per-element counters, matched after the maps, counts the bytes the gateway forwarded to each
 receiver; its elements never change, so the counters never restart (a verdict map's element
-counter would, when the element is replaced). ARP is not touched: the "radio" stays attached, as
+counter would, when the element is replaced). A path with a base delay crosses the gateway's
+forward hook twice (into the delay line's TUN device ``dly0``, then from it to the receiver), so
+the count skips packets leaving for ``dly0``: each packet is counted once, on its way to the
+receiver (the verdict maps see both passes; a drop on either is the same drop). ARP is not touched: the "radio" stays attached, as
 when the reference paper deleted a forwarding entry. The table name is ours alone (the fidelity
 issue's loss emulation uses ``mplab_radio``); the chain is not called ``fwd``, which nft refuses.
 """
@@ -19,6 +22,7 @@ from collections.abc import Mapping
 
 from harness.errors import CommandError, MplabError
 from harness.hosts.local import Host
+from harness.testbeds.delayline import DEV as DELAY_DEV
 
 from controller.policy import IFACES, Assignment
 from controller.steering.base import SteeredReceiver, all_both
@@ -43,7 +47,8 @@ def table_script(entries: Mapping[str, str]) -> str:
             f"  map ul {{ type ipv4_addr : verdict;{vm} }}\n"
             f"  set dl_count {{ type ipv4_addr; counter;{st} }}\n"
             f"  chain {CHAIN} {{ type filter hook forward priority {PRIORITY}; policy accept;\n"
-            f"    ip daddr vmap @dl\n    ip saddr vmap @ul\n    ip daddr @dl_count\n  }}\n}}\n")
+            f"    ip daddr vmap @dl\n    ip saddr vmap @ul\n"
+            f'    oifname != "{DELAY_DEV}" ip daddr @dl_count\n  }}\n}}\n')
 
 
 def replace_argv(changes: Mapping[str, str]) -> list[str]:

@@ -4,7 +4,8 @@ The app runs as its own process next to the switch (``host``, e.g. the switch's 
 over a unix socket; this class is the synchronous face the controller uses. ``apply`` returns once
 the switch confirmed the flow changes with a barrier reply; ``counters`` are the downlink entries'
 flow statistics (bytes forwarded towards each receiver on each network), carried across deletes.
-The process is stopped by its pid (SIGTERM; it exits at once).
+The process is stopped by its pid (SIGTERM; it exits at once). Rate caps on the same switch are
+OpenFlow meters the app installs (``controller.steering.caps.MeterCaps`` asks it through ``request``).
 """
 from __future__ import annotations
 
@@ -128,7 +129,8 @@ class OpenFlowSteering:
             raise OpenFlowError(f"the OpenFlow app closed the connection on {req.get('op')}")
         return json.loads(line)
 
-    def _ok(self, req: dict) -> dict:
+    def request(self, req: dict) -> dict:
+        """One control request to the app (its reply; ``OpenFlowError`` when it refused)."""
         rep = self._call(req)
         if not rep.get("ok"):
             raise OpenFlowError(f"OpenFlow app refused {req.get('op')}: {rep.get('error')}")
@@ -137,10 +139,11 @@ class OpenFlowSteering:
     def apply(self, assignment: Assignment) -> None:
         allowed = {r.name: {net: net in assignment[r.name].ifaces for net in self.networks}
                    for r in self.receivers if r.name in assignment}
-        self.last_apply_s = self._ok({"op": "apply", "allowed": allowed})["apply_s"]
+        self.last_apply_s = self.request({"op": "apply", "allowed": allowed})["apply_s"]
 
     def counters(self) -> dict[str, dict[str, int]]:
-        return {rx: {net: int(b) for net, b in nets.items()} for rx, nets in self._ok({"op": "counters"})["bytes"].items()}
+        got = self.request({"op": "counters"})["bytes"]
+        return {rx: {net: int(b) for net, b in nets.items()} for rx, nets in got.items()}
 
     def teardown(self) -> None:
         if self._proc is not None:

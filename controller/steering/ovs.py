@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import logging
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import PreflightError
 from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
 from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, route_add_argv, veth_argv
+from harness.hosts.ready import wait_until
 
 log = logging.getLogger("mplab.controller.ovs")
 
@@ -91,15 +91,7 @@ class OvsSwitch:
             raise
 
     def _wait_file(self, path: Path, who: str) -> None:
-        deadline = time.monotonic() + READY_S
-        while not path.exists():
-            proc = self._procs[who]
-            if proc.poll() is not None:
-                res = proc.stop()
-                raise PreflightError(f"{who} exited ({res.returncode}): {res.stderr.strip()[-400:]}")
-            if time.monotonic() > deadline:
-                raise PreflightError(f"{who} did not create {path} within {READY_S:.0f} s")
-            time.sleep(0.02)
+        wait_until(path.exists, READY_S, f"{who} ({path})", proc=self._procs[who])
 
     def add_bridge(self, bridge: str, ports: dict[str, int], listen_port: int) -> None:
         """A netdev bridge with ``ports`` (device -> OpenFlow port number), fail-secure, OpenFlow 1.3,
@@ -110,15 +102,15 @@ class OvsSwitch:
             args += ["--", "add-port", bridge, dev, "--", "set", "interface", dev, f"ofport_request={ofport}"]
         self.vsctl(*args)
         self.vsctl("set-controller", bridge, f"ptcp:{listen_port}:127.0.0.1")
-        deadline = time.monotonic() + READY_S
-        while True:
+        seen: dict[str, str] = {}
+
+        def numbered() -> bool:
             got = self.vsctl("--format=csv", "--no-headings", "--columns=name,ofport", "list", "interface")
-            seen = {ln.split(",")[0].strip('"'): ln.split(",")[1] for ln in got.splitlines() if "," in ln}
-            if all(seen.get(dev) == str(n) for dev, n in ports.items()):
-                return
-            if time.monotonic() > deadline:
-                raise PreflightError(f"OVS ports not ready within {READY_S:.0f} s: want {ports}, have {seen}")
-            time.sleep(0.05)
+            seen.clear()
+            seen.update({ln.split(",")[0].strip('"'): ln.split(",")[1] for ln in got.splitlines() if "," in ln})
+            return all(seen.get(dev) == str(n) for dev, n in ports.items())
+
+        wait_until(numbered, READY_S, f"OVS ports of {bridge}", poll_s=0.05, detail=lambda: f"want {ports}, have {seen}")
 
     def stop(self) -> None:
         """Stop the daemons we started (vswitchd first), by their process; idempotent."""

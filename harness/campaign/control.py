@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 CONTROL_FIELDS: tuple[str, ...] = (
     "policy", "policy_params", "steering", "assignment", "probe_mbit", "predicted_energy_j",
     "predicted_energy_total_j", "adopted", "decision_latency_s", "control_s", "path_stats", "caps_mbit",
-    "policy_trace", "control_epochs",
+    "caps_by", "policy_trace", "control_epochs",
 )
 
 

@@ -98,6 +98,8 @@ class SampleRecord(SampleKey):
     path_stats: dict[str, dict] | None = None
     #: Per-path rate caps (Mbit/s) applied before the transfer (EEMPTCP's split, MP-SDN's Tier 2).
     caps_mbit: dict[str, float] | None = None
+    #: What enforced the caps: "htb" (a qdisc on a port) or "openflow-meter" (meters on the steering switch).
+    caps_by: Literal["htb", "openflow-meter"] | None = None
     #: What the policy weighed for this receiver (ranking, objective per candidate set, ...).
     policy_trace: dict | None = None
     #: Periodic policies: one entry per epoch during the transfer (time, occupancy, limits, caps, rates).

@@ -18,7 +18,6 @@ so the sample runs again. A torn last line (a crash inside the write) is cut off
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -27,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.errors import Busy, ConfigError, StoreError
-from harness.files import atomic_write
+from harness.files import atomic_write, held_lock_text, try_flock, write_lock_text
 
 SCHEMA_VERSION = 1
 
@@ -98,37 +97,22 @@ class Campaign:
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the campaign's lock: one process runs a campaign at a time (``Busy`` naming the other's pid)."""
-        fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+        fd = try_flock(self.path / ".lock")
+        if fd is None:
+            pid = self.running_pid()
+            raise Busy(f"campaign {self.path} is being run by another process" + (f" (pid {pid})" if pid else ""))
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                pid = self.running_pid()
-                raise Busy(f"campaign {self.path} is being run by another process"
-                           + (f" (pid {pid})" if pid else "")) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            write_lock_text(fd, f"{os.getpid()}\n")
             yield
         finally:
             os.close(fd)
 
     def running_pid(self) -> int | None:
         """The pid of the process running this campaign now, or None (read without taking the lock)."""
-        path = self.path / ".lock"
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
+        text = held_lock_text(self.path / ".lock")
+        if text is None:
             return None
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                text = path.read_text().strip()
-                return int(text) if text.isdigit() else -1
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return None
-        finally:
-            os.close(fd)
+        return int(text.strip()) if text.strip().isdigit() else -1
 
     def check_writable(self) -> None:
         """``StoreError`` unless records, raw output and session lines can be written (checked before a run)."""
@@ -282,22 +266,24 @@ def incomplete_tail_start(data: bytes) -> int:
     return keep
 
 
-def upgrade_manifest(doc: dict, source: str) -> dict:
-    """Bring a manifest to the current schema; refuse newer ones."""
+def _check_version(doc: dict, source: str, what: str) -> int:
+    """``doc``'s schema_version; ``StoreError`` naming ``what`` (manifest, record) if missing or newer."""
     v = doc.get("schema_version")
     if not isinstance(v, int):
-        raise StoreError(f"{source}: no schema_version")
+        raise StoreError(f"{source}: {what} without schema_version")
     if v > SCHEMA_VERSION:
-        raise StoreError(f"{source}: schema_version {v} is newer than this mplab understands "
+        raise StoreError(f"{source}: {what} schema_version {v} is newer than this mplab understands "
                          f"({SCHEMA_VERSION}); upgrade mplab")
+    return v
+
+
+def upgrade_manifest(doc: dict, source: str) -> dict:
+    """Bring a manifest to the current schema; refuse newer ones."""
+    _check_version(doc, source, "manifest")
     return doc
 
 
 def upgrade_record(rec: dict, source: str) -> dict:
     """Bring a sample record to the current schema; refuse newer ones."""
-    v = rec.get("schema_version")
-    if not isinstance(v, int):
-        raise StoreError(f"{source}: record without schema_version")
-    if v > SCHEMA_VERSION:
-        raise StoreError(f"{source}: record schema_version {v} is newer than this mplab understands; upgrade mplab")
+    _check_version(rec, source, "record")
     return rec

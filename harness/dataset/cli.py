@@ -4,21 +4,24 @@ Mounted on the `mplab` app by ``mplab.cli``; errors are ``MplabError`` (usage er
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from harness.artifacts import FolderPolicy
+from harness.tables import table, utc_minute
 
 console = Console()
 app = typer.Typer(no_args_is_help=True, help="Build datasets from campaigns; publish and pull them by name and version.")
 
 TrackingUri = Annotated[Optional[str], typer.Option(
     "--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")]
+#: The two flags of every command that writes a folder at --out (``FolderPolicy.from_flags``).
+Force = Annotated[bool, typer.Option(help="replace an existing folder at --out")]
+KeepPrevious = Annotated[bool, typer.Option(
+    help="rename an existing folder at --out to <name>.<UTC time> instead of refusing")]
 
 
 @app.command("build")
@@ -31,9 +34,8 @@ def build(
     keep_flagged: Annotated[bool, typer.Option(help="keep records whose measurement was flagged")] = False,
     license: Annotated[str, typer.Option(help="license of the data (SPDX id), for the card and croissant.json")
                        ] = "unknown",
-    force: Annotated[bool, typer.Option(help="replace an existing dataset")] = False,
-    keep_previous: Annotated[bool, typer.Option(
-        help="rename an existing dataset to <name>.<UTC time> instead of refusing")] = False,
+    force: Force = False,
+    keep_previous: KeepPrevious = False,
     allow_mixed: Annotated[bool, typer.Option(help="merge campaigns of different testbeds, power profiles or "
                                                    "energy sources (the card lists the mix)")] = False,
 ) -> None:
@@ -75,9 +77,8 @@ def pull_cmd(
     ref: Annotated[str, typer.Argument(help="NAME (the latest version) or NAME@VERSION")],
     out: Annotated[Path, typer.Option("-o", "--out", help="dataset directory to write (datasets/<name>)")],
     tracking_uri: TrackingUri = None,
-    force: Annotated[bool, typer.Option(help="replace an existing dataset directory")] = False,
-    keep_previous: Annotated[bool, typer.Option(help="rename an existing dataset directory instead of refusing")
-                             ] = False,
+    force: Force = False,
+    keep_previous: KeepPrevious = False,
 ) -> None:
     """Bring a published version back, every file checked against SHA256SUMS and the published digest."""
     from harness.dataset.registry import pull
@@ -95,13 +96,9 @@ def list_cmd(tracking_uri: TrackingUri = None) -> None:
     if not rows:
         console.print("no published datasets (publish one with `mplab dataset publish datasets/NAME`)")
         return
-    t = Table()
-    for col in ("name", "version", "rows", "digest", "published (UTC)"):
-        t.add_column(col)
-    for v in rows:
-        t.add_row(v.name, str(v.version), str(v.rows or "-"), v.digest[:23],
-                  time.strftime("%Y-%m-%d %H:%M", time.gmtime(v.created_ms / 1000)))
-    console.print(t)
+    console.print(table(("name", "version", "rows", "digest", "published (UTC)"),
+                        ((v.name, str(v.version), str(v.rows or "-"), v.digest[:23], utc_minute(v.created_ms))
+                         for v in rows)))
 
 
 def register(root: typer.Typer) -> None:

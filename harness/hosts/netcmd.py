@@ -99,19 +99,37 @@ def radio_qdisc_argvs(dev: str, rate_mbit: float, buffer_bytes: int) -> list[lis
 RADIO_TABLE = "mplab_radio"
 
 
-def radio_loss_argvs(losses: Sequence[tuple[str, float]]) -> list[list[str]]:
-    """Random loss per downlink device: (device, percent) -> nft commands in the AP's or eNB's namespace.
+def loss_counter_names(dev: str) -> tuple[str, str]:
+    """The named nft counters of one downlink device's loss rule: (packets seen, packets dropped)."""
+    return f"{dev}_seen", f"{dev}_lost"
 
-    ``numgen random mod 1000000 < p * 10000`` drops a packet with probability ``p`` percent; the
-    counter on each rule shows what was dropped. Empty when no device has loss.
+
+def radio_loss_argvs(losses: Sequence[tuple[str, float]]) -> list[list[str]]:
+    """Random loss per downlink device, with named counters: (device, percent) -> nft commands in the AP's or
+    eNB's namespace.
+
+    Every device gets a rule counting the packets forwarded to it (counter ``<dev>_seen``), and, when its
+    loss is above 0, one dropping with probability ``p`` percent (``numgen random mod 1000000 < p * 10000``,
+    counter ``<dev>_lost``); a lossless device's ``_lost`` counter stays 0. The forward hook runs before
+    the device's radio queue (HTB + FIFO), so the counters see the emulated radio loss only: drops at a
+    full queue happen after them. ``EmulatedTestbed.radio_loss_counters`` reads them. Empty when there
+    is no device.
     """
-    rules = [(dev, pct) for dev, pct in losses if pct > 0]
-    if not rules:
+    if not losses:
         return []
     cmds = [["nft", "add", "table", "ip", RADIO_TABLE],
             ["nft", "add", "chain", "ip", RADIO_TABLE, "loss", "{", "type", "filter", "hook", "forward",
              "priority", "-10", ";", "policy", "accept", ";", "}"]]
-    for dev, pct in rules:
-        cmds.append(["nft", "add", "rule", "ip", RADIO_TABLE, "loss", "oifname", dev, "numgen", "random", "mod",
-                     "1000000", "<", str(round(pct * 10000)), "counter", "drop"])
+    for dev, pct in losses:
+        seen, lost = loss_counter_names(dev)
+        cmds += [["nft", "add", "counter", "ip", RADIO_TABLE, seen], ["nft", "add", "counter", "ip", RADIO_TABLE, lost],
+                 ["nft", "add", "rule", "ip", RADIO_TABLE, "loss", "oifname", dev, "counter", "name", seen]]
+        if pct > 0:
+            cmds.append(["nft", "add", "rule", "ip", RADIO_TABLE, "loss", "oifname", dev, "numgen", "random", "mod",
+                         "1000000", "<", str(round(pct * 10000)), "counter", "name", lost, "drop"])
     return cmds
+
+
+def radio_counters_argv() -> list[str]:
+    """The loss rules' named counters of one AP / eNB namespace, as JSON (``parse_loss_counters``)."""
+    return ["nft", "-j", "list", "counters", "table", "ip", RADIO_TABLE]

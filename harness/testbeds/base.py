@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl
-from harness.errors import CommandError, PreflightError, TrafficError
+from harness.errors import CommandError, TrafficError
 from harness.hosts.local import BackgroundProcess, Host
 from harness.config.inventory import RADIOS, Inventory
 from harness.meters.base import Meter
 from harness.hosts.netcmd import sysctl_argv
+from harness.hosts.ready import wait_until
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.testbed")
@@ -51,6 +51,50 @@ class Counters:
 
     rx_bytes: int
     tx_bytes: int
+
+
+@dataclass(frozen=True)
+class LossCounters:
+    """Packets the testbed's own radio-loss rule saw and dropped on one path (cumulative, or over a window)."""
+
+    seen_pkts: int
+    lost_pkts: int
+
+    @property
+    def loss(self) -> float | None:
+        """The dropped share, or None when no packet was seen (nothing to estimate from)."""
+        return self.lost_pkts / self.seen_pkts if self.seen_pkts > 0 else None
+
+    def since(self, earlier: LossCounters) -> LossCounters:
+        """What was counted after ``earlier`` (the counters only grow while the testbed is up)."""
+        return LossCounters(self.seen_pkts - earlier.seen_pkts, self.lost_pkts - earlier.lost_pkts)
+
+
+#: Where a loss estimate from ``Testbed.radio_loss_counters`` comes from, as path_stats records say it.
+LOSS_COUNTERS_SOURCE = "nft-loss-counters"
+
+
+def parse_loss_counters(text: str, source: str) -> dict[str, LossCounters]:
+    """``{device: LossCounters}`` from ``nft -j list counters table ...`` of the radio-loss table.
+
+    The counters are named ``<dev>_seen`` / ``<dev>_lost`` (``netcmd.radio_loss_argvs``); a device with
+    a ``_seen`` counter and no ``_lost`` one has lost nothing. Other counters are ignored.
+    """
+    try:
+        doc = json.loads(text)
+        got = {c["counter"]["name"]: int(c["counter"]["packets"]) for c in doc["nftables"] if "counter" in c}
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise TrafficError(f"{source}: cannot read loss counters from `nft -j list counters` ({exc})") from None
+    return {name[:-len("_seen")]: LossCounters(n, got.get(name[:-len("_seen")] + "_lost", 0))
+            for name, n in got.items() if name.endswith("_seen")}
+
+
+def loss_over(before: dict[str, dict[str, LossCounters]],
+              after: dict[str, dict[str, LossCounters]]) -> dict[str, dict[str, LossCounters]]:
+    """Per receiver and radio, what the counters counted between two ``radio_loss_counters`` readings
+    (paths in both readings only)."""
+    return {rx: {r: c.since(before[rx][r]) for r, c in radios.items() if r in before.get(rx, {})}
+            for rx, radios in after.items() if rx in before}
 
 
 @dataclass(frozen=True)
@@ -189,6 +233,16 @@ class Testbed(ABC):
             out[radio] = stats[ifname]
         return out
 
+    def radio_loss_counters(self) -> dict[str, dict[str, LossCounters]] | None:
+        """Cumulative packets seen and dropped by the testbed's own random radio loss, per receiver and radio.
+
+        Read twice and subtracted (``loss_over``), they give a path's random loss over a window, apart from
+        drops at a full queue (which a retransmission ratio cannot tell from path loss). None: the testbed
+        has no such counters (the default, and a lab's answer: a real radio loses packets in the air,
+        where nothing of ours counts them); callers then fall back to the retransmission ratio.
+        """
+        return None
+
     @staticmethod
     def stop_all(procs: dict[str, BackgroundProcess]) -> None:
         """Stop every process in ``procs`` (best effort: teardown must go on) and forget them."""
@@ -221,20 +275,18 @@ class Testbed(ABC):
             self._wait_listening(started)
 
     def _wait_listening(self, ports: list[int]) -> None:
-        deadline = time.monotonic() + self.SERVER_LISTEN_S
         missing = set(ports)
-        while missing:
+
+        def listening() -> bool:
             res = self.sender.run(["ss", "-Hltn"], check=False, timeout=self.SERVER_POLL_TIMEOUT_S)
             for line in res.stdout.splitlines():
                 parts = line.split()
                 if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
                     missing.discard(int(parts[3].rsplit(":", 1)[-1]))
-            if not missing:
-                return
-            if time.monotonic() > deadline:
-                raise PreflightError(f"[{self.sender.name}] iperf3 servers on ports {sorted(missing)} not listening "
-                                     f"after {self.SERVER_LISTEN_S:.0f} s")
-            time.sleep(0.02)
+            return not missing
+
+        wait_until(listening, self.SERVER_LISTEN_S, f"[{self.sender.name}] iperf3 servers listening on {sorted(ports)}",
+                   detail=lambda: f"still missing {sorted(missing)}")
 
     def qdisc_stats(self) -> dict[str, str]:
         """``tc -s qdisc`` of the shaping points, by host (best effort; empty on a lab)."""

@@ -10,7 +10,6 @@ claim or by `mplab clean`.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import Busy
+from harness.files import held_lock_text, try_flock, write_lock_text
 
 #: Outside /run/mplab on purpose: `mplab clean` removes that directory when no testbed is live.
 CLAIMS_ROOT = Path("/run/mplab-claims")
@@ -39,30 +39,27 @@ def claim_path(prefix: str, root: Path | None = None) -> Path:
     return (root or CLAIMS_ROOT) / f"{prefix}lock"
 
 
+def _parse_holder(text: str) -> Holder | None:
+    try:
+        doc = json.loads(text)
+        return Holder(str(doc["owner"]), int(doc["pid"]), float(doc["since"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def _read_holder(path: Path) -> Holder | None:
     try:
-        doc = json.loads(path.read_text())
-        return Holder(str(doc["owner"]), int(doc["pid"]), float(doc["since"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        return _parse_holder(path.read_text())
+    except OSError:
         return None
 
 
 def holder(prefix: str, root: Path | None = None) -> Holder | None:
     """The live holder of ``prefix``, or None when nobody holds it (a crashed holder holds nothing)."""
-    path = claim_path(prefix, root)
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    text = held_lock_text(claim_path(prefix, root))
+    if text is None:
         return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read_holder(path) or Holder("an unnamed mplab process", -1, 0.0)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    return _parse_holder(text) or Holder("an unnamed mplab process", -1, 0.0)
 
 
 def held_by_other(prefix: str, root: Path | None = None) -> Holder | None:
@@ -90,16 +87,13 @@ class PrefixClaim:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
+            fd = try_flock(self.path)
+            if fd is None:
                 h = _read_holder(self.path)
                 who = h.describe() if h else "another mplab process"
                 raise Busy(f"namespace prefix {self.prefix!r} is held by {who}: its testbed is live. Wait for it to "
                            "end, or give this inventory another emulation.namespace_prefix "
-                           "(e.g. mplab-mine-)") from None
+                           "(e.g. mplab-mine-)")
             # NB: a releasing holder unlinks the file while locked; if we locked that unlinked inode,
             # someone else may already hold a fresh file at the path: try again on the path's file.
             try:
@@ -110,8 +104,7 @@ class PrefixClaim:
                 break
             os.close(fd)
         doc = json.dumps({"owner": self.owner, "pid": os.getpid(), "since": time.time(), "prefix": self.prefix})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, doc.encode() + b"\n", 0)
+        write_lock_text(fd, doc + "\n")
         self._fd = fd
 
     def release(self) -> None:

@@ -93,20 +93,17 @@ def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s
     Returns:
         The running process (a ``BackgroundProcess``), once it holds the TUN device.
     """
-    from harness.errors import PreflightError
+    from harness.hosts.ready import wait_until
 
     for argv in setup_argvs(delays, uplink_dev):
         host.run(argv)
     proc = host.start(delayline_argv(delays, rt_priority), label=f"delayline:{host.name}")
-    deadline = time.monotonic() + deadline_s
-    while not attached(host.run(["ip", "-j", "link", "show", DEV]).stdout):
-        if proc.poll() is not None:
-            res = proc.stop()
-            raise PreflightError(f"delay line in {host.name} exited: {res.stderr.strip()[-500:]}")
-        if time.monotonic() > deadline:
-            proc.stop()
-            raise PreflightError(f"delay line in {host.name} did not attach to {DEV} within {deadline_s:.0f} s")
-        time.sleep(0.02)
+    try:
+        wait_until(lambda: attached(host.run(["ip", "-j", "link", "show", DEV]).stdout), deadline_s,
+                   f"delay line in {host.name} (attached to {DEV})", proc=proc)
+    except BaseException:
+        proc.stop()  # idempotent; the caller never got hold of it
+        raise
     return proc
 
 

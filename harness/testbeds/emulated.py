@@ -11,7 +11,9 @@ buffer: WiFi shallow, LTE deep; this kernel has no netem). The radio loop
 (``harness.testbeds.radiolink``, a process in the sender namespace) re-shares each access
 network among the receivers active on it as they start and finish, by the inventory's
 sharing model (``harness.testbeds.sharing``). Radio loss, when configured, is an
-nftables rule per device in table ``mplab_radio`` of the AP or eNB. Each
+nftables rule per device in table ``mplab_radio`` of the AP or eNB; every shaped device has a
+rule with named counters there (packets seen, packets dropped by the loss rule), which
+``radio_loss_counters`` reads for loss estimates that a full queue does not disturb. Each
 receiver routes by default over WiFi and by source address over LTE, so an MPTCP
 connection starts on WiFi and its LTE endpoint adds the second subflow.
 
@@ -33,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.cc import CongestionControl
-from harness.errors import CommandError, MplabError, PreflightError
+from harness.errors import CommandError, MplabError, PreflightError, TrafficError
 from harness.machine import allow_ccs, state_dir, write_state
 from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
@@ -41,13 +43,15 @@ from harness.config.scenario import MODE_RADIOS
 from harness.meters.base import Meter
 from harness.meters.drivers import meter_from_inventory
 from harness.meters.emulated import SAMPLE_PERIOD_S, device_argv
+from harness.hosts.ready import time_left, wait_until
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_flush_argv, mptcp_limits_argv, netns_add_argv,
-    offloads_off_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
+    offloads_off_argv, radio_counters_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv,
+    sysctl_argv, veth_argv,
 )
 from harness.testbeds import claim as claims
 from harness.testbeds.access import AccessKinds, LteAccess, LteLink, lte_access_for
-from harness.testbeds.base import Check, Health, Node, NodeInterface, Testbed
+from harness.testbeds.base import Check, Health, LossCounters, Node, NodeInterface, Testbed, parse_loss_counters
 from harness.testbeds.clean import clean_prefix
 from harness.testbeds import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
@@ -121,9 +125,9 @@ class EmulatedTestbed(Testbed):
             checks.append(Check(root.name, name, ok, detail, fix, essential))
 
         add("root", os.geteuid() == 0, f"euid {os.geteuid()}", "run as root (namespaces need CAP_NET_ADMIN)")
-        progs = [("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("sysctl", "procps")]
-        if any(rx.interfaces[r].channel.loss_pct > 0 for rx in self.inventory.receivers for r in rx.interfaces):
-            progs.append(("nft", "nftables"))
+        # nft: the loss rules and their counters (every shaped path has a counting rule).
+        progs = [("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("sysctl", "procps"),
+                 ("nft", "nftables")]
         for prog, pkg in progs:
             path = root.which(prog)
             add(f"program {prog}", path is not None, path or "not found", f"apt install {pkg}")
@@ -289,14 +293,8 @@ class EmulatedTestbed(Testbed):
         log_path = self.radiolink_log
         log_path.unlink(missing_ok=True)
         self._radiolink = self.sender.start(radiolink_argv(self.link_config(), str(log_path)), label="radiolink")
-        deadline = time.monotonic() + 15
-        while not (log_path.exists() and log_path.stat().st_size > 0):
-            if self._radiolink.poll() is not None:
-                res = self._radiolink.stop()
-                raise PreflightError(f"radio loop exited: {res.stderr.strip()[-500:]}")
-            if time.monotonic() > deadline:
-                raise PreflightError(f"radio loop did not start within 15 s (no {log_path})")
-            time.sleep(0.02)
+        wait_until(lambda: log_path.exists() and log_path.stat().st_size > 0, 15,
+                   f"radio loop (its first line in {log_path})", proc=self._radiolink)
 
     def _start_devices(self) -> None:
         profile = self.emu.power_profile
@@ -307,17 +305,11 @@ class EmulatedTestbed(Testbed):
                                control=str(self.meter_control(name)), noise_ma=spec.noise_ma,
                                noise_mv=spec.noise_mv, seed=i)
             self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
-        deadline = time.monotonic() + 15
+        end = time.monotonic() + 15  # one deadline for all: the devices start together
         for name in self.nodes:
-            link = self.state_dir / f"meter-{name}"
-            while not link.exists():
-                proc = self._devices[name]
-                if proc.poll() is not None:
-                    res = proc.stop()
-                    raise PreflightError(f"emulated meter of {name} exited: {res.stderr.strip()[-500:]}")
-                if time.monotonic() > deadline:
-                    raise PreflightError(f"emulated meter of {name} did not publish {link} within 15 s")
-                time.sleep(0.02)
+            link = self.meter_link(name)
+            wait_until(link.exists, time_left(end), f"emulated meter of {name} (its pty link {link})",
+                       proc=self._devices[name])
 
     def meter_link(self, name: str) -> Path:
         """Where the emulated meter device of receiver ``name`` publishes its pty."""
@@ -331,6 +323,27 @@ class EmulatedTestbed(Testbed):
         # Through the same UM driver as a lab meter: the pty is just another serial port.
         return {name: meter_from_inventory(self.inventory.receiver(name).meter, str(self.meter_link(name)))
                 for name in self.nodes}
+
+    def radio_loss_counters(self) -> dict[str, dict[str, LossCounters]]:
+        """The loss rules' counters in the AP and the eNB (``netcmd.radio_loss_argvs``), per receiver and radio.
+
+        Only shaped paths have them (a real cell's path is left out). Raises ``TrafficError`` when the
+        table cannot be read (it is part of the topology: a missing table is a broken testbed).
+        """
+        out: dict[str, dict[str, LossCounters]] = {rx.name: {} for rx in self.inventory.receivers}
+        for host, radio in ((self.ap, "wifi"), (self.enb, "lte")):
+            devs = {f"rx{i}": rx.name for i, rx in enumerate(self.inventory.receivers, start=1)
+                    if self.shaped(rx.name, radio)}
+            if not devs:
+                continue
+            try:
+                text = host.run(radio_counters_argv()).stdout
+            except CommandError as exc:
+                raise TrafficError(f"[{host.name}] cannot read the radio loss counters: {exc}") from None
+            for dev, c in parse_loss_counters(text, host.name).items():
+                if dev in devs:
+                    out[devs[dev]][radio] = c
+        return out
 
     def qdisc_stats(self) -> dict[str, str]:
         out = {}

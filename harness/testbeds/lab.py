@@ -18,7 +18,6 @@ records is comparable across receivers.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 
 from harness.cc import CongestionControl
@@ -28,6 +27,7 @@ from harness.config.inventory import Inventory, Lab
 from harness.meters.base import Meter
 from harness.meters.drivers import open_meter
 from harness.hosts.netcmd import sysctl_argv
+from harness.hosts.ready import wait_until
 from harness.testbeds.preflight import (
     cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, tcp_reachable,
 )
@@ -210,15 +210,8 @@ class LabTestbed(Testbed):
                 continue
             host = self.nodes[rx.name].host
             self._ser2net[rx.name] = host.start(ser2net_argv(cfg, rx.name), label=f"ser2net:{rx.name}")
-            deadline = time.monotonic() + 10
-            while not tcp_reachable(port, 0.5)[0]:
-                proc = self._ser2net[rx.name]
-                if proc.poll() is not None:
-                    res = proc.stop()
-                    raise PreflightError(f"[{rx.name}] ser2net exited: {res.stderr.strip()[-400:]}")
-                if time.monotonic() > deadline:
-                    raise PreflightError(f"[{rx.name}] ser2net not serving {port} after 10 s")
-                time.sleep(0.05)
+            wait_until(lambda: tcp_reachable(port, 0.5)[0], 10, f"[{rx.name}] ser2net serving {port}",
+                       proc=self._ser2net[rx.name], poll_s=0.05)
 
     def meters(self) -> dict[str, Meter]:
         out = {}
@@ -228,6 +221,12 @@ class LabTestbed(Testbed):
                 raise PreflightError(f"receiver {rx.name}: meter has no port")
             out[rx.name] = open_meter(rx.meter.kind, port)
         return out
+
+    def radio_loss_counters(self) -> None:
+        """None: a lab has no loss counters of its own. Its radios lose packets in the air (and its
+        WiFi retries many of them at the MAC), where nothing mplab installs can count them; a policy
+        reading path loss falls back to the sender's retransmission ratio on a lab."""
+        return None
 
     # ------------------------------------------------------------ teardown
 

@@ -26,6 +26,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from harness.hosts.ready import time_left, wait_until
 from harness.testbeds.sharing import AccessNetwork, radio_rates
 
 #: Bytes per tick below which a radio counts as idle (ARP, iperf3's small control messages): a
@@ -111,13 +112,11 @@ class RadioLoop:
             self.tc[radio] = subprocess.Popen(["ip", "netns", "exec", ns, "tc", "-force", "-batch", "-"],
                                               stdin=subprocess.PIPE, text=True, bufsize=1)
         # Until `ip netns exec` has entered the namespace, /proc/<pid>/net/dev shows the wrong devices.
-        deadline = time.monotonic() + 10
+        end = time.monotonic() + 10
         for radio in self.tc:
             want = {dev for dev, _ in self.cfg.stations[radio].values()}
-            while not want <= set(self._counters(radio)):
-                if self.tc[radio].poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"tc in {self.cfg.namespaces[radio]} does not see {sorted(want)}")
-                time.sleep(0.01)
+            wait_until(lambda radio=radio, want=want: want <= set(self._counters(radio)), time_left(end),
+                       f"tc in {self.cfg.namespaces[radio]} seeing {sorted(want)}", proc=self.tc[radio], poll_s=0.01)
         self.apply(self.cfg.solo_rates())
         for radio in self.tc:
             self.last_bytes[radio] = self._counters(radio)

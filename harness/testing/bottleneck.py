@@ -32,6 +32,7 @@ from harness.machine import allow_ccs, write_state
 from harness.testbeds.clean import clean_prefix
 from harness.errors import TrafficError
 from harness.hosts.local import LocalHost, NamespaceHost
+from harness.hosts.ready import wait_until
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
     route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
@@ -165,14 +166,12 @@ class SharedBottleneck:
         self.iperf3 = Iperf3.check(root)
         self._servers += [snd.start(self.iperf3.server_argv(MPTCP_PORT, mptcp=True), label="iperf3-mptcp"),
                          snd.start(self.iperf3.server_argv(TCP_PORT, mptcp=False), label="iperf3-tcp")]
-        deadline = time.monotonic() + 10
-        while True:
+        def listening() -> bool:
             out = snd.run(["ss", "-Hltn"], check=False).stdout
-            if f":{MPTCP_PORT} " in out and f":{TCP_PORT} " in out:
-                break
-            if time.monotonic() > deadline:
-                raise TrafficError("iperf3 servers in the shared-bottleneck topology did not listen within 10 s")
-            time.sleep(0.05)
+            return f":{MPTCP_PORT} " in out and f":{TCP_PORT} " in out
+
+        wait_until(listening, 10, f"iperf3 servers on {MPTCP_PORT} and {TCP_PORT} in the shared-bottleneck topology",
+                   poll_s=0.05)
 
     def compete(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3) -> Competition:
         """MPTCP (2 subflows) and TCP, both with ``cc``, started together; bytes after the warm-up."""

@@ -14,18 +14,18 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import MplabError
+from harness.errors import NotReady
+from harness.hosts.ready import wait_until
 
 HEALTH_DEADLINE_S = 300.0  # over 90 s seen on a loaded machine
 
 
-class ServerStartError(MplabError):
+class ServerStartError(NotReady):
     """The server exited or did not answer /health before the deadline."""
 
 
@@ -55,12 +55,8 @@ def mlflow_server(root: Path, deadline_s: float = HEALTH_DEADLINE_S) -> Iterator
     with open(root / "server.log", "wb") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=root)
         try:
-            end = time.monotonic() + deadline_s
-            while not _healthy(uri):
-                if proc.poll() is not None or time.monotonic() > end:
-                    raise ServerStartError(f"mlflow server on {uri} did not answer /health within {deadline_s:.0f} s "
-                                           f"(exit code {proc.poll()}): {(root / 'server.log').read_text()[-2000:]}")
-                time.sleep(0.5)
+            wait_until(lambda: _healthy(uri), deadline_s, f"mlflow server on {uri} answering /health", proc=proc,
+                       poll_s=0.5, detail=lambda: (root / "server.log").read_text()[-2000:], error=ServerStartError)
             yield MlflowServer(uri, root / "artifacts", proc.pid)
         finally:
             _stop(proc)

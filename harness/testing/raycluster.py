@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.hosts.ready import wait_until
+
 RAY = Path(sys.executable).parent / "ray"
 
 
@@ -128,13 +130,10 @@ def start_node(name: str, workdir: Path, *, head: bool, address: str | None = No
 
 
 def wait_port(port: int, proc: subprocess.Popen, log: Path, deadline_s: float) -> None:
-    deadline = time.monotonic() + deadline_s
-    while True:
+    """Wait until the ray head listens on ``port``; ``NotReady`` with the end of its log if not."""
+    def listening() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if proc.poll() is not None:
-            raise RuntimeError(f"ray head exited ({proc.returncode}): {log.read_text()[-2000:]}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"ray head not listening on {port} within {deadline_s:.0f} s")
-        time.sleep(0.2)
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(listening, deadline_s, f"ray head listening on {port}", proc=proc, poll_s=0.2,
+               detail=lambda: log.read_text()[-2000:])

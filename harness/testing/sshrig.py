@@ -18,13 +18,13 @@ import logging
 import shutil
 import socket
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import PreflightError
 from harness.testbeds.clean import SSH_RIG_DIR
 from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
+from harness.hosts.ready import wait_until
 
 log = logging.getLogger("mplab.sshrig")
 
@@ -114,20 +114,14 @@ class SshdRig:
         return entry
 
     def _wait_listening(self, name: str, entry: RigEntry, timeout_s: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if entry.process.poll() is not None:
-                res = entry.process.stop()
-                raise PreflightError(f"sshd in {entry.netns} exited: {res.stderr.strip()[-400:]}")
+        def answering() -> bool:
             try:
                 with socket.create_connection((entry.address, 22), timeout=0.5) as s:
-                    if s.recv(4).startswith(b"SSH-"):
-                        return
+                    return s.recv(4).startswith(b"SSH-")
             except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise PreflightError(f"sshd for {name} not answering on {entry.address}:22 after {timeout_s} s")
-            time.sleep(0.02)
+                return False
+
+        wait_until(answering, timeout_s, f"sshd for {name} in {entry.netns} ({entry.address}:22)", proc=entry.process)
 
     def ssh_host(self, name: str, **kw):
         """An ``SSHHost`` for the namespace registered as ``name``."""

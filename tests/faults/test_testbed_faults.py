@@ -67,15 +67,20 @@ def test_clean_leaves_a_prefix_another_process_holds(prefix):
         "from harness.testbeds.claim import PrefixClaim\n"
         f"c = PrefixClaim({prefix!r}, 'campaign held-c'); c.acquire()\n"
         "print('held', flush=True); time.sleep(60)\n")], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    done = []
     try:
-        assert holder.stdout.readline().strip() == "held"
-        done = clean_prefix(prefix)
-        assert ns in list_namespaces(root, prefix)
-        assert any("skipped" in d and "campaign held-c" in d for d in done)
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            done = clean_prefix(prefix)
+            assert ns in list_namespaces(root, prefix)
+            assert any("skipped" in d and "campaign held-c" in d for d in done)
+        finally:
+            holder.kill()
+            holder.wait()
+        done = clean_prefix(prefix)  # the holder died: its leftovers go
     finally:
-        holder.kill()
-        holder.wait()
-    done = clean_prefix(prefix)  # the holder died: its leftovers go
+        # Whatever failed above, the namespace this test made goes too (it once stayed behind after a failure).
+        root.run(["ip", "netns", "del", ns], check=False)
     assert f"namespace {ns}" in done and list_namespaces(root, prefix) == []
 
 

@@ -1,0 +1,94 @@
+"""What a test left behind under its namespace prefix: namespaces, iperf3 processes, qdiscs.
+
+The tests' ``prefix`` fixture (tests/conftest.py) marks every process the test starts with
+the environment variable ``MPLAB_TEST_PREFIX=<prefix>``: children inherit it, through ``ip
+netns exec`` and after their parent has died, so a leftover is recognised even when it was
+reparented to init. After the test the fixture calls ``leftovers``: a namespace named under the
+prefix, or a live iperf3 process carrying the mark, fails the test, and ``remove`` takes away
+what it found (only that: the namespaces under the prefix, the marked processes by pid).
+
+Qdiscs exist only inside the testbeds' namespaces (every tc argument list runs through a
+namespace Host), so a leaked qdisc is a leaked namespace; the report lists the qdiscs each
+leaked namespace still holds. Cheap: one ``ip netns list`` and one pass over /proc (a few ms).
+"""
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+from harness.hosts.local import LocalHost
+from harness.testbeds.clean import clean_prefix, list_namespaces
+
+#: The environment variable that marks a test's processes with its prefix.
+MARK = "MPLAB_TEST_PREFIX"
+#: Programs whose marked, still running processes count as leaked.
+WATCHED = ("iperf3",)
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What one prefix left: namespaces (with their qdiscs) and marked processes (pid, command line)."""
+
+    prefix: str
+    namespaces: tuple[str, ...] = ()
+    qdiscs: tuple[str, ...] = ()
+    processes: tuple[tuple[int, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.namespaces or self.processes)
+
+    def describe(self) -> str:
+        parts = []
+        if self.namespaces:
+            parts.append(f"namespaces {', '.join(self.namespaces)}")
+        if self.qdiscs:
+            parts.append(f"qdiscs in them: {'; '.join(self.qdiscs)}")
+        if self.processes:
+            parts.append("processes " + ", ".join(f"{pid} ({cmd})" for pid, cmd in self.processes))
+        return f"left behind under {self.prefix}: " + "; ".join(parts)
+
+
+def marked_processes(prefix: str, programs: tuple[str, ...] = WATCHED) -> list[tuple[int, str]]:
+    """Live processes of ``programs`` whose environment carries ``MARK=prefix``: (pid, command line)."""
+    want = f"{MARK}={prefix}".encode()
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/comm", "rb") as f:
+                if f.read().strip().decode(errors="replace") not in programs:
+                    continue
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if want not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").strip().decode(errors="replace")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if cmd:  # a zombie has no command line: it is dead, only not reaped yet
+            out.append((int(entry.name), cmd))
+    return out
+
+
+def leftovers(prefix: str) -> Leftovers:
+    """The namespaces under ``prefix`` (nested too) and the marked watched processes still running."""
+    root = LocalHost("root")
+    names = tuple(list_namespaces(root, prefix))
+    qdiscs = []
+    for ns in names:
+        res = root.run(["tc", "-n", ns, "qdisc", "show"], check=False)
+        qdiscs += [f"{ns}: {ln.strip()}" for ln in res.stdout.splitlines()
+                   if ln.split()[1:2] and ln.split()[1] not in ("noqueue", "noop")]
+    return Leftovers(prefix, names, tuple(qdiscs), tuple(marked_processes(prefix)))
+
+
+def remove(found: Leftovers) -> None:
+    """Take away what ``leftovers`` found: the marked processes by pid, then everything under the prefix."""
+    for pid, _ in found.processes:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    clean_prefix(found.prefix)
