@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--durations", type=int, default=30)
     ap.add_argument("--json", type=Path, help="write the figures here too")
+    ap.add_argument("--log", type=Path, help="write pytest's whole output here")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args()
 
@@ -40,12 +42,17 @@ def main() -> int:
     threading.Thread(target=sample_load, daemon=True).start()
     t0 = time.monotonic()
     c0 = os.times()
+    # SIGINT back to its default: started in the background from a shell (`... &`), this process and its
+    # children ignore it, and the tests that stop campaigns with Ctrl-C then fail.
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--durations={args.durations}",
-                           *args.pytest_args], cwd=REPO, capture_output=True, text=True)
+                           *args.pytest_args], cwd=REPO, capture_output=True, text=True,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wall_s = time.monotonic() - t0
     c1 = os.times()
     done.set()
     out = proc.stdout
+    if args.log:
+        args.log.write_text(out + proc.stderr)
     summary = next((ln.strip("= ") for ln in reversed(out.splitlines()) if re.search(r"\d+ (passed|failed)", ln)),
                    "no summary line")
     slow = re.findall(r"^(\d+\.\d+)s (setup|call|teardown)\s+(\S+)$", out, flags=re.M)
