@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -36,23 +37,31 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
-def try_flock(path: Path) -> int | None:
-    """Open (creating) ``path`` and take an exclusive ``flock`` without waiting.
+def try_flock(path: Path, patience_s: float = 0.1) -> int | None:
+    """Open (creating) ``path`` and take an exclusive ``flock``, waiting at most ``patience_s``.
+
+    The short patience is for readers: ``held_lock_text`` peeks with a shared lock held for
+    microseconds, and a claim taken in that instant must not be refused as busy.
 
     Returns:
         The open descriptor, which holds the lock until it is closed; None when another
         open file (another process, or another ``try_flock`` here) holds it.
     """
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    deadline = time.monotonic() + patience_s
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return None
+                time.sleep(0.01)
     except BaseException:
         os.close(fd)
         raise
-    return fd
 
 
 def write_lock_text(fd: int, text: str) -> None:

@@ -115,3 +115,24 @@ def test_lock_files_name_their_holder_only_while_held(tmp_path):
     fd = try_flock(path)
     assert fd is not None
     os.close(fd)
+
+
+def test_a_claim_taken_while_someone_peeks_at_the_holder_is_not_refused(tmp_path):
+    # `held_lock_text` (used by `mplab clean` and --resume to name a holder) takes a shared lock for an
+    # instant; a claim attempted in that instant used to be refused as Busy, naming no live holder.
+    import fcntl
+    import threading
+
+    from harness.testbeds.claim import PrefixClaim
+
+    claim = PrefixClaim("mplab-peek-", "test", root=tmp_path)
+    path = claim.path
+    path.write_text("")
+    peek = os.open(path, os.O_RDONLY)
+    fcntl.flock(peek, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a reader is looking right now
+    threading.Timer(0.03, os.close, (peek,)).start()  # ... and lets go 30 ms later
+    claim.acquire()
+    try:
+        assert claim.held
+    finally:
+        claim.release()
