@@ -94,9 +94,11 @@ apt:
 
 # --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set, nothing caches .pyc files and every
 # `mplab train` compiled torch._dynamo and sympy from source (about 8 s of its first epoch here).
+# --extra cluster: Ray, for `mplab run --cluster` (and tests/test_cluster.py, which CI must run, not skip);
+# `uv run` syncs inexactly, so it keeps the extra. `make setup-lab` leaves it out.
 python:
 	command -v $(UV) >/dev/null || python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
-	$(UV) sync --frozen --compile-bytecode
+	$(UV) sync --frozen --compile-bytecode --extra cluster
 	rm -f $(LAB_MARKER)
 
 python-lab:

@@ -114,7 +114,8 @@ def test_policy_samples_probe_decide_steer_and_record(tmp_path, prefix):
     # WiFi shares by DCF (both receivers get 1/(1/20 + 1/12) = 7.5 Mbit/s while probing together), LTE by
     # proportional fairness (each its own rate here): n1 is clearly better on WiFi (7.5 vs 5); n2's radios
     # are within 10 % (7.5 vs 7.5), so IS puts it on both and Tuning on its faster probe.
-    inv = small_inventory(prefix, [(20, 5), (12, 7.5)])
+    # An LTE tail (4 s) well apart from one hold window (0.5 s): the probe waits below tell the two apart.
+    inv = small_inventory(prefix, [(20, 5), (12, 7.5)], lte_tail_s=4.0)
     camp = start_campaign(scenario(model), inv, tmp_path / "runs", control_factory=control_factory)
     assert list_namespaces(LocalHost(), prefix) == []
     recs = {(r["sample_id"].split("-policy-")[1].rsplit("-s", 1)[0], r["receiver"]): r for r in camp.records()}

@@ -227,22 +227,33 @@ def test_allowed_list_is_restored_when_overlapping_testbeds_end_in_either_order(
     # A adds a name, B finds it already allowed; A ends first. The name must stay while B runs and go
     # when B ends (B never added it itself: a per-testbed record leaked it).
     prefix = cleanup
+    # A kernel CC that is available but not allowed, else one of mplab's BPF struct_ops CCs (`make bpf`):
+    # the testbed registers those itself, so on a machine whose allowed list already holds every
+    # built-in one (reno bbr cubic here) there is still a name to add and remove.
     available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-    candidates = [n for n in ("cubic", "reno") if n in available and n not in _allowed().split()]
-    if not candidates:
-        pytest.skip(f"every candidate is already allowed ({_allowed()}): nothing to add and remove")
-    name = candidates[0]
+    allowed = _allowed().split()
+    ccs = [resolve(n) for n in ("cubic", "reno") if n in available and n not in allowed]
+    ccs += [cc for cc in map(resolve, ("lia", "olia", "balia", "wvegas"))
+            if cc.sock_name not in available and cc.sock_name not in allowed]
+    assert ccs, f"no congestion control left to add and remove (allowed: {_allowed()})"
+    cc = ccs[0]
+    cc.check(LocalHost())  # a BPF one needs `make bpf`: fail with its reason rather than skip
+    name = cc.sock_name
     before = _allowed()
     a = EmulatedTestbed(small_inventory(f"{prefix}a-", [(10, 10)]))
     b_inv = small_inventory(prefix.replace("-t", "-u", 1), [(10, 10)])
     b = EmulatedTestbed(b_inv)
     try:
-        a.setup([resolve(name)])
-        b.setup([resolve(name)])
+        a.setup([cc])
+        assert name in _allowed().split(), "A added it"
+        b.setup([cc])
         a.teardown()
         assert name in _allowed().split(), "B still needs it"
         b.teardown()
         assert _allowed() == before, f"allowed list not restored: {_allowed()!r} vs {before!r}"
+        if name not in available:  # a struct_ops CC the testbeds registered: gone with the last of them
+            assert name not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split(), \
+                "the struct_ops CC is still registered"
     finally:
         a.teardown()
         b.teardown()

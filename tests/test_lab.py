@@ -174,6 +174,8 @@ def test_dead_host_fails_its_samples_and_others_continue(rigged, tmp_path):
     one = [r for r in records if r["n_receivers"] == 1]
     three = [r for r in records if r["n_receivers"] == 3]
     assert len(one) == 2 and all(r["status"] == "ok" for r in one)
+    # Their tails were waited out against the idle power learnt from the meter (not to the deadline).
+    assert not [f for r in one for f in r["flags"] if "tail-unsettled" in f], [r["flags"] for r in one]
     assert len(three) == 6 and all(r["status"] == "failed" for r in three)
     assert all("n3" in r["error"] for r in three)
 

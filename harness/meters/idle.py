@@ -71,13 +71,16 @@ class IdleWaiter:
 
     def learn(self, names: list[str]) -> None:
         """Measure the idle power of receivers the testbed knows none for (call while they are idle)."""
-        now = time.time()
         todo = [n for n in names if self.known_w.get(n) is None]
         if not todo:
             return
-        self.recorder.wait_covered(now)
+        # Meters that started just now have no hold window behind them yet: measure the first full one
+        # (learning nothing here left the idle power unknown and every later wait ran to its deadline).
+        first = self.recorder.wait_first()
+        t1 = max(time.time(), (first or 0.0) + self.settings.hold_s)
+        self.recorder.wait_covered(t1, max(0.0, t1 - time.time()) + 3 * self.recorder.period_s + 1.5)
         for n in todo:
-            self._learn(n, now)
+            self._learn(n, t1)
 
     def _learn(self, name: str, t1: float) -> None:
         mean = self._mean_w(name, t1)

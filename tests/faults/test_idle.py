@@ -39,6 +39,22 @@ def test_waits_out_a_tail_it_was_not_told_about_and_measures_it(tmp_path):
             assert tail.energy_j == pytest.approx(expected, rel=0.03)
 
 
+def test_idle_power_is_learnt_from_meters_opened_just_now(tmp_path):
+    # What a campaign does: the recorder starts, and the runner learns idle powers before the first sample.
+    # Learnt before the meters had one hold window of readings, it came out unknown, and every wait of the
+    # session then ran to its deadline (a lab's samples all flagged tail-unsettled after 30 s).
+    profile = default_profile()
+    with DeviceProcess(tmp_path, profile=profile, noise_ma=0.2, noise_mv=1.0) as dev:
+        meter = open_meter("emulated-um25c", dev.link)
+        meter.open()
+        with Recorder({"n1": meter}) as rec:
+            waiter = IdleWaiter(rec, IdleSettings(tolerance_w=0.05, timeout_s=5.0), known_w={"n1": None})
+            waiter.learn(["n1"])
+            assert waiter.reference_w("n1") == pytest.approx(profile.base_w, abs=0.02)
+            res = waiter.wait({"n1": time.time()})["n1"]
+            assert res.settled and res.wait_s < 1.5, res
+
+
 def test_a_receiver_that_never_goes_idle_is_reported_unsettled_at_the_deadline(tmp_path):
     profile = default_profile()
     start = time.time() + 2.0

@@ -119,7 +119,9 @@ def _campaign_args(tmp_path, prefix, samples=3):
     inv = small_inventory(prefix, [(20, 8)])
     sc = parse_model(Scenario, {"name": "flap", "congestion_controls": ["cubic"], "receiver_counts": [1],
                                 "modes": ["wifi"], "samples_per_case": samples, "file_size": "512K",
-                                "settle_s": 0, "retries": 0}, "test")
+                                "settle_s": 0, "retries": 0,
+                                # A broken receiver's meter reads nothing: its idle wait runs to this deadline.
+                                "idle_timeout_s": 5}, "test")
     return sc, inv
 
 
