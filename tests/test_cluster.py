@@ -106,3 +106,29 @@ def test_two_node_ray_cluster_runs_one_campaign_and_retries_a_killed_workers_sha
     assert all((c.path / "raw" / sid / "records.json").exists() for sid in per_sample)
     events = [json.loads(x) for x in (c.path / "sessions.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "finished" and events[-1]["cluster_stats"]["samples"] == len(per_sample)
+
+
+def test_test_rig_nodes_never_share_a_port_or_land_in_a_worker_range(tmp_path):
+    # Ray refuses a node two of whose components share a port ("... is trying to use a port number N that
+    # is used by other components"), which a worker-port range drawn after the others used to hit now and then.
+    import re
+
+    from harness.testing import raycluster as rc
+
+    gcs = rc.free_port()
+    singles: list[int] = [gcs]
+    ranges: list[range] = []
+    for i in range(12):
+        argv = rc.node_argv(head=i == 0, address=None if i == 0 else f"127.0.0.1:{gcs}", port=gcs if i == 0 else None,
+                            resources={}, temp_dir=tmp_path, object_store_bytes=2**26,
+                            node_manager_port=rc.free_port())
+        opts = dict(re.fullmatch(r"--([a-z-]+)=(.*)", a).groups() for a in argv if re.fullmatch(r"--[a-z-]+=\d+", a))
+        low, high = int(opts.pop("min-worker-port")), int(opts.pop("max-worker-port"))
+        opts.pop("object-store-memory"), opts.pop("num-cpus")
+        singles += [int(v) for k, v in opts.items() if k != "port"]
+        ranges.append(range(low, high + 1))
+    assert len(singles) == len(set(singles)), "a port handed out twice"
+    for r in ranges:
+        assert not [p for p in singles if p in r], f"a component port inside worker range {r}"
+    flat = [p for r in ranges for p in r]
+    assert len(flat) == len(set(flat)), "two worker ranges overlap"

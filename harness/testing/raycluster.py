@@ -24,10 +24,32 @@ from harness.hosts.ready import wait_until
 RAY = Path(sys.executable).parent / "ray"
 
 
+#: Every port (and worker-port range) this process handed to a Ray node: Ray refuses a node whose
+#: components share a port, and a port inside another node's worker range fails later, when a worker binds it.
+_HANDED: set[int] = set()
+WORKER_PORTS = 41
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on now and that was not handed to a node of this process before."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED:
+            _HANDED.add(port)
+            return port
+
+
+def worker_port_range() -> tuple[int, int]:
+    """A worker-port range none of whose ports was handed out before (all of them reserved from now on)."""
+    while True:
+        probe = free_port()
+        base = probe // 100 * 100
+        ports = set(range(base, base + WORKER_PORTS))
+        if not (ports - {probe}) & _HANDED:
+            _HANDED.update(ports)
+            return base, base + WORKER_PORTS - 1
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -110,8 +132,8 @@ def node_argv(*, head: bool, address: str | None, port: int | None, resources: d
             f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
             f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
             "--disable-usage-stats"]
-    base = free_port() // 100 * 100  # a worker-port range of its own
-    argv += [f"--min-worker-port={base}", f"--max-worker-port={base + 40}"]
+    low, high = worker_port_range()
+    argv += [f"--min-worker-port={low}", f"--max-worker-port={high}"]
     if head:
         argv += [f"--port={port}", "--head", "--include-dashboard=false", f"--temp-dir={temp_dir}"]
     else:
