@@ -80,6 +80,16 @@ class _Base:
         return {"wifi_b": self.power["wifi"][0], "wifi_theta": self.power["wifi"][1],
                 "lte_b": self.power["lte"][0], "lte_theta": self.power["lte"][1]}
 
+    def _each(self, measurements: Sequence[ReceiverMeasurement],
+              choose: Callable[[ReceiverMeasurement], schemes.Choice], caps: bool = False) -> Outcome:
+        """One ``choose`` per receiver: its paths (and, with ``caps``, its rate caps) and its trace."""
+        out, per = {}, {}
+        for m in measurements:
+            c = choose(m)
+            out[m.receiver] = _decision(c.paths, c.caps_mbit) if caps else _decision(c.paths)
+            per[m.receiver] = {**c.trace, "caps_mbit": dict(c.caps_mbit or {})} if caps else c.trace
+        return Outcome(out, {"params": self.params(), "per_receiver": per})
+
 
 @dataclass
 class EsMptcp(_Base):
@@ -119,13 +129,9 @@ class EsMptcp(_Base):
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
-        out, per = {}, {}
-        for m in measurements:
-            c = schemes.es_mptcp(_path_states(m, True), self.power, ctx.file_bytes, objective=self.objective,
-                                 time_mode=self.time_mode, p_floor=self.p_floor, w0=self.w0)
-            out[m.receiver] = _decision(c.paths)
-            per[m.receiver] = c.trace
-        return Outcome(out, {"params": self.params(), "per_receiver": per})
+        return self._each(measurements, lambda m: schemes.es_mptcp(
+            _path_states(m, True), self.power, ctx.file_bytes, objective=self.objective, time_mode=self.time_mode,
+            p_floor=self.p_floor, w0=self.w0))
 
     def params(self) -> dict:
         return {"objective": self.objective, "time_mode": self.time_mode, "p_floor": self.p_floor, "w0": self.w0,
@@ -157,13 +163,9 @@ class EeMptcp(_Base):
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
-        out, per = {}, {}
-        for m in measurements:
-            c = schemes.ee_mptcp(_path_states(m, True), self.power, ctx.file_bytes, w0=self.w0,
-                                 ssthresh0=self.ssthresh0, objective=self.objective, energy_scale=self.energy_scale)
-            out[m.receiver] = _decision(c.paths)
-            per[m.receiver] = c.trace
-        return Outcome(out, {"params": self.params(), "per_receiver": per})
+        return self._each(measurements, lambda m: schemes.ee_mptcp(
+            _path_states(m, True), self.power, ctx.file_bytes, w0=self.w0, ssthresh0=self.ssthresh0,
+            objective=self.objective, energy_scale=self.energy_scale))
 
     def params(self) -> dict:
         return {"w0": self.w0, "ssthresh0": self.ssthresh0, "objective": self.objective,
@@ -192,13 +194,9 @@ class Eemptcp(_Base):
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
-        out, per = {}, {}
-        for m in measurements:
-            caps = {r: x for r, x in _probes(m).items() if x > DEAD_MBIT}
-            c = schemes.eemptcp(caps, self.power, emax_mode=self.emax_mode, step_mbit=self.step_mbit)
-            out[m.receiver] = _decision(c.paths, c.caps_mbit)
-            per[m.receiver] = {**c.trace, "caps_mbit": dict(c.caps_mbit or {})}
-        return Outcome(out, {"params": self.params(), "per_receiver": per})
+        return self._each(measurements, lambda m: schemes.eemptcp(
+            {r: x for r, x in _probes(m).items() if x > DEAD_MBIT}, self.power, emax_mode=self.emax_mode,
+            step_mbit=self.step_mbit), caps=True)
 
     def params(self) -> dict:
         return {"emax_mode": self.emax_mode, "step_mbit": self.step_mbit, **self._params()}
@@ -216,12 +214,7 @@ class MarginalEfficiency(_Base):
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
-        out, per = {}, {}
-        for m in measurements:
-            c = schemes.marginal_efficiency(_probes(m), self.power, self.p0_mw)
-            out[m.receiver] = _decision(c.paths)
-            per[m.receiver] = c.trace
-        return Outcome(out, {"params": self.params(), "per_receiver": per})
+        return self._each(measurements, lambda m: schemes.marginal_efficiency(_probes(m), self.power, self.p0_mw))
 
     def params(self) -> dict:
         return {"p0_mw": self.p0_mw, **self._params()}
