@@ -98,6 +98,12 @@ def _samples_and_means(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy:
     return s[s["scheme"].isin(policies)], m
 
 
+def _xy_err(m: pd.DataFrame):
+    """Error bars of throughput (x, ``_t`` columns) and energy (y, ``_e``) case means side by side."""
+    return tuple(yerr(m.rename(columns={f"mean_{k}": "mean", f"ci_low_{k}": "ci_low", f"ci_high_{k}": "ci_high"}))
+                 for k in ("t", "e"))
+
+
 def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFrame, thr: pd.DataFrame,
             policies: set[str], palette: Palette, out: Path, ci_text: str) -> Saved | Skipped:
     """Per-sample points (faint) and per-case means with intervals, throughput (x) against energy (y)."""
@@ -115,8 +121,7 @@ def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFra
             d = m[(m["scheme"] == pol) & (m["cc"] == cc)]
             if d.empty:
                 continue
-            ye = yerr(d.rename(columns={"mean_e": "mean", "ci_low_e": "ci_low", "ci_high_e": "ci_high"}))
-            xe = yerr(d.rename(columns={"mean_t": "mean", "ci_low_t": "ci_low", "ci_high_t": "ci_high"}))
+            xe, ye = _xy_err(d)
             ax.errorbar(d["mean_t"], d["mean_e"], xerr=xe, yerr=ye, fmt=marker(cc), ms=5, capsize=2,
                         color=palette.colour(pol), label=f"{pol}, {cc}")
     ax.set_xlabel("throughput per receiver (Mbit/s)")
@@ -159,8 +164,7 @@ def schemes_by_receivers(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energ
                 sp = s[(s["scheme"] == pol) & (s["cc"] == cc) & (s["n_receivers"] == n)]
                 ax.scatter(sp["throughput_mbit"], sp["energy_j"], s=10, alpha=0.3, marker=mk[pol],
                            color=palette.colour(pol), linewidths=0)
-                ye = yerr(dp.rename(columns={"mean_e": "mean", "ci_low_e": "ci_low", "ci_high_e": "ci_high"}))
-                xe = yerr(dp.rename(columns={"mean_t": "mean", "ci_low_t": "ci_low", "ci_high_t": "ci_high"}))
+                xe, ye = _xy_err(dp)
                 # The fixed assignments are drawn larger and underneath, so a policy that chose the same
                 # paths (ref-is on all-lte, say) sits visibly on top of its baseline instead of hiding it.
                 big = pol in BASELINE_POLICIES
