@@ -63,13 +63,17 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
         assert "10.20.1.2" in eps and "subflow" in eps and "lte0" in eps
         # An MPTCP transfer: both subflows up, each running the congestion control we chose.
         tb.apply_cc(reno, ["n1"])
-        argv = n1.iperf3.client_argv(tb.server_address, n1.port, 6 * 2**20, bind="10.10.1.2", mptcp=True,
-                                     cc="reno")
+        # A timed transfer (not a byte count): however slow this machine is, the subflows are up for
+        # seconds while ss looks at them.
+        argv = n1.iperf3.client_argv(tb.server_address, n1.port, None, bind="10.10.1.2", mptcp=True,
+                                     cc="reno", duration_s=3)
         proc = n1.host.start(argv)
         seen: dict[str, str] = {}
+        looks, out = 0, ""
         deadline = time.monotonic() + 20
         while proc.poll() is None and time.monotonic() < deadline and len(seen) < 2:
             out = tb.sender.run(["ss", "-tinH", "state", "established"]).stdout
+            looks += 1
             peer = None
             for line in out.splitlines():
                 if line and not line[0].isspace():
@@ -81,7 +85,8 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
             time.sleep(0.1)
         res = proc.wait(30)
         assert res.returncode == 0, res.stderr
-        assert set(seen) == {"10.10.1.2", "10.20.1.2"}, f"expected a WiFi and an LTE subflow, saw {seen}"
+        assert set(seen) == {"10.10.1.2", "10.20.1.2"}, \
+            f"expected a WiFi and an LTE subflow, saw {seen} in {looks} looks; the last ss said:\n{out}"
         assert set(seen.values()) == {"reno"}, f"every subflow must run reno, saw {seen}"
         assert "reno" in _allowed().split()
     finally:
