@@ -40,8 +40,13 @@ def state_dir(prefix: str) -> Path:
 
 
 def write_state(prefix: str, state: dict) -> None:
-    """Record (atomically) what the testbed with ``prefix`` is and needs (``needs``: congestion controls)."""
-    atomic_write(state_dir(prefix) / "state.json", json.dumps(state).encode())
+    """Record (atomically) what the testbed with ``prefix`` is and needs (``needs``: congestion controls).
+
+    Under the machine lock: ``forget`` removes /run/mplab once no testbed is left, and must never
+    do so between this testbed's directory appearing and its record being written.
+    """
+    with _machine_lock():
+        atomic_write(state_dir(prefix) / "state.json", json.dumps(state).encode())
 
 
 def owned(name: str, prefix: str, nested: bool) -> bool:
@@ -82,14 +87,31 @@ def _edit_allowed_cc(root: Host, add: Sequence[str] = (), remove: Sequence[str] 
 
 
 @contextlib.contextmanager
-def _allowed_lock() -> Iterator[None]:
-    STATE_ROOT.mkdir(parents=True, exist_ok=True)
-    fd = os.open(STATE_ROOT / ".allowed.lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+def _machine_lock() -> Iterator[None]:
+    """The machine-wide lock over /run/mplab's shared records (the allowed list, its removal).
+
+    The lock file lives inside /run/mplab, which ``forget`` removes when the last testbed goes: a
+    waiter that wakes holding the lock of a file that has since been removed (or replaced) has
+    locked nothing anyone else sees, so it lets go and locks the file that is there now.
+    """
+    while True:
+        path = STATE_ROOT / ".allowed.lock"
+        try:
+            STATE_ROOT.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        except (FileNotFoundError, FileExistsError):  # /run/mplab removed while we made or opened it
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                yield
+                return
+        finally:
+            os.close(fd)
 
 
 def _read_added() -> set[str]:
@@ -106,7 +128,7 @@ def allow_ccs(root: Host, names: Sequence[str]) -> list[str]:
     one that added it may tear down first, and the name must still go when the last one does.
     Call only after the caller's state records ``names`` as needed. Returns the names added.
     """
-    with _allowed_lock():
+    with _machine_lock():
         current = root.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
         to_add = [n for n in names if n not in current]
         if to_add:
@@ -118,7 +140,7 @@ def allow_ccs(root: Host, names: Sequence[str]) -> list[str]:
 
 def release_ccs(root: Host) -> list[str]:
     """Remove the names mplab added to the allowed list that no live testbed needs any more."""
-    with _allowed_lock():
+    with _machine_lock():
         added = _read_added()
         removable = sorted(added - names_needed())
         if removable:
@@ -143,6 +165,7 @@ def forget(prefix: str, root: Host, nested: bool = True, keep: Callable[[str], b
     released = release_ccs(root)
     if released:
         done.append(f"allowed congestion controls {released}")
-    if not any(d.is_dir() for d in STATE_ROOT.iterdir()) and not _read_added():
-        shutil.rmtree(STATE_ROOT, ignore_errors=True)  # no live testbed: leave nothing behind
+    with _machine_lock():  # a testbed writing its first record waits, then finds /run/mplab anew
+        if not any(d.is_dir() for d in STATE_ROOT.iterdir()) and not _read_added():
+            shutil.rmtree(STATE_ROOT, ignore_errors=True)  # no live testbed: leave nothing behind
     return done

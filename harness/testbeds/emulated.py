@@ -158,7 +158,6 @@ class EmulatedTestbed(Testbed):
         stale = clean_prefix(self.prefix, self.root, nested=False)
         if stale:
             log.info("removed stale testbed state: %s", ", ".join(stale))
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         needs = [cc.sock_name for cc in ccs]
         self._write_state({"prefix": self.prefix, "needs": needs, "created": time.time()})
         self._up = True
