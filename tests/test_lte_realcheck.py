@@ -22,6 +22,16 @@ def _need(*programs):
         pytest.skip(f"{', '.join(missing)} not installed (not on PATH or under $MPLAB_LTE_BIN)")
 
 
+def _need_open5gs(schema: str) -> None:
+    """Skip unless the Open5GS found (open5gs-mmed -v) writes ``schema``'s layout ("2.6" or "2.7")."""
+    from harness.deploy.trial import find_program
+    from lte.realcheck import installed_open5gs_version
+    mmed = find_program("open5gs-mmed", bin_dirs())
+    v = installed_open5gs_version(mmed) if mmed else None
+    if v is None or v.schema != schema:
+        pytest.skip(f"needs Open5GS {schema}.x; found {v or 'none'} (open5gs-mmed -v)")
+
+
 def _broken(prefix, tmp_path, name: str, path: str, edit):
     """Render the lab's files, break ``path`` (relative to the scratch directory) with ``edit``, run ``name``."""
     inv = lab_inventory()
@@ -85,6 +95,7 @@ def test_open5gs_daemons_accept_the_rendered_files(prefix, tmp_path):
 def test_open5gs_2_7_sgwc_without_global_section_aborts(prefix, tmp_path):
     """The check can fail: sgwc.yaml as mplab wrote it before issue 15 (no `global:`) aborts v2.7."""
     _need("open5gs-sgwcd")
+    _need_open5gs("2.7")
     import yaml
 
     def drop_global(text):
@@ -93,6 +104,22 @@ def test_open5gs_2_7_sgwc_without_global_section_aborts(prefix, tmp_path):
         return yaml.safe_dump(doc)
     v = _broken(prefix, tmp_path, "open5gs-sgwcd", "epc/sgwc.yaml", drop_global)
     assert v.ok is False and "epoll_create() failed" in v.detail, v.detail
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_open5gs_2_6_smf_without_sbi_tls_off_refuses(prefix, tmp_path):
+    """The check can fail: smf.yaml as mplab wrote it for 2.6 before (no `sbi: no_tls`) stops 2.6's SMF."""
+    _need("open5gs-smfd")
+    _need_open5gs("2.6")
+    import yaml
+
+    def drop_sbi(text):
+        doc = yaml.safe_load(text)
+        del doc["sbi"]
+        return yaml.safe_dump(doc)
+    v = _broken(prefix, tmp_path, "open5gs-smfd", "epc/smf.yaml", drop_sbi)
+    assert v.ok is False and "TLS enabled but no server key" in v.detail, v.detail
 
 
 @pytest.mark.root
