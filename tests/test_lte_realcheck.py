@@ -92,34 +92,22 @@ def test_open5gs_daemons_accept_the_rendered_files(prefix, tmp_path):
 
 @pytest.mark.root
 @pytest.mark.real_lte
-def test_open5gs_2_7_sgwc_without_global_section_aborts(prefix, tmp_path):
-    """The check can fail: sgwc.yaml as mplab wrote it before issue 15 (no `global:`) aborts v2.7."""
-    _need("open5gs-sgwcd")
-    _need_open5gs("2.7")
+@pytest.mark.parametrize("schema, daemon, key, error", [
+    ("2.7", "sgwc", "global", "epoll_create() failed"),             # sgwc.yaml as mplab wrote it before issue 15
+    ("2.6", "smf", "sbi", "TLS enabled but no server key"),         # smf.yaml as mplab wrote it for 2.6 before
+])
+def test_open5gs_refuses_a_file_without_the_section_it_needs(prefix, tmp_path, schema, daemon, key, error):
+    """The check can fail: the installed Open5GS stops on its file without ``key`` (its schema's case only)."""
+    _need(f"open5gs-{daemon}d")
+    _need_open5gs(schema)
     import yaml
 
-    def drop_global(text):
+    def drop(text):
         doc = yaml.safe_load(text)
-        del doc["global"]
+        del doc[key]
         return yaml.safe_dump(doc)
-    v = _broken(prefix, tmp_path, "open5gs-sgwcd", "epc/sgwc.yaml", drop_global)
-    assert v.ok is False and "epoll_create() failed" in v.detail, v.detail
-
-
-@pytest.mark.root
-@pytest.mark.real_lte
-def test_open5gs_2_6_smf_without_sbi_tls_off_refuses(prefix, tmp_path):
-    """The check can fail: smf.yaml as mplab wrote it for 2.6 before (no `sbi: no_tls`) stops 2.6's SMF."""
-    _need("open5gs-smfd")
-    _need_open5gs("2.6")
-    import yaml
-
-    def drop_sbi(text):
-        doc = yaml.safe_load(text)
-        del doc["sbi"]
-        return yaml.safe_dump(doc)
-    v = _broken(prefix, tmp_path, "open5gs-smfd", "epc/smf.yaml", drop_sbi)
-    assert v.ok is False and "TLS enabled but no server key" in v.detail, v.detail
+    v = _broken(prefix, tmp_path, f"open5gs-{daemon}d", f"epc/{daemon}.yaml", drop)
+    assert v.ok is False and error in v.detail, v.detail
 
 
 @pytest.mark.root
