@@ -121,9 +121,10 @@ class _Conn:
     def read(self, want: int) -> tuple[int, bytes]:
         """The next message of type ``want`` (version, body); echo requests are answered on the way."""
         while True:
-            version, mtype, length, xid = HEADER.unpack(self._recv(HEADER.size))
-            if length < HEADER.size or length > 65535:
-                raise PreflightError(f"switch {self.where}: not OpenFlow (a header of length {length})")
+            head = self._recv(HEADER.size)
+            version, mtype, length, xid = HEADER.unpack(head)
+            if not 1 <= version <= 6 or length < HEADER.size:
+                raise PreflightError(f"switch {self.where}: not OpenFlow (it sent {head!r})")
             body = self._recv(length - HEADER.size)
             if mtype == OFPT_ECHO_REQUEST:
                 self.sock.sendall(HEADER.pack(version, OFPT_ECHO_REPLY, length, xid) + body)
