@@ -27,7 +27,7 @@ from harness.config.inventory import Inventory
 from harness.testbeds.lab import LabTestbed
 from harness.campaign.runner import Interrupted
 from harness.config.scenario import Scenario
-from harness.testing.sshrig import SshdRig, lab_inventory
+from harness.testing.sshrig import SshdRig, add_lab_switch, lab_inventory
 from conftest import small_inventory
 
 
@@ -273,12 +273,7 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
         rig = SshdRig(prefix)
         rig.add("snd", tb.ns["snd"])
         rig.add("n1", tb.ns["n1"])
-        rig.add("sw", sw.netns, env={"OVS_RUNDIR": str(sw.switch.state_dir)})  # ovs-vsctl over SSH finds its db
-        data = lab_inventory(tb, rig)
-        data["lab"]["infra"] = [{"name": "sw", "role": "switch", "ssh": {"address": rig.entries["sw"].address}}]
-        data["lab"]["switch"] = {"listen": f"{rig.entries['sw'].address}:6653", "bridge": sw.bridge, "host": "sw",
-                                 "networks": {n: {"up": u, "down": d} for n, (u, d) in sw.ports.items()}}
-        lab = Inventory.model_validate(data)
+        lab = Inventory.model_validate(add_lab_switch(lab_inventory(tb, rig), rig, sw))
 
         def ofctl(*args: str) -> str:
             return sw.switch.host.run(["ovs-ofctl", "-O", "OpenFlow13", args[0],

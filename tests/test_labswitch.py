@@ -90,11 +90,11 @@ def test_bad_lab_switch_is_one_line_naming_the_field_exit_2(tmp_path, change, fi
 
 
 def test_bad_lab_switch_through_the_command_line_exits_2_with_one_line(tmp_path, capsys):
-    from mplab.cli import run
+    from mplab.cli import run as mplab
 
     p = tmp_path / "lab.yaml"
     p.write_text(yaml.safe_dump(_lab_doc(listen="sw1")))
-    assert run(["controller", "serve", "--inventory", str(p)]) == 2
+    assert mplab(["controller", "serve", "--inventory", str(p)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "lab.switch.listen" in err and str(p) in err, err
 
@@ -226,16 +226,16 @@ def test_serve_caps_and_assignments_are_checked_before_anything_starts():
 
 
 def test_serve_takes_the_switch_from_a_spec_or_an_inventory_not_both(tmp_path, capsys):
-    from mplab.cli import run
+    from mplab.cli import run as mplab
 
     inv = REPO / "inventory" / "lab.example.yaml"
-    assert run(["controller", "serve"]) == 2
-    assert run(["controller", "serve", str(tmp_path / "x.yaml"), "--inventory", str(inv)]) == 2
+    assert mplab(["controller", "serve"]) == 2
+    assert mplab(["controller", "serve", str(tmp_path / "x.yaml"), "--inventory", str(inv)]) == 2
     assert "either as SPEC" in capsys.readouterr().err
     # A switch nobody listens at: a clear failure before the app is started.
     doc = _lab_doc(listen="127.0.0.1:1")
     p = tmp_path / "lab.yaml"
     p.write_text(yaml.safe_dump(doc))
-    assert run(["controller", "serve", "--inventory", str(p), "--state-dir", str(tmp_path / "st")]) == 1
+    assert mplab(["controller", "serve", "--inventory", str(p), "--state-dir", str(tmp_path / "st")]) == 1
     assert "switch 127.0.0.1:1: cannot connect" in capsys.readouterr().err
     assert not (tmp_path / "st").exists()

@@ -184,3 +184,14 @@ def lab_inventory(testbed, rig: SshdRig, *, name: str = "rig", ser2net: dict[str
                 "command_timeout_s": command_timeout_s, "iperf3_base_port": iperf3_base_port},
     }
 
+
+
+def add_lab_switch(data: dict, rig: SshdRig, splice, name: str = "sw") -> dict:
+    """Make the OVS ``splice`` (``controller.steering.ovs.SpliceRig``, listening on every address) the lab
+    switch of the lab inventory ``data``: sshd in its namespace (sessions find OVS's database through
+    ``OVS_RUNDIR``), a ``lab.infra`` entry with role switch, and ``lab.switch`` at its management address."""
+    entry = rig.add(name, splice.netns, env={"OVS_RUNDIR": str(splice.switch.state_dir)})
+    data["lab"].setdefault("infra", []).append({"name": name, "role": "switch", "ssh": {"address": entry.address}})
+    data["lab"]["switch"] = {"listen": f"{entry.address}:{splice.listen_port}", "bridge": splice.bridge,
+                             "host": name, "networks": {n: {"up": u, "down": d} for n, (u, d) in splice.ports.items()}}
+    return data
