@@ -2,7 +2,7 @@
 
     uv run python bench/labswitch.py [--rounds 20] [--seconds 5]
 
-Rig (as tests/test_lab.py's): an emulated testbed (one receiver, 30 Mbit/s channels) with a real OVS
+Rig (tests/labswitch_fixtures.py, as tests/test_lab.py's): an emulated testbed (one receiver, 30 Mbit/s channels) with a real OVS
 (userspace datapath) spliced between the sender and the AP / eNB, listening ``ptcp:6653`` on every
 address of its namespace, which has a management veth and an sshd (``harness.testing.sshrig``).
 Measured in one run:
@@ -30,24 +30,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.cc import resolve  # noqa: E402
 from harness.hosts.local import NamespaceHost  # noqa: E402
 from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
 from harness.testbeds.ofprobe import probe_switch  # noqa: E402
 from harness.testing.pathrate import PathTransfer  # noqa: E402
-from harness.testing.sshrig import SshdRig, add_lab_switch, lab_inventory  # noqa: E402
-
-from harness.config.inventory import Inventory  # noqa: E402
 
 from controller.policy import Decision  # noqa: E402
 from controller.setup2 import steered_receivers  # noqa: E402
 from controller.steering.caps import MeterCaps  # noqa: E402
 from controller.steering.openflow import OpenFlowSteering  # noqa: E402
-from controller.steering.ovs import splice_switch  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests"))
-from conftest import small_inventory  # noqa: E402
+from labswitch_fixtures import lab_switch_rig  # noqa: E402
 
 PREFIX = "mplab-bench-lsw-"
 
@@ -66,66 +60,56 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--seconds", type=int, default=5)
     args = ap.parse_args()
-    tb = EmulatedTestbed(small_inventory(PREFIX, [(30, 30)]))
-    sw = rig = None
     try:
-        tb.setup([resolve("cubic")])
-        sw = splice_switch(tb, listen_port=6653, listen_address=None)
-        rig = SshdRig(PREFIX)
-        rig.add("snd", tb.ns["snd"])
-        rig.add("n1", tb.ns["n1"])
-        lab = Inventory.model_validate(add_lab_switch(lab_inventory(tb, rig), rig, sw)).lab.switch
-        receivers = steered_receivers(tb)
-
-        t = []
-        for _ in range(args.rounds):
-            t0 = time.perf_counter()
-            info = probe_switch(lab.listen)
-            t.append(time.perf_counter() - t0)
-        print(f"handshake with {lab.listen}: median {statistics.median(t) * 1e3:.2f} ms "
-              f"({args.rounds} rounds); {info.describe()}")
-
-        with tempfile.TemporaryDirectory(prefix="mplab-bench-lsw-") as d:
-            remote = OpenFlowSteering.for_lab(lab, receivers, Path(d) / "lab")
-            remote.setup()
-            try:
-                lab_s = apply_s(remote, args.rounds)
-            finally:
-                remote.teardown()
-            local = OpenFlowSteering(NamespaceHost("sw", sw.netns), "127.0.0.1:6653", lab.ports(), receivers,
-                                     Path(d) / "local")
-            local.setup()
-            try:
-                local_s = apply_s(local, args.rounds)
-            finally:
-                local.teardown()
-            print(f"apply (barrier-confirmed), median of {args.rounds}: app here over the management veth "
-                  f"{lab_s * 1e3:.2f} ms, app in the switch's namespace {local_s * 1e3:.2f} ms "
-                  f"(ratio {lab_s / local_s:.2f})")
-
-            steering = OpenFlowSteering.for_lab(lab, receivers, Path(d) / "caps")
-            steering.setup()
-            caps = MeterCaps(steering)
-            try:
-                assert caps.unsupported() is None
-                for cap in (2.0, 4.0, 8.0):
-                    caps.apply({"n1": Decision(frozenset({"wifi"}), {"wifi": cap})})
-                    with PathTransfer(tb, "n1", "wifi", 2 + args.seconds) as tr:
-                        rate = tr.frame_rate(2.0, 2.0 + args.seconds)
-                    caps.apply({"n1": Decision.of("both")})
-                    print(f"cap {cap:g} Mbit/s (meter on the lab switch): the AP sent {rate:.2f} Mbit/s over "
-                          f"{args.seconds} s (ratio {rate / cap:.3f})")
-            finally:
-                caps.clear()
-                steering.teardown()
+        with lab_switch_rig(PREFIX, [(30, 30)]) as r:
+            run(r, args)
     finally:
-        if rig is not None:
-            rig.close()
-        if sw is not None:
-            sw.stop()
-        tb.teardown()
         clean_prefix(PREFIX)
 
+
+def run(r, args) -> None:
+    lab, receivers = r.lab.lab.switch, steered_receivers(r.tb)
+    t = []
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        info = probe_switch(lab.listen)
+        t.append(time.perf_counter() - t0)
+    print(f"handshake with {lab.listen}: median {statistics.median(t) * 1e3:.2f} ms "
+          f"({args.rounds} rounds); {info.describe()}")
+
+    with tempfile.TemporaryDirectory(prefix="mplab-bench-lsw-") as d:
+        remote = OpenFlowSteering.for_lab(lab, receivers, Path(d) / "lab")
+        remote.setup()
+        try:
+            lab_s = apply_s(remote, args.rounds)
+        finally:
+            remote.teardown()
+        local = OpenFlowSteering(NamespaceHost("sw", r.switch.netns), "127.0.0.1:6653", lab.ports(), receivers,
+                                 Path(d) / "local")
+        local.setup()
+        try:
+            local_s = apply_s(local, args.rounds)
+        finally:
+            local.teardown()
+        print(f"apply (barrier-confirmed), median of {args.rounds}: app here over the management veth "
+              f"{lab_s * 1e3:.2f} ms, app in the switch's namespace {local_s * 1e3:.2f} ms "
+              f"(ratio {lab_s / local_s:.2f})")
+
+        steering = OpenFlowSteering.for_lab(lab, receivers, Path(d) / "caps")
+        steering.setup()
+        caps = MeterCaps(steering)
+        try:
+            assert caps.unsupported() is None
+            for cap in (2.0, 4.0, 8.0):
+                caps.apply({"n1": Decision(frozenset({"wifi"}), {"wifi": cap})})
+                with PathTransfer(r.tb, "n1", "wifi", 2 + args.seconds) as tr:
+                    rate = tr.frame_rate(2.0, 2.0 + args.seconds)
+                caps.apply({"n1": Decision.of("both")})
+                print(f"cap {cap:g} Mbit/s (meter on the lab switch): the AP sent {rate:.2f} Mbit/s over "
+                      f"{args.seconds} s (ratio {rate / cap:.3f})")
+        finally:
+            caps.clear()
+            steering.teardown()
 
 if __name__ == "__main__":
     main()

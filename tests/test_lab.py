@@ -27,7 +27,7 @@ from harness.config.inventory import Inventory
 from harness.testbeds.lab import LabTestbed
 from harness.campaign.runner import Interrupted
 from harness.config.scenario import Scenario
-from harness.testing.sshrig import SshdRig, add_lab_switch, lab_inventory
+from harness.testing.sshrig import SshdRig, lab_inventory
 from conftest import small_inventory
 
 
@@ -263,48 +263,30 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
     path decides WiFi alone, capped at its probe rate: the LTE entry is gone at the switch, the WiFi entry
     carries a meter and counted the file, and the records say so."""
     from controller.setup2 import control_factory
-    from controller.steering.ovs import splice_switch
 
-    tb = EmulatedTestbed(small_inventory(prefix, [(20, 4)]))
-    sw = rig = None
-    try:
-        tb.setup([resolve("cubic")])
-        sw = splice_switch(tb, listen_port=6653, listen_address=None)  # ptcp:6653, as on a lab switch
-        rig = SshdRig(prefix)
-        rig.add("snd", tb.ns["snd"])
-        rig.add("n1", tb.ns["n1"])
-        lab = Inventory.model_validate(add_lab_switch(lab_inventory(tb, rig), rig, sw))
+    from labswitch_fixtures import lab_switch_rig
 
-        def ofctl(*args: str) -> str:
-            return sw.switch.host.run(["ovs-ofctl", "-O", "OpenFlow13", args[0],
-                                       f"unix:{sw.switch.state_dir}/{sw.bridge}.mgmt", *args[1:]]).stdout
-
-        spies = []
-
+    spies = []
+    with lab_switch_rig(prefix, [(20, 4)]) as r:
         def factory(scenario, source):
-            spies.append(_FlowsAtFinish(control_factory(scenario, source), ofctl))
+            spies.append(_FlowsAtFinish(control_factory(scenario, source), r.ofctl))
             return spies[-1]
 
         sc = _scenario("labsw", receiver_counts=[1], modes=[], policies=["eemptcp"],
                        control={"steering": "openflow", "probe_s": 0.5, "warm_s": 0.2})
-        campaign = start_campaign(sc, lab, tmp_path / "runs", campaign_id="labsw", control_factory=factory)
+        campaign = start_campaign(sc, r.lab, tmp_path / "runs", campaign_id="labsw", control_factory=factory)
         records = campaign.records()
-    finally:
-        if rig is not None:
-            rig.close()
-        if sw is not None:
-            sw.stop()
-        tb.teardown()
+        bridge = r.switch.bridge
+        wifi, lte = (str(r.lab.receivers[0].interfaces[k].address) for k in ("wifi", "lte"))
     checks = {(c["host"], c["name"]): c for c in campaign.manifest["preflight"]}
     assert checks[("switch", "openflow steering")]["ok"] and checks[("switch", "openflow steering")]["essential"]
     assert checks[("switch", "OpenFlow 1.3")]["ok"] and not checks[("switch", "OpenFlow 1.3")]["essential"]
     assert checks[("switch", "rate caps (OpenFlow meters)")]["ok"]
-    assert checks[("sw", f"bridge {sw.bridge}")]["ok"], checks[("sw", f"bridge {sw.bridge}")]
+    assert checks[("sw", f"bridge {bridge}")]["ok"], checks[("sw", f"bridge {bridge}")]
     (r,) = records
     assert r["status"] == "ok", r["error"]
     assert r["steering"] == "openflow" and r["caps_by"] == "openflow-meter", r
     assert r["assignment"] == "wifi" and set(r["caps_mbit"]) == {"wifi"}, (r["assignment"], r["caps_mbit"])
-    wifi, lte = (n1.interfaces[k].address for n1 in [tb.nodes["n1"]] for k in ("wifi", "lte"))
     (flows,) = spies[0].flows
     down = [ln for ln in flows.splitlines() if f"nw_dst={wifi}" in ln]
     assert f"nw_dst={lte}" not in flows, "LTE was not decided: its entry must be gone from the switch"
