@@ -239,3 +239,47 @@ def test_serve_takes_the_switch_from_a_spec_or_an_inventory_not_both(tmp_path, c
     assert mplab(["controller", "serve", "--inventory", str(p), "--state-dir", str(tmp_path / "st")]) == 1
     assert "switch 127.0.0.1:1: cannot connect" in capsys.readouterr().err
     assert not (tmp_path / "st").exists()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+
+
+def test_the_app_exits_when_its_starter_is_killed_outright(tmp_path):
+    """A campaign killed with SIGKILL sends its os-ken app no SIGTERM: the app notices its starter is gone."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from controller.steering.openflow import app_argv, free_tcp_port
+
+    sock = tmp_path / "app.sock"
+    spec = tmp_path / "ofapp.json"
+    spec.write_text(json.dumps({"switch": "127.0.0.1:1", "control_socket": str(sock), "listen_port": free_tcp_port(),
+                                "networks": {"wifi": {"up": 1, "down": 2}, "lte": {"up": 3, "down": 4}},
+                                "receivers": {"n1": {"wifi": "10.10.1.2", "lte": "10.20.1.2"}}}))
+    starter = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; p = subprocess.Popen(sys.argv[1:]); "
+                                "print(p.pid, flush=True); p.wait()", *app_argv(str(spec))],
+                               stdout=subprocess.PIPE, text=True)
+    app = int(starter.stdout.readline())
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():  # the app is up (its control socket is made when os-ken builds it)
+            assert not _gone(app) and time.monotonic() < deadline, "the app did not come up"
+            time.sleep(0.05)
+        starter.kill()
+        starter.wait()
+        deadline = time.monotonic() + 5
+        while not _gone(app):
+            assert time.monotonic() < deadline, "the app outlived its starter"
+            time.sleep(0.05)
+    finally:
+        if not _gone(app):
+            os.kill(app, signal.SIGKILL)
+        starter.stdout.close()
