@@ -149,6 +149,45 @@ def test_two_parallel_testbeds_record_every_sample_once(tmp_path, prefix):
     assert not list_namespaces(LocalHost("root"), prefix)
 
 
+@pytest.mark.root
+def test_policies_on_two_testbeds_each_copy_steered_by_its_own_controller(tmp_path, prefix):
+    """A policy scenario at --testbeds 2: one controller per copy, each steering its own AP and eNB."""
+    from controller.setup2 import control_factory
+
+    built = []
+
+    def factory(scenario: Scenario, source: str):
+        built.append(control_factory(scenario, source))
+        return built[-1]
+
+    # WiFi (DCF) gives both receivers ~8.6 Mbit/s, LTE each its own rate: 1 MiB in about a second either way.
+    inv = small_inventory(prefix, [(20, 15), (15, 20)])
+    sc = Scenario(name="pol", congestion_controls=["cubic"], receiver_counts=[2], modes=[],
+                  policies=["all-wifi", "all-lte"], samples_per_case=1, file_size="1M", transfer_timeout_s=30,
+                  retries=1, settle_s=0, seed=3, control={"steering": "nftables"})
+    try:
+        c = start_campaign(sc, inv, tmp_path, campaign_id="pol", testbeds=2, force=True, control_factory=factory)
+    finally:
+        clean_prefix(prefix)
+    copies = {f"{prefix}tb1-", f"{prefix}tb2-"}
+    assert len(built) == 2 and {ctl.testbed.prefix for ctl in built} == copies, "one controller per copy"
+    recs = c.records()
+    per_sample = collections.Counter(r["sample_id"] for r in recs)
+    assert sorted(per_sample) == sorted(c.manifest["plan"]) and set(per_sample.values()) == {2}
+    assert {r["testbed"] for r in recs} == copies  # one sample each: both queue workers start at once
+    for r in recs:
+        assert r["status"] == "ok", r["error"]
+        decided = r["policy"].removeprefix("all-")
+        other = "lte" if decided == "wifi" else "wifi"
+        assert r["assignment"] == r["mode"] == decided and r["steering"] == "nftables", r
+        # Steered on the copy that ran it: the blocked network carried (almost) nothing to this receiver.
+        assert r["iface_bytes"][decided] >= 2**20 and r["iface_bytes"][other] < 64 * 1024, (r["testbed"], r)
+        assert not [f for f in r["flags"] if f.startswith(("path-leak", "path-idle"))], r["flags"]
+    assert c.manifest["control"]["steering"] == "nftables"
+    assert c.manifest["control"]["instances"].startswith("one per testbed"), c.manifest["control"]
+    assert not list_namespaces(LocalHost("root"), prefix)
+
+
 def _start_cli(tmp_path: Path, inv, samples: int) -> tuple[subprocess.Popen, Path]:
     """`mplab run --testbeds 2` in its own session; returns it once both copies have recorded a sample."""
     (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv.model_dump(mode="json")))
