@@ -26,9 +26,10 @@ from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.hosts.local import LocalHost
 
 
-def _scenario(name: str, samples: int) -> Scenario:
+def _scenario(name: str, samples: int, policies: list[str] | None = None) -> Scenario:
     return Scenario(name=name, congestion_controls=["cubic"], receiver_counts=[1], modes=["wifi", "lte"],
-                    samples_per_case=samples, file_size="1M", transfer_timeout_s=30, retries=1, settle_s=0, seed=3)
+                    samples_per_case=samples, file_size="1M", transfer_timeout_s=30, retries=1, settle_s=0, seed=3,
+                    policies=policies or [])
 
 
 def _plans(n: int) -> list[SamplePlan]:
@@ -188,10 +189,10 @@ def test_policies_on_two_testbeds_each_copy_steered_by_its_own_controller(tmp_pa
     assert not list_namespaces(LocalHost("root"), prefix)
 
 
-def _start_cli(tmp_path: Path, inv, samples: int) -> tuple[subprocess.Popen, Path]:
+def _start_cli(tmp_path: Path, inv, samples: int, policies: list[str] | None = None) -> tuple[subprocess.Popen, Path]:
     """`mplab run --testbeds 2` in its own session; returns it once both copies have recorded a sample."""
     (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv.model_dump(mode="json")))
-    (tmp_path / "sc.yaml").write_text(yaml.safe_dump(_scenario("cli", samples).model_dump(mode="json")))
+    (tmp_path / "sc.yaml").write_text(yaml.safe_dump(_scenario("cli", samples, policies).model_dump(mode="json")))
     mplab = Path(sys.executable).parent / "mplab"
     argv = [str(mplab), "run", str(tmp_path / "sc.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
             "--runs-dir", str(tmp_path / "runs"), "--id", "k", "--testbeds", "2", "--force"]
@@ -260,16 +261,20 @@ def test_signal_stops_every_testbed_and_keeps_what_is_recorded(tmp_path, prefix,
 
 @pytest.mark.root
 def test_killed_parallel_campaign_resumes_on_one_testbed(tmp_path, prefix):
+    """With a policy among the modes: each killed copy's controller left its rules behind; the resumed one
+    steers its own testbed."""
+    from controller.setup2 import control_factory
+
     inv = small_inventory(prefix, [(10, 8)])
     proc = None
     try:
-        proc, _ = _start_cli(tmp_path, inv, 5)
+        proc, _ = _start_cli(tmp_path, inv, 3, ["all-lte"])
         os.kill(proc.pid, signal.SIGKILL)  # a crash: no clean-up, namespaces and meter devices left behind
         proc.wait(10)
         c = Campaign.open(tmp_path / "runs" / "k")
         before = c.records()
         assert len({r["sample_id"] for r in before}) < len(c.manifest["plan"]), "killed too late to test resume"
-        c = resume_campaign(tmp_path / "runs" / "k", testbeds=1)
+        c = resume_campaign(tmp_path / "runs" / "k", testbeds=1, control_factory=control_factory)
         # What the killed copies left is gone (resume removed it, not this test's clean-up).
         assert not [n for n in list_namespaces(LocalHost("root"), prefix) if "tb" in n]
     finally:
@@ -284,4 +289,7 @@ def test_killed_parallel_campaign_resumes_on_one_testbed(tmp_path, prefix):
     assert [e.get("testbeds") for e in events if e["event"] in ("start", "resume")] == [
         [f"{prefix}tb1-", f"{prefix}tb2-"], [prefix]]
     # The same seeded, shuffled plan whatever K ran it.
-    assert c.manifest["plan"] == [p.sample_id for p in plan_campaign(_scenario("cli", 5), inv)]
+    assert c.manifest["plan"] == [p.sample_id for p in plan_campaign(_scenario("cli", 3, ["all-lte"]), inv)]
+    policy = [r for r in recs if r["policy"] is not None]
+    assert len(policy) == 3 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+    assert all(r["assignment"] == r["mode"] == "lte" and r["iface_bytes"]["wifi"] < 64 * 1024 for r in policy), policy
