@@ -93,6 +93,19 @@ def test_a_policy_scenario_dry_runs_on_parallel_testbeds(tmp_path, prefix):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+def test_each_testbed_copy_gets_a_controller_sharing_no_state(tmp_path):
+    """One controller per copy, down to the policies: a periodic one keeps its sample's state (mp-sdn's
+    primaries, its epoch loop) on itself, so two copies sharing it would overwrite each other's."""
+    from harness.campaign.campaign import build_controls
+
+    sc = scenario(tmp_path / "m", policies=["all-lte", "mp-sdn"]).model_copy(update={"model": None})
+    a, b = build_controls(sc, "sc.yaml", control_factory, 2)
+    assert a is not b
+    assert all(a.policies[n] is not b.policies[n] for n in a.policies)
+    assert a.describe() == b.describe()
+    assert build_controls(sc.model_copy(update={"policies": []}), "sc.yaml", None, 2) is None
+
+
 def test_mplab_run_exits_2_for_a_model_that_does_not_cover_the_scenario(tmp_path):
     model = write_model(tmp_path / "m", _weights(), 50.0,
                         {"ccs": ["cubic"], "receiver_counts": [1, 2], "file_bytes": [FILE]})
