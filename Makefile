@@ -106,8 +106,17 @@ python-lab:
 	$(UV) sync --frozen --compile-bytecode --no-group train --no-group dev
 	touch $(LAB_MARKER)
 
+# The suite in two steps (both always run; the exit code is the first failure's): most of it on
+# TEST_WORKERS pytest-xdist workers, a test module per worker at a time (module fixtures are built
+# once); then the tests marked `machine` alone (BPF struct_ops, the allowed congestion-control list,
+# rates held to 5 %: machine-wide state or timing that another worker's testbed would disturb).
+TEST_WORKERS ?= 2
+PYTEST_ARGS ?=
 test:
-	$(UV_RUN) pytest
+	@rc=0; \
+	$(UV_RUN) pytest -n $(TEST_WORKERS) --dist loadfile -m "not machine" $(PYTEST_ARGS) || rc=$$?; \
+	$(UV_RUN) pytest -m machine $(PYTEST_ARGS) || rc=$$?; \
+	exit $$rc
 
 test-unit:
 	$(UV_RUN) pytest -m "not root"

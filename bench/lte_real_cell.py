@@ -114,8 +114,9 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
         # srsRAN plans its FFTs with FFTW_MEASURE and keeps the plans in $HOME/.srsran_fftwisdom: without it
         # srsUE's "Waiting PHY to initialize" took 50-90 s here; the bench keeps its own wisdom in FFTW_HOME.
         FFTW_HOME.mkdir(parents=True, exist_ok=True)
-        env = ["env", f"HOME={FFTW_HOME}", f"LD_PRELOAD={shim} {stdbuf}" if shim else f"LD_PRELOAD={stdbuf}",
-               "_STDBUF_O=L"]
+        # in the scratch directory: srsUE writes its NAS context to ./.ctxt (one from this bench was committed once)
+        env = ["env", "-C", str(tmp), f"HOME={FFTW_HOME}",
+               f"LD_PRELOAD={shim} {stdbuf}" if shim else f"LD_PRELOAD={stdbuf}", "_STDBUF_O=L"]
         epc = cell.start(env + [progs["srsepc"], f"{inv.lte.epc.config_dir}/epc.conf"], label="srsepc")
         procs.append(epc)
         wait_line(epc, r"SP-GW Initialized|SPGW Initialized", 30)

@@ -2,10 +2,10 @@
 
     uv run --frozen python bench/suite.py [--durations 30] [--json out.json] [-- extra pytest args]
 
-Runs `pytest -q --durations=N` in this environment (as CI does with `uv run --frozen pytest`), samples the
-load average every 10 s, and prints: wall time, the pytest summary line, user+system CPU of the run
-(children included), the load average (mean / max) and the slowest N tests. The load matters: other
-engineers' testbeds share the machine, and most of a test's time is waiting, which load stretches.
+Runs `make test` as CI does (its steps each with `-q --durations=N`), samples the load average every
+10 s, and prints: wall time, the pytest summary lines, user+system CPU of the run (children included),
+the load average (mean / max) and the slowest N tests. The load matters: other engineers' testbeds
+share the machine, and most of a test's time is waiting, which load stretches.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -44,8 +45,10 @@ def main() -> int:
     c0 = os.times()
     # SIGINT back to its default: started in the background from a shell (`... &`), this process and its
     # children ignore it, and the tests that stop campaigns with Ctrl-C then fail.
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--durations={args.durations}",
-                           *args.pytest_args], cwd=REPO, capture_output=True, text=True,
+    # What CI runs: `make test` (its two steps: most of the suite on xdist workers, then the `machine` tests alone).
+    extra = shlex.join(["-q", f"--durations={args.durations}", *args.pytest_args])
+    proc = subprocess.run(["make", "--no-print-directory", "test", f"PYTEST_ARGS={extra}"], cwd=REPO,
+                          capture_output=True, text=True,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wall_s = time.monotonic() - t0
     c1 = os.times()
@@ -53,8 +56,8 @@ def main() -> int:
     out = proc.stdout
     if args.log:
         args.log.write_text(out + proc.stderr)
-    summary = next((ln.strip("= ") for ln in reversed(out.splitlines()) if re.search(r"\d+ (passed|failed)", ln)),
-                   "no summary line")
+    summary = " + ".join(ln.strip("= ") for ln in out.splitlines()
+                         if re.search(r"\d+ (passed|failed).* in [\d.]+s", ln)) or "no summary line"
     slow = re.findall(r"^(\d+\.\d+)s (setup|call|teardown)\s+(\S+)$", out, flags=re.M)
     skipped = [ln for ln in out.splitlines() if ln.startswith("SKIPPED")]
     cpu_s = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)

@@ -3,9 +3,11 @@
 ``decide`` prints the assignment a policy makes for given probe rates, for a lab operator
 checking a model before a campaign: offline, so the throughputs under an assignment that
 ``ref-is-tuned`` would re-measure are estimated from the probes (each allowed path at its probe
-rate) and the output says so. ``serve`` runs the OpenFlow app against a switch (``--switch``
-host:port where OVS listens, or OVS connects to ``--listen``) and applies assignments given as
-``--assign NAME=MODE`` until interrupted, printing per-receiver byte counters every second.
+rate) and the output says so. ``serve`` runs the OpenFlow app against a lab switch (from a switch
+spec YAML, or from a lab inventory's ``lab.switch`` with ``--inventory``), first checking that it
+answers as an OpenFlow 1.3 switch; it applies ``--assign NAME=MODE`` and ``--cap NAME:NET=MBIT``
+(OpenFlow meters, as a campaign caps) and prints per-receiver byte counters every second until
+interrupted; the meters go when it stops.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from rich.table import Table
 from harness.errors import ConfigError
 
 from controller.model import EnergyModel
-from controller.policy import Context, Decision, ReceiverMeasurement
+from controller.policy import IFACES, Context, Decision, ReceiverMeasurement
 from controller.registry import NEEDS_MODEL, POLICIES, make_policy
 
 console = Console()
@@ -96,39 +98,121 @@ def decide(
     console.print(f"decision {latency_ms:.2f} ms; {doc['note']}")
 
 
+def parse_cap(text: str, receivers: set[str]) -> tuple[str, str, float]:
+    """``NAME:NET=RATE`` (Mbit/s) -> (receiver, network, rate)."""
+    try:
+        who, rate = text.split("=", 1)
+        name, net = who.split(":", 1)
+        mbit = float(rate)
+    except ValueError:
+        raise ConfigError(f"--cap {text!r}: expected NAME:NET=MBIT (e.g. n1:wifi=8)", field="cap") from None
+    if name not in receivers:
+        raise ConfigError(f"--cap {text!r}: {name!r} is not a receiver (known: {', '.join(sorted(receivers))})",
+                          field="cap")
+    if net not in IFACES:
+        raise ConfigError(f"--cap {text!r}: network {net!r} is not one of {', '.join(IFACES)}", field="cap")
+    if not mbit > 0:
+        raise ConfigError(f"--cap {text!r}: the rate must be > 0 Mbit/s (no cap: leave --cap out)", field="cap")
+    return name, net, mbit
+
+
+def serve_decisions(assign: list[str], cap: list[str], receivers: set[str]) -> dict[str, Decision]:
+    """The decisions ``--assign NAME=MODE`` and ``--cap NAME:NET=MBIT`` ask for (a cap alone keeps both
+    networks; a cap on a network the receiver is not assigned is refused)."""
+    decisions: dict[str, Decision] = {}
+    for a in assign:
+        name, _, mode = a.partition("=")
+        if name not in receivers:
+            raise ConfigError(f"--assign {a!r}: {name!r} is not a receiver (known: {', '.join(sorted(receivers))})",
+                              field="assign")
+        try:
+            decisions[name] = Decision.of(mode)
+        except ValueError as exc:
+            raise ConfigError(f"--assign {a!r}: {exc}", field="assign") from None
+    caps: dict[str, dict[str, float]] = {}
+    for c in cap:
+        name, net, mbit = parse_cap(c, receivers)
+        ifaces = decisions.get(name, Decision.of("both")).ifaces
+        if net not in ifaces:
+            raise ConfigError(f"--cap {c!r}: {name} is assigned {sorted(ifaces)}, so {net} carries nothing to cap",
+                              field="cap")
+        caps.setdefault(name, {})[net] = mbit
+    for name, c in caps.items():
+        decisions[name] = Decision(decisions.get(name, Decision.of("both")).ifaces, c)
+    return decisions
+
+
+def serve_target(spec: Path | None, inventory: Path | None):
+    """(switch, receivers) from a SwitchSpec YAML or a lab inventory's ``lab.switch`` section (one of them)."""
+    from harness.config.inventory import load_inventory
+    from harness.config.load import load_yaml_model
+
+    from controller.steering.base import SteeredReceiver
+    from controller.steering.openflow import SwitchSpec
+
+    if (spec is None) == (inventory is None):
+        raise ConfigError("give the switch either as SPEC (a switch YAML) or as --inventory INV (its lab.switch), "
+                          "not both or neither", field="inventory")
+    if spec is not None:
+        sw = load_yaml_model(SwitchSpec, spec)
+        return sw, sw.steered()
+    inv = load_inventory(inventory)
+    if inv.kind != "lab" or inv.lab is None or inv.lab.switch is None:
+        raise ConfigError("no lab.switch section (listen: HOST:PORT, networks: {wifi: {up, down}, lte: {up, down}})",
+                          source=str(inventory), field="lab.switch")
+    missing = [f"receivers.{r.name}.interfaces.{n}.address" for r in inv.receivers
+               for n, i in r.interfaces.items() if i.address is None]
+    if missing:
+        raise ConfigError(f"steering needs every receiver address: {', '.join(missing)} missing",
+                          source=str(inventory), field=missing[0])
+    return inv.lab.switch, [SteeredReceiver(r.name, {n: str(i.address) for n, i in r.interfaces.items()})
+                            for r in inv.receivers]
+
+
 @app.command()
 def serve(
-    spec: Annotated[Path, typer.Argument(help="switch spec (YAML: switch host:port, networks' ports, receivers)")],
+    spec: Annotated[Optional[Path], typer.Argument(
+        help="switch spec (YAML: listen host:port, networks' ports, receivers); or use --inventory")] = None,
+    inventory: Annotated[Optional[Path], typer.Option(
+        help="a lab inventory: the switch from its lab.switch, the receivers from its receivers")] = None,
     assign: Annotated[list[str], typer.Option(help="NAME=wifi|lte|both, applied once connected")] = [],  # noqa: B006
+    cap: Annotated[list[str], typer.Option(
+        help="NAME:NET=MBIT, a rate cap as an OpenFlow meter on that receiver's path (e.g. n1:wifi=8)")] = [],  # noqa: B006
     interval_s: Annotated[float, typer.Option(help="seconds between counter prints")] = 1.0,
     state_dir: Annotated[Path, typer.Option(help="where the app's spec and control socket go")] = Path(
         "/tmp/mplab-controller"),
 ) -> None:
     """Run the OpenFlow steering app against a switch; print per-receiver bytes until Ctrl-C."""
-    from harness.config.load import load_yaml_model
-    from harness.hosts.local import LocalHost
+    from harness.errors import PreflightError
+    from harness.testbeds.ofprobe import probe_switch
 
-    from controller.steering.openflow import OpenFlowSteering, SwitchSpec
+    from controller.steering.caps import MeterCaps
+    from controller.steering.openflow import OpenFlowSteering
 
-    sw = load_yaml_model(SwitchSpec, spec)
-    decisions = {}
-    for a in assign:
-        name, _, mode = a.partition("=")
-        if name not in sw.receivers:
-            raise ConfigError(f"--assign {a!r}: {name!r} is not a receiver of {spec}", field="assign")
-        try:
-            decisions[name] = Decision.of(mode)
-        except ValueError as exc:
-            raise ConfigError(f"--assign {a!r}: {exc}", field="assign") from None
-    steering = OpenFlowSteering(LocalHost(), sw.switch, {k: v.model_dump() for k, v in sw.networks.items()},
-                                sw.steered(), state_dir)
+    sw, receivers = serve_target(spec, inventory)
+    decisions = serve_decisions(assign, cap, {r.name for r in receivers})
+    info = probe_switch(sw.listen)  # a clear failure now rather than the app's connect deadline
+    console.print(f"switch {sw.listen}: {info.describe()}")
+    steering = OpenFlowSteering.for_lab(sw, receivers, state_dir)
+    meters = None
     steering.setup()
     try:
+        if cap:
+            meters = MeterCaps(steering)
+            why = meters.unsupported()
+            if why is not None:
+                raise PreflightError(f"--cap needs OpenFlow meters on the switch: {why}")
         if decisions:
             steering.apply(decisions)
-            console.print(f"applied {({k: d.mode for k, d in decisions.items()})} in "
-                          f"{steering.last_apply_s * 1e3:.2f} ms (barrier-confirmed)")
-        console.print(f"connected to {sw.switch}; bytes towards each receiver per network (Ctrl-C stops)")
+            shown = {k: d.mode for k, d in decisions.items()}
+            console.print(f"applied {shown} in {steering.last_apply_s * 1e3:.2f} ms (barrier-confirmed)")
+        if meters is not None:
+            meters.apply(decisions)
+            for rx, nets in meters.stats().items():
+                for net, m in nets.items():
+                    console.print(f"capped {rx} {net} at {m['kbps'] / 1000:g} Mbit/s: meter {m['meter_id']}, "
+                                  f"burst {m['burst_kbit']} kbit")
+        console.print(f"connected to {sw.listen}; bytes towards each receiver per network (Ctrl-C stops)")
         while True:
             c = steering.counters()
             console.print("  ".join(f"{rx}: " + " ".join(f"{n}={b}" for n, b in nets.items()) for rx, nets in c.items()))
@@ -136,6 +220,8 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
+        if meters is not None:
+            meters.clear()
         steering.teardown()
 
 

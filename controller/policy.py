@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from harness.errors import ConfigError, MplabError
 
@@ -139,6 +139,8 @@ class Policy(Protocol):
     probes: bool
     #: At most how many ``measure`` windows ``decide`` asks for (the dry run's estimate).
     measures: int
+    #: Whether its decisions carry per-path rate caps (a testbed that cannot cap refuses it up front).
+    caps: ClassVar[bool]
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
@@ -163,6 +165,7 @@ class Fixed:
     mode: str
     epoch_s: float | None = None
     probes: bool = False
+    caps: ClassVar[bool] = False
     measures: int = 0
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
@@ -183,6 +186,8 @@ class _Band:
 
     Keyword-only, so a policy's own leading fields (``RefISTuned.predict``) stay positional.
     """
+
+    caps: ClassVar[bool] = False
 
     band: float = 0.10
     base: str = "max"

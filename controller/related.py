@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from harness.errors import ConfigError, MplabError
 
@@ -75,6 +76,8 @@ class _Base:
     measures: int = 0
     #: The controller reads RTT, loss and cwnd of the sender's subflows while probing.
     path_stats: bool = False
+    #: Decisions carry per-path rate caps (EEMPTCP's split, MP-SDN's Tier-2 limits).
+    caps: ClassVar[bool] = False
 
     def _params(self) -> dict:
         return {"wifi_b": self.power["wifi"][0], "wifi_theta": self.power["wifi"][1],
@@ -186,6 +189,7 @@ class Eemptcp(_Base):
     emax_mode: str = "max_at_aggregate"
     step_mbit: float = 0.1
     name: str = "eemptcp"
+    caps: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.emax_mode not in schemes.EMAX_MODES or self.step_mbit <= 0:
@@ -242,6 +246,7 @@ class MpSdn(_Base):
     ei_s: float = 2.0
     initial_mbit: float | None = None
     name: str = "mp-sdn"
+    caps: ClassVar[bool] = True
     primary: dict[str, str] = field(default_factory=dict)
     tier2_mbit: dict[str, float] = field(default_factory=dict)
 

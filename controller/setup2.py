@@ -22,17 +22,22 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.campaign.control import PreparedSample
 from harness.errors import ConfigError, MplabError, PreflightError, TrafficError
-from harness.hosts.local import BackgroundProcess
+from harness.hosts.local import PROC_DIR_PREFIX, BackgroundProcess
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import ControlSpec, Scenario
-from harness.testbeds.base import LossCounters, Testbed, loss_over
+from harness.testbeds.base import Check, LossCounters, Testbed, loss_over
+from harness.testbeds.ofprobe import switch_check
 
 from controller.model import EnergyModel
 from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes
@@ -40,7 +45,7 @@ from controller.registry import NEEDS_MODEL, make_policy
 from controller.measure import fifos, interval_occupancy, parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
-from controller.steering.caps import Caps, EgressCaps, HtbCaps, caps_for
+from controller.steering.caps import Caps, EgressCaps, HtbCaps, MeterCaps, caps_for, meter_shortfall
 
 log = logging.getLogger("mplab.controller")
 
@@ -159,8 +164,23 @@ def build_steering(name: str, testbed: Testbed) -> Steering:
     if name == "host":
         return cls(receivers)
     raise PreflightError(f"openflow steering needs an Open vSwitch on the {testbed.kind} testbed's path, and "
-                         "this testbed kind has none wired in (a lab runs `mplab controller serve` against its "
-                         "switch; see docs/controller.md)")
+                         "this testbed kind has none wired in (a lab names its switch in lab.switch; see "
+                         "docs/controller.md)")
+
+
+def lab_switch(testbed: Testbed):
+    """The lab switch of a lab testbed's inventory (``PreflightError`` when the section is missing)."""
+    lab = testbed.inventory.lab
+    if lab is None or lab.switch is None:
+        raise PreflightError(f"steering: openflow on lab {testbed.inventory.name!r} needs the inventory's lab.switch "
+                             "section (listen: HOST:PORT where OVS listens, networks: {wifi: {up, down}, lte: "
+                             "{up, down}}); see docs/lab.md")
+    return lab.switch
+
+
+#: Why a lab gets no HTB caps: the shaping qdiscs would go on machines mplab does not own.
+NO_LAB_HTB = ("on a lab mplab caps only with the switch's OpenFlow meters (no HTB on a lab switch, AP or eNB we "
+              "do not own)")
 
 
 @dataclass
@@ -177,6 +197,9 @@ class Setup2Control:
     caps: Caps | None = None
     _receivers: list[SteeredReceiver] = field(default_factory=list)
     _rig: object | None = None
+    _state_dir: Path | None = None
+    #: Why this testbed cannot cap (said when a policy's decision carries caps).
+    _no_caps: str | None = None
     _loop: EpochLoop | None = None
     _fields: dict[str, dict] = field(default_factory=dict)
 
@@ -203,24 +226,80 @@ class Setup2Control:
                 "model": self.model_path, "model_onnx_sha256": model_digest(self.model_path) if self.model_path
                 else None}
 
+    def capping(self) -> list[str]:
+        """The policies whose decisions carry per-path rate caps."""
+        return [n for n, p in self.policies.items() if getattr(p, "caps", False)]
+
     # ------------------------------------------------------------ life cycle
+
+    def preflight(self, testbed: Testbed) -> list[Check]:
+        """What the controller needs of the testbed, checked before anything starts (no side effects).
+
+        On a lab with ``steering: openflow``: the inventory names a switch, it answers as an OpenFlow 1.3
+        switch, and, when a policy caps rates, its meters can hold one cap per receiver and network.
+        """
+        if self.spec.steering != "openflow" or testbed.kind != "lab":
+            return []
+        try:
+            sw = lab_switch(testbed)
+        except PreflightError as exc:
+            return [Check("controller", "openflow steering", False, str(exc),
+                          "add lab.switch to the inventory (docs/lab.md)")]
+        check, info = switch_check(sw.listen)
+        out = [Check("switch", "openflow steering", check.ok,
+                     check.detail if check.ok else f"steering: openflow needs the lab switch: {check.detail}",
+                     check.fix)]
+        capping = self.capping()
+        if info is not None and capping:
+            want = len(testbed.nodes) * len(sw.networks)
+            why = meter_shortfall(info.meter_features(), want)
+            out.append(Check("switch", "rate caps (OpenFlow meters)", why is None,
+                             f"{want} kbit/s drop meters for {capping}" if why is None else
+                             f"policies {capping} cap per-path rates, but {why}; {NO_LAB_HTB}",
+                             "use a switch whose datapath has kbit/s drop meters (OVS userspace datapath, or the "
+                             "kernel datapath on Linux >= 4.15), or leave these policies out"))
+        return out
 
     def setup(self, testbed: Testbed) -> None:
         self.testbed = testbed
         self._receivers = steered_receivers(testbed)
+        from controller.steering.openflow import OpenFlowSteering
+
         if self.spec.steering == "openflow" and testbed.kind == "emulated":
             # A real OVS spliced into the sender's links, the os-ken app driving it.
-            from controller.steering.openflow import OpenFlowSteering
             from controller.steering.ovs import splice_switch
 
             self._rig = splice_switch(testbed)
             self.steering = OpenFlowSteering.for_switch(self._rig, self._receivers)
+        elif self.spec.steering == "openflow" and testbed.kind == "lab":
+            # The app runs here, where mplab runs, and connects to where the lab switch listens.
+            sw = lab_switch(testbed)
+            # Named as background processes' output dirs: `mplab clean` removes it if we are killed outright.
+            self._state_dir = Path(tempfile.mkdtemp(prefix=f"{PROC_DIR_PREFIX}{os.getpid()}-ofapp-"))
+            self.steering = OpenFlowSteering.for_lab(sw, self._receivers, self._state_dir)
         else:
             self.steering = build_steering(self.spec.steering, testbed)
         self.steering.setup()
-        # OpenFlow steering caps with meters on its switch; the others (or a switch without kbit/s
-        # drop meters, said in the log) with HTB on the gateways' ports.
-        self.caps = caps_for(self.steering, lambda: gateway_caps(testbed))
+        if testbed.kind == "lab":
+            self.caps, self._no_caps = self._lab_caps()
+        else:
+            # OpenFlow steering caps with meters on its switch; the others (or a switch without kbit/s
+            # drop meters, said in the log) with HTB on the gateways' ports.
+            self.caps = caps_for(self.steering, lambda: gateway_caps(testbed))
+
+    def _lab_caps(self) -> tuple[Caps | None, str | None]:
+        """Meters on the lab switch, or why there are no caps (refused now if a policy needs them)."""
+        if self.steering.name == "openflow":
+            meters = MeterCaps(self.steering)
+            why = meters.unsupported()
+            if why is None:
+                return meters, None
+        else:
+            why = f"{self.steering.name} steering has no rate caps"
+        why = f"{why}; {NO_LAB_HTB}"
+        if self.capping():
+            raise PreflightError(f"policies {self.capping()} cap per-path rates, and this lab cannot: {why}")
+        return None, why
 
     def teardown(self) -> None:
         try:
@@ -235,6 +314,9 @@ class Setup2Control:
             if self._rig is not None:
                 self._rig.stop()
                 self._rig = None
+            if self._state_dir is not None:
+                shutil.rmtree(self._state_dir, ignore_errors=True)
+                self._state_dir = None
 
     #: What a drain after each window usually takes (s).
     DRAIN_S = 0.3
@@ -271,9 +353,9 @@ class Setup2Control:
         self.steering.apply(assignment)
         if any(d.caps_mbit for d in assignment.values()):
             if self.caps is None:
-                raise PreflightError(f"rate caps need OpenFlow steering (meters on its switch) or the emulated AP "
-                                     f"and eNB (HTB); this {self.testbed.kind} testbed with {self.steering.name} "
-                                     "steering has neither")
+                raise PreflightError(self._no_caps or (
+                    f"rate caps need OpenFlow steering (meters on its switch) or the emulated AP and eNB (HTB); "
+                    f"this {self.testbed.kind} testbed with {self.steering.name} steering has neither"))
             self.caps.apply(assignment)
         elif self.caps is not None:
             self.caps.apply(assignment)

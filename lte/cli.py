@@ -235,16 +235,17 @@ def zmq(inventory: InventoryArg,
         ) -> None:
     """All-software cell on this machine: srsenb over ZeroMQ + one srsUE in a namespace (needs srsRAN 4G and
     a running Open5GS EPC here). Holds the cell until Ctrl-C, then stops UE before eNB."""
+    from lte.realcheck import bin_dirs
     from lte.zmq import ZmqCell, check as zmq_check, render_zmq
 
     inv = lte_inventory(inventory)
     here = LocalHost("here")
-    zmq_check(here)                                   # a clear PreflightError when srsRAN is missing
+    zmq_check(here, bin_dirs())                       # a clear PreflightError when srsRAN is missing
     sec = secrets_for(inv, inventory, secrets)
     config_dir.mkdir(parents=True, exist_ok=True)
     files = render_zmq(inv, receiver, sec, str(config_dir), netns)
     created = here.run(["ip", "netns", "add", netns], check=False).returncode == 0
-    cell = ZmqCell(here, netns)
+    cell = ZmqCell(here, netns, dirs=tuple(bin_dirs()))
     try:
         addr = cell.start(files, inv.lte.epc.ue_pool)
         console.print(f"srsUE ({receiver}) attached with {addr} in namespace {netns}; Ctrl-C stops the cell")

@@ -32,12 +32,13 @@ from harness.config.inventory import Inventory, RealCell
 from harness.deploy.secrets import Secrets
 from harness.deploy.trial import find_program
 from harness.errors import PreflightError
+from harness.hosts.ready import wait_until
 from harness.hosts.local import BackgroundProcess, Host
 from harness.testbeds.access import AccessKinds, LteLink
 from harness.testbeds.base import Check
 from lte.realcheck import BIN_ENV, bin_dirs
 from lte.srsepc import render_srsepc
-from lte.zmq import render_zmq
+from lte.zmq import output_tail, render_zmq
 
 log = logging.getLogger("mplab.lte.realcell")
 
@@ -115,19 +116,18 @@ def cell_inventory(inv: Inventory, link: LteLink, n_prb: int, imsi: str, config_
 
 
 def wait_line(proc: BackgroundProcess, pattern: str, deadline_s: float) -> float:
-    """Seconds until ``proc`` prints a line matching ``pattern``; ``PreflightError`` with its tail if not."""
+    """Seconds until ``proc`` prints a line matching ``pattern``.
+
+    Raises:
+        NotReady: naming the process and the line, at the deadline or as soon as ``proc`` exits, with the
+            end of its output.
+    """
     t0 = time.monotonic()
     rx = re.compile(pattern)
-    while time.monotonic() - t0 < deadline_s:
-        out, err = proc.output_so_far()
-        if rx.search(out + err):
-            return time.monotonic() - t0
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    out, err = proc.output_so_far()
-    state = f"exited {proc.poll()}" if proc.poll() is not None else f"no /{pattern}/ within {deadline_s:.0f} s"
-    raise PreflightError(f"real cell: {proc.label} {state}:\n{(out + err)[-1200:]}")
+    wait_until(lambda: rx.search("".join(proc.output_so_far())), deadline_s,
+               f"real cell: {proc.label} printing /{pattern}/", proc=proc, poll_s=0.1,
+               detail=lambda: f"its output ends:\n{output_tail(proc, 1200)}")
+    return time.monotonic() - t0
 
 
 class SrsranZmqCell:
@@ -171,7 +171,10 @@ class SrsranZmqCell:
             link.enb.run(["ip", "addr", "add", f"{a}/8", "dev", "lo"], check=False)
         FFTW_HOME.mkdir(parents=True, exist_ok=True)
         preload = " ".join(p for p in (shim, STDBUF if Path(STDBUF).exists() else None) if p)
-        env = ["env", f"HOME={FFTW_HOME}", "_STDBUF_O=L"] + ([f"LD_PRELOAD={preload}"] if preload else [])
+        # In the run's directory: srsUE keeps its NAS security context in ./.ctxt and reads it back at its next
+        # start (srsue/src/stack/upper/nas.cc), which must be neither the caller's directory nor another run's.
+        env = ["env", "-C", str(where), f"HOME={FFTW_HOME}", "_STDBUF_O=L"] + (
+            [f"LD_PRELOAD={preload}"] if preload else [])
         t0 = time.monotonic()
         try:
             epc = self._start(link.enb, env + [progs["srsepc"], str(where / "epc" / "epc.conf")], "srsepc")
@@ -194,22 +197,19 @@ class SrsranZmqCell:
         self._procs.append(proc)
         return proc
 
-    def _wait_address(self, link: LteLink, ue: BackgroundProcess) -> None:
-        """Until srsUE's tun in the receiver namespace carries the receiver's address."""
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
+    def _wait_address(self, link: LteLink, ue: BackgroundProcess, deadline_s: float = 30.0) -> None:
+        """Until srsUE's tun in the receiver namespace carries the receiver's address (``NotReady`` if not;
+        ``PreflightError`` at once when it carries another one)."""
+        def addressed() -> bool:
             res = link.receiver_host.run(["ip", "-j", "-4", "addr", "show", "dev", link.ifname], check=False)
-            if res.returncode == 0:
-                addrs = [a["local"] for ln in json.loads(res.stdout or "[]") for a in ln.get("addr_info", [])]
-                if link.address in addrs:
-                    return
-                if addrs:
-                    raise PreflightError(f"real cell: {link.ifname} got {addrs}, not {link.address}")
-            if ue.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise PreflightError(f"real cell: no {link.address} on {link.ifname} in {link.receiver_netns} within 30 s "
-                             f"of the attach:\n{''.join(ue.output_so_far())[-800:]}")
+            if res.returncode != 0:
+                return False
+            addrs = [a["local"] for ln in json.loads(res.stdout or "[]") for a in ln.get("addr_info", [])]
+            if addrs and link.address not in addrs:
+                raise PreflightError(f"real cell: {link.ifname} got {addrs}, not {link.address}")
+            return link.address in addrs
+        wait_until(addressed, deadline_s, f"real cell: {link.address} on {link.ifname} in {link.receiver_netns}",
+                   proc=ue, poll_s=0.1, detail=lambda: f"srsue's output ends:\n{output_tail(ue, 800)}")
 
     def down(self) -> None:
         """UE, then eNodeB, then EPC (srsRAN's order for a clean ZMQ shutdown); idempotent."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import jinja2
@@ -22,6 +22,7 @@ import jinja2
 from harness.deploy.files import ConfigFile
 from harness.errors import PreflightError
 from harness.hosts.local import BackgroundProcess, Host
+from harness.hosts.ready import wait_until
 from harness.config.inventory import Inventory
 from harness.config.radio import RfDevice
 from lte.render import BANNER, Role, render_srsenb, srsran_templates
@@ -74,51 +75,101 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
     return render_srsenb(zinv) + [ConfigFile("ue", f"{config_dir}/ue.conf", ue)]
 
 
-def check(host: Host) -> list[str]:
-    """Paths of srsenb and srsue on ``host``; ``PreflightError`` naming what is missing."""
-    found = {p: host.which(p) for p in ("srsenb", "srsue")}
+def find_on(host: Host, program: str, dirs: Sequence[str] = ()) -> str | None:
+    """``program`` from the first of ``dirs`` (``$MPLAB_LTE_BIN``'s, as ``lte.realcheck.bin_dirs`` gives them) on
+    ``host`` that has it executable, else from ``host``'s PATH, else None."""
+    for d in dirs:
+        path = f"{d.rstrip('/')}/{program}"
+        if host.run(["test", "-f", path, "-a", "-x", path], check=False).returncode == 0:
+            return path
+    return host.which(program)
+
+
+def check(host: Host, dirs: Sequence[str] = ()) -> list[str]:
+    """Paths of srsenb and srsue on ``host`` (``dirs`` first, then PATH); ``PreflightError`` naming what is
+    missing."""
+    found = {p: find_on(host, p, dirs) for p in ("srsenb", "srsue")}
     missing = [p for p, path in found.items() if path is None]
     if missing:
         raise PreflightError(f"[{host.name}] the all-software LTE cell needs srsRAN 4G, but {', '.join(missing)} "
-                             "is not installed (build srsRAN_4G with libzmq3-dev, or use the lab's SDR cell); "
-                             "skipping it")
+                             "is not installed (build srsRAN_4G with libzmq3-dev, or use the lab's SDR cell; "
+                             "$MPLAB_LTE_BIN names extra directories); skipping it")
     return [found["srsenb"], found["srsue"]]
+
+
+def output_tail(proc: BackgroundProcess, n_chars: int = 400) -> str:
+    """The end of what ``proc`` printed (srsRAN prints its console to stdout), or why it cannot be shown."""
+    try:
+        out, err = proc.output_so_far()
+    except NotImplementedError:
+        return "(output not available before it exits)"
+    return (out + err).strip()[-n_chars:]
+
+
+class _FirstExit:
+    """The eNodeB and the UE as one ``Polled``: the wait for the UE's address ends when either has exited."""
+
+    def __init__(self, *procs: BackgroundProcess) -> None:
+        self.procs = procs
+
+    def poll(self) -> int | None:
+        return next((rc for p in self.procs if (rc := p.poll()) is not None), None)
+
+    def states(self) -> str:
+        """Each process's state and the end of its output."""
+        return "; ".join(f"{p.label} {'running' if p.poll() is None else f'exited {p.poll()}'}, output ends: "
+                         f"{output_tail(p)}" for p in self.procs)
 
 
 @dataclass
 class ZmqCell:
-    """A running single-UE cell: srsenb on ``host``, srsue in ``ue_netns`` (both started by us)."""
+    """A running single-UE cell: srsenb on ``host``, srsue in ``ue_netns`` (both started by us).
+
+    ``dirs``: directories searched for srsenb/srsue before PATH (``$MPLAB_LTE_BIN``). ``launcher``: an argv
+    prefix for both programs (a test rig's ``env LD_PRELOAD=<SCTP shim>``; empty in a lab). Both run in the
+    directory of ``ue.conf``: srsUE keeps its NAS security context in ``./.ctxt`` (srsue/src/stack/upper/nas.cc)
+    and reads it back at its next start.
+    """
 
     host: Host
     ue_netns: str
     enb: BackgroundProcess | None = None
     ue: BackgroundProcess | None = None
+    dirs: tuple[str, ...] = ()
+    launcher: tuple[str, ...] = ()
 
     def start(self, files: list[ConfigFile[Role]], pool: ipaddress.IPv4Network, deadline_s: float = 60.0) -> str:
-        """Write the files, start eNodeB then UE; return the UE's address once it is in ``pool``."""
-        srsenb, srsue = check(self.host)
+        """Write the files, start eNodeB then UE; return the UE's address once it is in ``pool``.
+
+        Raises:
+            NotReady: no address from ``pool`` on srsUE's tun within ``deadline_s``, or at once when srsenb or
+                srsue exits; both are stopped then.
+        """
+        srsenb, srsue = check(self.host, self.dirs)
         for f in files:
             self.host.write_file(f.path, f.text.encode(), f.mode)
         by_name = {f.path.rsplit("/", 1)[1]: f.path for f in files}
-        self.enb = self.host.start([srsenb, by_name["enb.conf"]], label="srsenb-zmq")
-        self.ue = self.host.start([srsue, by_name["ue.conf"]], label="srsue-zmq")
-        end = time.monotonic() + deadline_s
-        while time.monotonic() < end:
-            for p, name in ((self.enb, "srsenb"), (self.ue, "srsue")):
-                if p.poll() is not None:
-                    res = p.stop()
-                    raise PreflightError(f"[{self.host.name}] {name} exited {res.returncode}: "
-                                         f"{(res.stdout + res.stderr).strip()[-400:]}")
-            res = self.host.run(["ip", "netns", "exec", self.ue_netns, "ip", "-j", "-4", "addr", "show", "dev",
-                                 UE_TUN], check=False)
-            if res.returncode == 0:
-                for link in json.loads(res.stdout or "[]"):
-                    for a in link.get("addr_info", []):
-                        if ipaddress.IPv4Address(a["local"]) in pool:
-                            return a["local"]
-            time.sleep(0.5)
-        raise PreflightError(f"[{self.host.name}] srsUE got no address from {pool} on {UE_TUN} within "
-                             f"{deadline_s:.0f} s (see the srsenb/srsue logs)")
+        workdir = by_name["ue.conf"].rsplit("/", 1)[0] or "/"
+        run_in = [*self.launcher, "env", "-C", workdir]
+        try:
+            self.enb = self.host.start([*run_in, srsenb, by_name["enb.conf"]], label="srsenb-zmq")
+            self.ue = self.host.start([*run_in, srsue, by_name["ue.conf"]], label="srsue-zmq")
+            got: list[str] = []
+
+            def addressed() -> bool:
+                res = self.host.run(["ip", "netns", "exec", self.ue_netns, "ip", "-j", "-4", "addr", "show", "dev",
+                                     UE_TUN], check=False)
+                if res.returncode == 0:
+                    got[:] = [a["local"] for ln in json.loads(res.stdout or "[]") for a in ln.get("addr_info", [])
+                              if ipaddress.IPv4Address(a["local"]) in pool]
+                return bool(got)
+            both = _FirstExit(self.enb, self.ue)
+            wait_until(addressed, deadline_s, f"[{self.host.name}] srsUE's address from {pool} on {UE_TUN} in "
+                       f"{self.ue_netns}", proc=both, poll_s=0.2, detail=both.states)
+        except BaseException:
+            self.stop()
+            raise
+        return got[0]
 
     def stop(self) -> None:
         """UE first, then the eNodeB (srsRAN's rule for a clean ZMQ shutdown); idempotent."""

@@ -56,7 +56,9 @@ def open_in_chromium(page_path: Path, screenshot: Path) -> PageCheck:
             page.on("pageerror", lambda e: res.page_errors.append(f"page error: {e}"))
             page.on("requestfailed", lambda r: res.failed_requests.append(f"request failed: {r.url[:80]} "
                                                                           f"({r.failure})"))
-            page.goto(page_path.resolve().as_uri(), wait_until="load", timeout=60_000)
+            # "networkidle", not "load": a failed request's event can reach us after the load event on a
+            # busy machine (seen once with two test workers), and would then be missed.
+            page.goto(page_path.resolve().as_uri(), wait_until="networkidle", timeout=60_000)
             imgs = page.eval_on_selector_all(
                 "img", "els => els.map(e => [e.currentSrc.slice(0, 60), e.complete, e.naturalWidth])")
             res.images = len(imgs)

@@ -21,6 +21,9 @@ from harness.errors import PreflightError
 from harness.hosts.local import LocalHost
 from harness.config.scenario import Scenario, load_scenario
 
+#: struct_ops and the allowed list are machine-wide: `make test` runs this module alone (see pyproject's markers).
+pytestmark = pytest.mark.machine
+
 COUPLED = ("lia", "olia", "balia", "wvegas")
 ROOT = LocalHost("root")
 needs_build = pytest.mark.skipif(not (bpfcc.BUILD_DIR / "lia.bpf.o").exists(),

@@ -29,6 +29,9 @@ from harness.config.scenario import ControlSpec
 from controller.policy import Decision
 from controller.setup2 import Setup2Control
 from controller.steering.base import SteeredReceiver
+
+#: A rate measured to 5 % through a meter: `make test` runs this module alone, not beside other transfers.
+pytestmark = pytest.mark.machine
 from controller.steering.openflow import OpenFlowError
 from controller.steering.caps import METER_BURST_S, MeterCaps, caps_for, meter_band
 

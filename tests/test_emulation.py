@@ -26,7 +26,7 @@ from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign
 from tests.conftest import small_inventory
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.machine]
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 

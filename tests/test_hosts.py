@@ -133,3 +133,27 @@ def test_wait_until_raises_the_error_class_asked_for():
 
     with pytest.raises(ServerDown):
         wait_until(lambda: False, 0, "a server", error=ServerDown)
+
+
+def test_output_files_of_a_starter_killed_outright_are_removed_by_clean():
+    """A background process's output files go with it (wait/stop); a starter killed with SIGKILL cannot remove
+    them, so `mplab clean` does, and only for starters that are gone (a live one's stay)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from harness.testbeds.clean import remove_orphaned_process_dirs
+
+    code = ("import os, sys; from harness.hosts.local import LocalHost; "
+            "p = LocalHost().start(['sleep', '2']); print(p._dir.name, flush=True); os.kill(os.getpid(), 9)")
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    left = Path(child.stdout.split()[0])
+    assert child.returncode == -9 and left.is_dir() and left.name.startswith("mplab-proc-")
+    mine = LocalHost().start(["sleep", "30"])
+    try:
+        done = remove_orphaned_process_dirs("mplab-", LocalHost(), True)
+        assert f"process output {left}" in done and not left.exists()
+        assert Path(mine._dir.name).is_dir(), "a live starter's output files must stay"
+    finally:
+        mine.stop()
+    assert not Path(mine._dir.name).exists()

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 def test_example_lab_inventory_is_valid_and_complete():
     inv = load_inventory(REPO / "inventory" / "lab.example.yaml")
     assert inv.kind == "lab" and len(inv.receivers) == 9
-    assert {h.role for h in inv.lab.infra} == {"enb", "epc", "wifi-ap"}
+    assert {h.role for h in inv.lab.infra} == {"enb", "epc", "wifi-ap", "switch"}
     assert inv.meter_port(inv.receiver("rx1")) == "rfc2217://192.168.100.21:7001?ign_set_control"
     assert inv.meter_port(inv.receiver("rx9")) == "/dev/rfcomm8"
     tb = LabTestbed(inv)  # builds hosts only: nothing is contacted
@@ -29,7 +29,7 @@ def test_example_lab_inventory_is_valid_and_complete():
     rx1 = tb.nodes["rx1"].host
     assert rx1.host_key_policy == "strict" and rx1.user == "root" and rx1.key_file.name == "mplab_lab"
     assert tb.nodes["rx3"].port == 5203
-    assert set(tb.infra) == {"enb", "epc"}  # the APs have no SSH
+    assert set(tb.infra) == {"enb", "epc", "sw1"}  # the APs have no SSH
 
 
 def test_unknown_group_member_is_a_config_error(tmp_path):

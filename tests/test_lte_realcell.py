@@ -166,3 +166,22 @@ def test_cli_registers_the_real_cell_driver(prefix, tmp_path):
     assert "real cell: program srsepc" in res.stdout, res.stdout + res.stderr
     assert "real cell: S1 SCTP" in res.stdout
     assert "no driver for real_cell" not in res.stdout
+
+
+def test_wait_line_ends_when_the_program_exits_naming_it():
+    """The readiness wait of the cell's programs: a line seen, or at once the program's exit with its output."""
+    from harness.errors import NotReady
+    from harness.hosts.local import LocalHost
+    from lte.realcell import wait_line
+
+    here = LocalHost("here")
+    up = here.start(["sh", "-c", "echo 'Built in Release mode'; echo '==== eNodeB started ==='; exec sleep 30"],
+                    label="srsenb")
+    try:
+        assert wait_line(up, r"==== eNodeB started ===", 30) < 30
+    finally:
+        up.stop()
+    bad = here.start(["sh", "-c", "echo 'Error parsing rr.conf'; exit 2"], label="srsenb")
+    with pytest.raises(NotReady, match=r"(?s)real cell: srsenb printing /eNodeB started/: srsenb exited \(2\).*"
+                                       r"Error parsing rr.conf"):
+        wait_line(bad, r"eNodeB started", 60)

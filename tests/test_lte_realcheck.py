@@ -22,6 +22,16 @@ def _need(*programs):
         pytest.skip(f"{', '.join(missing)} not installed (not on PATH or under $MPLAB_LTE_BIN)")
 
 
+def _need_open5gs(schema: str) -> None:
+    """Skip unless the Open5GS found (open5gs-mmed -v) writes ``schema``'s layout ("2.6" or "2.7")."""
+    from harness.deploy.trial import find_program
+    from lte.realcheck import installed_open5gs_version
+    mmed = find_program("open5gs-mmed", bin_dirs())
+    v = installed_open5gs_version(mmed) if mmed else None
+    if v is None or v.schema != schema:
+        pytest.skip(f"needs Open5GS {schema}.x; found {v or 'none'} (open5gs-mmed -v)")
+
+
 def _broken(prefix, tmp_path, name: str, path: str, edit):
     """Render the lab's files, break ``path`` (relative to the scratch directory) with ``edit``, run ``name``."""
     inv = lab_inventory()
@@ -82,17 +92,22 @@ def test_open5gs_daemons_accept_the_rendered_files(prefix, tmp_path):
 
 @pytest.mark.root
 @pytest.mark.real_lte
-def test_open5gs_2_7_sgwc_without_global_section_aborts(prefix, tmp_path):
-    """The check can fail: sgwc.yaml as mplab wrote it before issue 15 (no `global:`) aborts v2.7."""
-    _need("open5gs-sgwcd")
+@pytest.mark.parametrize("schema, daemon, key, error", [
+    ("2.7", "sgwc", "global", "epoll_create() failed"),             # sgwc.yaml as mplab wrote it before issue 15
+    ("2.6", "smf", "sbi", "TLS enabled but no server key"),         # smf.yaml as mplab wrote it for 2.6 before
+])
+def test_open5gs_refuses_a_file_without_the_section_it_needs(prefix, tmp_path, schema, daemon, key, error):
+    """The check can fail: the installed Open5GS stops on its file without ``key`` (its schema's case only)."""
+    _need(f"open5gs-{daemon}d")
+    _need_open5gs(schema)
     import yaml
 
-    def drop_global(text):
+    def drop(text):
         doc = yaml.safe_load(text)
-        del doc["global"]
+        del doc[key]
         return yaml.safe_dump(doc)
-    v = _broken(prefix, tmp_path, "open5gs-sgwcd", "epc/sgwc.yaml", drop_global)
-    assert v.ok is False and "epoll_create() failed" in v.detail, v.detail
+    v = _broken(prefix, tmp_path, f"open5gs-{daemon}d", f"epc/{daemon}.yaml", drop)
+    assert v.ok is False and error in v.detail, v.detail
 
 
 @pytest.mark.root

@@ -288,6 +288,13 @@ def test_inventory_refuses_a_timer_below_srsenb_minimum():
     assert _with_enb(rrc_inactivity_timer_ms=10251).lte.enb.rrc_inactivity_timer_ms == 10251
 
 
+def test_2_6_smf_turns_sbi_tls_off(epc):
+    # Without it Open5GS 2.6.x's smfd refuses to start, SBI or not: "[sbi] ERROR: TLS enabled but no server key"
+    # (lib/sbi/context.c; seen with 2.6.6 built from its tag, tests/test_lte_realcheck.py).
+    assert epc["open5gs-2.6"]["smf.yaml"]["sbi"] == {"server": {"no_tls": True}, "client": {"no_tls": True}}
+    assert "sbi" not in epc["open5gs-2.7"]["smf.yaml"]
+
+
 @pytest.mark.parametrize("version", OPEN5GS_27)
 def test_every_2_7_daemon_has_a_global_section(inv, version):
     # Without it v2.7's pools are sized for 0 UEs: epoll_create() failed (22:Invalid argument).

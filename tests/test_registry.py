@@ -94,7 +94,7 @@ def test_a_second_workdir_lists_and_pulls_byte_identical_copies(published, tmp_p
     assert len(list((b / "models").glob("syn.*"))) == 1
 
 
-def test_the_run_is_what_mlflow_users_expect(published):
+def test_the_run_is_what_mlflow_users_expect(published, monkeypatch):
     from mlflow import MlflowClient
 
     uri, _, a = published
@@ -122,6 +122,9 @@ def test_the_run_is_what_mlflow_users_expect(published):
     import onnx
     import mlflow.artifacts
 
+    # As a user does: the server in MLFLOW_TRACKING_URI (a models:/ URI is resolved by the registry, which
+    # follows the tracking URI in effect, not download_artifacts' tracking_uri argument).
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     local = Path(mlflow.artifacts.download_artifacts(f"models:/energy/{mv.version}", tracking_uri=uri))
     mlmodel = (local / "MLmodel").read_text()
     assert "onnx:" in mlmodel and "signature:" in mlmodel and "CPUExecutionProvider" in mlmodel

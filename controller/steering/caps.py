@@ -236,6 +236,20 @@ def meter_band(cap_mbit: float, burst_s: float = METER_BURST_S) -> dict[str, int
     return {"kbps": kbps, "burst_kbit": max(1, round(kbps * burst_s))}
 
 
+def meter_shortfall(features: Mapping, want: int) -> str | None:
+    """Why meters with these features (``max_meter``, ``band_types``, ``capabilities``: OFPMP_METER_FEATURES
+    as the os-ken app or ``harness.testbeds.ofprobe`` reports them) cannot hold ``want`` caps, or None."""
+    f = features
+    missing = [w for w, have in (("drop bands", "drop" in f["band_types"]),
+                                 ("kbit/s rates", "kbps" in f["capabilities"]),
+                                 ("burst sizes", "burst" in f["capabilities"]),
+                                 (f"{want} meters", f["max_meter"] >= want)) if not have]
+    if missing:
+        return (f"the switch's meters lack {', '.join(missing)} (meter features: max_meter {f['max_meter']}, "
+                f"bands {list(f['band_types'])}, capabilities {list(f['capabilities'])})")
+    return None
+
+
 class MeterCaps(CapTable):
     """Caps as OpenFlow meters on the switch an ``OpenFlowSteering`` drives (its os-ken app installs them).
 
@@ -258,16 +272,8 @@ class MeterCaps(CapTable):
 
     def unsupported(self) -> str | None:
         """Why the switch cannot enforce the caps (its OFPMP_METER_FEATURES), or None when it can."""
-        f = self.steering.request({"op": "meter_features"})
-        want = len(self._receivers) * len(self.steering.networks)
-        missing = [w for w, have in (("drop bands", "drop" in f["band_types"]),
-                                     ("kbit/s rates", "kbps" in f["capabilities"]),
-                                     ("burst sizes", "burst" in f["capabilities"]),
-                                     (f"{want} meters", f["max_meter"] >= want)) if not have]
-        if missing:
-            return (f"the switch's meters lack {', '.join(missing)} (meter features: max_meter {f['max_meter']}, "
-                    f"bands {f['band_types']}, capabilities {f['capabilities']})")
-        return None
+        return meter_shortfall(self.steering.request({"op": "meter_features"}),
+                               len(self._receivers) * len(self.steering.networks))
 
     def apply(self, assignment: Assignment) -> dict[str, dict[str, float]]:
         changes = self._changes(assignment, lambda rx: self.steering.networks if rx in self._receivers else ())

@@ -31,7 +31,8 @@ applied it), ``{"op": "counters"}`` (downlink bytes per receiver and network),
 meters; replies after the barrier), ``{"op": "meters"}`` (each meter's configuration and
 statistics), ``{"op": "meter_features"}`` (the switch's OFPMP_METER_FEATURES). os-ken 4.x has no
 ``osken-manager``: ``main`` calls ``cfg.CONF`` and ``AppManager.run_apps`` in a thread and exits
-the process on SIGTERM/SIGINT (os-ken's threads ignore SIGINT and ``AppManager.close`` can hang).
+the process on SIGTERM/SIGINT (os-ken's threads ignore SIGINT and ``AppManager.close`` can hang), and
+within 0.5 s of its starter's death (a campaign killed outright must not leave a controller on a lab switch).
 """
 from __future__ import annotations
 
@@ -346,6 +347,7 @@ def main(argv: list[str]) -> None:
     """``ofapp SPEC.json``: connect to the switch the spec names and serve until SIGTERM/SIGINT."""
     from os_ken import cfg
 
+    parent = os.getppid()
     os.environ[SPEC_ENV] = argv[0]
     spec = _load_spec()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -359,6 +361,10 @@ def main(argv: list[str]) -> None:
     t.start()
     while t.is_alive():
         t.join(0.5)
+        if os.getppid() != parent:
+            # Whoever started us was killed outright (no SIGTERM came): an app left behind would keep a
+            # lab switch under a controller nobody drives, and its socket and spec would linger.
+            os._exit(0)
     os._exit(1)  # run_apps returned: the app died
 
 

@@ -17,11 +17,13 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import Field, IPvAnyAddress
+from typing import Literal
 
-from harness.config.load import Strict
+from pydantic import Field, IPvAnyAddress, model_validator
+
+from harness.config.switch import SwitchPorts
 from harness.errors import MplabError, PreflightError
-from harness.hosts.local import BackgroundProcess, Host
+from harness.hosts.local import BackgroundProcess, Host, LocalHost
 
 from controller.policy import Assignment
 from controller.steering.base import SteeredReceiver
@@ -31,19 +33,20 @@ log = logging.getLogger("mplab.controller.openflow")
 READY_S = 20.0
 
 
-class NetworkPorts(Strict):
-    """One access network's two switch ports."""
+class SwitchSpec(SwitchPorts):
+    """A lab switch for `mplab controller serve`: the inventory's ``lab.switch`` fields (where OVS listens,
+    each network's ports) plus the receivers to steer (YAML). ``switch:`` is read as ``listen:`` (its
+    name before the inventory section existed)."""
 
-    up: int = Field(ge=1, description="OpenFlow port towards the sender")
-    down: int = Field(ge=1, description="OpenFlow port towards the receivers (the AP or the eNB side)")
+    receivers: dict[str, dict[Literal["wifi", "lte"], IPvAnyAddress]] = Field(
+        min_length=1, description="receiver -> network -> its address there")
 
-
-class SwitchSpec(Strict):
-    """A lab switch for `mplab controller serve`: where OVS listens and what to steer (YAML)."""
-
-    switch: str = Field(pattern=r"^[^:]+:\d+$", description="host:port where OVS listens (set-controller ptcp:PORT)")
-    networks: dict[str, NetworkPorts]
-    receivers: dict[str, dict[str, IPvAnyAddress]]
+    @model_validator(mode="before")
+    @classmethod
+    def _old_name(cls, data):
+        if isinstance(data, dict) and "switch" in data and "listen" not in data:
+            data = {("listen" if k == "switch" else k): v for k, v in data.items()}
+        return data
 
     def steered(self) -> list[SteeredReceiver]:
         return [SteeredReceiver(n, {net: str(a) for net, a in addrs.items()}) for n, addrs in self.receivers.items()]
@@ -51,6 +54,13 @@ class SwitchSpec(Strict):
 
 class OpenFlowError(MplabError):
     """The OpenFlow app or the switch did not do what was asked."""
+
+
+def free_tcp_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on now (the app's own, unused, listener)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def app_argv(spec_path: str) -> list[str]:
@@ -87,9 +97,17 @@ class OpenFlowSteering:
                    {net: {"up": up, "down": down} for net, (up, down) in rig.ports.items()},
                    receivers, rig.switch.state_dir)
 
+    @classmethod
+    def for_lab(cls, switch: SwitchPorts, receivers: list[SteeredReceiver], state_dir: Path) -> OpenFlowSteering:
+        """The app on this machine (where mplab runs), driving the lab switch an inventory or spec describes."""
+        return cls(LocalHost("controller"), switch.listen, switch.ports(), receivers, state_dir)
+
     def spec(self) -> dict:
         return {"switch": self.switch, "control_socket": str(self.sock), "networks": self.networks,
-                "receivers": {r.name: dict(r.addresses) for r in self.receivers}}
+                "receivers": {r.name: dict(r.addresses) for r in self.receivers},
+                # os-ken also listens for switches itself; on a shared machine a fixed port would
+                # collide with another app's (its bind fails), so it gets a free one.
+                "listen_port": free_tcp_port()}
 
     def setup(self) -> None:
         try:

@@ -93,15 +93,17 @@ class OvsSwitch:
     def _wait_file(self, path: Path, who: str) -> None:
         wait_until(path.exists, READY_S, f"{who} ({path})", proc=self._procs[who])
 
-    def add_bridge(self, bridge: str, ports: dict[str, int], listen_port: int) -> None:
+    def add_bridge(self, bridge: str, ports: dict[str, int], listen_port: int,
+                   listen_address: str | None = "127.0.0.1") -> None:
         """A netdev bridge with ``ports`` (device -> OpenFlow port number), fail-secure, OpenFlow 1.3,
-        listening for its controller on 127.0.0.1:``listen_port``."""
+        listening for its controller on ``listen_address``:``listen_port`` (None: every address, as a lab
+        switch's ``set-controller BR ptcp:PORT``)."""
         args = ["--", "add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev",
                 "protocols=OpenFlow13", "fail_mode=secure", "other-config:disable-in-band=true"]
         for dev, ofport in ports.items():
             args += ["--", "add-port", bridge, dev, "--", "set", "interface", dev, f"ofport_request={ofport}"]
         self.vsctl(*args)
-        self.vsctl("set-controller", bridge, f"ptcp:{listen_port}:127.0.0.1")
+        self.vsctl("set-controller", bridge, f"ptcp:{listen_port}" + (f":{listen_address}" if listen_address else ""))
         seen: dict[str, str] = {}
 
         def numbered() -> bool:
@@ -142,12 +144,13 @@ class SpliceRig:
         shutil.rmtree(self.switch.state_dir, ignore_errors=True)
 
 
-def splice_switch(tb, listen_port: int = 6653) -> SpliceRig:
+def splice_switch(tb, listen_port: int = 6653, listen_address: str | None = "127.0.0.1") -> SpliceRig:
     """Put a real OVS bridge between the sender and the AP / eNB of a running EmulatedTestbed.
 
     The gateway end of each sender link moves into a switch namespace ``<prefix>sw`` and becomes
     a bridge port; a new veth gives the gateway back its address. Nothing forwards until a
-    controller installs flows (fail-secure).
+    controller installs flows (fail-secure). OVS listens for its controller on ``listen_address``
+    in that namespace (None: on every address, for a controller outside it, as on a lab).
     """
     root = tb.root if hasattr(tb, "root") else LocalHost("root")
     ns = f"{tb.prefix}sw"
@@ -174,7 +177,7 @@ def splice_switch(tb, listen_port: int = 6653) -> SpliceRig:
         tb.sender.run(tx_csum_off_argv("to-ap"))
         tb.sender.run(tx_csum_off_argv("to-enb"))
         rig.switch.start()
-        rig.switch.add_bridge(rig.bridge, ports, listen_port)
+        rig.switch.add_bridge(rig.bridge, ports, listen_port, listen_address)
     except BaseException:
         rig.stop()
         raise

@@ -46,9 +46,14 @@ def resolve_ccs(scenario: Scenario, testbed: Testbed) -> dict[str, CongestionCon
     return {name: resolve(name, flavour) for name in scenario.congestion_controls}
 
 
-def preflight_or_raise(testbed: Testbed, ccs: dict[str, CongestionControl]) -> list[Check]:
-    """Run the testbed's preflight; raise ``PreflightError`` listing every essential failure with its fix."""
+def preflight_or_raise(testbed: Testbed, ccs: dict[str, CongestionControl],
+                       control: SampleControl | None = None) -> list[Check]:
+    """Run the testbed's preflight, and the controller's on it; raise ``PreflightError`` listing every
+    essential failure with its fix."""
     checks = testbed.preflight(list(ccs.values()))
+    control_preflight = getattr(control, "preflight", None)
+    if control_preflight is not None:
+        checks += control_preflight(testbed)
     bad = failed_essentials(checks)
     if bad:
         lines = [f"  - [{c.host}] {c.name}: {c.detail}" + (f"  (fix: {c.fix})" if c.fix else "") for c in bad]
@@ -164,7 +169,7 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
         beds = build_testbeds(inventory, testbeds, force, access_kinds)
         with claimed(beds, f"campaign {cid}"):
             ccs = resolve_ccs(scenario, beds[0])
-            checks = preflight_or_raise(beds[0], ccs)  # one machine: the first copy's preflight holds for all
+            checks = preflight_or_raise(beds[0], ccs, control)  # one machine: the first copy's preflight holds for all
             campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=cid,
                                        parallel_section={"testbeds": testbeds,
                                                          "names": [testbed_name(t) for t in beds],
@@ -233,7 +238,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
         beds = build_testbeds(inventory, testbeds, force, access_kinds)
         with claimed(beds, f"campaign {campaign.id}"):
             ccs = resolve_ccs(scenario, beds[0])
-            preflight_or_raise(beds[0], ccs)
+            preflight_or_raise(beds[0], ccs, control)
             with campaign.lock():
                 for msg in campaign.repair():
                     log.warning("%s: %s", campaign.id, msg)

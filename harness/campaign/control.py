@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from harness.campaign.plan import SamplePlan
     from harness.config.scenario import Scenario
-    from harness.testbeds.base import Testbed
+    from harness.testbeds.base import Check, Testbed
 
 #: Record fields a control fills for policy samples (None otherwise); documented in docs/records.md.
 CONTROL_FIELDS: tuple[str, ...] = (
@@ -47,6 +47,12 @@ class PreparedSample:
 
 class SampleControl(Protocol):
     """A controller as the runner sees it."""
+
+    def preflight(self, testbed: Testbed) -> list[Check]:
+        """What the controller needs of ``testbed`` (e.g. a lab switch that speaks OpenFlow 1.3), checked with
+        the testbed's preflight before anything is set up; no side effects. Optional: a control without it
+        adds no checks."""
+        ...
 
     def setup(self, testbed: Testbed) -> None:
         """Once per campaign, after the testbed is up (install steering, open the model)."""

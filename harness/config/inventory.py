@@ -15,6 +15,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 
 from harness.config.load import Strict, load_yaml_model
 from harness.config.radio import Lte, Wifi, earfcn_range, srsepc_sgi_subnet
+from harness.config.switch import SwitchPorts
 
 SCHEMA_VERSION = 1
 
@@ -299,6 +300,10 @@ class Lab(Strict):
     infra: list[InfraHost] = Field(default_factory=list, description="eNodeB, EPC, APs, switch")
     groups: dict[LabName, list[LabName]] = Field(
         default_factory=dict, description="Ansible-style named groups of host names (for `mplab preflight --group`)")
+    switch: SwitchPorts | None = Field(
+        default=None, description="the OpenFlow switch between the sender and the access networks (`steering: "
+                                  "openflow` and rate caps as meters): listen host:port, each network's up/down "
+                                  "ports, optionally bridge and host (a lab.infra machine with role switch)")
 
     def ssh_settings(self, target: SSHTarget) -> dict:
         """``target`` completed with the defaults: keyword arguments for ``harness.hosts.ssh.SSHHost``."""
@@ -345,6 +350,9 @@ class Inventory(Strict):
                 if r.meter.kind != "emulated-um25c":
                     raise ValueError(f"receiver {r.name}: meter kind {r.meter.kind!r} on the emulated testbed "
                                      "(use emulated-um25c)")
+            if self.lab is not None and self.lab.switch is not None:
+                raise ValueError("lab.switch on an emulated inventory: the emulated testbed puts its own OVS "
+                                 "between the sender and the AP/eNB (steering: openflow)")
             cells = [r.name for r in self.receivers if r.interfaces["lte"].real_cell is not None]
             if len(cells) > 1:
                 raise ValueError(f"receivers {cells} ask for a real_cell: a ZMQ cell carries exactly one UE "
@@ -377,6 +385,9 @@ class Inventory(Strict):
                 unknown = [m for m in members if m not in known]
                 if unknown:
                     raise ValueError(f"lab.groups.{g}: unknown host(s) {unknown} (known: {sorted(known)})")
+            sw = self.lab.switch
+            if sw is not None and sw.host is not None:
+                _check_infra(self, sw.host, "switch", "lab.switch.host")
 
     def lab_gaps(self) -> list[str]:
         """What this lab inventory lacks to drive a sweep (empty when complete)."""

@@ -3,9 +3,10 @@
 ``clean_prefix`` runs an explicit tuple of cleaners, in order, each ``fn(prefix, root, nested)
 -> list of what it removed``: processes and namespaces, the machine-wide record
 (``harness.machine.forget``: state directories, names added to the allowed list), BPF
-struct_ops no live testbed needs, the key directories of crashed SSH rigs, and claim files
-no live process holds. Every cleaner is idempotent and touches only names under the prefix
-(or recorded by mplab): it is safe to run twice, after a crash, or with nothing to do.
+struct_ops no live testbed needs, the key directories of crashed SSH rigs, the output files of
+background processes whose starter was killed outright, and claim files no live process holds.
+Every cleaner is idempotent and touches only names under the prefix (or recorded by mplab, or
+owned by a dead process): it is safe to run twice, after a crash, or with nothing to do.
 
 A testbed whose namespace prefix another live process has claimed (``harness.testbeds.claim``)
 is left alone: its namespaces, processes and record stay, and the last entry says so
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from harness import machine
 from harness.cc import bpfcc
-from harness.hosts.local import Host, LocalHost
+from harness.hosts.local import Host, LocalHost, orphaned_process_dirs
 from harness.testbeds import claim as claims
 
 #: Where an SSH rig (``harness.testing.sshrig``) keeps its keys: ``<tmp>/<prefix>ssh-XXXXXXXX``.
@@ -112,6 +113,15 @@ def remove_ssh_rig_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # 
     return done
 
 
+def remove_orphaned_process_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
+    """Output files of background processes whose starter was killed outright (not per prefix: only dead owners')."""
+    done = []
+    for d in orphaned_process_dirs():
+        shutil.rmtree(d, ignore_errors=True)
+        done.append(f"process output {d}")
+    return done
+
+
 def remove_stale_claims(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
     """Claim files under ``prefix`` that no live process holds (a crashed testbed's)."""
     return claims.remove_stale(prefix, nested=nested)
@@ -128,7 +138,7 @@ Cleaner = Callable[[str, Host, bool], list[str]]
 #: ``names_needed`` sees only the other live testbeds when struct_ops are unregistered; claim
 #: files last (a testbed being torn down still holds its own), then what was left alone.
 CLEANERS: tuple[Cleaner, ...] = (remove_namespaces, forget_records, unregister_bpf_ccs, remove_ssh_rig_dirs,
-                                 remove_stale_claims, report_live_testbeds)
+                                 remove_orphaned_process_dirs, remove_stale_claims, report_live_testbeds)
 
 
 def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True,

@@ -33,6 +33,7 @@ from harness.testbeds.preflight import (
 )
 from harness.deploy.machines import ssh_host
 from harness.deploy.secrets import Secrets, load_secrets
+from harness.testbeds.ofprobe import switch_check
 from harness.testbeds.ser2net import ser2net_argv
 from harness.hosts.ssh import SSHHost
 from harness.testbeds.base import Check, Node, NodeInterface, Testbed, parallel
@@ -100,7 +101,39 @@ class LabTestbed(Testbed):
         names = [n for n in self.all_hosts() if only is None or n in only]
         for result in parallel(lambda n: self._host_checks(n, ccs), names):
             checks += result
+        if self.lab.switch is not None and (only is None or "switch" in only or self.lab.switch.host in only):
+            checks += self.switch_checks(essential=False)
         return checks
+
+    def switch_checks(self, essential: bool = True) -> list[Check]:
+        """The lab switch answers as an OpenFlow 1.3 switch; with ``host`` and ``bridge`` set, the bridge's
+        settings read over SSH. Not essential in a plain preflight: only ``steering: openflow`` needs the
+        switch (its controller makes the same check essential)."""
+        sw = self.lab.switch
+        if sw is None:
+            return [Check("switch", "lab.switch", False, "the inventory has no lab.switch section",
+                          "add lab.switch: {listen: HOST:PORT, networks: {wifi: {up, down}, lte: {up, down}}}",
+                          essential=essential)]
+        check, _ = switch_check(sw.listen, essential=essential, timeout_s=min(10.0, self.lab.command_timeout_s))
+        out = [check]
+        host = self.infra.get(sw.host) if sw.host else None
+        if host is not None and sw.bridge:
+            res = host.run(["ovs-vsctl", "--timeout=5", "get", "bridge", sw.bridge, "protocols", "fail_mode"],
+                           check=False, timeout=self.lab.command_timeout_s)
+            if res.returncode != 0:
+                out.append(Check(sw.host, f"bridge {sw.bridge}", False, res.stderr.strip()[-300:] or "ovs-vsctl failed",
+                                 f"ovs-vsctl add-br {sw.bridge} (and lab.switch.bridge names it)", essential=essential))
+            else:
+                protocols, _, fail_mode = res.stdout.strip().partition("\n")
+                out.append(Check(sw.host, f"bridge {sw.bridge}", "OpenFlow13" in protocols,
+                                 f"protocols {protocols}, fail_mode {fail_mode or '[]'}",
+                                 f"ovs-vsctl set bridge {sw.bridge} protocols=OpenFlow13", essential=essential))
+                # Standalone: the bridge forwards like a learning switch when no controller is connected,
+                # so traffic a decision blocked flows again if the controller stops. Worth knowing, not fatal.
+                out.append(Check(sw.host, f"bridge {sw.bridge} fail_mode", fail_mode.strip() == "secure",
+                                 f"fail_mode {fail_mode.strip() or '[] (standalone)'}",
+                                 f"ovs-vsctl set-fail-mode {sw.bridge} secure", essential=False))
+        return out
 
     def _host_checks(self, name: str, ccs: Sequence[CongestionControl]) -> list[Check]:
         host = self.all_hosts()[name]
@@ -109,7 +142,8 @@ class LabTestbed(Testbed):
             return [first]
         out = [first]
         try:
-            out += kernel_checks(host)
+            if name != (self.lab.switch.host if self.lab.switch else None):
+                out += kernel_checks(host)  # a switch forwards frames: its kernel needs no MPTCP
             is_node = name in self.nodes
             if name == self.sender.name or is_node:
                 out += cc_checks(host, ccs)

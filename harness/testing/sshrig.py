@@ -46,8 +46,14 @@ Subsystem sftp internal-sftp
 #: This machine's root ~/.bashrc may be heavy (here: pyenv init, ~110 ms), and bash sources it for
 #: every command sshd runs. Lab boards' shells start in a few ms; SHLVL=1 makes bash consider itself
 #: nested and skip ~/.bashrc, so the rig measures mplab rather than this machine's dot files.
-#: ``SshdRig(prefix, skip_rc=False)`` keeps the rc files (bench/skew.py --login-rc).
-SKIP_RC = "SetEnv SHLVL=1\n"
+#: ``SshdRig(prefix, skip_rc=False)`` keeps the rc files (bench/skew.py --login-rc). One ``SetEnv`` line
+#: carries every variable: sshd takes the first ``SetEnv`` of a config and ignores later ones.
+SKIP_RC = {"SHLVL": "1"}
+
+
+def set_env(env: dict[str, str]) -> str:
+    """The sshd_config line giving every session ``env`` (empty for none)."""
+    return f"SetEnv {' '.join(f'{k}={v}' for k, v in env.items())}\n" if env else ""
 
 
 @dataclass
@@ -85,8 +91,9 @@ class SshdRig:
         # sshd's privilege-separation directory; a standard path, created only if missing.
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
 
-    def add(self, name: str, netns: str) -> RigEntry:
-        """Give ``netns`` a management veth and an sshd on it; returns where it listens."""
+    def add(self, name: str, netns: str, env: dict[str, str] | None = None) -> RigEntry:
+        """Give ``netns`` a management veth and an sshd on it; returns where it listens. ``env``: variables
+        every session there gets (sshd ``SetEnv``), e.g. ``OVS_RUNDIR`` of an OVS run by hand."""
         i = len(self.entries) + 1
         a, b = self._net
         root_addr, ns_addr = f"100.{a}.{b}.{4 * i + 1}", f"100.{a}.{b}.{4 * i + 2}"
@@ -103,7 +110,7 @@ class SshdRig:
         r.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{self.prefix}{name}", "-f", str(host_key)])
         cfg = self.dir / f"sshd_{name}.conf"
         cfg.write_text(SSHD_CONFIG.format(address=ns_addr, host_key=host_key, authorized_keys=self.authorized_keys,
-                                          extra=SKIP_RC if self.skip_rc else ""))
+                                          extra=set_env({**(SKIP_RC if self.skip_rc else {}), **(env or {})})))
         proc = nsh.start(["/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)], label=f"sshd:{name}")
         entry = RigEntry(netns, ns_addr, veth, host_key, proc)
         self.entries[name] = entry
@@ -177,3 +184,14 @@ def lab_inventory(testbed, rig: SshdRig, *, name: str = "rig", ser2net: dict[str
                 "command_timeout_s": command_timeout_s, "iperf3_base_port": iperf3_base_port},
     }
 
+
+
+def add_lab_switch(data: dict, rig: SshdRig, splice, name: str = "sw") -> dict:
+    """Make the OVS ``splice`` (``controller.steering.ovs.SpliceRig``, listening on every address) the lab
+    switch of the lab inventory ``data``: sshd in its namespace (sessions find OVS's database through
+    ``OVS_RUNDIR``), a ``lab.infra`` entry with role switch, and ``lab.switch`` at its management address."""
+    entry = rig.add(name, splice.netns, env={"OVS_RUNDIR": str(splice.switch.state_dir)})
+    data["lab"].setdefault("infra", []).append({"name": name, "role": "switch", "ssh": {"address": entry.address}})
+    data["lab"]["switch"] = {"listen": f"{entry.address}:{splice.listen_port}", "bridge": splice.bridge,
+                             "host": name, "networks": {n: {"up": u, "down": d} for n, (u, d) in splice.ports.items()}}
+    return data
