@@ -169,7 +169,8 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
         beds = build_testbeds(inventory, testbeds, force, access_kinds)
         with claimed(beds, f"campaign {cid}"):
             ccs = resolve_ccs(scenario, beds[0])
-            checks = preflight_or_raise(beds[0], ccs, control)  # one machine: the first copy's preflight holds for all
+            # One machine: the first copy's preflight (and its controller's on it) holds for all.
+            checks = preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
             campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=cid,
                                        parallel_section={"testbeds": testbeds,
                                                          "names": [testbed_name(t) for t in beds],
@@ -238,7 +239,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
         beds = build_testbeds(inventory, testbeds, force, access_kinds)
         with claimed(beds, f"campaign {campaign.id}"):
             ccs = resolve_ccs(scenario, beds[0])
-            preflight_or_raise(beds[0], ccs, control)
+            preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
             with campaign.lock():
                 for msg in campaign.repair():
                     log.warning("%s: %s", campaign.id, msg)

@@ -104,7 +104,7 @@ def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
         # The node's own prefix, claimed like any campaign's: a second shard (or campaign) on it is refused.
         with stop_on_signals(), claimed([testbed], f"campaign {manifest['campaign']} (Ray node {node_id[:6]})"):
             ccs = resolve_ccs(scenario, testbed)
-            preflight_or_raise(testbed, ccs)
+            preflight_or_raise(testbed, ccs, controls[0] if controls else None)
             by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory)}
             _execute(scratch, scenario, inventory, [testbed], ccs, [by_id[s] for s in sample_ids], RunHooks(),
                      controls=controls)
