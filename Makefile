@@ -125,7 +125,7 @@ experiment:
 	@if [ "$(SCENARIO)" = quick-setup2 ] && [ ! -f models/quick-setup2/model.json ]; then \
 	  echo "experiment: scenarios/quick-setup2.yaml needs models/quick-setup2, which is missing: training it first (make setup2-model)"; \
 	  $(MAKE) --no-print-directory setup2-model; fi
-	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml --testbeds $(if $(filter quick-setup2 paper-setup2 schemes,$(SCENARIO)),1,$(TESTBEDS))
+	$(UV_RUN) mplab run scenarios/$(SCENARIO).yaml --testbeds $(TESTBEDS)
 
 # Setup II end to end on the emulated testbed from nothing: the Setup I sweep the model needs,
 # its dataset, the model, then the controller comparison (about 13 minutes in all).

@@ -40,6 +40,10 @@ def test_shards_keep_the_plan_order():
 @pytest.mark.root
 @pytest.mark.timeout(600)
 def test_two_node_ray_cluster_runs_one_campaign_and_retries_a_killed_workers_shard(tmp_path, prefix):
+    """With a policy among the modes: the node that runs its shard builds its own controller (the driver's
+    factory, pickled by reference) and steers its own testbed."""
+    from controller.setup2 import control_factory
+
     try:
         ray = cluster._ray()  # as the driver imports it (no `uv run` runtime env for the workers)
     except ConfigError as exc:
@@ -48,7 +52,8 @@ def test_two_node_ray_cluster_runs_one_campaign_and_retries_a_killed_workers_sha
 
     inv = small_inventory(prefix, [(10, 8)])
     sc = Scenario(name="cl", congestion_controls=["cubic"], receiver_counts=[1], modes=["wifi", "lte"],
-                  samples_per_case=2, file_size="1M", transfer_timeout_s=30, retries=1, settle_s=0, seed=5)
+                  policies=["all-lte"], samples_per_case=1, file_size="1M", transfer_timeout_s=30, retries=1,
+                  settle_s=0, seed=5)
     workdir = Path(tempfile.mkdtemp(prefix="mplab-ray-", dir="/tmp"))  # short: Ray's unix sockets live here
     port = rc.free_port()
     address = f"127.0.0.1:{port}"
@@ -86,7 +91,8 @@ def test_two_node_ray_cluster_runs_one_campaign_and_retries_a_killed_workers_sha
 
         t = threading.Thread(target=kill_worker_mid_shard, daemon=True)
         t.start()
-        c = cluster.start_cluster_campaign(sc, inv, tmp_path, address, campaign_id="cl", shard_size=1)
+        c = cluster.start_cluster_campaign(sc, inv, tmp_path, address, campaign_id="cl", shard_size=1,
+                                           control_factory=control_factory)
         t.join(5)
     finally:
         for n in reversed(nodes):
@@ -102,6 +108,10 @@ def test_two_node_ray_cluster_runs_one_campaign_and_retries_a_killed_workers_sha
     assert all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
     assert all(r["campaign"] == "cl" for r in recs)
     assert all(r["testbed"].startswith(prefix + "r") for r in recs)  # each node's own testbed
+    (pol,) = [r for r in recs if r["policy"] is not None]
+    assert pol["assignment"] == pol["mode"] == "lte" and pol["steering"] == "nftables", pol
+    assert pol["iface_bytes"]["lte"] >= 2**20 and pol["iface_bytes"]["wifi"] < 64 * 1024, pol  # steered on its node
+    assert c.manifest["control"]["instances"].startswith("one per testbed (each Ray node's"), c.manifest["control"]
     # Every sample has its raw output in the one store.
     assert all((c.path / "raw" / sid / "records.json").exists() for sid in per_sample)
     events = [json.loads(x) for x in (c.path / "sessions.jsonl").read_text().splitlines()]

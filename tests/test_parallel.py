@@ -26,9 +26,10 @@ from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.hosts.local import LocalHost
 
 
-def _scenario(name: str, samples: int) -> Scenario:
+def _scenario(name: str, samples: int, policies: list[str] | None = None) -> Scenario:
     return Scenario(name=name, congestion_controls=["cubic"], receiver_counts=[1], modes=["wifi", "lte"],
-                    samples_per_case=samples, file_size="1M", transfer_timeout_s=30, retries=1, settle_s=0, seed=3)
+                    samples_per_case=samples, file_size="1M", transfer_timeout_s=30, retries=1, settle_s=0, seed=3,
+                    policies=policies or [])
 
 
 def _plans(n: int) -> list[SamplePlan]:
@@ -149,10 +150,49 @@ def test_two_parallel_testbeds_record_every_sample_once(tmp_path, prefix):
     assert not list_namespaces(LocalHost("root"), prefix)
 
 
-def _start_cli(tmp_path: Path, inv, samples: int) -> tuple[subprocess.Popen, Path]:
+@pytest.mark.root
+def test_policies_on_two_testbeds_each_copy_steered_by_its_own_controller(tmp_path, prefix):
+    """A policy scenario at --testbeds 2: one controller per copy, each steering its own AP and eNB."""
+    from controller.setup2 import control_factory
+
+    built = []
+
+    def factory(scenario: Scenario, source: str):
+        built.append(control_factory(scenario, source))
+        return built[-1]
+
+    # WiFi (DCF) gives both receivers ~8.6 Mbit/s, LTE each its own rate: 1 MiB in about a second either way.
+    inv = small_inventory(prefix, [(20, 15), (15, 20)])
+    sc = Scenario(name="pol", congestion_controls=["cubic"], receiver_counts=[2], modes=[],
+                  policies=["all-wifi", "all-lte"], samples_per_case=1, file_size="1M", transfer_timeout_s=30,
+                  retries=1, settle_s=0, seed=3, control={"steering": "nftables"})
+    try:
+        c = start_campaign(sc, inv, tmp_path, campaign_id="pol", testbeds=2, force=True, control_factory=factory)
+    finally:
+        clean_prefix(prefix)
+    copies = {f"{prefix}tb1-", f"{prefix}tb2-"}
+    assert len(built) == 2 and {ctl.testbed.prefix for ctl in built} == copies, "one controller per copy"
+    recs = c.records()
+    per_sample = collections.Counter(r["sample_id"] for r in recs)
+    assert sorted(per_sample) == sorted(c.manifest["plan"]) and set(per_sample.values()) == {2}
+    assert {r["testbed"] for r in recs} == copies  # one sample each: both queue workers start at once
+    for r in recs:
+        assert r["status"] == "ok", r["error"]
+        decided = r["policy"].removeprefix("all-")
+        other = "lte" if decided == "wifi" else "wifi"
+        assert r["assignment"] == r["mode"] == decided and r["steering"] == "nftables", r
+        # Steered on the copy that ran it: the blocked network carried (almost) nothing to this receiver.
+        assert r["iface_bytes"][decided] >= 2**20 and r["iface_bytes"][other] < 64 * 1024, (r["testbed"], r)
+        assert not [f for f in r["flags"] if f.startswith(("path-leak", "path-idle"))], r["flags"]
+    assert c.manifest["control"]["steering"] == "nftables"
+    assert c.manifest["control"]["instances"].startswith("one per testbed"), c.manifest["control"]
+    assert not list_namespaces(LocalHost("root"), prefix)
+
+
+def _start_cli(tmp_path: Path, inv, samples: int, policies: list[str] | None = None) -> tuple[subprocess.Popen, Path]:
     """`mplab run --testbeds 2` in its own session; returns it once both copies have recorded a sample."""
     (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv.model_dump(mode="json")))
-    (tmp_path / "sc.yaml").write_text(yaml.safe_dump(_scenario("cli", samples).model_dump(mode="json")))
+    (tmp_path / "sc.yaml").write_text(yaml.safe_dump(_scenario("cli", samples, policies).model_dump(mode="json")))
     mplab = Path(sys.executable).parent / "mplab"
     argv = [str(mplab), "run", str(tmp_path / "sc.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
             "--runs-dir", str(tmp_path / "runs"), "--id", "k", "--testbeds", "2", "--force"]
@@ -221,16 +261,20 @@ def test_signal_stops_every_testbed_and_keeps_what_is_recorded(tmp_path, prefix,
 
 @pytest.mark.root
 def test_killed_parallel_campaign_resumes_on_one_testbed(tmp_path, prefix):
+    """With a policy among the modes: each killed copy's controller left its rules behind; the resumed one
+    steers its own testbed."""
+    from controller.setup2 import control_factory
+
     inv = small_inventory(prefix, [(10, 8)])
     proc = None
     try:
-        proc, _ = _start_cli(tmp_path, inv, 5)
+        proc, _ = _start_cli(tmp_path, inv, 3, ["all-lte"])
         os.kill(proc.pid, signal.SIGKILL)  # a crash: no clean-up, namespaces and meter devices left behind
         proc.wait(10)
         c = Campaign.open(tmp_path / "runs" / "k")
         before = c.records()
         assert len({r["sample_id"] for r in before}) < len(c.manifest["plan"]), "killed too late to test resume"
-        c = resume_campaign(tmp_path / "runs" / "k", testbeds=1)
+        c = resume_campaign(tmp_path / "runs" / "k", testbeds=1, control_factory=control_factory)
         # What the killed copies left is gone (resume removed it, not this test's clean-up).
         assert not [n for n in list_namespaces(LocalHost("root"), prefix) if "tb" in n]
     finally:
@@ -245,4 +289,7 @@ def test_killed_parallel_campaign_resumes_on_one_testbed(tmp_path, prefix):
     assert [e.get("testbeds") for e in events if e["event"] in ("start", "resume")] == [
         [f"{prefix}tb1-", f"{prefix}tb2-"], [prefix]]
     # The same seeded, shuffled plan whatever K ran it.
-    assert c.manifest["plan"] == [p.sample_id for p in plan_campaign(_scenario("cli", 5), inv)]
+    assert c.manifest["plan"] == [p.sample_id for p in plan_campaign(_scenario("cli", 3, ["all-lte"]), inv)]
+    policy = [r for r in recs if r["policy"] is not None]
+    assert len(policy) == 3 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+    assert all(r["assignment"] == r["mode"] == "lte" and r["iface_bytes"]["wifi"] < 64 * 1024 for r in policy), policy

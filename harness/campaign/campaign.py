@@ -97,19 +97,38 @@ class RunHooks:
     on_sample: Callable[[SampleOutcome], None] = lambda o: None
 
 
-def build_control(scenario: Scenario, source: str, factory: ControlFactory | None,
-                  testbeds: int = 1) -> SampleControl | None:
-    """The controller for a scenario with policies (refused here, before anything starts)."""
+def build_control(scenario: Scenario, source: str, factory: ControlFactory | None) -> SampleControl | None:
+    """The controller for a scenario with policies (refused here, before anything starts); None without policies."""
     if not scenario.policies:
         return None
     if factory is None:
         raise ConfigError("this scenario runs controller policies, but no controller was given (run it with "
                           "`mplab run`, which mounts the controller package)", source=source, field="policies")
-    if testbeds != 1:
-        # One controller steers one testbed's AP and eNB (and one os-ken app owns its OpenFlow port).
-        raise ConfigError(f"--testbeds {testbeds}: a scenario with policies runs on one testbed (--testbeds 1)",
-                          source=source, field="policies")
     return factory(scenario, source)
+
+
+def build_controls(scenario: Scenario, source: str, factory: ControlFactory | None,
+                   testbeds: int = 1) -> list[SampleControl] | None:
+    """One controller per testbed copy for a scenario with policies (None without policies).
+
+    A controller steers one testbed (the nftables rules in its AP and eNB, or the switch spliced
+    into it and the os-ken app driving that switch) and holds the sample it is preparing and a
+    periodic policy's loop, so copies never share one. All are built here, before anything
+    starts: a bad policy or model is refused with nothing built.
+    """
+    first = build_control(scenario, source, factory)
+    if first is None or factory is None:  # (no factory with policies: refused by build_control)
+        return None
+    return [first] + [factory(scenario, source) for _ in range(testbeds - 1)]
+
+
+def describe_controls(controls: list[SampleControl], where: str) -> dict:
+    """The manifest's ``control`` section: the controller (every copy's is built from the same scenario),
+    and that each testbed (``where``: which ones) has its own."""
+    out = metadata.safely("control", getattr(controls[0], "describe", dict))
+    if isinstance(out, dict):
+        out = {**out, "instances": f"one per testbed ({where})"}
+    return out
 
 
 def testbed_name(testbed: Testbed) -> str:
@@ -137,28 +156,29 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     """Plan, preflight, create and run a new campaign (on ``testbeds`` parallel copies of an emulated testbed).
 
     Refused before anything is built when the id is bad, the runs directory cannot be
-    written, the scenario runs policies without a controller (or on more than one copy), or
-    another live testbed holds a namespace prefix (each copy claims its own). From here on
-    SIGTERM and SIGHUP stop the work cleanly (teardown of every copy and of the controller, a
-    session line), as Ctrl-C does.
+    written, the scenario runs policies without a controller (each copy gets its own,
+    ``build_controls``), or another live testbed holds a namespace prefix (each copy claims its
+    own). From here on SIGTERM and SIGHUP stop the work cleanly (teardown of every copy and of
+    its controller, a session line), as Ctrl-C does.
     """
     cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     plans = plan_campaign(scenario, inventory, scenario_source)
-    control = build_control(scenario, scenario_source, control_factory, testbeds)
+    controls = build_controls(scenario, scenario_source, control_factory, testbeds)
     check_writable(runs_dir)
     with stop_on_signals():
         beds = build_testbeds(inventory, testbeds, force, access_kinds)
         with claimed(beds, f"campaign {cid}"):
             ccs = resolve_ccs(scenario, beds[0])
-            checks = preflight_or_raise(beds[0], ccs, control)  # one machine: the first copy's preflight holds for all
+            # One machine: the first copy's preflight (and its controller's on it) holds for all.
+            checks = preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
             campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=cid,
                                        parallel_section={"testbeds": testbeds,
                                                          "names": [testbed_name(t) for t in beds],
                                                          "forced": force, "max_testbeds": parallel.max_testbeds(),
                                                          "cores_per_testbed": parallel.CORES_PER_TESTBED},
-                                       control=control)
+                                       controls=controls)
             campaign.check_writable()
-            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), control=control)
+            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), controls=controls)
     return campaign
 
 
@@ -175,8 +195,9 @@ def claimed(beds: list[Testbed], owner: str) -> Iterator[None]:
 def create_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, plans: list[SamplePlan],
                     testbed: Testbed, ccs: dict[str, CongestionControl], checks: list[Check], *,
                     campaign_id: str | None = None, parallel_section: dict | None = None,
-                    control: SampleControl | None = None) -> Campaign:
-    """Write a new campaign's manifest (nothing runs)."""
+                    controls: list[SampleControl] | None = None, controls_where: str = "") -> Campaign:
+    """Write a new campaign's manifest (nothing runs); ``controls_where`` says which testbeds have a controller
+    (default: the campaign's parallel copies)."""
     cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     tb = describe_testbed(testbed)
     manifest = {
@@ -195,8 +216,9 @@ def create_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, pl
         "preflight": [c.__dict__ for c in checks],
         "parallel": parallel_section or {},
     }
-    if control is not None:
-        manifest["control"] = metadata.safely("control", getattr(control, "describe", dict))
+    if controls:
+        names = (parallel_section or {}).get("names") or [testbed_name(testbed)]
+        manifest["control"] = describe_controls(controls, controls_where or ", ".join(names))
     return Campaign.create(runs_dir, cid, manifest)
 
 
@@ -210,21 +232,21 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
     campaign = Campaign.open(path)
     campaign.check_writable()
     scenario, inventory = campaign_inputs(campaign)
-    control = build_control(scenario, str(campaign.path / "manifest.json"), control_factory, testbeds)
+    controls = build_controls(scenario, str(campaign.path / "manifest.json"), control_factory, testbeds)
     with stop_on_signals():
         with campaign.lock():  # another process resuming it is refused before anything is built
             pass
         beds = build_testbeds(inventory, testbeds, force, access_kinds)
         with claimed(beds, f"campaign {campaign.id}"):
             ccs = resolve_ccs(scenario, beds[0])
-            preflight_or_raise(beds[0], ccs, control)
+            preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
             with campaign.lock():
                 for msg in campaign.repair():
                     log.warning("%s: %s", campaign.id, msg)
                 _clean_earlier_copies(campaign, beds)
             plans = pending_plans(campaign, scenario, inventory)
             _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True,
-                     control=control)
+                     controls=controls)
     return campaign
 
 
@@ -312,10 +334,17 @@ def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, Conges
 
 def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbeds: list[Testbed],
              ccs: dict[str, CongestionControl], plans: list[SamplePlan], hooks: RunHooks,
-             resumed: bool = False, control: SampleControl | None = None) -> None:
+             resumed: bool = False, controls: list[SampleControl] | None = None) -> None:
+    """Run ``plans`` on ``testbeds``, copy *i* with controller ``controls[i]`` (one each, never shared)."""
     meta = {"kernel": campaign.manifest.get("kernel"),
             "power_profile": inventory.emulation.power_profile.name if inventory.emulation else None}
     names = [testbed_name(t) for t in testbeds]
+    per_bed: list[SampleControl | None] = list(controls) if controls else [None] * len(testbeds)
+    if controls and (len(controls) != len(testbeds) or len({id(c) for c in controls}) != len(controls)):
+        # A controller steers the one testbed it was set up on and holds that copy's sample in flight:
+        # shared, one copy's transfers would run unsteered while the other's were steered twice.
+        raise ValueError(f"{len(testbeds)} testbed(s) need {len(testbeds)} distinct controllers, got "
+                         f"{len({id(c) for c in controls})} distinct of {len(controls)}")
     with campaign.lock():
         campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "pid": os.getpid(),
                               "testbeds": names})
@@ -329,9 +358,9 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                     # Set up one copy after the other (they share BPF registrations and the allowed list).
                     recorders = [stack.enter_context(_testbed_session(
                         campaign, tb, ccs, f"trace-{stamp}.csv" if len(testbeds) == 1 else f"trace-{stamp}-{n}.csv",
-                        control)) for tb, n in zip(testbeds, names)]
-                    runners = [Runner(tb, campaign, scenario, ccs, rec, meta, testbed_name=n, control=control)
-                               for tb, rec, n in zip(testbeds, recorders, names)]
+                        ctl)) for tb, n, ctl in zip(testbeds, names, per_bed)]
+                    runners = [Runner(tb, campaign, scenario, ccs, rec, meta, testbed_name=n, control=ctl)
+                               for tb, rec, n, ctl in zip(testbeds, recorders, names, per_bed)]
                     with parallel.Interference() as interference:
                         try:
                             if len(runners) == 1:
@@ -357,11 +386,12 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
             # the controller's switch and rules).
             with signals_deferred():
                 try:
-                    if control is not None:
-                        try:
-                            control.teardown()  # idempotent: _testbed_session tore it down already
-                        except Exception as exc:  # noqa: BLE001 - the testbeds must still go
-                            log.warning("controller teardown: %s", exc)
+                    for ctl in per_bed:
+                        if ctl is not None:
+                            try:
+                                ctl.teardown()  # idempotent: _testbed_session tore it down already
+                            except Exception as exc:  # noqa: BLE001 - the testbeds must still go
+                                log.warning("controller teardown: %s", exc)
                     for tb in testbeds:
                         tb.teardown()  # idempotent; a set-up that failed half-way left something
                 finally:

@@ -97,7 +97,8 @@ def run(
             raise ConfigError("give either a scenario or --resume, not both")
         with _progress() as progress:
             if cluster:
-                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress), shard_size=shard_size)
+                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress), shard_size=shard_size,
+                                                   control_factory=control_factory)
             else:
                 campaign = resume_campaign(resume, _hooks(progress), testbeds=testbeds, force=force,
                                            access_kinds=_access_kinds(ctx),
@@ -111,7 +112,7 @@ def run(
         inv = load_inventory(inventory or scenario_inventory(sc, scenario))
         if dry_run:
             plans = plan_campaign(sc, inv, str(scenario))
-            control = build_control(sc, str(scenario), control_factory, testbeds)  # a model not covering it: refused
+            control = build_control(sc, str(scenario), control_factory)  # a model not covering it: refused
             eta = dry_run_estimate_s(plans, sc, inv, control)
             console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
                           f"{len(plans)} samples on {inv.name} ({inv.kind}); shuffled={sc.shuffle} seed={sc.seed}")
@@ -126,7 +127,7 @@ def run(
             if cluster:
                 campaign = start_cluster_campaign(sc, inv, runs_dir, cluster, campaign_id=campaign_id,
                                                   scenario_source=str(scenario), hooks=_hooks(progress),
-                                                  shard_size=shard_size)
+                                                  shard_size=shard_size, control_factory=control_factory)
             else:
                 campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
                                           hooks=_hooks(progress), testbeds=testbeds, force=force,

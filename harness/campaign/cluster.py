@@ -10,7 +10,11 @@ started with ``--resources '{"testbed": 1}'`` runs one shard at a time. On its n
 builds that node's emulated testbed (namespace prefix ``<prefix>r<node id>-``, so two nodes on
 one host never meet), preflights it, runs the shard into a scratch campaign with the same
 runner as a local campaign, and returns the records, the raw output (a tar) and the session's
-interference. A task whose node dies is retried elsewhere by Ray (``SHARD_RETRIES``); a
+interference. A scenario with policies: the driver sends the controller's factory (``mplab.cli``
+mounts ``controller.setup2.control_factory``; Ray pickles it by reference, so every node imports it
+from its own checkout) and each task builds its own controller on its own testbed, as each of
+``--testbeds K`` copies has its own (the model directory must then be at the same path on every
+node). A task whose node dies is retried elsewhere by Ray (``SHARD_RETRIES``); a
 failed shard's partial output never reaches the store. The driver gathers each finished shard
 into the one campaign store (raw output first, then the records in one append) and skips a
 sample already recorded, so every planned sample is recorded once.
@@ -32,9 +36,10 @@ import time
 from pathlib import Path
 
 from harness.campaign.campaign import (
-    RunHooks, _execute, build_testbeds, campaign_inputs, claimed, create_campaign, pending_plans, preflight_or_raise,
-    resolve_ccs, testbed_name,
+    RunHooks, _execute, build_control, build_controls, build_testbeds, campaign_inputs, claimed, create_campaign,
+    pending_plans, preflight_or_raise, resolve_ccs, testbed_name,
 )
+from harness.campaign.control import ControlFactory
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import SampleOutcome, stop_on_signals
 from harness.campaign.store import Campaign, check_writable
@@ -74,15 +79,24 @@ def node_prefix(inventory: Inventory, node_id: str) -> str:
     return f"{inventory.emulation.namespace_prefix}r{node_id[:6].lower()}-"
 
 
-def run_shard(manifest: dict, sample_ids: list[str]) -> dict:
-    """On a worker node: run ``sample_ids`` of the campaign on this node's testbed; return what to store."""
+def run_shard(manifest: dict, sample_ids: list[str], control_factory: ControlFactory | None = None) -> dict:
+    """On a worker node: run ``sample_ids`` of the campaign on this node's testbed (with a controller of its
+    own, built by ``control_factory``, for policy samples); return what to store."""
     import ray  # only ever called inside a Ray task
 
     node_id = ray.get_runtime_context().get_node_id()
+    return run_shard_on(manifest, sample_ids, node_id, control_factory)
+
+
+def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
+                 control_factory: ControlFactory | None = None) -> dict:
+    """``run_shard`` on the node ``node_id`` names (the part that needs no Ray)."""
     with tempfile.TemporaryDirectory(prefix="mplab-shard-") as tmp:
         scratch = Campaign.create(Path(tmp), manifest["campaign"],
                                   {k: v for k, v in manifest.items() if k not in ("schema_version", "campaign")})
         scenario, inventory = campaign_inputs(scratch)
+        # This node's controller, never the driver's: it steers the testbed built here.
+        controls = build_controls(scenario, f"{manifest['campaign']} (Ray node {node_id[:6]})", control_factory, 1)
         data = inventory.model_dump(mode="json")
         data["emulation"]["namespace_prefix"] = node_prefix(inventory, node_id)
         inventory = Inventory.model_validate(data)
@@ -90,9 +104,10 @@ def run_shard(manifest: dict, sample_ids: list[str]) -> dict:
         # The node's own prefix, claimed like any campaign's: a second shard (or campaign) on it is refused.
         with stop_on_signals(), claimed([testbed], f"campaign {manifest['campaign']} (Ray node {node_id[:6]})"):
             ccs = resolve_ccs(scenario, testbed)
-            preflight_or_raise(testbed, ccs)
+            preflight_or_raise(testbed, ccs, controls[0] if controls else None)
             by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory)}
-            _execute(scratch, scenario, inventory, [testbed], ccs, [by_id[s] for s in sample_ids], RunHooks())
+            _execute(scratch, scenario, inventory, [testbed], ccs, [by_id[s] for s in sample_ids], RunHooks(),
+                     controls=controls)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             for sid in sample_ids:
@@ -134,8 +149,9 @@ def gather(campaign: Campaign, result: dict, plans: dict[str, SamplePlan], hooks
 
 
 def run_on_cluster(campaign: Campaign, plans: list[SamplePlan], address: str, *, shard_size: int,
-                   hooks: RunHooks, resumed: bool = False) -> dict:
-    """Run ``plans`` as shards on the Ray cluster at ``address`` and gather them into ``campaign``."""
+                   hooks: RunHooks, resumed: bool = False, control_factory: ControlFactory | None = None) -> dict:
+    """Run ``plans`` as shards on the Ray cluster at ``address`` and gather them into ``campaign``
+    (each shard's node builds its own controller with ``control_factory``)."""
     ray = _ray()
     ray.init(address=address, logging_level="WARNING", log_to_driver=False)
     stats: dict = {"shards": 0, "samples": 0, "by_node": {}}
@@ -151,7 +167,7 @@ def run_on_cluster(campaign: Campaign, plans: list[SamplePlan], address: str, *,
             outcome = "interrupted"
             task = ray.remote(run_shard).options(resources={TESTBED_RESOURCE: 1}, num_cpus=0, max_retries=SHARD_RETRIES)
             by_id = {p.sample_id: p for p in plans}
-            pending = {task.remote(campaign.manifest, [p.sample_id for p in shard]): shard
+            pending = {task.remote(campaign.manifest, [p.sample_id for p in shard], control_factory): shard
                        for shard in shards(plans, shard_size)}
             try:
                 while pending:
@@ -186,38 +202,42 @@ def default_shard_size(n_plans: int) -> int:
 
 def start_cluster_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, address: str, *,
                            campaign_id: str | None = None, scenario_source: str = "scenario",
-                           hooks: RunHooks | None = None, shard_size: int | None = None) -> Campaign:
-    """Plan and create a campaign here, run it on the cluster (each node preflights its own testbed)."""
+                           hooks: RunHooks | None = None, shard_size: int | None = None,
+                           control_factory: ControlFactory | None = None) -> Campaign:
+    """Plan and create a campaign here, run it on the cluster (each node preflights its own testbed and,
+    for policies, builds its own controller)."""
     if inventory.emulation is None:
         raise ConfigError("--cluster runs emulated testbeds on the cluster's nodes; "
                           f"{inventory.name!r} is a {inventory.kind} testbed", field="cluster")
-    if scenario.policies:
-        # The controller steers a testbed it set up itself; the cluster's nodes build theirs remotely.
-        raise ConfigError("--cluster: a scenario with policies runs on one local testbed (--testbeds 1)",
-                          source=scenario_source, field="policies")
     _ray()
     plans = plan_campaign(scenario, inventory, scenario_source)
+    # Built here only to refuse a bad policy or model before anything starts, and for the manifest;
+    # never set up (each node builds and sets up its own).
+    control = build_control(scenario, scenario_source, control_factory)
     check_writable(runs_dir)
     (testbed,) = build_testbeds(inventory, 1, False)
     ccs = resolve_ccs(scenario, testbed)
     campaign = create_campaign(scenario, inventory, runs_dir, plans, testbed, ccs, [], campaign_id=campaign_id,
-                               parallel_section={"cluster": address, "started_at": time.time()})
+                               parallel_section={"cluster": address, "started_at": time.time()},
+                               controls=[control] if control is not None else None,
+                               controls_where="each Ray node's, built on the node")
     run_on_cluster(campaign, plans, address, shard_size=shard_size or default_shard_size(len(plans)),
-                   hooks=hooks or RunHooks())
+                   hooks=hooks or RunHooks(), control_factory=control_factory)
     return campaign
 
 
 def resume_cluster_campaign(path: Path, address: str, *, hooks: RunHooks | None = None,
-                            shard_size: int | None = None) -> Campaign:
+                            shard_size: int | None = None, control_factory: ControlFactory | None = None) -> Campaign:
     """Run a campaign's samples without records on the cluster."""
     _ray()
     campaign = Campaign.open(path)
     campaign.check_writable()
     scenario, inventory = campaign_inputs(campaign)
+    build_control(scenario, str(campaign.path / "manifest.json"), control_factory)  # refused before anything runs
     with campaign.lock():
         for msg in campaign.repair():
             log.warning("%s: %s", campaign.id, msg)
     plans = pending_plans(campaign, scenario, inventory)
     run_on_cluster(campaign, plans, address, shard_size=shard_size or default_shard_size(len(plans)),
-                   hooks=hooks or RunHooks(), resumed=True)
+                   hooks=hooks or RunHooks(), resumed=True, control_factory=control_factory)
     return campaign

@@ -9,7 +9,9 @@ policies start their loop there), runs the transfer as MPTCP on every receiver, 
 starting on a path its mode allows, and calls ``finish``. The harness never imports a
 controller: ``mplab.cli`` passes a ``ControlFactory`` to the campaign, which builds the control
 before anything starts (so a bad policy or model is refused first) and sets it up once the
-testbed exists.
+testbed exists. A control steers the one testbed it was set up on: with ``--testbeds K`` the
+factory is called once per copy, and on ``--cluster`` each node calls it for its own testbed
+(``harness.campaign.campaign.build_controls``); copies never share one.
 
 The record fields a control adds are listed in ``CONTROL_FIELDS`` (docs/records.md) and are
 ``None`` in records of mode samples.
