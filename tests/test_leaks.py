@@ -88,3 +88,23 @@ def test_a_test_that_leaks_fails_and_one_that_cleans_passes(tmp_path):
     leaked = re.search(r"left behind under (mplab-t[0-9a-f]{6}-): namespaces (\S+)", out)
     assert leaked and leaked.group(2) == f"{leaked.group(1)}n1", out
     assert list_namespaces(LocalHost("root"), leaked.group(1)) == [], "the check removed what it found"
+
+
+def test_a_testbed_record_left_under_the_prefix_is_a_leak_and_goes():
+    """A record in /run/mplab keeps the congestion controls it names allowed machine-wide: one left under the
+    prefix fails the test (and is removed); another prefix's is not ours."""
+    from harness import machine
+
+    p = _fresh()
+    other = _fresh()
+    machine.write_state(p, {"prefix": p, "needs": []})
+    machine.write_state(other, {"prefix": other, "needs": []})
+    try:
+        found = leaks.leftovers(p)
+        assert found and found.records == (str(machine.state_dir(p)),), found
+        assert "testbed records" in found.describe()
+        leaks.remove(found)
+        assert not machine.state_dir(p).exists() and not leaks.leftovers(p)
+        assert machine.state_dir(other).exists(), "another prefix's record is not ours"
+    finally:
+        machine.forget(other, LocalHost("root"), nested=False)

@@ -1,11 +1,13 @@
-"""What a test left behind under its namespace prefix: namespaces, iperf3 processes, qdiscs.
+"""What a test left behind under its namespace prefix: namespaces, processes, qdiscs, testbed records.
 
 The tests' ``prefix`` fixture (tests/conftest.py) marks every process the test starts with
 the environment variable ``MPLAB_TEST_PREFIX=<prefix>``: children inherit it, through ``ip
 netns exec`` and after their parent has died, so a leftover is recognised even when it was
 reparented to init. After the test the fixture calls ``leftovers``: a namespace named under the
-prefix, or a live iperf3 process carrying the mark, fails the test, and ``remove`` takes away
-what it found (only that: the namespaces under the prefix, the marked processes by pid).
+prefix, a live process of a watched program (iperf3, the Open vSwitch daemons) carrying the mark,
+or a testbed record under the prefix in /run/mplab (which keeps its congestion controls allowed
+machine-wide) fails the test, and ``remove`` takes away what it found (only that: everything
+under the prefix, the marked processes by pid).
 
 Qdiscs exist only inside the testbeds' namespaces (every tc argument list runs through a
 namespace Host), so a leaked qdisc is a leaked namespace; the report lists the qdiscs each
@@ -17,13 +19,14 @@ import os
 import signal
 from dataclasses import dataclass
 
+from harness import machine
 from harness.hosts.local import LocalHost
 from harness.testbeds.clean import clean_prefix, list_namespaces
 
 #: The environment variable that marks a test's processes with its prefix.
 MARK = "MPLAB_TEST_PREFIX"
 #: Programs whose marked, still running processes count as leaked.
-WATCHED = ("iperf3",)
+WATCHED = ("iperf3", "ovs-vswitchd", "ovsdb-server")
 
 
 @dataclass(frozen=True)
@@ -34,9 +37,10 @@ class Leftovers:
     namespaces: tuple[str, ...] = ()
     qdiscs: tuple[str, ...] = ()
     processes: tuple[tuple[int, str], ...] = ()
+    records: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.namespaces or self.processes)
+        return bool(self.namespaces or self.processes or self.records)
 
     def describe(self) -> str:
         parts = []
@@ -46,6 +50,8 @@ class Leftovers:
             parts.append(f"qdiscs in them: {'; '.join(self.qdiscs)}")
         if self.processes:
             parts.append("processes " + ", ".join(f"{pid} ({cmd})" for pid, cmd in self.processes))
+        if self.records:
+            parts.append(f"testbed records {', '.join(self.records)}")
         return f"left behind under {self.prefix}: " + "; ".join(parts)
 
 
@@ -81,7 +87,9 @@ def leftovers(prefix: str) -> Leftovers:
         res = root.run(["tc", "-n", ns, "qdisc", "show"], check=False)
         qdiscs += [f"{ns}: {ln.strip()}" for ln in res.stdout.splitlines()
                    if ln.split()[1:2] and ln.split()[1] not in ("noqueue", "noop")]
-    return Leftovers(prefix, names, tuple(qdiscs), tuple(marked_processes(prefix)))
+    records = tuple(str(d) for d in sorted(machine.STATE_ROOT.glob("*")) if d.is_dir()
+                    and machine.owned(d.name + "-", prefix, nested=True)) if machine.STATE_ROOT.is_dir() else ()
+    return Leftovers(prefix, names, tuple(qdiscs), tuple(marked_processes(prefix)), records)
 
 
 def remove(found: Leftovers) -> None:
