@@ -248,7 +248,7 @@ class _FlowsAtFinish:
         self.inner, self.ofctl, self.flows = inner, ofctl, []
 
     def finish(self, plan) -> None:
-        self.flows.append(self.ofctl("dump-flows"))
+        self.flows.append((plan.policy, self.ofctl("dump-flows")))
         self.inner.finish(plan)
 
     def __getattr__(self, name):
@@ -261,7 +261,9 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
     the management network (the lab switch: a userspace OVS between the sender and the AP/eNB, its
     machine reached over SSH), named by the inventory's lab.switch. EEMPTCP on a fast WiFi and a slow LTE
     path decides WiFi alone, capped at its probe rate: the LTE entry is gone at the switch, the WiFi entry
-    carries a meter and counted the file, and the records say so."""
+    carries a meter and counted the file, and the records say so. MP-SDN in the same run reads each
+    network's congestion from the switch's port towards it (utilisation against the inventory's
+    capacity): the saturated LTE secondary reads congested and its Tier-2 limit falls."""
     from controller.setup2 import control_factory
 
     from labswitch_fixtures import lab_switch_rig
@@ -272,7 +274,9 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
             spies.append(_FlowsAtFinish(control_factory(scenario, source), r.ofctl))
             return spies[-1]
 
-        sc = _scenario("labsw", receiver_counts=[1], modes=[], policies=["eemptcp"],
+        # 3 MB: two MP-SDN epochs of 0.5 s at least (24 Mbit/s in all), eemptcp's WiFi alone ~1.3 s.
+        sc = _scenario("labsw", receiver_counts=[1], modes=[], file_size="3M",
+                       policies=["eemptcp", {"name": "mp-sdn", "params": {"ei_s": 0.5}}],
                        control={"steering": "openflow", "probe_s": 0.5, "warm_s": 0.2})
         campaign = start_campaign(sc, r.lab, tmp_path / "runs", campaign_id="labsw", control_factory=factory)
         records = campaign.records()
@@ -283,14 +287,32 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
     assert checks[("switch", "OpenFlow 1.3")]["ok"] and not checks[("switch", "OpenFlow 1.3")]["essential"]
     assert checks[("switch", "rate caps (OpenFlow meters)")]["ok"]
     assert checks[("sw", f"bridge {bridge}")]["ok"], checks[("sw", f"bridge {bridge}")]
-    (r,) = records
+    assert checks[("controller", "congestion signal")]["ok"], checks[("controller", "congestion signal")]
+    by_policy = {rec["policy"]: rec for rec in records}
+    r = by_policy["eemptcp"]
     assert r["status"] == "ok", r["error"]
     assert r["steering"] == "openflow" and r["caps_by"] == "openflow-meter", r
     assert r["assignment"] == "wifi" and set(r["caps_mbit"]) == {"wifi"}, (r["assignment"], r["caps_mbit"])
-    (flows,) = spies[0].flows
+    (flows,) = [f for policy, f in spies[0].flows if policy == "eemptcp"]
     down = [ln for ln in flows.splitlines() if f"nw_dst={wifi}" in ln]
     assert f"nw_dst={lte}" not in flows, "LTE was not decided: its entry must be gone from the switch"
     assert len(down) == 1 and "meter:" in down[0], flows
     # Flow statistics trail the datapath by up to one revalidation (100 ms, ~0.25 MB at this rate).
     assert int(down[0].split("n_bytes=")[1].split(",")[0]) >= r["bytes"] // 2, down[0]
     assert r["iface_bytes"]["lte"] < 20_000, r["iface_bytes"]  # a blocked subflow's SYNs at most
+    # MP-SDN: WiFi primary, the LTE secondary capped by its Tier-2 limit (4 Mbit/s, the LTE capacity, at
+    # epoch 0); every epoch reads the switch's ports, and the LTE subflow filling its path reads congested.
+    m = by_policy["mp-sdn"]
+    assert m["status"] == "ok", m["error"]
+    assert m["policy_trace"]["primary"] == "wifi" and m["policy_trace"]["tier2_mbit"]["lte"] == 4, m["policy_trace"]
+    epochs = m["control_epochs"]
+    assert epochs and all("error" not in e for e in epochs), epochs
+    assert {e["occupancy_source"] for e in epochs} == {"switch-port"}, epochs
+    first = epochs[0]
+    lte = first["congestion"]["lte"]
+    assert lte["capacity_mbit"] == 4 and lte["utilisation"] >= 0.85, first  # the LTE path saturated ...
+    assert first["occupancy"]["lte"] >= 0.85
+    assert first["tier2_mbit"]["lte"] == pytest.approx(2.0), first  # ... and its Tier-2 limit halved
+    assert first["caps_mbit"] == {"lte": pytest.approx(2.0)}, first
+    # WiFi's utilisation is that of its port: the file's WiFi share over the epoch, against 20 Mbit/s.
+    assert 0 < first["congestion"]["wifi"]["tx_mbit"] <= 20 * 1.1, first
