@@ -283,9 +283,11 @@ class Setup2Control:
             return []
         why = lab_signal_gap(testbed, self.spec.steering)
         caps = network_capacity(testbed) or {}
+        against = ", ".join(f"{net} {caps[net]:g}" for net in IFACES if net in caps)
         return [Check("controller", "congestion signal", why is None,
-                      f"each network's down port on the lab switch against {caps} Mbit/s (utilisation, "
-                      f"a proxy for queue occupancy) for {readers}" if why is None else f"policies {readers}: {why}",
+                      f"each network's down port on the lab switch against its capacity ({against} Mbit/s; "
+                      f"utilisation, a proxy for queue occupancy) for {readers}" if why is None
+                      else f"policies {readers}: {why}",
                       "set lab.switch.networks.<net>.capacity_mbit to what each network carries saturated "
                       "(docs/lab.md), with steering: openflow")]
 
