@@ -28,6 +28,8 @@ from harness.testbeds.lab import LabTestbed
 from harness.campaign.runner import Interrupted
 from harness.config.scenario import Scenario
 from harness.testing.sshrig import SshdRig, lab_inventory
+from harness.hosts.netcmd import sysctl_argv
+from harness.testbeds.base import failed_essentials
 from conftest import small_inventory
 
 
@@ -138,7 +140,13 @@ def test_sweep_over_ssh_has_the_namespace_records_shape(prefix, tmp_path):
 @pytest.mark.root
 def test_preflight_over_ssh_reports_and_refuses(rigged):
     inv, tb, rig = rigged
+    # An eNodeB machine (the emulated eNB's namespace) whose kernel has MPTCP off, and a receiver with it off:
+    # net.mptcp.enabled is per network namespace. Only the receiver must fail.
+    for ns in ("enb", "n3"):
+        NamespaceHost(ns, tb.ns[ns]).run(sysctl_argv("net.mptcp.enabled", "0"))
+    enb = rig.add("enb1", tb.ns["enb"])
     data = lab_inventory(tb, rig)
+    data["lab"]["infra"] = [{"name": "enb1", "role": "enb", "ssh": {"address": enb.address}}]
     data["receivers"][0]["interfaces"]["lte"]["name"] = "wwan9"  # an adapter that is not plugged in
     lab = LabTestbed(Inventory.model_validate(data))
     try:
@@ -146,6 +154,11 @@ def test_preflight_over_ssh_reports_and_refuses(rigged):
     finally:
         lab.teardown()
     by = {(c.host, c.name): c for c in checks}
+    assert by[("enb1", "reachable")].ok
+    assert [c for c in failed_essentials(checks) if c.host == "enb1"] == [], [c for c in checks if c.host == "enb1"]
+    assert not [c for c in checks if c.host == "enb1" and "MPTCP" in c.name], "an eNB needs no MPTCP"
+    assert not by[("n3", "MPTCP enabled")].ok and "net.mptcp.enabled = 0" in by[("n3", "MPTCP enabled")].detail
+    assert by[("n3", "MPTCP enabled")].essential
     assert by[("snd", "reachable")].ok and by[("n2", "reachable")].ok
     assert by[("n1", "kernel flavour")].ok and "upstream" in by[("n1", "kernel flavour")].detail
     assert by[("n2", "MPTCP enabled")].ok
