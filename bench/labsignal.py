@@ -60,12 +60,11 @@ def reading(r, signal: SwitchPortSignal, seconds: int, transfer: bool) -> tuple[
         signal.start()
         time.sleep(seconds)  # a measurement window, not a readiness wait
         return signal.read().detail["lte"], None
-    with PathTransfer(r.tb, "n1", "lte", 2 + seconds) as tr:
+    with PathTransfer(r.tb, "n1", "lte", 3 + seconds) as tr:
         tr.wait_until(2.0)
         signal.start()
-        tr.wait_until(2.0 + seconds)
+        rate = tr.frame_rate(2.0, 2.0 + seconds)  # the same window as the signal's, give or take a read
         got = signal.read().detail["lte"]
-        rate = tr.frame_rate(2.0, 2.0 + seconds)
     return got, rate
 
 
