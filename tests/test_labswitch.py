@@ -18,8 +18,8 @@ from harness.config.scenario import ControlSpec
 from harness.errors import ConfigError
 from harness.testbeds.lab import LabTestbed
 from harness.testbeds.ofprobe import (
-    OFPT_FEATURES_REQUEST, OFPT_HELLO, OFPT_MULTIPART_REQUEST, hello_versions, parse_features_reply,
-    parse_meter_features, probe_switch,
+    OFPT_FEATURES_REQUEST, OFPT_HELLO, OFPT_MULTIPART_REQUEST, features_request_bytes, hello_bytes, hello_versions,
+    meter_features_request_bytes, parse, parse_features_reply, parse_meter_features, probe_switch,
 )
 
 from controller.congestion import port_occupancy, port_readings
@@ -114,12 +114,19 @@ def test_emulated_inventory_refuses_a_lab_switch():
 
 
 def test_openflow_handshake_parsers_on_bytes_ovs_sent():
-    assert hello_versions(HELLO_13[0], HELLO_13[8:]) == (4,)
-    assert hello_versions(1, HELLO_10[8:]) == (1,)  # no bitmap: every version up to the header's
-    assert hello_versions(4, bytes.fromhex("0001000800000012")) == (1, 4)  # protocols=OpenFlow10,OpenFlow13
-    assert parse_features_reply(FEATURES[8:]) == (0xaec3eab2ee45, 254)
-    assert parse_meter_features(METER_FEATURES[8:]) == (262144, ("drop",), ("kbps", "pktps", "burst", "stats"))
-    assert parse_meter_features(NO_METERS[8:]) == (0, (), ())
+    assert hello_versions(parse(HELLO_13)) == (4,)
+    assert hello_versions(parse(HELLO_10)) == (1,)  # no bitmap: every version up to the header's
+    both = bytes.fromhex("04000010000000010001000800000012")  # protocols=OpenFlow10,OpenFlow13
+    assert hello_versions(parse(both)) == (1, 4)
+    assert parse_features_reply(parse(FEATURES)) == (0xaec3eab2ee45, 254)
+    assert parse_meter_features(parse(METER_FEATURES)) == (262144, ("drop",), ("kbps", "pktps", "burst", "stats"))
+    assert parse_meter_features(parse(NO_METERS)) == (0, (), ())
+    error = parse(ERROR_10)
+    assert (error.type, error.code) == (0, 0) and b"no common versions" in bytes(error.data)
+    # What the probe sends, built by os-ken (the HELLO by hand: a 1.3-only version bitmap).
+    assert hello_bytes(1) == bytes.fromhex("04000010000000010001000800000010")
+    assert features_request_bytes(2) == bytes.fromhex("0405000800000002")
+    assert meter_features_request_bytes(3) == bytes.fromhex("0412001000000003000b000000000000")
 
 
 class FakeSwitch:
