@@ -71,7 +71,7 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
     ue = env.get_template(f"{srsran_templates(inv)}/ue.conf.j2").render(
         banner=BANNER, inventory_name=inv.name, receiver=receiver, device_args=UE_ZMQ_ARGS, enb=zinv.lte.enb,
         epc=zinv.lte.epc, keys=keys, imsi=r.sim.imsi, imei=imei, netns=netns, ifname=ifname,
-        log_path=f"{config_dir}/ue.log")
+        log_path=f"{config_dir}/ue.log", metrics_csv_path=f"{config_dir}/ue_metrics.csv")
     return render_srsenb(zinv) + [ConfigFile("ue", f"{config_dir}/ue.conf", ue)]
 
 

@@ -37,6 +37,9 @@ def test_zmq_configs(tmp_path):
     assert ue["usim"]["algo"] == "milenage" and len(ue["usim"]["imei"]) == 15
     assert ue["nas"]["apn"] == "internet"
     assert ue["gw"]["netns"] == "mplab-ue" and ue["gw"]["ip_devname"] == UE_TUN
+    # Both programs open their metrics CSV even when it is disabled: in the cell's directory, not /tmp.
+    assert enb["expert"]["metrics_csv_filename"] == f"{tmp_path}/enb_metrics.csv"
+    assert ue["general"]["metrics_csv_filename"] == f"{tmp_path}/ue_metrics.csv"
 
 
 def test_missing_srsran_is_reported_clearly(tmp_path):
