@@ -12,7 +12,8 @@ resolved is in the class docstring and in docs/schemes.md.
 
 MP-SDN and its energy variant are periodic (``epoch_s`` = the execution interval EI, 2 s): the
 controller calls ``decide`` before the transfer (epoch 0: categorisation, Tier-2 limit at its
-initial value) and again every EI during it with the AP's and eNB's queue occupancy in the context;
+initial value) and again every EI during it with each network's congestion signal in the context
+(queue occupancy on the emulated testbed, the switch port's utilisation on a lab: ``MpSdn``);
 their state (the Tier-2 limit per network, the floor streaks) lives in the policy object and
 restarts at epoch 0.
 """
@@ -232,11 +233,21 @@ class MpSdn(_Base):
     (Algorithm 1; with per-receiver probes taken while all receivers were active, the priority walk
     reduces to this), its other network is its secondary; each network's Tier-2 limit starts at
     ``initial_mbit`` (default: the network's capacity, i.e. secondaries unrestricted until congestion
-    is seen; the paper does not say). Every EI (``ei_s``, 2 s) during the transfer: the network's queue
-    occupancy (mean backlog / limit of its shaping FIFOs over the interval, our stand-in for the AP's
-    MAC queue) drives Algorithm 2 with the prose's increase rule (register #9: BW (1 + alpha (CTh -
-    occ)/occ), occ floored at ``occ_min``, capped at the capacity); the limit is split equally among
-    the receivers whose secondary is on that network and enforced as each one's per-path cap.
+    is seen; the paper does not say). Every EI (``ei_s``, 2 s) during the transfer: the network's
+    congestion signal drives Algorithm 2 with the prose's increase rule (register #9: BW (1 + alpha
+    (CTh - occ)/occ), occ floored at ``occ_min``, capped at the capacity); the limit is split equally
+    among the receivers whose secondary is on that network and enforced as each one's per-path cap.
+
+    The signal (``controller.congestion``; one source per run, recorded in each epoch entry as
+    ``occupancy_source``) stands in for the AP's mean MAC queue occupancy: on the emulated testbed
+    the queue occupancy of its shaping FIFOs (``qdisc``: mean backlog / limit over the EI); on a lab,
+    whose AP and eNB queues are not ours, the **utilisation** of the lab switch's port towards the AP /
+    eNB (``switch-port``: its transmit rate over the EI, OpenFlow port stats, against the network's
+    nominal ``lab.switch.networks.<net>.capacity_mbit``; 1 if the port dropped on transmit). Utilisation
+    is a proxy for queue occupancy, not the paper's quantity: both read ~1 on a saturated network, but
+    utilisation crosses CTh before a queue builds, so on a lab Tier 2 is squeezed earlier and a Tier-2
+    flow alone on a network is held near CTh of its capacity. A network its source cannot read in an
+    EI keeps its limit for that EI (the entry says why); no other source fills in.
     """
 
     cth: float = 0.85
@@ -247,6 +258,8 @@ class MpSdn(_Base):
     initial_mbit: float | None = None
     name: str = "mp-sdn"
     caps: ClassVar[bool] = True
+    #: Reads each network's congestion signal every EI (``Setup2Control`` checks a lab has one).
+    reads_congestion: ClassVar[bool] = True
     primary: dict[str, str] = field(default_factory=dict)
     tier2_mbit: dict[str, float] = field(default_factory=dict)
 

@@ -41,7 +41,8 @@ from harness.testbeds.ofprobe import switch_check
 from controller.model import EnergyModel
 from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes
 from controller.registry import NEEDS_MODEL, make_policy
-from controller.measure import fifos, interval_occupancy, parse_ss, path_stats, ss_argv
+from controller.congestion import CongestionSignal, lab_signal_gap, signal_for
+from controller.measure import parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
 from controller.steering.caps import Caps, EgressCaps, HtbCaps, MeterCaps, caps_for, meter_shortfall
@@ -86,8 +87,12 @@ def gateway_caps(testbed: Testbed) -> HtbCaps | EgressCaps | None:
 
 
 def network_capacity(testbed: Testbed) -> dict[str, float] | None:
-    """The AP's and the cell's shared capacity (Mbit/s) from an emulated inventory, else None."""
-    emu = getattr(testbed.inventory, "emulation", None)
+    """The AP's and the cell's shared capacity (Mbit/s): an emulated inventory's, or a lab's nominal ones
+    (``lab.switch.networks.<net>.capacity_mbit``, all networks or none); else None."""
+    inv = testbed.inventory
+    if inv.lab is not None and inv.lab.switch is not None and testbed.kind == "lab":
+        return inv.lab.switch.capacity_mbit()
+    emu = getattr(inv, "emulation", None)
     try:
         return {"wifi": float(emu.wifi_ap.capacity_mbit), "lte": float(emu.lte_cell.capacity_mbit)}
     except AttributeError:
@@ -95,14 +100,16 @@ def network_capacity(testbed: Testbed) -> dict[str, float] | None:
 
 
 class EpochLoop:
-    """A periodic policy during the transfer: every ``epoch_s`` read the network's queue occupancy
-    (sampled every ``sample_s`` over the interval) and each receiver's rates (steering counters),
-    decide again, steer and cap; every epoch's decision is kept for the records."""
+    """A periodic policy during the transfer: every ``epoch_s`` read each network's congestion signal
+    (``controller.congestion``: the testbed's one source, sampled every ``sample_s`` over the interval)
+    and each receiver's rates (steering counters), decide again, steer and cap; every epoch's decision
+    is kept for the records, with the signal's source and raw numbers."""
 
     def __init__(self, control: Setup2Control, policy: Policy, measurements: list[ReceiverMeasurement],
-                 ctx: Context, sample_s: float = 0.2) -> None:
+                 ctx: Context, sample_s: float = 0.2, signal: CongestionSignal | None = None) -> None:
         self.control, self.policy, self.measurements, self.ctx = control, policy, measurements, ctx
         self.sample_s = sample_s
+        self.signal = signal or signal_for(control.testbed, control.steering)
         self.epochs: list[dict] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"epochs:{policy.name}", daemon=True)
@@ -122,12 +129,13 @@ class EpochLoop:
         epoch = 0
         try:
             c0 = c.steering.counters()
+            sig = self.signal
+            sig.start()
             while not self._stop.is_set():
                 epoch += 1
                 end = t0 + epoch * self.policy.epoch_s
-                snaps = []
                 while not self._stop.is_set() and time.monotonic() < end:
-                    snaps.append(fifos(c.testbed.qdisc_stats()))
+                    sig.sample()
                     self._stop.wait(min(self.sample_s, max(0.0, end - time.monotonic())))
                 if self._stop.is_set():
                     return
@@ -135,13 +143,15 @@ class EpochLoop:
                 dt = self.policy.epoch_s
                 rates = {rx: {r: (c1[rx][r] - c0[rx][r]) * 8 / dt / 1e6 for r in IFACES} for rx in c1}
                 c0 = c1
-                occ = interval_occupancy(snaps)
+                got = sig.read()
+                occ = got.occupancy
                 ctx = Context(self.ctx.cc, self.ctx.n_receivers, self.ctx.file_bytes, epoch=epoch, occupancy=occ,
                               capacity_mbit=self.ctx.capacity_mbit)
                 out = self.policy.decide(self.measurements, ctx)
                 c.enforce(out.assignment)
                 self.epochs.append({"t_s": round(time.monotonic() - t0, 3), "epoch": epoch, "occupancy": occ,
-                                    "tier2_mbit": out.trace.get("tier2_mbit"), "samples": len(snaps),
+                                    "occupancy_source": got.source, "congestion": got.detail,
+                                    "tier2_mbit": out.trace.get("tier2_mbit"), "samples": got.samples,
                                     "assignment": {rx: sorted(d.ifaces) for rx, d in out.assignment.items()},
                                     "caps_mbit": {rx: dict(d.caps_mbit or {}) for rx, d in out.assignment.items()},
                                     "rate_mbit": {rx: rates.get(rx) for rx in out.assignment}})
@@ -235,15 +245,16 @@ class Setup2Control:
         """What the controller needs of the testbed, checked before anything starts (no side effects).
 
         On a lab with ``steering: openflow``: the inventory names a switch, it answers as an OpenFlow 1.3
-        switch, and, when a policy caps rates, its meters can hold one cap per receiver and network.
+        switch, and, when a policy caps rates, its meters can hold one cap per receiver and network. On a
+        lab with MP-SDN: its congestion signal has a source (the switch, each network's nominal capacity).
         """
         if self.spec.steering != "openflow" or testbed.kind != "lab":
-            return []
+            return self._congestion_checks(testbed)
         try:
             sw = lab_switch(testbed)
         except PreflightError as exc:
             return [Check("controller", "openflow steering", False, str(exc),
-                          "add lab.switch to the inventory (docs/lab.md)")]
+                          "add lab.switch to the inventory (docs/lab.md)"), *self._congestion_checks(testbed)]
         check, info = switch_check(sw.listen)
         out = [Check("switch", "openflow steering", check.ok,
                      check.detail if check.ok else f"steering: openflow needs the lab switch: {check.detail}",
@@ -257,7 +268,27 @@ class Setup2Control:
                              f"policies {capping} cap per-path rates, but {why}; {NO_LAB_HTB}",
                              "use a switch whose datapath has kbit/s drop meters (OVS userspace datapath, or the "
                              "kernel datapath on Linux >= 4.15), or leave these policies out"))
+        out += self._congestion_checks(testbed)
         return out
+
+    def congestion_readers(self) -> list[str]:
+        """The policies that read each network's congestion signal every epoch (MP-SDN and its variant)."""
+        return [n for n, p in self.policies.items() if getattr(p, "reads_congestion", False)]
+
+    def _congestion_checks(self, testbed: Testbed) -> list[Check]:
+        """On a lab: the congestion signal MP-SDN reads has a source (``controller.congestion``)."""
+        readers = self.congestion_readers()
+        if testbed.kind != "lab" or not readers:
+            return []
+        why = lab_signal_gap(testbed, self.spec.steering)
+        caps = network_capacity(testbed) or {}
+        against = ", ".join(f"{net} {caps[net]:g}" for net in IFACES if net in caps)
+        return [Check("controller", "congestion signal", why is None,
+                      f"each network's down port on the lab switch against its capacity ({against} Mbit/s; "
+                      f"utilisation, a proxy for queue occupancy) for {readers}" if why is None
+                      else f"policies {readers}: {why}",
+                      "set lab.switch.networks.<net>.capacity_mbit to what each network carries saturated "
+                      "(docs/lab.md), with steering: openflow")]
 
     def setup(self, testbed: Testbed) -> None:
         self.testbed = testbed

@@ -49,7 +49,10 @@ def lab_switch_rig(prefix: str, channels: list[tuple[float, float]], port: int =
         rig.add("snd", tb.ns["snd"])
         for name in tb.nodes:
             rig.add(name, tb.ns[name])
-        yield LabSwitchRig(tb, sw, rig, Inventory.model_validate(add_lab_switch(lab_inventory(tb, rig), rig, sw)))
+        # Each network's nominal capacity: what its receivers' channels carry together (the rig's bottleneck).
+        caps = {"wifi": sum(w for w, _ in channels), "lte": sum(lte for _, lte in channels)}
+        yield LabSwitchRig(tb, sw, rig, Inventory.model_validate(add_lab_switch(lab_inventory(tb, rig), rig, sw,
+                                                                                capacity_mbit=caps)))
     finally:
         if rig is not None:
             rig.close()

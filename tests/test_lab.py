@@ -28,6 +28,8 @@ from harness.testbeds.lab import LabTestbed
 from harness.campaign.runner import Interrupted
 from harness.config.scenario import Scenario
 from harness.testing.sshrig import SshdRig, lab_inventory
+from harness.hosts.netcmd import sysctl_argv
+from harness.testbeds.base import failed_essentials
 from conftest import small_inventory
 
 
@@ -138,7 +140,13 @@ def test_sweep_over_ssh_has_the_namespace_records_shape(prefix, tmp_path):
 @pytest.mark.root
 def test_preflight_over_ssh_reports_and_refuses(rigged):
     inv, tb, rig = rigged
+    # An eNodeB machine (the emulated eNB's namespace) whose kernel has MPTCP off, and a receiver with it off:
+    # net.mptcp.enabled is per network namespace. Only the receiver must fail.
+    for ns in ("enb", "n3"):
+        NamespaceHost(ns, tb.ns[ns]).run(sysctl_argv("net.mptcp.enabled", "0"))
+    enb = rig.add("enb1", tb.ns["enb"])
     data = lab_inventory(tb, rig)
+    data["lab"]["infra"] = [{"name": "enb1", "role": "enb", "ssh": {"address": enb.address}}]
     data["receivers"][0]["interfaces"]["lte"]["name"] = "wwan9"  # an adapter that is not plugged in
     lab = LabTestbed(Inventory.model_validate(data))
     try:
@@ -146,6 +154,11 @@ def test_preflight_over_ssh_reports_and_refuses(rigged):
     finally:
         lab.teardown()
     by = {(c.host, c.name): c for c in checks}
+    assert by[("enb1", "reachable")].ok
+    assert [c for c in failed_essentials(checks) if c.host == "enb1"] == [], [c for c in checks if c.host == "enb1"]
+    assert not [c for c in checks if c.host == "enb1" and "MPTCP" in c.name], "an eNB needs no MPTCP"
+    assert not by[("n3", "MPTCP enabled")].ok and "net.mptcp.enabled = 0" in by[("n3", "MPTCP enabled")].detail
+    assert by[("n3", "MPTCP enabled")].essential
     assert by[("snd", "reachable")].ok and by[("n2", "reachable")].ok
     assert by[("n1", "kernel flavour")].ok and "upstream" in by[("n1", "kernel flavour")].detail
     assert by[("n2", "MPTCP enabled")].ok
@@ -248,7 +261,7 @@ class _FlowsAtFinish:
         self.inner, self.ofctl, self.flows = inner, ofctl, []
 
     def finish(self, plan) -> None:
-        self.flows.append(self.ofctl("dump-flows"))
+        self.flows.append((plan.policy, self.ofctl("dump-flows")))
         self.inner.finish(plan)
 
     def __getattr__(self, name):
@@ -261,7 +274,9 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
     the management network (the lab switch: a userspace OVS between the sender and the AP/eNB, its
     machine reached over SSH), named by the inventory's lab.switch. EEMPTCP on a fast WiFi and a slow LTE
     path decides WiFi alone, capped at its probe rate: the LTE entry is gone at the switch, the WiFi entry
-    carries a meter and counted the file, and the records say so."""
+    carries a meter and counted the file, and the records say so. MP-SDN in the same run reads each
+    network's congestion from the switch's port towards it (utilisation against the inventory's
+    capacity): the saturated LTE secondary reads congested and its Tier-2 limit falls."""
     from controller.setup2 import control_factory
 
     from labswitch_fixtures import lab_switch_rig
@@ -272,7 +287,9 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
             spies.append(_FlowsAtFinish(control_factory(scenario, source), r.ofctl))
             return spies[-1]
 
-        sc = _scenario("labsw", receiver_counts=[1], modes=[], policies=["eemptcp"],
+        # 3 MB: two MP-SDN epochs of 0.5 s at least (24 Mbit/s in all), eemptcp's WiFi alone ~1.3 s.
+        sc = _scenario("labsw", receiver_counts=[1], modes=[], file_size="3M",
+                       policies=["eemptcp", {"name": "mp-sdn", "params": {"ei_s": 0.5}}],
                        control={"steering": "openflow", "probe_s": 0.5, "warm_s": 0.2})
         campaign = start_campaign(sc, r.lab, tmp_path / "runs", campaign_id="labsw", control_factory=factory)
         records = campaign.records()
@@ -283,14 +300,37 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
     assert checks[("switch", "OpenFlow 1.3")]["ok"] and not checks[("switch", "OpenFlow 1.3")]["essential"]
     assert checks[("switch", "rate caps (OpenFlow meters)")]["ok"]
     assert checks[("sw", f"bridge {bridge}")]["ok"], checks[("sw", f"bridge {bridge}")]
-    (r,) = records
+    assert checks[("controller", "congestion signal")]["ok"], checks[("controller", "congestion signal")]
+    by_policy = {rec["policy"]: rec for rec in records}
+    r = by_policy["eemptcp"]
     assert r["status"] == "ok", r["error"]
     assert r["steering"] == "openflow" and r["caps_by"] == "openflow-meter", r
     assert r["assignment"] == "wifi" and set(r["caps_mbit"]) == {"wifi"}, (r["assignment"], r["caps_mbit"])
-    (flows,) = spies[0].flows
+    (flows,) = [f for policy, f in spies[0].flows if policy == "eemptcp"]
     down = [ln for ln in flows.splitlines() if f"nw_dst={wifi}" in ln]
     assert f"nw_dst={lte}" not in flows, "LTE was not decided: its entry must be gone from the switch"
     assert len(down) == 1 and "meter:" in down[0], flows
     # Flow statistics trail the datapath by up to one revalidation (100 ms, ~0.25 MB at this rate).
     assert int(down[0].split("n_bytes=")[1].split(",")[0]) >= r["bytes"] // 2, down[0]
     assert r["iface_bytes"]["lte"] < 20_000, r["iface_bytes"]  # a blocked subflow's SYNs at most
+    # MP-SDN: WiFi primary, the LTE secondary capped by its Tier-2 limit (4 Mbit/s, the LTE capacity, at
+    # epoch 0); every epoch reads the switch's ports, and the LTE subflow filling its path reads congested.
+    m = by_policy["mp-sdn"]
+    assert m["status"] == "ok", m["error"]
+    assert m["policy_trace"]["primary"] == "wifi" and m["policy_trace"]["tier2_mbit"]["lte"] == 4, m["policy_trace"]
+    epochs = m["control_epochs"]
+    assert epochs and all("error" not in e for e in epochs), epochs
+    assert {e["occupancy_source"] for e in epochs} == {"switch-port"}, epochs
+    assert all(e["congestion"][net]["capacity_mbit"] == cap for e in epochs for net, cap in (("wifi", 20), ("lte", 4)))
+    # The LTE subflow fills its 4 Mbit/s path (its meter lets it, at 4 Mbit/s, until the first EI): the port
+    # reads saturated, and every epoch that reads so halves the limit (floored), as Algorithm 2 says: the
+    # Tier-2 limit falls below its epoch-0 value.
+    saturated = [i for i, e in enumerate(epochs) if e["congestion"]["lte"]["utilisation"] >= 0.85]
+    assert saturated, [e["congestion"]["lte"] for e in epochs]
+    for i in saturated:
+        prev = epochs[i - 1]["tier2_mbit"]["lte"] if i else 4.0
+        assert epochs[i]["occupancy"]["lte"] >= 0.85
+        assert epochs[i]["tier2_mbit"]["lte"] == pytest.approx(max(0.1, prev / 2)), epochs[i]
+        assert epochs[i]["caps_mbit"] == {"lte": pytest.approx(epochs[i]["tier2_mbit"]["lte"])}, epochs[i]
+    # WiFi's port carried the file's WiFi share (its utilisation against 20 Mbit/s).
+    assert 0 < epochs[0]["congestion"]["wifi"]["tx_mbit"] <= 20 * 1.2, epochs[0]

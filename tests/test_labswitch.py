@@ -18,11 +18,12 @@ from harness.config.scenario import ControlSpec
 from harness.errors import ConfigError
 from harness.testbeds.lab import LabTestbed
 from harness.testbeds.ofprobe import (
-    OFPT_FEATURES_REQUEST, OFPT_HELLO, OFPT_MULTIPART_REQUEST, hello_versions, parse_features_reply,
-    parse_meter_features, probe_switch,
+    OFPT_FEATURES_REQUEST, OFPT_HELLO, OFPT_MULTIPART_REQUEST, features_request_bytes, hello_bytes, hello_versions,
+    meter_features_request_bytes, parse, parse_features_reply, parse_meter_features, probe_switch,
 )
 
-from controller.policy import Decision
+from controller.congestion import port_occupancy, port_readings
+from controller.policy import Context, Decision, ReceiverMeasurement
 from controller.registry import make_policy
 from controller.setup2 import Setup2Control
 from controller.steering.openflow import SwitchSpec
@@ -61,8 +62,9 @@ def test_lab_switch_section_is_read_and_shares_its_fields_with_the_serve_spec(tm
     assert sw.listen == "192.168.100.5:6653" and (sw.listen_host, sw.listen_port) == ("192.168.100.5", 6653)
     assert sw.ports() == {"wifi": {"up": 1, "down": 2}, "lte": {"up": 3, "down": 4}}
     assert (sw.bridge, sw.host) == ("br-steer", "sw1")
+    assert sw.capacity_mbit() == {"wifi": 60.0, "lte": 30.0}
     # The serve spec is the same schema plus receivers; its old key `switch:` still reads as `listen:`.
-    spec = SwitchSpec.model_validate({"switch": sw.listen, "networks": sw.ports(),
+    spec = SwitchSpec.model_validate({"switch": sw.listen, "networks": {n: p.model_dump() for n, p in sw.networks.items()},
                                       "receivers": {"n1": {"wifi": "10.10.1.2", "lte": "10.20.1.2"}}})
     assert spec.listen == sw.listen and spec.networks == sw.networks
     assert [(r.name, dict(r.addresses)) for r in spec.steered()] == [("n1", {"wifi": "10.10.1.2", "lte": "10.20.1.2"})]
@@ -112,12 +114,19 @@ def test_emulated_inventory_refuses_a_lab_switch():
 
 
 def test_openflow_handshake_parsers_on_bytes_ovs_sent():
-    assert hello_versions(HELLO_13[0], HELLO_13[8:]) == (4,)
-    assert hello_versions(1, HELLO_10[8:]) == (1,)  # no bitmap: every version up to the header's
-    assert hello_versions(4, bytes.fromhex("0001000800000012")) == (1, 4)  # protocols=OpenFlow10,OpenFlow13
-    assert parse_features_reply(FEATURES[8:]) == (0xaec3eab2ee45, 254)
-    assert parse_meter_features(METER_FEATURES[8:]) == (262144, ("drop",), ("kbps", "pktps", "burst", "stats"))
-    assert parse_meter_features(NO_METERS[8:]) == (0, (), ())
+    assert hello_versions(parse(HELLO_13)) == (4,)
+    assert hello_versions(parse(HELLO_10)) == (1,)  # no bitmap: every version up to the header's
+    both = bytes.fromhex("04000010000000010001000800000012")  # protocols=OpenFlow10,OpenFlow13
+    assert hello_versions(parse(both)) == (1, 4)
+    assert parse_features_reply(parse(FEATURES)) == (0xaec3eab2ee45, 254)
+    assert parse_meter_features(parse(METER_FEATURES)) == (262144, ("drop",), ("kbps", "pktps", "burst", "stats"))
+    assert parse_meter_features(parse(NO_METERS)) == (0, (), ())
+    error = parse(ERROR_10)
+    assert (error.type, error.code) == (0, 0) and b"no common versions" in bytes(error.data)
+    # What the probe sends, built by os-ken (the HELLO by hand: a 1.3-only version bitmap).
+    assert hello_bytes(1) == bytes.fromhex("04000010000000010001000800000010")
+    assert features_request_bytes(2) == bytes.fromhex("0405000800000002")
+    assert meter_features_request_bytes(3) == bytes.fromhex("0412001000000003000b000000000000")
 
 
 class FakeSwitch:
@@ -192,6 +201,20 @@ def test_lab_preflight_of_openflow_steering_checks_the_switch_and_its_meters(tmp
     assert "policies ['eemptcp', 'mp-sdn'] cap per-path rates" in caps.detail
     assert "lack drop bands, kbit/s rates, burst sizes, 18 meters" in caps.detail
     assert "no HTB on a lab switch" in caps.detail
+    # mp-sdn reads each network's congestion as its down port's utilisation against the inventory's capacity.
+    congestion = checks[2]
+    assert congestion.name == "congestion signal" and congestion.ok and congestion.essential, congestion
+    assert "(wifi 60, lte 30 Mbit/s;" in congestion.detail and "proxy for queue occupancy" in congestion.detail
+    sw = FakeSwitch()
+    doc = _lab_doc()
+    del doc["lab"]["switch"]["networks"]["lte"]["capacity_mbit"]
+    doc["lab"]["infra"] = [h for h in doc["lab"]["infra"] if h["name"] != "sw1"] + [{"name": "sw1", "role": "switch"}]
+    doc["lab"]["switch"]["listen"] = sw.listen
+    checks = _control("mp-sdn-energy").preflight(LabTestbed(_load(tmp_path, doc)))
+    (congestion,) = [c for c in checks if c.name == "congestion signal"]
+    assert not congestion.ok and congestion.essential
+    assert "policies ['mp-sdn-energy']" in congestion.detail and "lab.switch.networks.{lte}.capacity_mbit" in congestion.detail
+    assert "capacity_mbit" in congestion.fix
     # No capping policy: meters are not needed.
     sw = FakeSwitch(meters=NO_METERS)
     assert [c.ok for c in _control("all-lte").preflight(_lab_testbed(tmp_path, listen=sw.listen))] == [True]
@@ -210,6 +233,55 @@ def test_lab_preflight_of_openflow_steering_fails_clearly_without_a_switch(tmp_p
     # Other steering needs no switch.
     other = Setup2Control(ControlSpec(steering="host"), {"all-lte": make_policy("all-lte")}, 0)
     assert other.preflight(LabTestbed(_load(tmp_path, doc))) == []
+    # ... but MP-SDN on a lab reads its congestion from the switch: refused without one, saying so.
+    other = Setup2Control(ControlSpec(steering="host"), {"mp-sdn": make_policy("mp-sdn")}, 0)
+    (check,) = other.preflight(LabTestbed(_load(tmp_path, doc)))
+    assert not check.ok and "needs `steering: openflow` and lab.switch" in check.detail, check
+
+
+#: Two replies of the OpenFlow app's `ports` op 0.495 s apart (the switch's clock), MP-SDN's first EI in the
+#: lab campaign of tests/test_lab.py (20 / 4 Mbit/s paths, the LTE secondary saturating its path).
+PORTS_BEFORE = {"wifi": {"port": 2, "tx_bytes": 1_204_310, "tx_packets": 861, "tx_dropped": 0, "duration_s": 9.812,
+                         "meter_dropped_bytes": 0},
+                "lte": {"port": 4, "tx_bytes": 402_118, "tx_packets": 290, "tx_dropped": 0, "duration_s": 9.812,
+                        "meter_dropped_bytes": 0}}
+PORTS_AFTER = {"wifi": {"port": 2, "tx_bytes": 2_112_920, "tx_packets": 1_473, "tx_dropped": 0, "duration_s": 10.307,
+                        "meter_dropped_bytes": 0},
+               "lte": {"port": 4, "tx_bytes": 676_970, "tx_packets": 475, "tx_dropped": 0, "duration_s": 10.307,
+                       "meter_dropped_bytes": 0}}
+
+
+def test_mp_sdn_on_a_lab_squeezes_tier_2_when_the_switch_port_is_saturated():
+    caps = {"wifi": 20.0, "lte": 4.0}
+    occ, detail = port_occupancy(port_readings(PORTS_BEFORE), port_readings(PORTS_AFTER), caps)
+    assert detail["lte"]["tx_mbit"] == pytest.approx(4.442, abs=0.001)
+    assert detail["lte"]["utilisation"] == pytest.approx(1.1105, abs=1e-3) and occ["lte"] == 1.0  # clipped
+    assert occ["wifi"] == pytest.approx(14.685 / 20, abs=1e-3)
+    policy = make_policy("mp-sdn")
+    ms = [ReceiverMeasurement("n1", {"wifi": 19.2, "lte": 3.9})]
+    out0 = policy.decide(ms, Context("cubic", 1, 3 << 20, epoch=0, capacity_mbit=caps))
+    assert out0.trace["primary"] == {"n1": "wifi"} and out0.trace["tier2_mbit"] == caps
+    out1 = policy.decide(ms, Context("cubic", 1, 3 << 20, epoch=1, occupancy=occ, capacity_mbit=caps))
+    assert out1.trace["tier2_mbit"] == {"wifi": 20.0, "lte": 2.0}  # LTE congested: halved
+    assert out1.assignment["n1"].caps_mbit == {"lte": 2.0}
+    # Below CTh the limit grows again (the additive reading of register #9).
+    half = {**PORTS_AFTER, "lte": {**PORTS_AFTER["lte"], "tx_bytes": 402_118 + 123_750}}  # 2 Mbit/s: 0.5
+    occ2, _ = port_occupancy(port_readings(PORTS_BEFORE), port_readings(half), caps)
+    assert occ2["lte"] == pytest.approx(0.5)
+    out2 = policy.decide(ms, Context("cubic", 1, 3 << 20, epoch=2, occupancy=occ2, capacity_mbit=caps))
+    assert out2.trace["tier2_mbit"]["lte"] == pytest.approx(2.0 * (1 + 0.5 * 0.35 / 0.5))
+    # A port that dropped on transmit was full: congested, whatever its rate.
+    dropped = {**half, "lte": {**half["lte"], "tx_dropped": 3}}
+    assert port_occupancy(port_readings(PORTS_BEFORE), port_readings(dropped), caps)[0]["lte"] == 1.0
+    # A restarted port (its clock went back) or a missing one: no occupancy for that network (its limit
+    # stays), and the detail says why; the other network still reads.
+    restarted = {**PORTS_AFTER, "lte": {**PORTS_AFTER["lte"], "duration_s": 0.2}}
+    occ3, detail3 = port_occupancy(port_readings(PORTS_BEFORE), port_readings(restarted), caps)
+    assert set(occ3) == {"wifi"} and "restarted" in detail3["lte"]["error"]
+    occ4, detail4 = port_occupancy(port_readings(PORTS_BEFORE), port_readings({**PORTS_AFTER, "lte": None}), caps)
+    assert set(occ4) == {"wifi"} and "no port statistics" in detail4["lte"]["error"]
+    out3 = policy.decide(ms, Context("cubic", 1, 3 << 20, epoch=3, occupancy=occ4, capacity_mbit=caps))
+    assert out3.trace["tier2_mbit"]["lte"] == out2.trace["tier2_mbit"]["lte"]
 
 
 def test_serve_caps_and_assignments_are_checked_before_anything_starts():

@@ -68,6 +68,7 @@ def test_related_schemes_measure_cap_and_regulate(tmp_path, prefix):
         epochs = r["control_epochs"]
         assert epochs and all("error" not in e for e in epochs), epochs
         assert all(set(e["occupancy"]) <= {"wifi", "lte"} for e in epochs)
+        assert {e["occupancy_source"] for e in epochs} == {"qdisc"}  # the emulated gateways' own queues
         assert [e["epoch"] for e in epochs] == list(range(1, len(epochs) + 1))
         # The loop starts at the release, after the probes' tails were waited out: its epochs cover
         # the transfer, not the idle wait before it (probe_idle_wait_s, about the LTE tail).

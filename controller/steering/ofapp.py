@@ -29,7 +29,9 @@ Control: JSON lines on a unix socket (the spec's ``control_socket``): ``{"op": "
 applied it), ``{"op": "counters"}`` (downlink bytes per receiver and network),
 ``{"op": "caps", "caps": {rx: {net: {"kbps": K, "burst_kbit": B} | null}}}`` (set, change or lift
 meters; replies after the barrier), ``{"op": "meters"}`` (each meter's configuration and
-statistics), ``{"op": "meter_features"}`` (the switch's OFPMP_METER_FEATURES). os-ken 4.x has no
+statistics), ``{"op": "meter_features"}`` (the switch's OFPMP_METER_FEATURES), ``{"op": "ports"}`` (each network's
+down port's transmit counters, OFPMP_PORT_STATS, and its meters' dropped bytes: MP-SDN's congestion
+signal on a lab, ``controller.congestion``). os-ken 4.x has no
 ``osken-manager``: ``main`` calls ``cfg.CONF`` and ``AppManager.run_apps`` in a thread and exits
 the process on SIGTERM/SIGINT (os-ken's threads ignore SIGINT and ``AppManager.close`` can hang), and
 within 0.5 s of its starter's death (a campaign killed outright must not leave a controller on a lab switch).
@@ -183,7 +185,8 @@ class SteerApp(app_manager.OSKenApp):
         self.logger.warning("switch error for xid %s: type %s code %s", m.xid, m.type, m.code)
 
     @set_ev_cls([ofp_event.EventOFPFlowStatsReply, ofp_event.EventOFPMeterStatsReply,
-                 ofp_event.EventOFPMeterConfigStatsReply, ofp_event.EventOFPMeterFeaturesStatsReply],
+                 ofp_event.EventOFPMeterConfigStatsReply, ofp_event.EventOFPMeterFeaturesStatsReply,
+                 ofp_event.EventOFPPortStatsReply],
                 MAIN_DISPATCHER)
     def _stats_reply(self, ev) -> None:
         w = self._waits.get(ev.msg.xid)
@@ -298,6 +301,23 @@ class SteerApp(app_manager.OSKenApp):
                 "band_types": [n for t, n in bands.items() if f.band_types & (1 << t)],
                 "capabilities": [n for b, n in flags.items() if f.capabilities & b]}
 
+    def ports(self) -> dict:
+        """Each network's down port (towards the AP / eNB): its transmit counters and the switch's clock for
+        them (the port's age), and what the network's meters dropped so far (carried across modifications)."""
+        p, ofp = self.dp.ofproto_parser, self.dp.ofproto
+        stats = {st.port_no: st for st in self._request(p.OFPPortStatsRequest(self.dp, 0, ofp.OFPP_ANY))}
+        drops = self._meter_stats() if self.caps else {}
+        out = {}
+        for net, ports in self.nets.items():
+            st = stats.get(ports["down"])
+            meter = sum(self.dropped[rx][net] + drops.get((rx, net), {}).get("dropped_bytes", 0)
+                        for rx in self.receivers)
+            out[net] = None if st is None else {
+                "port": ports["down"], "tx_bytes": st.tx_bytes, "tx_packets": st.tx_packets,
+                "tx_dropped": st.tx_dropped, "duration_s": st.duration_sec + st.duration_nsec / 1e9,
+                "meter_dropped_bytes": meter}
+        return {"ok": True, "ports": out}
+
     def counters(self) -> dict:
         now = self._downlink_bytes()
         drops = self._meter_stats() if self.caps else {}
@@ -322,6 +342,8 @@ class SteerApp(app_manager.OSKenApp):
                 return self.meters()
             if op == "meter_features":
                 return self.meter_features()
+            if op == "ports":
+                return self.ports()
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     def _serve(self) -> None:

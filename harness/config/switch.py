@@ -2,7 +2,8 @@
 
 What a controller needs to drive it, as data: where the switch listens for its controller
 (``listen``, host:port: ``ovs-vsctl set-controller BR ptcp:PORT``), and for each access network the
-OpenFlow port towards the sender (``up``) and the one towards the AP or eNB (``down``). Optionally
+OpenFlow port towards the sender (``up``) and the one towards the AP or eNB (``down``), and the
+network's nominal capacity (``capacity_mbit``: MP-SDN's congestion signal on a lab). Optionally
 the bridge's name and the ``lab.infra`` machine (role ``switch``) it runs on, for preflight over
 SSH. One schema for both readers: an inventory's ``lab.switch`` section (a lab campaign with
 ``steering: openflow``) and the ``mplab controller serve`` spec, which adds the receivers
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PositiveFloat, model_validator
 
 from harness.config.load import Strict
 
@@ -30,6 +31,10 @@ class NetworkPorts(Strict):
 
     up: int = Field(ge=1, le=0xFFFFFF00, description="OpenFlow port towards the sender")
     down: int = Field(ge=1, le=0xFFFFFF00, description="OpenFlow port towards the receivers (the AP or eNB side)")
+    capacity_mbit: PositiveFloat | None = Field(
+        default=None, description="the access network's nominal downlink capacity (Mbit/s): what it carries when "
+                                  "saturated (a calibrated saturating transfer through it, not the PHY rate). "
+                                  "MP-SDN's congestion signal on a lab is the down port's transmit rate against it")
 
 
 class SwitchPorts(Strict):
@@ -70,4 +75,9 @@ class SwitchPorts(Strict):
 
     def ports(self) -> dict[str, dict[str, int]]:
         """Network -> {"up": port, "down": port}, as the steering takes it."""
-        return {net: p.model_dump() for net, p in self.networks.items()}
+        return {net: {"up": p.up, "down": p.down} for net, p in self.networks.items()}
+
+    def capacity_mbit(self) -> dict[str, float] | None:
+        """Network -> nominal capacity (Mbit/s), or None unless every network gives one."""
+        caps = {net: p.capacity_mbit for net, p in self.networks.items()}
+        return None if None in caps.values() else caps  # type: ignore[return-value]

@@ -136,16 +136,20 @@ class LabTestbed(Testbed):
         return out
 
     def _host_checks(self, name: str, ccs: Sequence[CongestionControl]) -> list[Check]:
+        """Per role: every host is reachable and has its clock offset read; the sender and receivers (the
+        MPTCP endpoints) also have MPTCP, the congestion controls and iperf3; the receivers their
+        interfaces and meters. Infrastructure hosts (eNodeB, EPC, AP, switch) carry no MPTCP socket."""
         host = self.all_hosts()[name]
         first = reachable(host, timeout_s=self.lab.command_timeout_s)
         if not first.ok:
             return [first]
         out = [first]
         try:
-            if name != (self.lab.switch.host if self.lab.switch else None):
-                out += kernel_checks(host)  # a switch forwards frames: its kernel needs no MPTCP
             is_node = name in self.nodes
             if name == self.sender.name or is_node:
+                # Only the MPTCP endpoints need it: the eNodeB, EPC, APs and switch forward the subflows'
+                # packets (an eNB or AP image without CONFIG_MPTCP is fine); they get reachable + clock.
+                out += kernel_checks(host)
                 out += cc_checks(host, ccs)
                 check, ip3 = iperf3_check(host)
                 out.append(check)

@@ -8,7 +8,12 @@ ask for its features (``OFPT_FEATURES_REQUEST``: datapath id, tables) and its me
 whose bridge does not enable OpenFlow13 answers its HELLO with a bitmap without 1.3 (OVS then
 sends ``OFPET_HELLO_FAILED``); anything else on the port fails the parse. The meter features are
 what ``controller.steering.caps`` needs for caps as meters (the same names the os-ken app
-reports). Plain struct packing on one TCP socket, with one deadline; nothing is installed.
+reports). One TCP socket, one deadline, nothing installed. The messages are os-ken's
+(``os_ken.ofproto.ofproto_v1_3_parser``: built with ``serialize``, read with
+``ofproto_parser.msg``), used as a library without its event loop; the HELLO alone is packed here,
+because os-ken 4.x's ``OFPHello`` does not serialize its elements (it would offer every version
+up to 1.3, and a 1.0-only switch would then settle on 1.0 instead of failing the handshake).
+os-ken is imported on first use (0.4 s), not when preflight's module is.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import socket
 import struct
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from harness.errors import PreflightError
 from harness.testbeds.base import Check
@@ -25,7 +31,6 @@ OFP13 = 0x04
 OFPT_HELLO, OFPT_ERROR, OFPT_ECHO_REQUEST, OFPT_ECHO_REPLY = 0, 1, 2, 3
 OFPT_FEATURES_REQUEST, OFPT_FEATURES_REPLY = 5, 6
 OFPT_MULTIPART_REQUEST, OFPT_MULTIPART_REPLY = 18, 19
-OFPMP_METER_FEATURES = 11
 OFPHET_VERSIONBITMAP = 1
 HEADER = struct.Struct("!BBHI")
 #: OVS's HELLO_FAILED and BAD_VERSION, spelled out in the failure.
@@ -56,48 +61,76 @@ class SwitchInfo:
                 f"{self.max_meter}, bands {list(self.band_types) or 'none'}, {list(self.capabilities) or 'none'}")
 
 
+def _of13() -> SimpleNamespace:
+    """os-ken's OpenFlow 1.3 modules, as the "datapath" its message classes build with (no connection)."""
+    from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+
+    return SimpleNamespace(ofproto=ofproto_v1_3, ofproto_parser=ofproto_v1_3_parser)
+
+
+def _bytes(msg, xid: int) -> bytes:
+    msg.set_xid(xid)
+    msg.serialize()
+    return bytes(msg.buf)
+
+
 def hello_bytes(xid: int) -> bytes:
-    """HELLO version 1.3 with a version bitmap offering 1.3 only."""
+    """HELLO version 1.3 with a version bitmap offering 1.3 only (packed here: see the module docstring)."""
     element = struct.pack("!HHI", OFPHET_VERSIONBITMAP, 8, 1 << OFP13)
     return HEADER.pack(OFP13, OFPT_HELLO, HEADER.size + len(element), xid) + element
 
 
 def features_request_bytes(xid: int) -> bytes:
-    return HEADER.pack(OFP13, OFPT_FEATURES_REQUEST, HEADER.size, xid)
+    dp = _of13()
+    return _bytes(dp.ofproto_parser.OFPFeaturesRequest(dp), xid)
 
 
 def meter_features_request_bytes(xid: int) -> bytes:
-    return HEADER.pack(OFP13, OFPT_MULTIPART_REQUEST, HEADER.size + 8, xid) + struct.pack(
-        "!HH4x", OFPMP_METER_FEATURES, 0)
+    dp = _of13()
+    return _bytes(dp.ofproto_parser.OFPMeterFeaturesStatsRequest(dp, 0), xid)
 
 
-def hello_versions(version: int, body: bytes) -> tuple[int, ...]:
-    """The versions a HELLO offers: its bitmap if it has one, else every version up to its header's."""
-    off = 0
-    while off + 4 <= len(body):
-        etype, elen = struct.unpack_from("!HH", body, off)
-        if elen < 4:
-            break
-        if etype == OFPHET_VERSIONBITMAP:
-            bits = 0
-            for i, (word,) in enumerate(struct.iter_unpack("!I", body[off + 4:off + elen][:(elen - 4) // 4 * 4])):
-                bits |= word << (32 * i)
-            return tuple(v for v in range(bits.bit_length()) if bits >> v & 1)
-        off += (elen + 7) // 8 * 8  # elements are padded to 8 bytes
-    return tuple(range(1, version + 1))
+def echo_reply_bytes(xid: int, data: bytes) -> bytes:
+    dp = _of13()
+    return _bytes(dp.ofproto_parser.OFPEchoReply(dp, data), xid)
 
 
-def parse_features_reply(body: bytes) -> tuple[int, int]:
-    """(datapath id, number of tables) of an OFPT_FEATURES_REPLY body."""
-    dpid, _buffers, n_tables = struct.unpack_from("!QIB", body)
-    return dpid, n_tables
+def parse(buf: bytes):
+    """One whole OpenFlow message (any version os-ken knows) as os-ken's message object.
+
+    Raises:
+        PreflightError: os-ken could not make sense of it.
+    """
+    from os_ken.ofproto import ofproto_parser
+
+    version, mtype, length, xid = ofproto_parser.header(buf)
+    try:
+        msg = ofproto_parser.msg(_of13(), version, mtype, length, xid, bytearray(buf))
+    except Exception as exc:  # noqa: BLE001 - os-ken raises assertion and struct errors on a bad buffer
+        raise PreflightError(f"malformed OpenFlow message type {mtype} ({type(exc).__name__}: {exc})") from None
+    if msg is None:  # os-ken logged the parse error and gave up
+        raise PreflightError(f"malformed OpenFlow message type {mtype} (version {version}, {length} bytes)")
+    return msg
 
 
-def parse_meter_features(body: bytes) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
-    """(max meters, band types, capabilities) of an OFPMP_METER_FEATURES reply body (after the multipart header)."""
-    max_meter, band_types, caps, _max_bands, _max_color = struct.unpack_from("!IIIBB", body, 8)
-    return (max_meter, tuple(n for t, n in BANDS.items() if band_types & (1 << t)),
-            tuple(n for b, n in METER_FLAGS.items() if caps & b))
+def hello_versions(msg) -> tuple[int, ...]:
+    """The versions a parsed HELLO offers: its bitmap if it has one, else every version up to its header's."""
+    for element in getattr(msg, "elements", None) or []:
+        if element.type == OFPHET_VERSIONBITMAP:
+            return tuple(sorted(element.versions))
+    return tuple(range(1, msg.version + 1))
+
+
+def parse_features_reply(msg) -> tuple[int, int]:
+    """(datapath id, number of tables) of a parsed OFPT_FEATURES_REPLY."""
+    return msg.datapath_id, msg.n_tables
+
+
+def parse_meter_features(msg) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    """(max meters, band types, capabilities) of a parsed OFPMP_METER_FEATURES reply."""
+    (f,) = msg.body
+    return (f.max_meter, tuple(n for t, n in BANDS.items() if f.band_types & (1 << t)),
+            tuple(n for b, n in METER_FLAGS.items() if f.capabilities & b))
 
 
 class _Conn:
@@ -118,24 +151,30 @@ class _Conn:
             buf += chunk
         return buf
 
-    def read(self, want: int) -> tuple[int, bytes]:
-        """The next message of type ``want`` (version, body); echo requests are answered on the way."""
+    def read(self, want: int):
+        """The next message of type ``want``, parsed by os-ken; echo requests are answered on the way."""
         while True:
             head = self._recv(HEADER.size)
             version, mtype, length, xid = HEADER.unpack(head)
+            # Framing stays here: os-ken would take any 8 bytes as a header and log a traceback for them.
             if not 1 <= version <= 6 or length < HEADER.size:
                 raise PreflightError(f"switch {self.where}: not OpenFlow (it sent {head!r})")
-            body = self._recv(length - HEADER.size)
+            buf = head + self._recv(length - HEADER.size)
+            if mtype not in (want, OFPT_ECHO_REQUEST, OFPT_ERROR):
+                continue
+            try:
+                msg = parse(buf)
+            except PreflightError as exc:
+                raise PreflightError(f"switch {self.where}: {exc}") from None
             if mtype == OFPT_ECHO_REQUEST:
-                self.sock.sendall(HEADER.pack(version, OFPT_ECHO_REPLY, length, xid) + body)
+                self.sock.sendall(echo_reply_bytes(xid, bytes(msg.data or b"")))
             elif mtype == OFPT_ERROR:
-                etype, code = struct.unpack_from("!HH", body)
-                text = body[4:].decode("ascii", "replace").strip("\0 ")
+                text = bytes(msg.data or b"").decode("ascii", "replace").strip("\0 ")
                 raise PreflightError(f"switch {self.where} refused OpenFlow 1.3: error "
-                                     f"{ERROR_NAMES.get((etype, code), f'type {etype} code {code}')}"
+                                     f"{ERROR_NAMES.get((msg.type, msg.code), f'type {msg.type} code {msg.code}')}"
                                      + (f" ({text[:120]})" if text.isprintable() and text else ""))
-            elif mtype == want:
-                return version, body
+            else:
+                return msg
 
 
 def probe_switch(listen: str, timeout_s: float = 5.0) -> SwitchInfo:
@@ -151,16 +190,15 @@ def probe_switch(listen: str, timeout_s: float = 5.0) -> SwitchInfo:
         try:
             conn = _Conn(sock, deadline, listen)
             sock.sendall(hello_bytes(xid))
-            version, body = conn.read(OFPT_HELLO)
-            versions = hello_versions(version, body)
+            versions = hello_versions(conn.read(OFPT_HELLO))
             if OFP13 not in versions:
                 names = [f"1.{v - 1}" for v in versions]
                 raise PreflightError(f"switch {listen} speaks OpenFlow {names}, not 1.3")
             sock.sendall(features_request_bytes(xid + 1))
-            dpid, n_tables = parse_features_reply(conn.read(OFPT_FEATURES_REPLY)[1])
+            dpid, n_tables = parse_features_reply(conn.read(OFPT_FEATURES_REPLY))
             sock.sendall(meter_features_request_bytes(xid + 2))
-            max_meter, bands, caps = parse_meter_features(conn.read(OFPT_MULTIPART_REPLY)[1])
-        except (OSError, struct.error) as exc:
+            max_meter, bands, caps = parse_meter_features(conn.read(OFPT_MULTIPART_REPLY))
+        except (OSError, struct.error, AttributeError, ValueError) as exc:
             raise PreflightError(f"switch {listen}: not an OpenFlow 1.3 answer ({type(exc).__name__}: {exc})") from None
     return SwitchInfo(dpid, n_tables, versions, max_meter, bands, caps)
 

@@ -186,12 +186,16 @@ def lab_inventory(testbed, rig: SshdRig, *, name: str = "rig", ser2net: dict[str
 
 
 
-def add_lab_switch(data: dict, rig: SshdRig, splice, name: str = "sw") -> dict:
+def add_lab_switch(data: dict, rig: SshdRig, splice, name: str = "sw",
+                   capacity_mbit: dict[str, float] | None = None) -> dict:
     """Make the OVS ``splice`` (``controller.steering.ovs.SpliceRig``, listening on every address) the lab
     switch of the lab inventory ``data``: sshd in its namespace (sessions find OVS's database through
-    ``OVS_RUNDIR``), a ``lab.infra`` entry with role switch, and ``lab.switch`` at its management address."""
+    ``OVS_RUNDIR``), a ``lab.infra`` entry with role switch, and ``lab.switch`` at its management address;
+    ``capacity_mbit``: each network's nominal capacity (MP-SDN's congestion signal on a lab)."""
     entry = rig.add(name, splice.netns, env={"OVS_RUNDIR": str(splice.switch.state_dir)})
     data["lab"].setdefault("infra", []).append({"name": name, "role": "switch", "ssh": {"address": entry.address}})
     data["lab"]["switch"] = {"listen": f"{entry.address}:{splice.listen_port}", "bridge": splice.bridge,
-                             "host": name, "networks": {n: {"up": u, "down": d} for n, (u, d) in splice.ports.items()}}
+                             "host": name, "networks": {n: {"up": u, "down": d, **({"capacity_mbit": capacity_mbit[n]}
+                                                                               if capacity_mbit else {})}
+                                                      for n, (u, d) in splice.ports.items()}}
     return data
