@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.campaign.campaign import testbed_name
 from harness.campaign.control import PreparedSample
 from harness.errors import ConfigError, MplabError, PreflightError, TrafficError
 from harness.hosts.local import PROC_DIR_PREFIX, BackgroundProcess
@@ -106,7 +107,9 @@ class EpochLoop:
         self.sample_s = sample_s
         self.epochs: list[dict] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"epochs:{policy.name}", daemon=True)
+        # Named after the testbed too: with --testbeds K several copies' loops run in one process.
+        where = testbed_name(control.testbed) if control.testbed is not None else "no-testbed"
+        self._thread = threading.Thread(target=self._run, name=f"epochs:{where}:{policy.name}", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
