@@ -22,9 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -34,7 +32,8 @@ from pathlib import Path
 from harness.campaign.campaign import testbed_name
 from harness.campaign.control import PreparedSample
 from harness.errors import ConfigError, MplabError, PreflightError, TrafficError
-from harness.hosts.local import PROC_DIR_PREFIX, BackgroundProcess
+from harness.files import make_owned_temp_dir
+from harness.hosts.local import BackgroundProcess
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import ControlSpec, Scenario
 from harness.testbeds.base import Check, LossCounters, Testbed, loss_over
@@ -277,8 +276,8 @@ class Setup2Control:
         elif self.spec.steering == "openflow" and testbed.kind == "lab":
             # The app runs here, where mplab runs, and connects to where the lab switch listens.
             sw = lab_switch(testbed)
-            # Named as background processes' output dirs: `mplab clean` removes it if we are killed outright.
-            self._state_dir = Path(tempfile.mkdtemp(prefix=f"{PROC_DIR_PREFIX}{os.getpid()}-ofapp-"))
+            # Named with our pid: `mplab clean` removes it if we are killed outright.
+            self._state_dir = make_owned_temp_dir("ofapp")
             self.steering = OpenFlowSteering.for_lab(sw, self._receivers, self._state_dir)
         else:
             self.steering = build_steering(self.spec.steering, testbed)

@@ -8,11 +8,16 @@ Lock files (the campaign lock, the namespace-prefix claims) are an ``flock`` hel
 the owner lives, with the owner's name written into the file: ``try_flock`` takes one,
 ``write_lock_text`` names the owner, ``held_lock_text`` reads who holds one without waiting.
 The kernel drops the lock when its holder dies, so a crash never leaves a lock held.
+
+Scratch directories (a background process's output, a Ray shard's campaign) are named with their
+creator's pid (``owned_temp_dir``): one whose creator was killed outright is found by
+``orphaned_temp_dirs`` and removed by `mplab clean`.
 """
 from __future__ import annotations
 
 import fcntl
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -92,3 +97,33 @@ def held_lock_text(path: Path) -> str | None:
         return None
     finally:
         os.close(fd)
+
+
+#: ``<tmp>/mplab-<kind>-<pid of the creator>-XXXXXXXX``
+_OWNED = re.compile(r"^mplab-([a-z]+)-(\d+)-")
+
+
+def owned_temp_dir(kind: str) -> tempfile.TemporaryDirectory:
+    """A scratch directory ``mplab-<kind>-<pid>-XXXXXXXX`` in the temp dir, removed when closed (or collected)."""
+    return tempfile.TemporaryDirectory(prefix=f"mplab-{kind}-{os.getpid()}-")
+
+
+def make_owned_temp_dir(kind: str) -> Path:
+    """Like ``owned_temp_dir``, but left to the caller to remove (``shutil.rmtree``)."""
+    return Path(tempfile.mkdtemp(prefix=f"mplab-{kind}-{os.getpid()}-"))
+
+
+def orphaned_temp_dirs() -> list[Path]:
+    """Scratch directories (``owned_temp_dir``) whose creating process no longer exists."""
+    out = []
+    for d in Path(tempfile.gettempdir()).glob("mplab-*-*-*"):
+        m = _OWNED.match(d.name)
+        if not (m and d.is_dir()):
+            continue
+        try:
+            os.kill(int(m.group(2)), 0)
+        except ProcessLookupError:
+            out.append(d)
+        except PermissionError:
+            pass  # alive, someone else's
+    return sorted(out)

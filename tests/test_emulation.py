@@ -26,7 +26,7 @@ from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign
 from tests.conftest import small_inventory
 
-pytestmark = [pytest.mark.root, pytest.mark.machine]
+pytestmark = pytest.mark.root
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 
@@ -40,6 +40,7 @@ def cleanup(prefix):
     clean_prefix(prefix)
 
 
+@pytest.mark.machine  # compares the machine-wide allowed list before and after: run alone (see `make test`)
 def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
     prefix = cleanup
     allowed_before = _allowed()
@@ -97,6 +98,7 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
     tb.teardown()  # idempotent
 
 
+@pytest.mark.machine  # holds link rates to 10 %: run alone (see `make test`)
 def test_two_receiver_sweep_modes_rates_and_teardown(cleanup, tmp_path):
     prefix = cleanup
     # n1 is better on WiFi, n2 on LTE. The AP shares by DCF (default): while both pull over WiFi each
@@ -228,6 +230,7 @@ def test_a_testbed_never_touches_another_whose_prefix_extends_its_own(cleanup):
     assert list_namespaces(root, prefix) == []
 
 
+@pytest.mark.machine  # compares the machine-wide allowed list before and after: run alone (see `make test`)
 def test_allowed_list_is_restored_when_overlapping_testbeds_end_in_either_order(cleanup):
     # A adds a name, B finds it already allowed; A ends first. The name must stay while B runs and go
     # when B ends (B never added it itself: a per-testbed record leaked it).

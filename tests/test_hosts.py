@@ -142,7 +142,7 @@ def test_output_files_of_a_starter_killed_outright_are_removed_by_clean():
     import sys
     from pathlib import Path
 
-    from harness.testbeds.clean import remove_orphaned_process_dirs
+    from harness.testbeds.clean import remove_orphaned_temp_dirs
 
     code = ("import os, sys; from harness.hosts.local import LocalHost; "
             "p = LocalHost().start(['sleep', '2']); print(p._dir.name, flush=True); os.kill(os.getpid(), 9)")
@@ -151,8 +151,8 @@ def test_output_files_of_a_starter_killed_outright_are_removed_by_clean():
     assert child.returncode == -9 and left.is_dir() and left.name.startswith("mplab-proc-")
     mine = LocalHost().start(["sleep", "30"])
     try:
-        done = remove_orphaned_process_dirs("mplab-", LocalHost(), True)
-        assert f"process output {left}" in done and not left.exists()
+        done = remove_orphaned_temp_dirs("mplab-", LocalHost(), True)
+        assert f"scratch directory {left}" in done and not left.exists()
         assert Path(mine._dir.name).is_dir(), "a live starter's output files must stay"
     finally:
         mine.stop()

@@ -46,7 +46,7 @@ from harness.campaign.store import Campaign, check_writable
 from harness.config.inventory import Inventory
 from harness.config.scenario import Scenario
 from harness.errors import ConfigError, StoreError
-from harness.files import atomic_write
+from harness.files import atomic_write, owned_temp_dir
 
 log = logging.getLogger("mplab.cluster")
 
@@ -91,7 +91,7 @@ def run_shard(manifest: dict, sample_ids: list[str], control_factory: ControlFac
 def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
                  control_factory: ControlFactory | None = None) -> dict:
     """``run_shard`` on the node ``node_id`` names (the part that needs no Ray)."""
-    with tempfile.TemporaryDirectory(prefix="mplab-shard-") as tmp:
+    with owned_temp_dir("shard") as tmp:  # a node killed mid-shard leaves it to `mplab clean`
         scratch = Campaign.create(Path(tmp), manifest["campaign"],
                                   {k: v for k, v in manifest.items() if k not in ("schema_version", "campaign")})
         scenario, inventory = campaign_inputs(scratch)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import CommandError, CommandTimeout, HostUnreachable
-from harness.files import atomic_write
+from harness.files import atomic_write, owned_temp_dir
 
 log = logging.getLogger("mplab.hosts")
 
@@ -190,34 +190,14 @@ class Host(ABC):
 # --------------------------------------------------------------------------- local
 
 
-#: A background process's output files live in ``<tmp>/mplab-proc-<pid of the starter>-XXXXXXXX``: a
-#: starter killed outright cannot remove them, so `mplab clean` removes those whose starter is gone.
-PROC_DIR_PREFIX = "mplab-proc-"
-
-
-def orphaned_process_dirs() -> list[Path]:
-    """Output directories of background processes whose starting process no longer exists."""
-    out = []
-    for d in Path(tempfile.gettempdir()).glob(f"{PROC_DIR_PREFIX}*-*"):
-        pid = d.name[len(PROC_DIR_PREFIX):].split("-", 1)[0]
-        if not (pid.isdigit() and d.is_dir()):
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            out.append(d)
-        except PermissionError:
-            pass  # alive, someone else's
-    return out
-
-
 class _LocalProcess(BackgroundProcess):
     """A child process of this Python process, with output captured in temporary files."""
 
     def __init__(self, host: str, argv: Sequence[str], label: str, gated: bool) -> None:
         super().__init__(host, argv, label)
         self._gated = gated
-        self._dir = tempfile.TemporaryDirectory(prefix=f"{PROC_DIR_PREFIX}{os.getpid()}-")
+        # Named with our pid: if we are killed outright, `mplab clean` finds and removes it.
+        self._dir = owned_temp_dir("proc")
         self._out = open(os.path.join(self._dir.name, "stdout"), "w+b")
         self._err = open(os.path.join(self._dir.name, "stderr"), "w+b")
         self._result: ProcessResult | None = None

@@ -3,9 +3,9 @@
 ``clean_prefix`` runs an explicit tuple of cleaners, in order, each ``fn(prefix, root, nested)
 -> list of what it removed``: processes and namespaces, the machine-wide record
 (``harness.machine.forget``: state directories, names added to the allowed list), BPF
-struct_ops no live testbed needs, the key directories of crashed SSH rigs, the output files of
-background processes whose starter was killed outright, and claim files no live process holds.
-Every cleaner is idempotent and touches only names under the prefix (or recorded by mplab, or
+struct_ops no live testbed needs, the key directories of crashed SSH rigs, scratch directories
+(background processes' output, Ray shards) whose creator was killed outright, and claim files no
+live process holds. Every cleaner is idempotent and touches only names under the prefix (or recorded by mplab, or
 owned by a dead process): it is safe to run twice, after a crash, or with nothing to do.
 
 A testbed whose namespace prefix another live process has claimed (``harness.testbeds.claim``)
@@ -29,7 +29,8 @@ from pathlib import Path
 
 from harness import machine
 from harness.cc import bpfcc
-from harness.hosts.local import Host, LocalHost, orphaned_process_dirs
+from harness.files import orphaned_temp_dirs
+from harness.hosts.local import Host, LocalHost
 from harness.testbeds import claim as claims
 
 #: Where an SSH rig (``harness.testing.sshrig``) keeps its keys: ``<tmp>/<prefix>ssh-XXXXXXXX``.
@@ -113,12 +114,15 @@ def remove_ssh_rig_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # 
     return done
 
 
-def remove_orphaned_process_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
-    """Output files of background processes whose starter was killed outright (not per prefix: only dead owners')."""
+def remove_orphaned_temp_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
+    """Scratch directories (background processes' output, Ray shards) whose creator was killed outright.
+
+    Not per prefix: they are named with their creator's pid, and only a dead creator's are removed.
+    """
     done = []
-    for d in orphaned_process_dirs():
+    for d in orphaned_temp_dirs():
         shutil.rmtree(d, ignore_errors=True)
-        done.append(f"process output {d}")
+        done.append(f"scratch directory {d}")
     return done
 
 
@@ -138,7 +142,7 @@ Cleaner = Callable[[str, Host, bool], list[str]]
 #: ``names_needed`` sees only the other live testbeds when struct_ops are unregistered; claim
 #: files last (a testbed being torn down still holds its own), then what was left alone.
 CLEANERS: tuple[Cleaner, ...] = (remove_namespaces, forget_records, unregister_bpf_ccs, remove_ssh_rig_dirs,
-                                 remove_orphaned_process_dirs, remove_stale_claims, report_live_testbeds)
+                                 remove_orphaned_temp_dirs, remove_stale_claims, report_live_testbeds)
 
 
 def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True,
