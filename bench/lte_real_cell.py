@@ -39,12 +39,10 @@ from harness.testing.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
 from lte.realcheck import bin_dirs  # noqa: E402
 from harness.deploy.secrets import load_secrets  # noqa: E402
 from lte.srsepc import render_srsepc  # noqa: E402
-from lte.zmq import UE_TUN, render_zmq  # noqa: E402
+from lte.zmq import FFTW_HOME, UE_TUN, render_zmq  # noqa: E402
 from lte_fixtures import lab_data, write_secrets  # noqa: E402
 
 PREFIX = "mplab-bench-cell-"
-#: Where srsRAN's FFTW wisdom is kept between bench runs (measured plans; not the invoking user's home).
-FFTW_HOME = Path("/var/tmp/mplab-srsran-home")
 RX = "n2"
 
 

@@ -38,7 +38,7 @@ from harness.testbeds.access import AccessKinds, LteLink
 from harness.testbeds.base import Check
 from lte.realcheck import BIN_ENV, bin_dirs
 from lte.srsepc import render_srsepc
-from lte.zmq import output_tail, render_zmq
+from lte.zmq import FFTW_HOME, output_tail, render_zmq
 
 log = logging.getLogger("mplab.lte.realcell")
 
@@ -47,9 +47,6 @@ PROGRAMS = ("srsepc", "srsenb", "srsue")
 SHIM_ENV = "MPLAB_SCTP_SHIM"
 #: S1 addresses on the eNB namespace's loopback (S1 never leaves the namespace).
 ENB_S1, EPC_S1 = "127.0.1.1", "127.0.1.100"
-#: srsRAN keeps measured FFT plans in $HOME/.srsran_fftwisdom; without them srsUE's PHY start took
-#: 50-90 s on this machine (bench/lte_real_cell.py). Shared with that bench.
-FFTW_HOME = Path("/var/tmp/mplab-srsran-home")
 #: coreutils' stdbuf preload: line-buffered stdout, so that readiness lines arrive as printed.
 STDBUF = "/usr/libexec/coreutils/libstdbuf.so"
 #: Test PLMN 001/01, band 7 (the lab reference inventory's cell).

@@ -16,6 +16,7 @@ import ipaddress
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import jinja2
 
@@ -71,7 +72,7 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
     ue = env.get_template(f"{srsran_templates(inv)}/ue.conf.j2").render(
         banner=BANNER, inventory_name=inv.name, receiver=receiver, device_args=UE_ZMQ_ARGS, enb=zinv.lte.enb,
         epc=zinv.lte.epc, keys=keys, imsi=r.sim.imsi, imei=imei, netns=netns, ifname=ifname,
-        log_path=f"{config_dir}/ue.log")
+        log_path=f"{config_dir}/ue.log", metrics_csv_path=f"{config_dir}/ue_metrics.csv")
     return render_srsenb(zinv) + [ConfigFile("ue", f"{config_dir}/ue.conf", ue)]
 
 
@@ -121,6 +122,13 @@ class _FirstExit:
                          f"{output_tail(p)}" for p in self.procs)
 
 
+#: srsRAN keeps measured FFT plans in $HOME/.srsran_fftwisdom; without them srsUE's PHY start took
+#: 50-90 s on this machine (bench/lte_real_cell.py). Shared by every cell mplab starts and that bench.
+FFTW_HOME = Path("/var/tmp/mplab-srsran-home")
+#: How long `mplab lte zmq` waits for the UE's address: a first start, with no FFT plans saved yet, took up to 90 s.
+START_DEADLINE_S = 150.0
+
+
 @dataclass
 class ZmqCell:
     """A running single-UE cell: srsenb on ``host``, srsue in ``ue_netns`` (both started by us).
@@ -138,7 +146,8 @@ class ZmqCell:
     dirs: tuple[str, ...] = ()
     launcher: tuple[str, ...] = ()
 
-    def start(self, files: list[ConfigFile[Role]], pool: ipaddress.IPv4Network, deadline_s: float = 60.0) -> str:
+    def start(self, files: list[ConfigFile[Role]], pool: ipaddress.IPv4Network,
+              deadline_s: float = START_DEADLINE_S) -> str:
         """Write the files, start eNodeB then UE; return the UE's address once it is in ``pool``.
 
         Raises:
@@ -150,7 +159,8 @@ class ZmqCell:
             self.host.write_file(f.path, f.text.encode(), f.mode)
         by_name = {f.path.rsplit("/", 1)[1]: f.path for f in files}
         workdir = by_name["ue.conf"].rsplit("/", 1)[0] or "/"
-        run_in = [*self.launcher, "env", "-C", workdir]
+        FFTW_HOME.mkdir(parents=True, exist_ok=True)
+        run_in = [*self.launcher, "env", "-C", workdir, f"HOME={FFTW_HOME}"]
         try:
             self.enb = self.host.start([*run_in, srsenb, by_name["enb.conf"]], label="srsenb-zmq")
             self.ue = self.host.start([*run_in, srsue, by_name["ue.conf"]], label="srsue-zmq")

@@ -92,6 +92,21 @@ def prefix(monkeypatch) -> Iterator[str]:
     fail_on_leftovers(p)
 
 
+def allowed_ccs_apart_from_other_testbeds() -> list[str]:
+    """The kernel's allowed congestion-control list without the names other live testbeds need.
+
+    Call it while the test's own testbeds are down (before set-up, after teardown). On a shared
+    machine other testbeds add and remove the names they need as they come and go (a name that is not
+    the root namespace's default, cubic where the default is bbr); in CI's step of `machine` tests
+    there are none, and the comparison is the whole list.
+    """
+    from harness import machine
+
+    others = machine.names_needed()
+    return [n for n in Path(f"/proc/sys/{machine.ALLOWED_CC.replace('.', '/')}").read_text().split()
+            if n not in others]
+
+
 def fail_on_leftovers(p: str) -> None:
     """Fail (after removing it) if anything is left under prefix ``p`` (for fixtures that make their own prefix:
     mark the processes with ``leaks.MARK`` too)."""

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import small_inventory
+from conftest import allowed_ccs_apart_from_other_testbeds, small_inventory
 from harness.campaign.campaign import RunHooks, start_campaign
 from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
@@ -185,7 +185,7 @@ def test_scenario_naming_an_unloadable_algorithm_is_refused_before_the_sweep(pre
 def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_map(prefix, tmp_path):
     """One campaign, disjoint WiFi/LTE paths, each algorithm; the runner's own records are checked."""
     _skip_if_shared(*COUPLED)
-    allowed_before = _allowed()
+    allowed_before = allowed_ccs_apart_from_other_testbeds()
     algos = ["lia", "olia", "balia", "wvegas", "cubic"]
     inv = small_inventory(prefix, [(16, 10)])
     sc = Scenario(name="cc-all", congestion_controls=algos, receiver_counts=[1], modes=["both"],
@@ -213,8 +213,7 @@ def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_m
     # Teardown: struct_ops unregistered (unless another live testbed needs them), allowed list as before.
     others = bpfcc._needed_elsewhere()
     assert not [n for n in bpfcc.registered(ROOT) if n not in others]
-    assert [n for n in _allowed() if not n.startswith("mplab_")] == \
-        [n for n in allowed_before if not n.startswith("mplab_")]
+    assert allowed_ccs_apart_from_other_testbeds() == allowed_before
     assert not list_namespaces(ROOT, prefix)
 
 

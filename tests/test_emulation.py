@@ -24,7 +24,7 @@ from harness.testbeds.emulated import EmulatedTestbed
 from harness.hosts.local import LocalHost
 from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign
-from tests.conftest import small_inventory
+from tests.conftest import allowed_ccs_apart_from_other_testbeds, small_inventory
 
 pytestmark = pytest.mark.root
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
@@ -43,7 +43,7 @@ def cleanup(prefix):
 @pytest.mark.machine  # compares the machine-wide allowed list before and after: run alone (see `make test`)
 def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
     prefix = cleanup
-    allowed_before = _allowed()
+    allowed_before = allowed_ccs_apart_from_other_testbeds()
     inv = small_inventory(prefix, [(20, 8), (6, 12)])
     tb = EmulatedTestbed(inv)
     reno = resolve("reno")
@@ -94,7 +94,7 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
         tb.teardown()
     assert list_namespaces(LocalHost(), prefix) == []
     assert not (STATE_ROOT / prefix.rstrip("-")).exists()
-    assert _allowed() == allowed_before, "the allowed congestion control list must be restored"
+    assert allowed_ccs_apart_from_other_testbeds() == allowed_before, "the allowed list must be restored"
     tb.teardown()  # idempotent
 
 
@@ -247,7 +247,7 @@ def test_allowed_list_is_restored_when_overlapping_testbeds_end_in_either_order(
     cc = ccs[0]
     cc.check(LocalHost())  # a BPF one needs `make bpf`: fail with its reason rather than skip
     name = cc.sock_name
-    before = _allowed()
+    before = allowed_ccs_apart_from_other_testbeds()
     a = EmulatedTestbed(small_inventory(f"{prefix}a-", [(10, 10)]))
     b_inv = small_inventory(prefix.replace("-t", "-u", 1), [(10, 10)])
     b = EmulatedTestbed(b_inv)
@@ -258,7 +258,8 @@ def test_allowed_list_is_restored_when_overlapping_testbeds_end_in_either_order(
         a.teardown()
         assert name in _allowed().split(), "B still needs it"
         b.teardown()
-        assert _allowed() == before, f"allowed list not restored: {_allowed()!r} vs {before!r}"
+        after = allowed_ccs_apart_from_other_testbeds()
+        assert after == before, f"allowed list not restored: {after!r} vs {before!r}"
         if name not in available:  # a struct_ops CC the testbeds registered: gone with the last of them
             assert name not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split(), \
                 "the struct_ops CC is still registered"

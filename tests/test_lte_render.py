@@ -80,6 +80,8 @@ def test_enb_conf_parses_with_every_key(inv, srs):
     assert float(cp["rf"]["tx_gain"]) == 80 and float(cp["rf"]["rx_gain"]) == 40
     assert int(cp["rf"]["time_adv_nsamples"]) == 100
     assert int(cp["expert"]["rrc_inactivity_timer"]) == 11576
+    # srsenb opens its metrics CSV even when disabled: in the cell's directory, never a shared /tmp file.
+    assert cp["expert"]["metrics_csv_filename"] == f"{enb.config_dir}/enb_metrics.csv"
     assert cp["log"]["filename"] == "/tmp/enb.log"
 
 

@@ -37,6 +37,9 @@ def test_zmq_configs(tmp_path):
     assert ue["usim"]["algo"] == "milenage" and len(ue["usim"]["imei"]) == 15
     assert ue["nas"]["apn"] == "internet"
     assert ue["gw"]["netns"] == "mplab-ue" and ue["gw"]["ip_devname"] == UE_TUN
+    # Both programs open their metrics CSV even when it is disabled: in the cell's directory, not /tmp.
+    assert enb["expert"]["metrics_csv_filename"] == f"{tmp_path}/enb_metrics.csv"
+    assert ue["general"]["metrics_csv_filename"] == f"{tmp_path}/ue_metrics.csv"
 
 
 def test_missing_srsran_is_reported_clearly(tmp_path):
@@ -83,7 +86,7 @@ def test_zmq_cell_attaches_through_srsepc(prefix, tmp_path):
     its NAS context in the cell's directory."""
     from harness.deploy.trial import find_program, scratch_netns
     from harness.testing.sctpshim import build_shim, kernel_has_sctp
-    from lte.realcell import FFTW_HOME, STDBUF, wait_line
+    from lte.realcell import STDBUF, wait_line
     from lte.realcheck import bin_dirs, write
     from lte.srsepc import render_srsepc
 
@@ -91,9 +94,8 @@ def test_zmq_cell_attaches_through_srsepc(prefix, tmp_path):
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed (not on PATH or under $MPLAB_LTE_BIN)")
     shim = None if kernel_has_sctp() else str(build_shim(tmp_path / "shim"))
-    # srsUE's FFT plans: the wisdom the real-cell driver keeps (its PHY start-up took 50-90 s without it)
-    FFTW_HOME.mkdir(parents=True, exist_ok=True)
-    launcher = ("env", f"HOME={FFTW_HOME}") + ((f"LD_PRELOAD={shim}",) if shim else ())
+    # (ZmqCell runs srsRAN with HOME at the FFT plans every mplab cell shares: see lte.zmq.FFTW_HOME)
+    launcher = (("env", f"LD_PRELOAD={shim}") if shim else ())
     preload = " ".join(p for p in (shim, STDBUF) if p)                  # srsepc: line-buffered, for wait_line
     d = lab_data()
     d["lte"]["lab_subnets"] = []
