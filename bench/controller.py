@@ -13,7 +13,14 @@ From one run:
     byte the AP sent it (median over --blocks).
 Needs root (namespaces, OVS). Ratios, not absolute promises: the machine is shared.
 
+Decision latency alone (no root): ``--decisions-only``. Before/after in one run: ``--against DIR``
+(another checkout, e.g. ``git worktree add /tmp/main-wt main``) measures that checkout's controller
+code and this one's in alternating child processes (``--rounds`` each, same model, same inputs), so
+both see the same machine load, and prints the quantiles of each and their ratios, and whether the two
+decide the same on 3000 fixed inputs (``decision_digest``: assignments and traces, energies bit for bit).
+
     uv run python bench/controller.py [--decisions 2000] [--changes 40] [--blocks 5] [--model models/quick-setup2]
+    uv run python bench/controller.py --decisions-only [--against /tmp/main-wt --rounds 3]
 """
 from __future__ import annotations
 
@@ -21,12 +28,22 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 # _common puts the repository first on sys.path, so `controller` is the package, not this file.
 from _common import REPO, pct
+
+# --code DIR (the child processes of --against): measure DIR's controller code, not this checkout's.
+# _common imported this checkout's harness already: forget it, so DIR's harness and controller load.
+CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve() if "--code" in sys.argv else REPO
+if CODE != REPO:
+    sys.path.insert(0, str(CODE))
+    for _name in [m for m in sys.modules if m.split(".")[0] in ("harness", "controller")]:
+        del sys.modules[_name]
 
 import numpy as np
 import onnx
@@ -74,7 +91,8 @@ def random_mlp(d: Path) -> Path:
     return d
 
 
-def decision_latency(model_dir: Path | None, n: int) -> tuple[list[float], str]:
+def decision_latency(model_dir: Path | None, n: int) -> tuple[list[float], str, float, str]:
+    """Wall seconds per decision, what model, CPU ms per decision, ``decision_digest`` with that model."""
     with tempfile.TemporaryDirectory() as tmp:
         if model_dir is not None and (model_dir / "model.json").exists():
             model, what = EnergyModel.load(model_dir), str(model_dir)
@@ -102,7 +120,75 @@ def decision_latency(model_dir: Path | None, n: int) -> tuple[list[float], str]:
             pol.decide(meas, ctx, measure)
             out.append(time.perf_counter() - t0)
         cpu_ms = (time.process_time() - cpu0) / n * 1e3
-        return out, f"{what}; CPU time {cpu_ms:.3f} ms per decision"
+        return out, what, cpu_ms, decision_digest(model.predict)
+
+
+QUANTILES = (50, 90, 95, 99)
+
+
+def decision_digest(predict, cases: int = 3000) -> str:
+    """sha256 of ref-is-tuned's outcomes (assignment and whole trace, energies to the last bit) on a fixed,
+    seeded set of inputs: 1-9 receivers, both ccs, three bands and bases, a few dead nodes. Two checkouts
+    that print the same digest decide the same."""
+    import hashlib
+
+    from controller.policy import NodeFailed
+
+    rng = np.random.default_rng(42)
+    h = hashlib.sha256()
+    for _ in range(cases):
+        n = int(rng.integers(1, 10))
+        cc = ("balia", "cubic")[int(rng.integers(0, 2))]
+        band, base = float(rng.choice([0.05, 0.1, 0.3])), str(rng.choice(["max", "min", "mean"]))
+        meas = []
+        for i in range(n):
+            w = float(rng.uniform(0, 40))
+            lte = w * float(rng.uniform(0.7, 1.3)) if rng.random() < 0.5 else float(rng.uniform(0, 40))
+            if rng.random() < 0.02:
+                w = lte = 0.0
+            meas.append(ReceiverMeasurement(f"n{i + 1}", {"wifi": w, "lte": lte}))
+        under = {m.receiver: {"wifi": float(rng.uniform(0, 40)), "lte": float(rng.uniform(0, 40))} for m in meas}
+
+        def measure(a: dict[str, Decision]) -> dict[str, dict[str, float]]:
+            return {rx: {r: under[rx][r] * (0.9 if len(d.ifaces) == 2 else 1.0) for r in d.ifaces}
+                    for rx, d in a.items()}
+        try:
+            out = RefISTuned(predict, band=band, base=base).decide(meas, Context(cc, n, 4 * 2**20), measure)
+            rec = {"a": {rx: d.mode for rx, d in out.assignment.items()}, "t": out.trace}
+        except NodeFailed as exc:
+            rec = {"failed": str(exc)}
+        h.update(json.dumps(rec, sort_keys=True, default=repr).encode() + b"\n")
+    return h.hexdigest()
+
+
+def quantiles_ms(xs: list[float]) -> dict[str, float]:
+    return {**{f"p{q}": pct(xs, q) * 1e3 for q in QUANTILES}, "max": max(xs) * 1e3}
+
+
+def decision_child(code: Path, args: argparse.Namespace) -> dict:
+    """One --decisions-only --json run of ``code``'s controller in a fresh process (its own imports)."""
+    argv = [sys.executable, __file__, "--decisions-only", "--json", "--code", str(code),
+            "--decisions", str(args.decisions), "--model", str(args.model)]
+    return json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+
+
+def compare(args: argparse.Namespace) -> None:
+    """This checkout against ``args.against``, alternating, ``args.rounds`` times; ratios per quantile."""
+    runs: dict[str, list[dict]] = {"this": [], "against": []}
+    for i in range(args.rounds):
+        for key, code in (("against", args.against), ("this", REPO)):
+            r = decision_child(code, args)
+            runs[key].append(r)
+            q = "  ".join(f"p{k} {r[f'p{k}']:.3f}" for k in QUANTILES)
+            print(f"round {i + 1} {key:7} ({r['code']}): {q}  max {r['max']:.2f} ms; CPU {r['cpu_ms']:.3f} ms/decision; "
+                  f"load average {r['load']:.1f}", flush=True)
+    digests = {r["digest"] for rs in runs.values() for r in rs}
+    print("decisions on 3000 fixed inputs (assignments, traces, energies): "
+          + ("identical in both checkouts" if len(digests) == 1 else f"DIFFERENT: {sorted(digests)}"))
+    for k in [f"p{q}" for q in QUANTILES] + ["cpu_ms"]:
+        a = statistics.median(r[k] for r in runs["against"])
+        t = statistics.median(r[k] for r in runs["this"])
+        print(f"median over rounds {k}: against {a:.3f} ms, this {t:.3f} ms, this/against {t / a:.2f}")
 
 
 def small_inventory(prefix: str) -> Inventory:
@@ -169,12 +255,30 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=40)
     ap.add_argument("--blocks", type=int, default=5)
     ap.add_argument("--model", type=Path, default=REPO / "models" / "quick-setup2")
+    ap.add_argument("--decisions-only", action="store_true", help="skip the steering measurements (no root)")
+    ap.add_argument("--against", type=Path, help="another checkout: its decision latency beside this one's")
+    ap.add_argument("--rounds", type=int, default=3, help="with --against: alternating runs of each")
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--code", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
-    lat, what = decision_latency(args.model, args.decisions)
+    if args.against is not None:
+        compare(args)
+        return
+    lat, what, cpu_ms, digest = decision_latency(args.model, args.decisions)
+    q = quantiles_ms(lat)
+    if args.json:
+        print(json.dumps({**q, "cpu_ms": cpu_ms, "load": os.getloadavg()[0], "model": what, "digest": digest,
+                          "code": sys.modules[EnergyModel.__module__].__file__}))
+        return
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"decision latency, ref-is-tuned, 9 receivers, {what}: {ms(lat)}  (goal p95 <= 2 ms; "
-          f"load average {load} on {os.cpu_count()} CPUs: the tail is preemption when the machine is busy)")
+    print(f"decision latency, ref-is-tuned, 9 receivers, {what}: "
+          + ", ".join(f"p{k} {q[f'p{k}']:.3f}" for k in QUANTILES) + f", max {q['max']:.2f} ms "
+          f"(n={len(lat)}); CPU {cpu_ms:.3f} ms per decision (goal p95 <= 2 ms; load average {load} on "
+          f"{os.cpu_count()} CPUs: the tail is preemption when the machine is busy); decisions on fixed inputs: "
+          f"sha256 {digest[:16]}")
+    if args.decisions_only:
+        return
 
     prefix = "mplab-bench-ctl-"
     tb = EmulatedTestbed(small_inventory(prefix))

@@ -91,12 +91,16 @@ class Decision:
 
     @classmethod
     def of(cls, mode: str) -> Decision:
-        """The decision for a mode name (``wifi``, ``lte``, ``both``)."""
-        if mode == "both":
-            return cls(frozenset(IFACES))
-        if mode in IFACES:
-            return cls(frozenset({mode}))
-        raise ValueError(f"unknown mode {mode!r} (wifi, lte or both)")
+        """The decision for a mode name (``wifi``, ``lte``, ``both``); one shared (frozen) instance per mode."""
+        try:
+            return _BY_MODE[mode]
+        except KeyError:
+            raise ValueError(f"unknown mode {mode!r} (wifi, lte or both)") from None
+
+
+#: ``Decision.of``'s answers, made once: a decision builds one per receiver, twice.
+_BY_MODE: dict[str, Decision] = {"both": Decision(frozenset(IFACES)),
+                                 **{r: Decision(frozenset({r})) for r in IFACES}}
 
 
 Assignment = dict[str, Decision]
@@ -198,6 +202,16 @@ class _Band:
         if self.base not in _BASES:
             raise ConfigError(f"base {self.base!r} is not one of {sorted(_BASES)}", field="base")
 
+    def choose(self, m: ReceiverMeasurement) -> Decision:
+        """IS for one receiver: "both" within the band, else its faster network."""
+        rw, rl = float(m.probe_mbit.get("wifi", 0.0)), float(m.probe_mbit.get("lte", 0.0))
+        if max(rw, rl) <= DEAD_MBIT:
+            raise NodeFailed(f"receiver {m.receiver} carried nothing on WiFi ({rw:.3f} Mbit/s) nor LTE "
+                             f"({rl:.3f} Mbit/s) while probed; check its links")
+        if abs(rw - rl) <= self.band * _BASES[self.base](rw, rl):
+            return Decision.of("both")
+        return Decision.of("wifi" if rw > rl else "lte")
+
     @staticmethod
     def check_params(policy: str, params: Mapping[str, object]) -> None:
         """``ConfigError`` unless ``params`` (a scenario's policy parameters) are band and base only."""
@@ -219,15 +233,6 @@ class RefIS(_Band):
     epoch_s: float | None = None
     probes: bool = True
     measures: int = 0
-
-    def choose(self, m: ReceiverMeasurement) -> Decision:
-        rw, rl = float(m.probe_mbit.get("wifi", 0.0)), float(m.probe_mbit.get("lte", 0.0))
-        if max(rw, rl) <= DEAD_MBIT:
-            raise NodeFailed(f"receiver {m.receiver} carried nothing on WiFi ({rw:.3f} Mbit/s) nor LTE "
-                             f"({rl:.3f} Mbit/s) while probed; check its links")
-        if abs(rw - rl) <= self.band * _BASES[self.base](rw, rl):
-            return Decision.of("both")
-        return Decision.of("wifi" if rw > rl else "lte")
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
@@ -262,9 +267,20 @@ class RefISTuned(_Band):
         pred = self.predict(self.rows(a, thr, ctx))
         return {rx: float(e) for rx, e in zip(a, pred)}
 
+    def energies_both(self, a: Assignment, thr_a: Mapping[str, Mapping[str, float]], b: Assignment,
+                      thr_b: Mapping[str, Mapping[str, float]], ctx: Context,
+                      ) -> tuple[dict[str, float], dict[str, float]]:
+        """``energies`` of two assignments from one model call (one ONNX Runtime run per decision, not two).
+
+        The rows are predicted independently (an MLP has no cross-row terms), so this equals two calls.
+        """
+        pred = self.predict(self.rows(a, thr_a, ctx) + self.rows(b, thr_b, ctx))
+        n = len(a)
+        return ({rx: float(e) for rx, e in zip(a, pred[:n])}, {rx: float(e) for rx, e in zip(b, pred[n:])})
+
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
-        a_is = RefIS(band=self.band, base=self.base).decide(measurements, ctx).assignment
+        a_is = {m.receiver: self.choose(m) for m in measurements}  # RefIS's assignment, same band and base
         probes = {m.receiver: m.probe_mbit for m in measurements}
         a_t: Assignment = {}
         for rx, d in a_is.items():
@@ -283,8 +299,7 @@ class RefISTuned(_Band):
             raise ConfigError("ref-is-tuned needs a measurement callback (it re-measures under each assignment)")
         thr_is = measure(a_is)
         thr_t = measure(a_t)
-        e_is = self.energies(a_is, thr_is, ctx)
-        e_t = self.energies(a_t, thr_t, ctx)
+        e_is, e_t = self.energies_both(a_is, thr_is, a_t, thr_t, ctx)
         total_is, total_t = sum(e_is.values()), sum(e_t.values())
         adopted = "is" if total_t > total_is else "tuned"
         trace.update(is_throughput_mbit=thr_is, tuned_throughput_mbit=thr_t, is_energy_j=e_is,

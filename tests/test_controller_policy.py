@@ -246,3 +246,26 @@ def test_cli_decide_prints_the_assignment_and_refuses_a_model_outside_its_spec(t
     assert too_many.returncode == 2 and "receiver count" in too_many.stderr
     garbled = _mplab("controller", "decide", "--policy", "ref-is", "--probe", "n1=fast")
     assert garbled.returncode == 2 and "NAME=WIFI_MBIT,LTE_MBIT" in garbled.stderr
+
+
+def test_ref_is_tuned_asks_the_model_once_per_decision_on_the_callers_thread(tmp_path):
+    """Both assignments' rows go to ONNX Runtime in one run (same energies as one call each), and the
+    session is the shared harness.onnxrt set-up: no intra-op pool, no spinning threads."""
+    model = EnergyModel.load(write_model(tmp_path / "m", _weights(both=10.0, per_mbit=0.5), 50.0))
+    calls = []
+
+    def predict(rows):
+        calls.append(len(rows))
+        return model.predict(rows)
+
+    pol = RefISTuned(predict)
+    out = pol.decide(M, CTX, Recorder(RATES))
+    assert calls == [6]  # 3 receivers x (IS, tuned)
+    for which in ("is", "tuned"):
+        a = {rx: Decision.of(mode) for rx, mode in out.trace[f"{which}_assignment"].items()}
+        alone = pol.energies(a, out.trace[f"{which}_throughput_mbit"], CTX)
+        assert out.trace[f"{which}_energy_j"] == alone and len(set(alone.values())) > 1
+    opts = model.session.get_session_options()
+    assert (opts.intra_op_num_threads, opts.inter_op_num_threads) == (1, 1)
+    assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert opts.get_session_config_entry("session.inter_op.allow_spinning") == "0"

@@ -231,3 +231,17 @@ def test_scheme_parameters_are_checked():
         make_policy("mp-sdn", {"alpha": 1.5})
     p = make_policy("eemptcp", {"lte_theta": 1000})
     assert p.params()["lte_theta"] == 1000.0
+
+
+def test_epoch_loop_thread_carries_the_testbed_name():
+    # With --testbeds K one process runs K controllers: a thread dump must say which copy a loop serves.
+    from harness.config.scenario import ControlSpec
+    from harness.testbeds.emulated import EmulatedTestbed
+
+    from controller.setup2 import EpochLoop, Setup2Control
+    from conftest import small_inventory
+
+    tb = EmulatedTestbed(small_inventory("mplab-t-eloop3-", [(10, 10)]))  # constructed only: no namespaces
+    control = Setup2Control(ControlSpec(), {}, 2**20, testbed=tb)
+    loop = EpochLoop(control, make_policy("mp-sdn", {}), [], Context("cubic", 1, 2**20))
+    assert loop._thread.name == "epochs:mplab-t-eloop3-:mp-sdn"

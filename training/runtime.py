@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import ConfigError
+from harness.onnxrt import open_session
 from training.features import FeatureSpec
 
 INPUT_NAME = "features"
@@ -37,8 +38,6 @@ class OnnxEnergyModel:
     @classmethod
     def load(cls, model_dir: str | Path, threads: int = 1) -> OnnxEnergyModel:
         """Open ``models/<name>/`` (model.onnx + model.json); ``threads`` bounds ONNX Runtime's pools."""
-        import onnxruntime as ort
-
         d = Path(model_dir)
         meta_path = d / "model.json"
         if not meta_path.exists() or not (d / "model.onnx").exists():
@@ -48,10 +47,8 @@ class OnnxEnergyModel:
         v = meta.get("schema_version")
         if not isinstance(v, int) or v > MODEL_SCHEMA_VERSION:
             raise ConfigError(f"model schema_version {v!r} is not one this mplab reads", source=str(meta_path))
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        sess = ort.InferenceSession(str(d / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"])
+        # The controller's set-up (controller.model.EnergyModel opens it the same way): harness.onnxrt.
+        sess = open_session(d / "model.onnx", threads)
         return cls(sess, meta, FeatureSpec.from_dict(meta["features"]))
 
     def predict_matrix(self, x: np.ndarray) -> np.ndarray:
