@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import mlflow
 from mlflow.tracking import MlflowClient
 
 from harness.dataset.build import SplitSpec, build_dataset
@@ -164,6 +165,9 @@ def test_runs_appear_in_a_sqlite_mlflow_store(dataset, tmp_path, monkeypatch):
     res2 = train(dataset, tmp_path / "models" / "m2", TrainConfig(**{**cfg.__dict__, "epochs": 2}),
                  log=lambda *a: None)
     assert MlflowClient(tracking_uri=f"sqlite:///{other}").get_run(res2.run_id).info.status == "FINISHED"
+    # ... and only while it is set: the run leaves MLflow's process-wide URI as it found it (unset).
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert not mlflow.is_tracking_uri_set(), mlflow.get_tracking_uri()
 
 
 def test_a_failing_run_is_recorded_as_failed(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ file ``mlflow.db`` in the working directory (gitignored), with artifacts under `
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator, Mapping
 
@@ -78,8 +79,14 @@ def training_run(experiment: str = DEFAULT_EXPERIMENT, run_name: str | None = No
         description: the run's description (Markdown, shown on the run page).
     """
     uri = tracking_uri or default_tracking_uri()
+    # NB: set_tracking_uri also writes MLFLOW_TRACKING_URI into os.environ (and None removes it), so
+    # both are put back as they were; a URI that came from the environment is left to the environment
+    # (restored with set_tracking_uri it stayed pinned in this process after the variable changed).
+    env_before = os.environ.get("MLFLOW_TRACKING_URI")
     previous = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
-    # NB: the fluent API keeps the URI in module state; it is set for this run and put back after.
+    if previous == env_before:
+        previous = None
+    # The fluent API keeps the URI in module state; it is set for this run and put back after.
     mlflow.set_tracking_uri(uri)
     try:
         client = MlflowClient(tracking_uri=uri)
@@ -95,6 +102,10 @@ def training_run(experiment: str = DEFAULT_EXPERIMENT, run_name: str | None = No
                     tr.flush()
     finally:
         mlflow.set_tracking_uri(previous)
+        if env_before is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = env_before
 
 
 def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
