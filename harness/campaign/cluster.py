@@ -172,6 +172,8 @@ def run_on_cluster(campaign: Campaign, plans: list[SamplePlan], address: str, *,
     """Run ``plans`` as shards on the Ray cluster at ``address`` and gather them into ``campaign``
     (each shard's node builds its own controller with ``control_factory``)."""
     ray = _ray()
+    from ray.exceptions import RayTaskError
+
     ray.init(address=address, logging_level="WARNING", log_to_driver=False)
     stats: dict = {"shards": 0, "samples": 0, "by_node": {}}
     try:
@@ -194,7 +196,7 @@ def run_on_cluster(campaign: Campaign, plans: list[SamplePlan], address: str, *,
                     pending.pop(ready[0])
                     try:
                         result = ray.get(ready[0])
-                    except ray.exceptions.RayTaskError as exc:
+                    except RayTaskError as exc:
                         if isinstance(exc.cause, NodeLacksInput):  # one line, not the worker's traceback
                             raise NodeLacksInput(str(exc.cause)) from None
                         raise
