@@ -1,0 +1,139 @@
+"""Why MP-SDN's WiFi primary carries less than its 20 Mbit/s on the lab-switch rig (issue 20 follow-up).
+
+    uv run python bench/mpsdn_wifi.py [--files 3M,12M]
+
+Rig: tests/test_lab.py's lab campaign (tests/labswitch_fixtures.py: one receiver, 20 Mbit/s WiFi, 4 Mbit/s
+LTE, a userspace OVS between the sender and the AP / eNB, the os-ken app driving it, the lab reached over
+SSH). Per file size one campaign of: all-wifi (WiFi alone, uncapped), all-both (MPTCP on both, uncapped),
+mp-sdn (EI 0.5 s, as the test). A sampler thread dumps the switch's flows and meters
+(``ovs-ofctl -O OpenFlow13 dump-flows / dump-meters``) every 0.25 s during the run; the report says per
+policy: the per-interface throughput over the transfer, whether the WiFi downlink entry ever carried a meter,
+the meters seen, and MP-SDN's epochs (LTE Tier-2 limit, port utilisation per network).
+
+Namespace prefix ``mplab-mpw-``; nothing else on the machine is touched.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from harness.campaign.campaign import start_campaign  # noqa: E402
+from harness.config.scenario import Scenario  # noqa: E402
+
+from controller.setup2 import control_factory  # noqa: E402
+
+from labswitch_fixtures import lab_switch_rig  # noqa: E402
+
+PREFIX = "mplab-mpw-"
+
+
+class Sampler:
+    """dump-flows / dump-meters every ``period_s`` while a transfer runs, tagged with the policy."""
+
+    def __init__(self, ofctl, period_s: float = 0.25) -> None:
+        self.ofctl, self.period_s, self.policy = ofctl, period_s, None
+        self.samples: list[dict] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            pol = self.policy
+            if pol is None:
+                continue
+            try:
+                self.samples.append({"t": time.monotonic(), "policy": pol, "flows": self.ofctl("dump-flows"),
+                                     "meters": self.ofctl("dump-meters")})
+            except Exception as exc:  # noqa: BLE001 - the switch may be gone at the end
+                self.samples.append({"t": time.monotonic(), "policy": pol, "error": str(exc)})
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._t.join(5)
+
+
+class Spy:
+    """The campaign's controller, unchanged, telling the sampler which policy's transfer runs."""
+
+    def __init__(self, inner, sampler: Sampler) -> None:
+        self.inner, self.sampler = inner, sampler
+
+    def started(self, plan) -> None:
+        self.sampler.policy = plan.policy
+        self.inner.started(plan)
+
+    def finish(self, plan) -> None:
+        self.sampler.policy = None
+        self.inner.finish(plan)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def scenario(file_size: str) -> Scenario:
+    return Scenario.model_validate({
+        "schema_version": 1, "name": "mpw", "congestion_controls": ["cubic"], "receiver_counts": [1],
+        "modes": [], "samples_per_case": 1, "file_size": file_size, "transfer_timeout_s": 60,
+        "retries": 0, "settle_s": 0, "shuffle": False, "seed": 1,
+        "policies": ["all-wifi", "all-both", {"name": "mp-sdn", "params": {"ei_s": 0.5}}],
+        "control": {"steering": "openflow", "probe_s": 0.5, "warm_s": 0.2}})
+
+
+def summarise(rec: dict, samples: list[dict], wifi_addr: str) -> dict:
+    wifi_lines = [ln for s in samples if "flows" in s for ln in s["flows"].splitlines() if f"nw_dst={wifi_addr}" in ln]
+    meters = sorted({ln.strip() for s in samples if "meters" in s for ln in s["meters"].splitlines()
+                     if "meter=" in ln})
+    out = {"label": rec.get("policy") or rec.get("mode"), "status": rec["status"],
+           "throughput_mbit": rec.get("throughput_mbit"), "iface_throughput_mbit": rec.get("iface_throughput_mbit"),
+           "iface_bytes": rec.get("iface_bytes"), "caps_mbit": rec.get("caps_mbit"),
+           "samples": len(samples), "wifi_entry_metered": any("meter:" in ln for ln in wifi_lines),
+           "meters_seen": meters}
+    if rec.get("control_epochs"):
+        out["epochs"] = [{"epoch": e.get("epoch"), "lte_tier2": e.get("tier2_mbit", {}).get("lte"),
+                          "caps": e.get("caps_mbit"),
+                          "util": {n: round(c.get("utilisation", -1), 2) for n, c in e.get("congestion", {}).items()},
+                          "tx_mbit": {n: round(c.get("tx_mbit", -1), 2) for n, c in e.get("congestion", {}).items()}}
+                         for e in rec["control_epochs"]]
+    return out
+
+
+def run(file_size: str) -> list[dict]:
+    with lab_switch_rig(PREFIX, [(20, 4)]) as r, tempfile.TemporaryDirectory(prefix="mplab-mpw-") as d:
+        wifi = str(r.lab.receivers[0].interfaces["wifi"].address)
+        with Sampler(r.ofctl) as smp:
+            def factory(sc, source):
+                return Spy(control_factory(sc, source), smp)
+            campaign = start_campaign(scenario(file_size), r.lab, Path(d) / "runs", campaign_id="mpw",
+                                      control_factory=factory)
+            records = campaign.records()
+        out = []
+        for rec in records:
+            label = rec.get("policy") or rec.get("mode")
+            out.append(summarise(rec, [s for s in smp.samples if s["policy"] == label], wifi))
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", default="3M,12M")
+    args = ap.parse_args()
+    for fs in args.files.split(","):
+        for row in run(fs):
+            print(json.dumps({"file": fs, **row}))
+
+
+if __name__ == "__main__":
+    main()
