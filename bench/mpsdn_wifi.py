@@ -83,13 +83,13 @@ class Spy:
         return getattr(self.inner, name)
 
 
-def scenario(file_size: str) -> Scenario:
+def scenario(file_size: str, steering: str = "openflow") -> Scenario:
     return Scenario.model_validate({
         "schema_version": 1, "name": "mpw", "congestion_controls": ["cubic"], "receiver_counts": [1],
         "modes": [], "samples_per_case": 1, "file_size": file_size, "transfer_timeout_s": 60,
         "retries": 0, "settle_s": 0, "shuffle": False, "seed": 1,
         "policies": ["all-wifi", "all-both", {"name": "mp-sdn", "params": {"ei_s": 0.5}}],
-        "control": {"steering": "openflow", "probe_s": 0.5, "warm_s": 0.2}})
+        "control": {"steering": steering, "probe_s": 0.5, "warm_s": 0.2}})
 
 
 def summarise(rec: dict, samples: list[dict], wifi_addr: str) -> dict:
@@ -104,8 +104,9 @@ def summarise(rec: dict, samples: list[dict], wifi_addr: str) -> dict:
     if rec.get("control_epochs"):
         out["epochs"] = [{"epoch": e.get("epoch"), "lte_tier2": e.get("tier2_mbit", {}).get("lte"),
                           "caps": e.get("caps_mbit"),
-                          "util": {n: round(c.get("utilisation", -1), 2) for n, c in e.get("congestion", {}).items()},
-                          "tx_mbit": {n: round(c.get("tx_mbit", -1), 2) for n, c in e.get("congestion", {}).items()}}
+                          "util": {n: round(c.get("utilisation", -1), 2) for n, c in (e.get("congestion") or {}).items()},
+                          "occupancy": {n: round(v, 2) for n, v in (e.get("occupancy") or {}).items()},
+                          "tx_mbit": {n: round(c.get("tx_mbit", -1), 2) for n, c in (e.get("congestion") or {}).items()}}
                          for e in rec["control_epochs"]]
     return out
 
@@ -126,13 +127,24 @@ def run(file_size: str) -> list[dict]:
         return out
 
 
+def run_emulated(file_size: str) -> list[dict]:
+    """The same campaign on the emulated testbed: nftables steering, HTB caps at the gateways."""
+    from conftest import small_inventory
+    with tempfile.TemporaryDirectory(prefix="mplab-mpw-") as d:
+        campaign = start_campaign(scenario(file_size, "nftables"), small_inventory(PREFIX + "e", [(20, 4)]),
+                                  Path(d) / "runs", campaign_id="mpwe", control_factory=control_factory)
+        return [{**summarise(rec, [], ""), "label": rec.get("policy"), "caps_by": rec.get("caps_by")}
+                for rec in campaign.records()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", default="3M,12M")
+    ap.add_argument("--testbed", choices=("lab-switch", "emulated"), default="lab-switch")
     args = ap.parse_args()
     for fs in args.files.split(","):
-        for row in run(fs):
-            print(json.dumps({"file": fs, **row}))
+        for row in (run(fs) if args.testbed == "lab-switch" else run_emulated(fs)):
+            print(json.dumps({"file": fs, "testbed": args.testbed, **row}))
 
 
 if __name__ == "__main__":
