@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from harness.campaign.campaign import start_campaign  # noqa: E402
 from harness.config.scenario import Scenario  # noqa: E402
+from harness.hosts.local import NamespaceHost  # noqa: E402
 
 from controller.setup2 import control_factory  # noqa: E402
 
@@ -39,8 +40,8 @@ PREFIX = "mplab-mpw-"
 class Sampler:
     """dump-flows / dump-meters every ``period_s`` while a transfer runs, tagged with the policy."""
 
-    def __init__(self, ofctl, period_s: float = 0.25) -> None:
-        self.ofctl, self.period_s, self.policy = ofctl, period_s, None
+    def __init__(self, ofctl, sender, period_s: float = 0.25) -> None:
+        self.ofctl, self.sender, self.period_s, self.policy = ofctl, sender, period_s, None
         self.samples: list[dict] = []
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
@@ -52,7 +53,8 @@ class Sampler:
                 continue
             try:
                 self.samples.append({"t": time.monotonic(), "policy": pol, "flows": self.ofctl("dump-flows"),
-                                     "meters": self.ofctl("dump-meters")})
+                                     "meters": self.ofctl("dump-meters"),
+                                     "ss": self.sender.run(["ss", "-tinH", "state", "established"]).stdout})
             except Exception as exc:  # noqa: BLE001 - the switch may be gone at the end
                 self.samples.append({"t": time.monotonic(), "policy": pol, "error": str(exc)})
 
@@ -92,6 +94,39 @@ def scenario(file_size: str, steering: str = "openflow") -> Scenario:
         "control": {"steering": steering, "probe_s": 0.5, "warm_s": 0.2}})
 
 
+def subflows(samples: list[dict]) -> dict:
+    """Sender subflow (iperf3 data port 5201 side) -> medians over the samples of rtt_ms, cwnd, and how many
+    samples each was receiver-window limited (``rwnd_limited`` growing) or had unacked data."""
+    import re
+    import statistics
+    per: dict[str, dict[str, list]] = {}
+    for s in samples:
+        pairs, head = [], None
+        for ln in s.get("ss", "").splitlines():
+            if ln[:1].isspace() and head is not None:
+                pairs.append((head, ln))
+            else:
+                head = ln
+        for head, info in pairs:
+            parts = head.split()
+            if len(parts) < 4:
+                continue
+            local, peer = parts[2], parts[3]
+            if local.endswith(":22") or peer.endswith(":22"):
+                continue
+            d = per.setdefault(f"{local}>{peer}", {"rtt_ms": [], "cwnd": [], "rwnd_limited_ms": [], "bytes_acked": []})
+            for key, pat in (("rtt_ms", r" rtt:([\d.]+)"), ("cwnd", r" cwnd:(\d+)"),
+                             ("rwnd_limited_ms", r"rwnd_limited:(\d+)ms"), ("bytes_acked", r"bytes_acked:(\d+)")):
+                m = re.search(pat, info)
+                if m:
+                    d[key].append(float(m.group(1)))
+    return {k: {"n": len(v["rtt_ms"]), "rtt_ms_median": statistics.median(v["rtt_ms"]) if v["rtt_ms"] else None,
+                "cwnd_median": statistics.median(v["cwnd"]) if v["cwnd"] else None,
+                "rwnd_limited_ms_last": v["rwnd_limited_ms"][-1] if v["rwnd_limited_ms"] else 0,
+                "bytes_acked_last": v["bytes_acked"][-1] if v["bytes_acked"] else 0}
+            for k, v in per.items() if v["bytes_acked"] and v["bytes_acked"][-1] > 100_000}
+
+
 def summarise(rec: dict, samples: list[dict], wifi_addr: str) -> dict:
     wifi_lines = [ln for s in samples if "flows" in s for ln in s["flows"].splitlines() if f"nw_dst={wifi_addr}" in ln]
     meters = sorted({ln.strip() for s in samples if "meters" in s for ln in s["meters"].splitlines()
@@ -101,6 +136,9 @@ def summarise(rec: dict, samples: list[dict], wifi_addr: str) -> dict:
            "iface_bytes": rec.get("iface_bytes"), "caps_mbit": rec.get("caps_mbit"),
            "samples": len(samples), "wifi_entry_metered": any("meter:" in ln for ln in wifi_lines),
            "meters_seen": meters}
+    out["subflows"] = subflows(samples)
+    out["sample_errors"] = sorted({x["error"][:200] for x in samples if "error" in x})
+    out["ss_example"] = next((x["ss"] for x in samples[len(samples) // 2:] if x.get("ss")), "")[:1500]
     if rec.get("control_epochs"):
         out["epochs"] = [{"epoch": e.get("epoch"), "lte_tier2": e.get("tier2_mbit", {}).get("lte"),
                           "caps": e.get("caps_mbit"),
@@ -114,7 +152,7 @@ def summarise(rec: dict, samples: list[dict], wifi_addr: str) -> dict:
 def run(file_size: str) -> list[dict]:
     with lab_switch_rig(PREFIX, [(20, 4)]) as r, tempfile.TemporaryDirectory(prefix="mplab-mpw-") as d:
         wifi = str(r.lab.receivers[0].interfaces["wifi"].address)
-        with Sampler(r.ofctl) as smp:
+        with Sampler(r.ofctl, NamespaceHost("snd", r.tb.ns["snd"])) as smp:
             def factory(sc, source):
                 return Spy(control_factory(sc, source), smp)
             campaign = start_campaign(scenario(file_size), r.lab, Path(d) / "runs", campaign_id="mpw",
