@@ -43,6 +43,8 @@ class Sampler:
     def __init__(self, ofctl, sender, period_s: float = 0.25) -> None:
         self.ofctl, self.sender, self.period_s, self.policy = ofctl, sender, period_s, None
         self.samples: list[dict] = []
+        #: policy -> the sender's MPTcpExt / TcpExt counters that moved during its transfer.
+        self.nstat: dict[str, dict[str, int]] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
@@ -67,6 +69,16 @@ class Sampler:
         self._t.join(5)
 
 
+def nstat(host) -> dict[str, int]:
+    """The sender namespace's absolute MPTcpExt and TcpExt counters (``nstat -az``, history not touched)."""
+    out = {}
+    for ln in host.run(["nstat", "-asz"]).stdout.splitlines():
+        parts = ln.split()
+        if len(parts) >= 2 and parts[0].startswith(("MPTcpExt", "TcpExt")) and parts[1].isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
 class Spy:
     """The campaign's controller, unchanged, telling the sampler which policy's transfer runs."""
 
@@ -75,10 +87,14 @@ class Spy:
 
     def started(self, plan) -> None:
         self.sampler.policy = plan.policy
+        self._nstat0 = nstat(self.sampler.sender)
         self.inner.started(plan)
 
     def finish(self, plan) -> None:
         self.sampler.policy = None
+        now = nstat(self.sampler.sender)
+        self.sampler.nstat[plan.policy] = {k: v - self._nstat0.get(k, 0) for k, v in now.items()
+                                           if v != self._nstat0.get(k, 0)}
         self.inner.finish(plan)
 
     def __getattr__(self, name):
@@ -162,6 +178,7 @@ def run(file_size: str) -> list[dict]:
         for rec in records:
             label = rec.get("policy") or rec.get("mode")
             out.append(summarise(rec, [s for s in smp.samples if s["policy"] == label], wifi))
+            out[-1]["sender_counters"] = smp.nstat.get(label, {})
         return out
 
 
