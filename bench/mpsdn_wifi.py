@@ -130,16 +130,27 @@ def subflows(samples: list[dict]) -> dict:
             local, peer = parts[2], parts[3]
             if local.endswith(":22") or peer.endswith(":22"):
                 continue
-            d = per.setdefault(f"{local}>{peer}", {"rtt_ms": [], "cwnd": [], "rwnd_limited_ms": [], "bytes_acked": []})
+            d = per.setdefault(f"{local}>{peer}", {"rtt_ms": [], "cwnd": [], "rwnd_limited_ms": [], "bytes_acked": [],
+                                                         "busy_ms": [], "sndbuf_limited_ms": [], "app_limited": [],
+                                                         "notsent": [], "unacked": []})
             for key, pat in (("rtt_ms", r" rtt:([\d.]+)"), ("cwnd", r" cwnd:(\d+)"),
-                             ("rwnd_limited_ms", r"rwnd_limited:(\d+)ms"), ("bytes_acked", r"bytes_acked:(\d+)")):
+                             ("rwnd_limited_ms", r"rwnd_limited:(\d+)ms"), ("bytes_acked", r"bytes_acked:(\d+)"),
+                             ("busy_ms", r"busy:(\d+)ms"), ("sndbuf_limited_ms", r"sndbuf_limited:(\d+)ms"),
+                             ("notsent", r"notsent:(\d+)"), ("unacked", r"unacked:(\d+)")):
                 m = re.search(pat, info)
                 if m:
                     d[key].append(float(m.group(1)))
+            d["app_limited"].append(" app_limited" in info)
     return {k: {"n": len(v["rtt_ms"]), "rtt_ms_median": statistics.median(v["rtt_ms"]) if v["rtt_ms"] else None,
                 "cwnd_median": statistics.median(v["cwnd"]) if v["cwnd"] else None,
                 "rwnd_limited_ms_last": v["rwnd_limited_ms"][-1] if v["rwnd_limited_ms"] else 0,
-                "bytes_acked_last": v["bytes_acked"][-1] if v["bytes_acked"] else 0}
+                "bytes_acked_last": v["bytes_acked"][-1] if v["bytes_acked"] else 0,
+                "busy_ms_last": v["busy_ms"][-1] if v["busy_ms"] else 0,
+                "sndbuf_limited_ms_last": v["sndbuf_limited_ms"][-1] if v["sndbuf_limited_ms"] else 0,
+                "app_limited_samples": sum(v["app_limited"]),
+                "notsent_median": statistics.median(v["notsent"] or [0]),
+                "unacked_median": statistics.median(v["unacked"] or [0]),
+                "samples_with_notsent": len(v["notsent"])}
             for k, v in per.items() if v["bytes_acked"] and v["bytes_acked"][-1] > 100_000}
 
 
@@ -165,9 +176,11 @@ def summarise(rec: dict, samples: list[dict], wifi_addr: str) -> dict:
     return out
 
 
-def run(file_size: str) -> list[dict]:
+def run(file_size: str, rmem: str | None = None) -> list[dict]:
     with lab_switch_rig(PREFIX, [(20, 4)]) as r, tempfile.TemporaryDirectory(prefix="mplab-mpw-") as d:
         wifi = str(r.lab.receivers[0].interfaces["wifi"].address)
+        if rmem:  # the receiver's socket buffer (its namespace only): min default max, bytes
+            NamespaceHost("n1", r.tb.ns["n1"]).run(["sysctl", "-q", "-w", f"net.ipv4.tcp_rmem={rmem}"])
         with Sampler(r.ofctl, NamespaceHost("snd", r.tb.ns["snd"])) as smp:
             def factory(sc, source):
                 return Spy(control_factory(sc, source), smp)
@@ -195,11 +208,12 @@ def run_emulated(file_size: str) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", default="3M,12M")
+    ap.add_argument("--rmem", help='the receiver\'s net.ipv4.tcp_rmem on the lab-switch rig, e.g. "4096 4194304 33554432"')
     ap.add_argument("--testbed", choices=("lab-switch", "emulated"), default="lab-switch")
     args = ap.parse_args()
     for fs in args.files.split(","):
-        for row in (run(fs) if args.testbed == "lab-switch" else run_emulated(fs)):
-            print(json.dumps({"file": fs, "testbed": args.testbed, **row}))
+        for row in (run(fs, args.rmem) if args.testbed == "lab-switch" else run_emulated(fs)):
+            print(json.dumps({"file": fs, "testbed": args.testbed, "rmem": args.rmem, **row}))
 
 
 if __name__ == "__main__":
