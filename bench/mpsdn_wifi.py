@@ -1,6 +1,6 @@
 """Why MP-SDN's WiFi primary carries less than its 20 Mbit/s on the lab-switch rig (issue 20 follow-up).
 
-    uv run python bench/mpsdn_wifi.py [--files 3M,12M]
+    uv run python bench/mpsdn_wifi.py [--files 3M,12M] [--testbed lab-switch|emulated] [--rmem "MIN DEF MAX"]
 
 Rig: tests/test_lab.py's lab campaign (tests/labswitch_fixtures.py: one receiver, 20 Mbit/s WiFi, 4 Mbit/s
 LTE, a userspace OVS between the sender and the AP / eNB, the os-ken app driving it, the lab reached over
@@ -8,7 +8,11 @@ SSH). Per file size one campaign of: all-wifi (WiFi alone, uncapped), all-both (
 mp-sdn (EI 0.5 s, as the test). A sampler thread dumps the switch's flows and meters
 (``ovs-ofctl -O OpenFlow13 dump-flows / dump-meters``) every 0.25 s during the run; the report says per
 policy: the per-interface throughput over the transfer, whether the WiFi downlink entry ever carried a meter,
-the meters seen, and MP-SDN's epochs (LTE Tier-2 limit, port utilisation per network).
+the meters seen, and MP-SDN's epochs (LTE Tier-2 limit, port utilisation per network). The same sampler reads
+the sender's ``ss -tin`` (per subflow: rtt, cwnd, busy, how many samples had unsent data) and ``nstat``'s
+MPTcpExt / TcpExt counters around each transfer. ``--testbed emulated`` runs the three policies on the
+emulated testbed (nftables steering, HTB caps; no switch samples); ``--rmem`` sets the receiver's tcp_rmem
+on the lab-switch rig. Results: docs/schemes.md ("MP-SDN: why the WiFi primary ...").
 
 Namespace prefix ``mplab-mpw-``; nothing else on the machine is touched.
 """
