@@ -40,7 +40,7 @@ from harness.testbeds.base import Check, LossCounters, Testbed, loss_over
 from harness.testbeds.ofprobe import switch_check
 
 from controller.model import EnergyModel
-from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes
+from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes, timed_decide
 from controller.registry import NEEDS_MODEL, make_policy
 from controller.congestion import CongestionSignal, lab_signal_gap, signal_for
 from controller.measure import parse_ss, path_stats, ss_argv
@@ -411,22 +411,13 @@ class Setup2Control:
                     probes[rx][radio] = rates[rx].get(radio, 0.0)
                     if radio in got.get(rx, {}):
                         stats[rx][radio] = got[rx][radio]
-        measured_s = 0.0
-
         def measure(a: Assignment) -> dict[str, dict[str, float]]:
-            nonlocal measured_s
-            t = time.perf_counter()
-            try:
-                return self.window(rxs, a, self.spec.measure_s)
-            finally:
-                measured_s += time.perf_counter() - t
+            return self.window(rxs, a, self.spec.measure_s)
 
         ctx = Context(cc=plan.cc, n_receivers=plan.n_receivers, file_bytes=self.file_bytes,
                       capacity_mbit=network_capacity(self.testbed))
         measurements = [ReceiverMeasurement(rx, probes[rx], stats[rx]) for rx in rxs]
-        t0 = time.perf_counter()
-        outcome = policy.decide(measurements, ctx, measure)
-        latency_s = time.perf_counter() - t0 - measured_s
+        outcome, latency_s = timed_decide(policy, measurements, ctx, measure)
         self.enforce(outcome.assignment)
         control_s = time.monotonic() - t_start
         tr = outcome.trace

@@ -142,3 +142,27 @@ def test_test_rig_nodes_never_share_a_port_or_land_in_a_worker_range(tmp_path):
         assert not [p for p in singles if p in r], f"a component port inside worker range {r}"
     flat = [p for r in ranges for p in r]
     assert len(flat) == len(set(flat)), "two worker ranges overlap"
+
+
+def test_a_node_without_the_model_folder_refuses_its_shard_before_building_a_testbed(tmp_path, prefix):
+    """run_shard_on (no Ray needed) checks what the shard needs first: a missing or unreadable model folder is a
+    NodeLacksInput (a ConfigError, exit 2, which Ray does not retry) naming the node and the path, and no
+    namespace of the node's prefix is ever made."""
+    inv = small_inventory(prefix, [(20, 10)])
+    model = tmp_path / "models" / "m"
+    sc = {"name": "c", "congestion_controls": ["cubic"], "receiver_counts": [1], "modes": [],
+          "policies": ["ref-is"], "model": str(model), "samples_per_case": 1, "file_size": "1M",
+          "transfer_timeout_s": 30, "retries": 0, "settle_s": 0}
+    manifest = {"schema_version": 1, "campaign": "c", "scenario": Scenario.model_validate(sc).model_dump(mode="json"),
+                "inventory": inv.model_dump(mode="json")}
+    node = "abcdef0123456789"
+    with pytest.raises(cluster.NodeLacksInput, match=f"abcdef .*{model}") as err:
+        cluster.run_shard_on(manifest, ["c-s000"], node)
+    assert isinstance(err.value, ConfigError) and err.value.exit_code == 2
+    model.mkdir(parents=True)
+    (model / "model.onnx").write_bytes(b"")
+    (model / "model.onnx").chmod(0)
+    if not __import__("os").access(model / "model.onnx", __import__("os").R_OK):  # root reads a mode-0 file
+        with pytest.raises(cluster.NodeLacksInput, match="cannot read"):
+            cluster.run_shard_on(manifest, ["c-s000"], node)
+    assert list_namespaces(LocalHost(), cluster.node_prefix(inv, node), False) == []

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -157,3 +158,24 @@ def test_output_files_of_a_starter_killed_outright_are_removed_by_clean():
     finally:
         mine.stop()
     assert not Path(mine._dir.name).exists()
+
+
+def test_a_zombie_counts_as_stopped_for_namespace_cleanup():
+    """A killed process its parent has not reaped yet (an orphan waits for pid 1, which may be slow) has
+    stopped: cleanup waiting for its /proc entry to go spent seconds per namespace."""
+    import subprocess as sp
+
+    from harness.testbeds.clean import _running
+
+    child = sp.Popen(["sleep", "30"])
+    try:
+        assert _running(child.pid)
+        child.kill()
+        deadline = time.monotonic() + 10
+        while _running(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert Path(f"/proc/{child.pid}").exists() and not _running(child.pid)  # a zombie, not yet reaped
+    finally:
+        child.kill()
+        child.wait()
+    assert not _running(child.pid)

@@ -79,6 +79,24 @@ def node_prefix(inventory: Inventory, node_id: str) -> str:
     return f"{inventory.emulation.namespace_prefix}r{node_id[:6].lower()}-"
 
 
+class NodeLacksInput(ConfigError):
+    """A node lacks something a shard needs (e.g. the policy's model folder): every shard sent to it would fail
+    the same way, so this is not retried (an application error; Ray retries those only with retry_exceptions)."""
+
+
+def check_node_inputs(scenario: Scenario, node_id: str) -> None:
+    """Refuse, before this node builds a testbed, a shard whose inputs this node cannot read (the model folder
+    a policy scenario names must be at the same path on every node)."""
+    if scenario.model is None:
+        return
+    model = Path(scenario.model)
+    if not model.is_dir():
+        raise NodeLacksInput(f"Ray node {node_id[:6]} has no model folder {model} (the scenario's model must be "
+                             "at the same path on every node)")
+    if not os.access(model, os.R_OK | os.X_OK) or any(not os.access(f, os.R_OK) for f in model.iterdir()):
+        raise NodeLacksInput(f"Ray node {node_id[:6]} cannot read the model folder {model}")
+
+
 def run_shard(manifest: dict, sample_ids: list[str], control_factory: ControlFactory | None = None) -> dict:
     """On a worker node: run ``sample_ids`` of the campaign on this node's testbed (with a controller of its
     own, built by ``control_factory``, for policy samples); return what to store."""
@@ -95,6 +113,7 @@ def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
         scratch = Campaign.create(Path(tmp), manifest["campaign"],
                                   {k: v for k, v in manifest.items() if k not in ("schema_version", "campaign")})
         scenario, inventory = campaign_inputs(scratch)
+        check_node_inputs(scenario, node_id)
         # This node's controller, never the driver's: it steers the testbed built here.
         controls = build_controls(scenario, f"{manifest['campaign']} (Ray node {node_id[:6]})", control_factory, 1)
         data = inventory.model_dump(mode="json")
@@ -153,6 +172,8 @@ def run_on_cluster(campaign: Campaign, plans: list[SamplePlan], address: str, *,
     """Run ``plans`` as shards on the Ray cluster at ``address`` and gather them into ``campaign``
     (each shard's node builds its own controller with ``control_factory``)."""
     ray = _ray()
+    from ray.exceptions import RayTaskError
+
     ray.init(address=address, logging_level="WARNING", log_to_driver=False)
     stats: dict = {"shards": 0, "samples": 0, "by_node": {}}
     try:
@@ -173,7 +194,12 @@ def run_on_cluster(campaign: Campaign, plans: list[SamplePlan], address: str, *,
                 while pending:
                     ready, _ = ray.wait(list(pending), num_returns=1)
                     pending.pop(ready[0])
-                    result = ray.get(ready[0])
+                    try:
+                        result = ray.get(ready[0])
+                    except RayTaskError as exc:
+                        if isinstance(exc.cause, NodeLacksInput):  # one line, not the worker's traceback
+                            raise NodeLacksInput(str(exc.cause)) from None
+                        raise
                     stored = gather(campaign, result, by_id, hooks)
                     stats["shards"] += 1
                     stats["samples"] += len(stored)

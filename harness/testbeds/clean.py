@@ -47,6 +47,17 @@ def list_namespaces(root: Host, prefix: str, nested: bool = True) -> list[str]:
     return [n for n in names if machine.owned(n, prefix, nested)]
 
 
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs. A zombie does not: it has exited and only waits for its parent to reap it,
+    and a process orphaned by the kill (e.g. an sshd session child whose listener we stopped) is reaped by
+    pid 1 whenever that gets round to it (a second or more on some inits), so ``/proc/PID`` alone overstates it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat[stat.rindex(")") + 2:][:1] not in ("Z", "X")
+
+
 def _kill_namespace_processes(root: Host, ns: str) -> None:
     # Every process inside one of our namespaces was started by mplab: stop them by pid.
     pids = [int(p) for p in root.run(["ip", "netns", "pids", ns], check=False).stdout.split()]
@@ -60,7 +71,7 @@ def _kill_namespace_processes(root: Host, ns: str) -> None:
                 pass
         deadline = time.monotonic() + 2.0
         while alive and time.monotonic() < deadline:
-            alive = [p for p in alive if os.path.exists(f"/proc/{p}")]
+            alive = [p for p in alive if _running(p)]
             time.sleep(0.02)
         pids = alive
         if not pids:
