@@ -51,6 +51,7 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("ip", "iproute2", "namespaces, veth links, addresses, routes, MPTCP endpoints"),
     _t("tc", "iproute2", "HTB/bfifo channel emulation, qdisc statistics"),
     _t("ss", "iproute2", "per-subflow congestion control and TCP state"),
+    _t("nstat", "iproute2", "the sender's MPTCP/TCP counters around a transfer (bench/mpsdn_wifi.py)"),
     _t("nft", "nftables", "network-side counters and steering in the emulated AP and eNB"),
     _t("ethtool", "ethtool", "offloads off on shaped links (GSO bursts overflow shallow FIFOs)"),
     _t("sysctl", "procps", "MPTCP and congestion-control sysctls"),

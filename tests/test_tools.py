@@ -80,7 +80,7 @@ def test_make_setup_installs_the_package_of_every_local_tool():
 def test_the_guard_names_a_tool_whose_package_leaves_the_list():
     apt = apt_packages() - {"mptcpize"}
     assert [t.program for t in missing_from(apt)] == ["mptcpize"]
-    assert [t.program for t in missing_from(apt - {"iproute2"})] == ["mptcpize", "ip", "tc", "ss"]
+    assert [t.program for t in missing_from(apt - {"iproute2"})] == ["mptcpize", "ip", "tc", "ss", "nstat"]
 
 
 def test_every_program_the_code_calls_is_in_the_table():
