@@ -71,9 +71,11 @@ def _read_state(d: Path) -> dict:
 
 def names_needed() -> set[str]:
     """Congestion-control names that live emulated testbeds (any prefix) recorded as needed."""
-    if not STATE_ROOT.exists():
+    try:
+        dirs = [d for d in STATE_ROOT.iterdir() if d.is_dir()]
+    except FileNotFoundError:  # no live testbed (the last one's forget may have removed it just now)
         return set()
-    return {n for d in STATE_ROOT.iterdir() if d.is_dir() for n in _read_state(d).get("needs", [])}
+    return {n for d in dirs for n in _read_state(d).get("needs", [])}
 
 
 def _edit_allowed_cc(root: Host, add: Sequence[str] = (), remove: Sequence[str] = ()) -> list[str]:
@@ -156,9 +158,11 @@ def forget(prefix: str, root: Host, nested: bool = True, keep: Callable[[str], b
     process holds). Removes /run/mplab itself once no live testbed is left. Returns what was removed.
     """
     done: list[str] = []
-    if not STATE_ROOT.exists():
+    try:
+        entries = sorted(STATE_ROOT.iterdir())
+    except FileNotFoundError:  # never made, or the last testbed's forget (in another process) just removed it
         return done
-    for d in sorted(STATE_ROOT.iterdir()):
+    for d in entries:
         if d.is_dir() and owned(d.name + "-", prefix, nested) and not (keep and keep(d.name + "-")):
             shutil.rmtree(d, ignore_errors=True)
             done.append(f"state {d}")
