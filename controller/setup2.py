@@ -251,13 +251,17 @@ class Setup2Control:
         switch, and, when a policy caps rates, its meters can hold one cap per receiver and network. On a
         lab with MP-SDN: its congestion signal has a source (the switch, each network's nominal capacity).
         """
+        return self._switch_checks(testbed) + self._congestion_checks(testbed)
+
+    def _switch_checks(self, testbed: Testbed) -> list[Check]:
+        """On a lab with ``steering: openflow``: the switch section, the OpenFlow 1.3 handshake, meters for caps."""
         if self.spec.steering != "openflow" or testbed.kind != "lab":
-            return self._congestion_checks(testbed)
+            return []
         try:
             sw = lab_switch(testbed)
         except PreflightError as exc:
             return [Check("controller", "openflow steering", False, str(exc),
-                          "add lab.switch to the inventory (docs/lab.md)"), *self._congestion_checks(testbed)]
+                          "add lab.switch to the inventory (docs/lab.md)")]
         check, info = switch_check(sw.listen)
         out = [Check("switch", "openflow steering", check.ok,
                      check.detail if check.ok else f"steering: openflow needs the lab switch: {check.detail}",
@@ -271,7 +275,6 @@ class Setup2Control:
                              f"policies {capping} cap per-path rates, but {why}; {NO_LAB_HTB}",
                              "use a switch whose datapath has kbit/s drop meters (OVS userspace datapath, or the "
                              "kernel datapath on Linux >= 4.15), or leave these policies out"))
-        out += self._congestion_checks(testbed)
         return out
 
     def congestion_readers(self) -> list[str]:
