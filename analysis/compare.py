@@ -24,10 +24,10 @@ from analysis.schemes import diff_interval
 from analysis.stats import CASE_KEYS, per_sample
 
 #: (metric, how, words, unit): what a rerun is compared on.
-MEASURES = (("throughput_mbit", "total", "network throughput (total over the receivers)", "Mbit/s"),
-            ("energy_j", "mean", "energy per receiver", "J"))
+MEASURES = (("throughput_mbit", "total", "throughput, network total", "Mbit/s"),
+            ("energy_j", "mean", "energy, per receiver", "J"))
 #: Manifest fields that are per campaign by nature, never a difference worth reporting.
-PER_CAMPAIGN = ("campaign", "created_at", "plan", "preflight", "parallel.names", "cluster",
+PER_CAMPAIGN = ("campaign", "created_at", "plan", "preflight", "parallel.names", "cluster", "interference",
                 "inventory.emulation.namespace_prefix", "testbed.emulation.namespace_prefix")
 #: Manifest fields a reader looks for first: listed even when equal.
 KEY_FIELDS = {"kernel": "kernel", "mplab_version": "mplab version", "git.commit": "commit",

@@ -23,10 +23,10 @@ padding:1.2em 1.6em;color:#1d1d1d;line-height:1.45}
 h1{font-size:1.5em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
 h3{margin-bottom:.3em}
 table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em;max-width:100%}
-th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;overflow-wrap:anywhere}
+th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;overflow-wrap:break-word}
 th{font-weight:600;vertical-align:bottom}
 th{background:#f4f4f4} td:first-child,th:first-child{text-align:left}
-.prov td,.left td,.left th{text-align:left}
+.prov td,.prov th,.left td,.left th{text-align:left} .prov td{overflow-wrap:anywhere}
 .pass{background:#d9f2dd;color:#14532d;font-weight:600} .fail{background:#fbd9d9;color:#7f1d1d;font-weight:600}
 .na{background:#eee;color:#555}
 figure{margin:1em 0 2em} figure img{max-width:100%;height:auto;border:1px solid #eee}

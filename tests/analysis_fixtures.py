@@ -81,12 +81,14 @@ def paper_records(campaign: str, reverse: bool = False) -> list[dict]:
     return out
 
 
-def write_campaign(root: Path, name: str, records: list[dict], testbed: dict | None = None) -> Campaign:
+def write_campaign(root: Path, name: str, records: list[dict], testbed: dict | None = None,
+                   manifest: dict | None = None) -> Campaign:
+    """A campaign of ``records``; ``manifest`` adds or replaces manifest fields (a scenario, another kernel...)."""
     c = Campaign.create(root, name, {"created_at": time.time(), "mplab_version": "0.1.0",
                                      "testbed": testbed or {"kind": "emulated", "energy_source": "emulated"},
                                      "plan": sorted({r["sample_id"] for r in records}), "kernel": "6.18.0-fixture",
                                      "congestion_controls": {"balia": "bpf:mplab_balia", "cubic": "kernel:cubic"},
-                                     "git": {"commit": "0" * 40, "dirty": False}})
+                                     "git": {"commit": "0" * 40, "dirty": False}, **(manifest or {})})
     c.append(records)
     return c
 
