@@ -26,7 +26,7 @@ table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em;max-width:100%}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;overflow-wrap:break-word}
 th{font-weight:600;vertical-align:bottom}
 th{background:#f4f4f4} td:first-child,th:first-child{text-align:left}
-.prov td,.prov th,.left td,.left th{text-align:left} .prov td{overflow-wrap:anywhere}
+.prov td,.prov th,.left td,.left th{text-align:left} .prov td,.breakable td{overflow-wrap:anywhere}
 .pass{background:#d9f2dd;color:#14532d;font-weight:600} .fail{background:#fbd9d9;color:#7f1d1d;font-weight:600}
 .na{background:#eee;color:#555}
 figure{margin:1em 0 2em} figure img{max-width:100%;height:auto;border:1px solid #eee}
@@ -64,7 +64,7 @@ paper's reading: throughput as network totals, energy per receiver. {{ paper_cit
 {% for t in checks %}{% if t.title %}<h3>{{ t.title }}</h3>{% endif %}<div class="scroll">{{ t.html|safe }}</div>
 {% else %}<p>No case matches a column of the paper.</p>{% endfor %}
 
-<h2 id="tables">Tables 2-3 analogs beside the paper</h2>
+<section id="sec-tables"><h2 id="tables">Tables 2-3 analogs beside the paper</h2>
 <p class="note">Per node count N and paper column: the paper's value and ours, like with like: mean
 [95% interval] n=samples. The paper does not say how its tables read; mplab reads Table 2 as network totals (the
 sum of the N receivers' throughputs in a run: ours is the per-sample sum of the receivers' throughputs) and
@@ -73,9 +73,9 @@ Table 3 as per-node means (ours: the per-sample mean over the receivers), as the
 control and mode); the SDN columns need a Setup II campaign with the <code>ref-is-tuned</code> policy. The paper
 moved {{ paper_file_size }} per receiver; energies per MB compare across file sizes.</p>
 {% for t in analog_tables %}<h3>{{ t.title }}</h3><p class="note"><a href="{{ t.csv }}">{{ t.csv }}</a></p>
-<div class="scroll">{{ t.html|safe }}</div>{% endfor %}
+<div class="scroll">{{ t.html|safe }}</div>{% endfor %}</section>
 
-{% for section in sections %}<h2 id="{{ section.id }}">{{ section.title }}</h2>
+{% for section in sections %}<section id="sec-{{ section.id }}"><h2 id="{{ section.id }}">{{ section.title }}</h2>
 {% if section.intro %}<p class="note">{{ section.intro }}</p>{% endif %}
 {% for t in section.tables %}<h3>{{ t.title }}</h3><p class="note"><a href="{{ t.csv }}">{{ t.csv }}</a></p>
 <div class="scroll wrapcells">{{ t.html|safe }}</div>{% endfor %}
@@ -84,7 +84,7 @@ moved {{ paper_file_size }} per receiver; energies per MB compare across file si
 <figcaption>{{ f.caption }} <a href="{{ f.svg }}">SVG</a></figcaption></figure>
 {% endfor %}{% for s in section.skipped %}<p class="note"><b>{{ s.title }}</b>: not drawn: {{ s.reason }}.</p>
 {% endfor %}{% if not section.figures and not section.skipped and not section.tables %}<p class="note">Nothing to show.</p>{% endif %}
-{% endfor %}
+</section>{% endfor %}
 
 <h2 id="statistics">Per-case statistics</h2>
 <p class="note">Per receiver: a sample's value is the mean over its usable receivers; network total: their sum
@@ -95,12 +95,13 @@ moved {{ paper_file_size }} per receiver; energies per MB compare across file si
 """
 
 
-def table_html(df: pd.DataFrame, status_cols: tuple[str, ...] = (), left: bool = False) -> str:
-    """A frame as an HTML table; pass/fail/n/a cells of ``status_cols`` get a colour class; ``left``: text table."""
+def table_html(df: pd.DataFrame, status_cols: tuple[str, ...] = (), left: bool = False, breakable: bool = False) -> str:
+    """A frame as an HTML table; pass/fail/n/a cells of ``status_cols`` get a colour class; ``left``: text table;
+    ``breakable``: long tokens (paths, digests, dotted field names) may break anywhere to fit the page."""
     from analysis.tables import sig3
 
     html = df.to_html(index=False, na_rep="–", float_format=sig3, border=0, escape=True,
-                      classes="left" if left else None)
+                      classes=" ".join(c for c, on in (("left", left), ("breakable", breakable)) if on) or None)
     for s, cls in (("pass", "pass"), ("fail", "fail"), ("n/a", "na")):
         if status_cols:
             html = html.replace(f"<td>{s}</td>", f'<td class="{cls}">{s}</td>')

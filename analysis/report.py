@@ -323,7 +323,7 @@ def rerun(b: Build) -> None:
          "html": _mark_drift(html.table_html(view, left=True))}
         for label, d in tables.by_label(cases) for title, view in [("Per case: B - A", compare.cases_view(d))]
     ] + [{"title": "Manifests: every field that differs, and the key fields", "csv": "tables/rerun-manifests.csv",
-          "html": html.table_html(compare.manifest_view(diff, pair), left=True)}]
+          "html": html.table_html(compare.manifest_view(diff, pair), left=True, breakable=True)}]
 
 
 def write_tables(b: Build) -> None:

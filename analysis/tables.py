@@ -108,8 +108,9 @@ def analog_views(t: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
             dk = d[d["column"] == key]
             name = dk["label"].iloc[0] + (" (held out)" if dk["held_out"].iloc[0] else "")
             rows = [r for _, r in dk.set_index("n_receivers").reindex(index).iterrows()]
-            cols[(name, "paper")] = [_cell(r["paper"], None, None, None, r.get("paper_j_per_mb") if energy else None)
-                                    for r in rows]
+            # The paper's values as it printed them (45.25, not 45.2): a transcription, not a measurement.
+            cols[(name, "paper")] = [_cell(r["paper"], None, None, None, r.get("paper_j_per_mb") if energy else None,
+                                           exact=True) for r in rows]
             cols[(name, "ours")] = [_cell(r["ours_mean"], r["ours_ci_low"], r["ours_ci_high"], r["ours_n_samples"],
                                           r.get("ours_j_per_mb") if energy else None) for r in rows]
         v = pd.DataFrame(cols, index=pd.Index(index, name="N"))
@@ -117,10 +118,10 @@ def analog_views(t: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return views
 
 
-def _cell(mean, lo, hi, n, per_mb) -> str:
+def _cell(mean, lo, hi, n, per_mb, exact: bool = False) -> str:
     if pd.isna(mean):
         return "–"
-    s = sig3(mean)
+    s = f"{float(mean):g}" if exact else sig3(mean)
     if lo is not None and pd.notna(lo):
         s += f" {interval_text(lo, hi)}"
     if n is not None:

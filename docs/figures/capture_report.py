@@ -24,9 +24,9 @@ def main(argv: list[str]) -> int:
     out = Path(argv[1]) if len(argv) > 1 else Path(__file__).parent
     out.mkdir(parents=True, exist_ok=True)
     html = page.read_text()
-    shots = {"#tables ~ div.scroll": out / "report-table2.png", "table.prov": out / "report-provenance.png"}
+    shots = {"#sec-tables": out / "report-table2.png", "table.prov": out / "report-provenance.png"}
     if 'id="rerun"' in html:
-        shots["#rerun ~ div.wrapcells"] = out / "report-rerun.png"
+        shots["#sec-rerun"] = out / "report-rerun.png"
     got = open_in_chromium(page, out / "report-top.png", shots)
     print(f"images {got.images}, overflow {got.overflow_px} px, tables cut off: {got.cut_tables or 'none'}, "
           f"problems: {got.problems or 'none'}")
