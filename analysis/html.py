@@ -34,7 +34,7 @@ figcaption{font-size:.88em;color:#333;max-width:62em} .note{color:#555;font-size
 .banner{background:#fff6d6;border:1px solid #e8d48a;padding:.5em .8em;margin:.8em 0}
 /* Tables wrap their cells to the page's width; one still too wide scrolls inside its own box. */
 .scroll{overflow-x:auto;max-width:100%}
-.wrapcells td{white-space:normal;vertical-align:top;min-width:6em} .lose{color:#7f1d1d}
+.wrapcells td{white-space:normal;vertical-align:top;min-width:4.5em} .lose{color:#7f1d1d}
 </style></head>
 <body>
 <h1>{{ title }}</h1>

@@ -22,7 +22,9 @@ CUT_TABLES_JS = """() => {
       { if (/^H[1-4]$/.test(p.tagName)) return p.textContent.trim().slice(0, 90); } return '(no heading)'; };
   return Array.from(document.querySelectorAll('table')).map(t => {
     const box = t.parentElement; const r = t.getBoundingClientRect();
-    const over = Math.max(r.right - vw, box.scrollWidth - box.clientWidth);
+    // A table in its own box (div) is cut off when the box must scroll; any table, past the window's edge.
+    const inner = box.tagName === 'DIV' ? box.scrollWidth - box.clientWidth : 0;
+    const over = Math.max(r.right - vw, inner);
     return [head(t), Math.round(over)]; }).filter(x => x[1] > 1);
 }"""
 
