@@ -190,7 +190,7 @@ def check_energy_ordering(paper: PaperTables, energy: pd.DataFrame) -> Check:
                 if ra < rb:
                     compared += 1
                     if not row[a] < row[b]:
-                        broken.append(f"N={n}: {a} {row[a]:.4g} >= {b} {row[b]:.4g}")
+                        broken.append(f"N={n}: {a} {row[a]:.3g} >= {b} {row[b]:.3g}")
     if compared == 0:
         return Check("energy-ordering", claim, "n/a", "needs two policies/modes of the paper at one node count")
     if broken:
@@ -229,7 +229,7 @@ def check_throughput_decreasing(thr: pd.DataFrame, lo: pd.DataFrame | None = Non
             continue
         seen += 1
         if not v.iloc[-1] < v.iloc[0]:
-            bad.append(f"{col}: N={v.index[-1]} {v.iloc[-1]:.4g} >= N={v.index[0]} {v.iloc[0]:.4g}")
+            bad.append(f"{col}: N={v.index[-1]} {v.iloc[-1]:.3g} >= N={v.index[0]} {v.iloc[0]:.3g}")
             continue
         for (n0, x0), (n1, x1) in zip(v.items(), list(v.items())[1:]):
             if x1 <= x0:
@@ -239,7 +239,7 @@ def check_throughput_decreasing(thr: pd.DataFrame, lo: pd.DataFrame | None = Non
                 h0, l1 = hi.at[n0, col], lo.at[n1, col]
                 significant = not (pd.isna(h0) or pd.isna(l1)) and l1 > h0
             if significant:
-                bad.append(f"{col}: rises from N={n0} ({x0:.4g}) to N={n1} ({x1:.4g})")
+                bad.append(f"{col}: rises from N={n0} ({x0:.3g}) to N={n1} ({x1:.3g})")
     if seen == 0:
         return Check("throughput-decreasing", claim, "n/a", "needs one column at two or more node counts")
     if bad:
