@@ -26,7 +26,8 @@ table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em;max-width:100%}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;overflow-wrap:break-word}
 th{font-weight:600;vertical-align:bottom}
 th{background:#f4f4f4} td:first-child,th:first-child{text-align:left}
-.prov td,.prov th,.left td,.left th{text-align:left} .prov td,.breakable td{overflow-wrap:anywhere}
+.prov td,.prov th,.left td,.left th{text-align:left}
+.k3 td:nth-child(-n+3),.k3 th:nth-child(-n+3),.k4 td:nth-child(-n+4),.k4 th:nth-child(-n+4){text-align:left} .prov td,.breakable td{overflow-wrap:anywhere}
 .pass{background:#d9f2dd;color:#14532d;font-weight:600} .fail{background:#fbd9d9;color:#7f1d1d;font-weight:600}
 .na{background:#eee;color:#555}
 figure{margin:1em 0 2em} figure img{max-width:100%;height:auto;border:1px solid #eee}
@@ -95,13 +96,16 @@ moved {{ paper_file_size }} per receiver; energies per MB compare across file si
 """
 
 
-def table_html(df: pd.DataFrame, status_cols: tuple[str, ...] = (), left: bool = False, breakable: bool = False) -> str:
+def table_html(df: pd.DataFrame, status_cols: tuple[str, ...] = (), left: bool = False, breakable: bool = False,
+               key_cols: int = 1) -> str:
     """A frame as an HTML table; pass/fail/n/a cells of ``status_cols`` get a colour class; ``left``: text table;
-    ``breakable``: long tokens (paths, digests, dotted field names) may break anywhere to fit the page."""
+    ``breakable``: long tokens (paths, digests, dotted field names) may break anywhere to fit the page;
+    ``key_cols``: the leading columns that name a row (3 or 4 of them are left-aligned like text)."""
     from analysis.tables import sig3
 
     html = df.to_html(index=False, na_rep="–", float_format=sig3, border=0, escape=True,
-                      classes=" ".join(c for c, on in (("left", left), ("breakable", breakable)) if on) or None)
+                      classes=" ".join(c for c, on in (("left", left), ("breakable", breakable),
+                                                       (f"k{key_cols}", key_cols in (3, 4))) if on) or None)
     for s, cls in (("pass", "pass"), ("fail", "fail"), ("n/a", "na")):
         if status_cols:
             html = html.replace(f"<td>{s}</td>", f'<td class="{cls}">{s}</td>')

@@ -81,8 +81,9 @@ def _stat_tables(b: Build) -> list[dict]:
         views = tables.by_label(t.data)
         for label, d in views:
             view = tables.case_view(d, t.unit) if t.unit else tables.plain_view(d)
+            keys = sum(1 for c in ("cc", "n_receivers", "scheme", "receiver", "network") if c in d)
             out.append({"title": _labelled(t.title, label, len(views) > 1), "csv": f"tables/{key}.csv",
-                        "html": html.table_html(view)})
+                        "html": html.table_html(view, key_cols=keys)})
     return out
 
 
