@@ -406,3 +406,27 @@ def test_rerun_flags_drift_beyond_noise_and_manifest_differences(tmp_path):
 def test_campaigns_of_different_scenarios_are_not_a_rerun(runs, tmp_path):
     res = build_report([runs["paper"], runs["setup1"]], tmp_path / "r")
     assert res.rerun is None and 'id="rerun"' not in (tmp_path / "r" / "index.html").read_text()
+
+
+def test_no_legend_sits_over_a_plot(runs, tmp_path, monkeypatch):
+    """Every legend of every figure lies outside every panel (drawn, then measured in display pixels)."""
+    from analysis import style
+    from analysis.figures import model as model_mod, sample as sample_mod, setup1 as s1, setup2 as s2
+
+    over: list[str] = []
+
+    def checked_save(fig, out_dir, name, *args, **kw):
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        legends = list(fig.legends) + [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+        for leg in legends:
+            lb = leg.get_window_extent(r)
+            over.extend(f"{name}: legend over panel {i}" for i, a in enumerate(fig.axes)
+                        if a.get_visible() and lb.overlaps(a.get_window_extent(r)))
+        return style.save(fig, out_dir, name, *args, **kw)
+
+    for mod in (s1, s2, model_mod, sample_mod):
+        monkeypatch.setattr(mod, "save", checked_save)
+    res = build_report([runs["paper"], runs["setup1"], runs["slice"]], tmp_path / "r")
+    assert len(res.figures) >= 8
+    assert over == [], over
