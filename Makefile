@@ -20,13 +20,16 @@ APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
                 openvswitch-common openvswitch-switch hostapd wpasupplicant
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
-CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-*)))
+# Campaign ids are <scenario>-<UTC time>: the digit keeps runs/quick-* from matching quick-physics or quick-setup2.
+CAMPAIGN ?= $(lastword $(sort $(wildcard runs/$(SCENARIO)-[0-9]*)))
+# The campaign before it (make rerun-report).
+PREVIOUS ?= $(lastword $(filter-out $(CAMPAIGN),$(sort $(wildcard runs/$(SCENARIO)-[0-9]*))))
 DATASET ?= datasets/$(SCENARIO)
 MODEL ?= models/$(SCENARIO)
 REPORT ?= reports/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: setup2 setup2-model setup setup-lab python-lab apt apt-packages doctor python bpf test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+.PHONY: rerun-report setup2 setup2-model setup setup-lab python-lab apt apt-packages doctor python bpf test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
 	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
@@ -34,7 +37,8 @@ help:
 	@echo "make doctor         check this machine: programs, kernel features, Python packages (make setup ends with it)"
 	@echo "make bpf            build the BPF congestion controls (harness/cc/bpf -> harness/cc/bpf/build)"
 	@echo "make test           run the whole test suite (namespace tests need root)"
-	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick)"
+	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick, on the calibrated paper-lab; SCENARIO=quick-physics: the physics power profile)"
+	@echo "make rerun-report   the two newest runs/\$$(SCENARIO)-* campaigns side by side: drift beyond noise, manifest differences (\$$(REPORT)-rerun)"
 	@echo "make setup2         Setup II from nothing: training sweep, dataset, model (models/quick-setup2), controller comparison"
 	@echo "make dataset        build \$$(DATASET) from the newest runs/\$$(SCENARIO)-* campaign (or CAMPAIGN=...); an existing one is kept as \$$(DATASET).<UTC time>"
 	@echo "make train          train and export \$$(MODEL) from \$$(DATASET), tracked in MLflow (mlflow.db); an existing model is kept as \$$(MODEL).<UTC time>"
@@ -152,6 +156,12 @@ report:
 	@test -n "$(CAMPAIGN)" || { echo "no runs/$(SCENARIO)-* campaign: run 'make experiment' first" >&2; exit 2; }
 	$(UV_RUN) mplab report $(CAMPAIGN) $(if $(wildcard $(DATASET)/dataset.json),$(DATASET)) \
 		$(if $(wildcard $(MODEL)/model.json),--model $(MODEL)) -o $(REPORT) --force
+
+# The newest campaign beside the one before it (a rerun): per case B - A with its interval, drift flagged,
+# what differs in their manifests.
+rerun-report:
+	@test -n "$(PREVIOUS)" || { echo "needs two runs/$(SCENARIO)-* campaigns: run 'make experiment' twice" >&2; exit 2; }
+	$(UV_RUN) mplab report $(PREVIOUS) $(CAMPAIGN) -o $(REPORT)-rerun --force
 
 # One worker and no job runner: about 0.5 GB instead of 3.4 GB for MLflow's defaults (15 processes).
 mlflow-ui:

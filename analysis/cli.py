@@ -28,7 +28,11 @@ def report(
         help="the related papers' headlines (default: data/paper/related-schemes.yaml)")] = None,
     force: Annotated[bool, typer.Option(help="replace an existing report in --out")] = False,
 ) -> None:
-    """Figures, Tables 2-3 beside the reference paper with reproduction checks, and a self-contained HTML page."""
+    """Figures, Tables 2-3 beside the reference paper with reproduction checks, and a self-contained HTML page.
+
+    Two campaigns of the same scenario (RUN_A RUN_B) are also compared: per case, B - A with its
+    interval, drift flagged, and what differs in their manifests.
+    """
     from analysis.headlines import HEADLINES_FILE
     from analysis.report import STEPS, build_report
 
@@ -55,7 +59,26 @@ def report(
             t["verdict_best_single"].eq("loses") & t["verdict_best_single_text"].str.contains("beyond noise"))
         c.print(f"schemes side by side: {len(t)} policy case(s), {int(lose.sum())} losing to a baseline on the mean "
                 f"({int(sure.sum())} beyond noise): {res.markdown}")
+    if res.rerun is not None:
+        _print_rerun(c, res)
     c.print(f"{len(res.figures)} figure(s), {len(res.tables)} table(s) in {res.seconds:.1f} s: {out / 'index.html'}")
+
+
+def _print_rerun(c: Console, res) -> None:
+    """Two campaigns of one scenario: every case that drifted (B - A, its interval) and the manifest differences."""
+    from analysis.tables import interval_text, sig3
+
+    c.print(res.rerun_summary)
+    for r in res.rerun[res.rerun["verdict"] == "drift"].itertuples():
+        c.print(f"[red]drift[/] {r.cc} N={r.n_receivers} {r.scheme}, {r.measure}: A {sig3(r.mean_a)} (n={r.n_a}), "
+                f"B {sig3(r.mean_b)} (n={r.n_b}), B - A {sig3(r.diff)} {r.unit} {interval_text(r.diff_low, r.diff_high)} "
+                f"({r.change_pct:+.1f} %)")
+    rest = res.rerun[res.rerun["verdict"] != "drift"]["verdict"].value_counts()
+    if len(rest):
+        c.print("[dim]" + ", ".join(f"{n} {v}" for v, n in rest.items()) + " (tables/rerun-cases.csv)[/]")
+    diff = res.rerun_manifests
+    for r in diff[diff["differs"] == "yes"].itertuples():
+        c.print(f"[yellow]manifest differs[/] {r.field}: A {r.a[:70]} | B {r.b[:70]}")
 
 
 def register(app: typer.Typer) -> None:

@@ -22,17 +22,20 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 a
 padding:1.2em 1.6em;color:#1d1d1d;line-height:1.45}
 h1{font-size:1.5em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
 h3{margin-bottom:.3em}
-table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em}
-th,td{border:1px solid #ddd;padding:2px 6px;text-align:right}
+table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em;max-width:100%}
+th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;overflow-wrap:break-word}
+th{font-weight:600;vertical-align:bottom}
 th{background:#f4f4f4} td:first-child,th:first-child{text-align:left}
-.prov td,.left td,.left th{text-align:left}
+.prov td,.prov th,.left td,.left th{text-align:left}
+.k3 td:nth-child(-n+3),.k3 th:nth-child(-n+3),.k4 td:nth-child(-n+4),.k4 th:nth-child(-n+4){text-align:left} .prov td,.breakable td{overflow-wrap:anywhere}
 .pass{background:#d9f2dd;color:#14532d;font-weight:600} .fail{background:#fbd9d9;color:#7f1d1d;font-weight:600}
 .na{background:#eee;color:#555}
 figure{margin:1em 0 2em} figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.88em;color:#333;max-width:62em} .note{color:#555;font-size:.9em}
 .banner{background:#fff6d6;border:1px solid #e8d48a;padding:.5em .8em;margin:.8em 0}
-.scroll{overflow-x:auto} .scroll td{white-space:nowrap}
-.wrapcells td{white-space:normal;vertical-align:top;min-width:6em} .lose{color:#7f1d1d}
+/* Tables wrap their cells to the page's width; one still too wide scrolls inside its own box. */
+.scroll{overflow-x:auto;max-width:100%}
+.wrapcells td{white-space:normal;vertical-align:top;min-width:4.5em} .lose{color:#7f1d1d}
 </style></head>
 <body>
 <h1>{{ title }}</h1>
@@ -41,7 +44,7 @@ figcaption{font-size:.88em;color:#333;max-width:62em} .note{color:#555;font-size
 <div class="banner"><b>Energy:</b> {{ energy_banner }}</div>
 
 <h2 id="provenance">Provenance</h2>
-<div class="scroll"><table class="prov">
+<div class="scroll"><table class="prov wrapcells">
 <tr><th>source</th><th>kind</th><th>testbed</th><th>inventory</th><th>power profile</th><th>energy</th><th>kernel</th>
 <th>congestion controls</th><th>mplab</th><th>commit</th><th>records</th></tr>
 {% for s in sources %}<tr><td>{{ s.name }}</td><td>{{ s.kind }}</td><td>{{ s.testbed_kinds|join(", ") }}</td>
@@ -56,20 +59,24 @@ are counted below and per case; they never enter a mean.</p>
 <h2 id="excluded">Left out</h2>
 {% if excluded %}{{ excluded|safe }}{% else %}<p>Nothing: every record is usable.</p>{% endif %}
 
-<h2 id="checks">Reproduction checks (the reference paper, §1.8 of the reference notes)</h2>
-<p class="note">Each check runs on the paper's own Tables 2-3 (column "paper") and on ours, on case means.
-{{ paper_citation }}</p>
-{{ checks|safe }}
+<h2 id="checks">Reproduction checks against the reference paper</h2>
+<p class="note">Each check runs on ours and on the paper's own Tables 2-3 (last column), on case means in the
+paper's reading: throughput as network totals, energy per receiver. {{ paper_citation }}</p>
+{% for t in checks %}{% if t.title %}<h3>{{ t.title }}</h3>{% endif %}<div class="scroll">{{ t.html|safe }}</div>
+{% else %}<p>No case matches a column of the paper.</p>{% endfor %}
 
-<h2 id="tables">Tables 2-3 analogs beside the paper</h2>
-<p class="note">Per node count and paper column: the paper's value and ours (mean, 95% interval, samples).
-Setup I campaigns fill the MPTCP, LTE and WiFi columns (by congestion control and mode); the SDN columns need a
-Setup II campaign with the <code>ref-is-tuned</code> policy. The paper moved {{ paper_file_size }} per receiver;
-energies per MB compare across file sizes.</p>
+<section id="sec-tables"><h2 id="tables">Tables 2-3 analogs beside the paper</h2>
+<p class="note">Per node count N and paper column: the paper's value and ours, like with like: mean
+[95% interval] n=samples. The paper does not say how its tables read; mplab reads Table 2 as network totals (the
+sum of the N receivers' throughputs in a run: ours is the per-sample sum of the receivers' throughputs) and
+Table 3 as per-node means (ours: the per-sample mean over the receivers), as the calibration of the
+<code>paper-lab</code> inventory does. Setup I campaigns fill the MPTCP, LTE and WiFi columns (by congestion
+control and mode); the SDN columns need a Setup II campaign with the <code>ref-is-tuned</code> policy. The paper
+moved {{ paper_file_size }} per receiver; energies per MB compare across file sizes.</p>
 {% for t in analog_tables %}<h3>{{ t.title }}</h3><p class="note"><a href="{{ t.csv }}">{{ t.csv }}</a></p>
-<div class="scroll">{{ t.html|safe }}</div>{% endfor %}
+<div class="scroll">{{ t.html|safe }}</div>{% endfor %}</section>
 
-{% for section in sections %}<h2 id="{{ section.id }}">{{ section.title }}</h2>
+{% for section in sections %}<section id="sec-{{ section.id }}"><h2 id="{{ section.id }}">{{ section.title }}</h2>
 {% if section.intro %}<p class="note">{{ section.intro }}</p>{% endif %}
 {% for t in section.tables %}<h3>{{ t.title }}</h3><p class="note"><a href="{{ t.csv }}">{{ t.csv }}</a></p>
 <div class="scroll wrapcells">{{ t.html|safe }}</div>{% endfor %}
@@ -78,19 +85,27 @@ energies per MB compare across file sizes.</p>
 <figcaption>{{ f.caption }} <a href="{{ f.svg }}">SVG</a></figcaption></figure>
 {% endfor %}{% for s in section.skipped %}<p class="note"><b>{{ s.title }}</b>: not drawn: {{ s.reason }}.</p>
 {% endfor %}{% if not section.figures and not section.skipped and not section.tables %}<p class="note">Nothing to show.</p>{% endif %}
-{% endfor %}
+</section>{% endfor %}
 
 <h2 id="statistics">Per-case statistics</h2>
+<p class="note">Per receiver: a sample's value is the mean over its usable receivers; network total: their sum
+(only samples with every receiver). Intervals: {{ ci_text }}.</p>
 {% for t in stat_tables %}<h3>{{ t.title }}</h3><p class="note"><a href="{{ t.csv }}">{{ t.csv }}</a></p>
 <div class="scroll">{{ t.html|safe }}</div>{% endfor %}
 </body></html>
 """
 
 
-def table_html(df: pd.DataFrame, status_cols: tuple[str, ...] = (), left: bool = False) -> str:
-    """A frame as an HTML table; pass/fail/n/a cells of ``status_cols`` get a colour class; ``left``: text table."""
-    html = df.to_html(index=False, na_rep="–", float_format=lambda x: f"{x:.4g}", border=0, escape=True,
-                      classes="left" if left else None)
+def table_html(df: pd.DataFrame, status_cols: tuple[str, ...] = (), left: bool = False, breakable: bool = False,
+               key_cols: int = 1) -> str:
+    """A frame as an HTML table; pass/fail/n/a cells of ``status_cols`` get a colour class; ``left``: text table;
+    ``breakable``: long tokens (paths, digests, dotted field names) may break anywhere to fit the page;
+    ``key_cols``: the leading columns that name a row (3 or 4 of them are left-aligned like text)."""
+    from analysis.tables import sig3
+
+    html = df.to_html(index=False, na_rep="–", float_format=sig3, border=0, escape=True,
+                      classes=" ".join(c for c, on in (("left", left), ("breakable", breakable),
+                                                       (f"k{key_cols}", key_cols in (3, 4))) if on) or None)
     for s, cls in (("pass", "pass"), ("fail", "fail"), ("n/a", "na")):
         if status_cols:
             html = html.replace(f"<td>{s}</td>", f'<td class="{cls}">{s}</td>')

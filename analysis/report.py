@@ -1,39 +1,45 @@
 """`mplab report`: campaigns and datasets -> ``reports/<name>/`` (index.html, figures/, tables/, report.json).
 
-Steps (each reported to ``progress`` as it starts): read the sources, compute the statistics,
-the paper's tables and checks, draw every figure family, write the CSVs, the page and
-``report.json`` (what was drawn, what was skipped and why, the checks, provenance). The output
-directory is ours only if it holds a previous report (``report.json``); anything else is refused.
+A pipeline of named sections (``SECTIONS``), each a function of the shared ``Build`` reported
+to ``progress`` as it starts: read the sources, compute the statistics, the paper's tables and
+checks, draw every figure family, compare a rerun with the run before it, write the CSVs, the
+page and ``report.json`` (what was drawn, what was skipped and why, the checks, provenance). The
+output directory is ours only if it holds a previous report (``report.json``); anything else is
+refused.
+
+Every table says what it holds: per receiver (a sample's value is the mean over its receivers)
+or network total (their sum), its unit and its n. The paper's Table 2 is read as network totals
+and Table 3 as per-node means (``analysis.paper``), and ours is put beside each in that reading.
 """
 from __future__ import annotations
 
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 import harness
-from analysis import html
+from analysis import compare, html, tables
+from analysis.page import REPORT_SCHEMA_VERSION, SCHEMES_INTRO  # noqa: F401 - part of this module's API
 from analysis.figures import model as model_figs
 from analysis.figures import sample as sample_figs
 from analysis.figures import setup1, setup2
 from analysis.headlines import HEADLINES_FILE, load_headlines
 from analysis.load import Study, load_study
-from analysis.paper import PAPER_FILE, analog_table, checks_table, load_paper
+from analysis.paper import PAPER_FILE, PaperTables, analog_table, checks_table, load_paper
 from analysis.schemes import (display_headlines, display_tables, headline_rows, markdown_table, side_by_side,
                               summary_tables)
 from analysis.stats import CI_METHODS, case_stats, exclusion_summary, network_stats, per_sample, receiver_stats
+from analysis.page import context, report_json, schemes_markdown
 from analysis.style import Palette, Saved, Skipped
 from harness.errors import ConfigError
 
-REPORT_SCHEMA_VERSION = 1
-STEPS = ("read sources", "statistics", "paper tables and checks", "Setup I figures", "Setup II figures",
-         "schemes side by side", "sample close-up", "dataset and model figures", "tables (CSV)", "page")
 Progress = Callable[[str, int, int], None]
+Item = Saved | Skipped
 
 
 @dataclass
@@ -48,7 +54,72 @@ class ReportResult:
     schemes: pd.DataFrame | None = None       # analysis.schemes.side_by_side (None without policies)
     headlines: pd.DataFrame | None = None     # analysis.schemes.headline_rows
     markdown: Path | None = None              # schemes.md: the side-by-side tables and figure as markdown
+    rerun: pd.DataFrame | None = None         # analysis.compare.compare_cases (None without a rerun)
+    rerun_manifests: pd.DataFrame | None = None
+    rerun_summary: str | None = None
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of the report: its CSV (raw columns) and a title that says what it holds (unit, n)."""
+
+    title: str
+    data: pd.DataFrame
+    unit: str = ""
+
+
+@dataclass
+class Build:
+    """What the sections of one report share while it is built."""
+
+    inputs: list[Path]
+    out: Path
+    model: Path | None
+    tracking_uri: str | None
+    sample: str | None
+    ci: str
+    title: str | None
+    paper_file: Path
+    headlines_file: Path
+    res: ReportResult
+    palette: Palette = field(default_factory=Palette)
+    study: Study | None = None
+    paper: PaperTables | None = None
+    headlines: dict | None = None
+    frame: pd.DataFrame | None = None
+    stats: dict[str, pd.DataFrame] = field(default_factory=dict)
+    labels: list[str | None] = field(default_factory=list)
+    policies: set[str] = field(default_factory=set)
+    tables: dict[str, Table] = field(default_factory=dict)
+    analog: dict[str, pd.DataFrame] = field(default_factory=dict)
+    excluded: pd.DataFrame | None = None
+    sections: dict[str, list[Item]] = field(default_factory=dict)
+    section_tables: dict[str, list[dict]] = field(default_factory=dict)
+
+    @property
+    def ci_text(self) -> str:
+        return CI_METHODS[self.ci].text
+
+    @property
+    def figs_dir(self) -> Path:
+        return self.out / "figures"
+
+    def per_label(self) -> Iterator[tuple[str, str | None, pd.DataFrame, pd.DataFrame, set[str]]]:
+        """Per energy label: (file-name tag, label, energy stats, throughput stats, its policies).
+
+        Energies of different profiles or sources never share a figure: one set per label, tagged
+        ``-1``, ``-2``... when there are several.
+        """
+        for i, label in enumerate(self.labels):
+            tag = f"-{i + 1}" if len(self.labels) > 1 else ""
+            e, t = _only(self.stats["energy_j"], label), _only(self.stats["throughput_mbit"], label)
+            pol = self.policies & set(e["scheme"]) if label is not None else self.policies
+            yield tag, label, e, t, pol
+
+    @property
+    def several_labels(self) -> bool:
+        return len(self.labels) > 1
 
 
 def _prepare_out(out: Path, force: bool) -> None:
@@ -71,15 +142,223 @@ def _file_bytes(study: Study) -> float | None:
     return float(sizes.pop()) if len(sizes) == 1 else None
 
 
-def _energy_banner(study: Study) -> str:
-    labels = sorted(set(study.frame["energy_label"].dropna()))
-    if not labels:
-        return "no records"
-    src = sorted(set(study.frame["energy_source"].dropna()))
-    if src == ["measured"]:
-        return "measured by the receivers' meters: " + "; ".join(labels)
-    return ("NOT MEASURED on real radios: " if "measured" not in src else "mixed: ") + "; ".join(labels) + \
-        ". Every figure that shows energy says so."
+# ---------------------------------------------------------------- sections
+
+def read_sources(b: Build) -> None:
+    """The campaigns and datasets, the paper's tables and the related papers' headlines."""
+    b.study = load_study(list(b.inputs))
+    b.paper = load_paper(b.paper_file)
+    b.headlines = load_headlines(b.headlines_file)
+
+
+def statistics(b: Build) -> None:
+    """Per-case statistics: per receiver (energy, throughput, power) and network totals (throughput)."""
+    f = b.frame = b.study.frame
+    ci = b.ci
+    b.stats = {m: case_stats(f, m, ci) for m in ("energy_j", "throughput_mbit", "mean_power_w")}
+    b.stats["throughput_total"] = case_stats(f, "throughput_mbit", ci, how="total")
+    t = b.tables
+    t["case-energy"] = Table("Energy per case: per receiver (J; n = samples)", b.stats["energy_j"], "J")
+    t["case-throughput"] = Table("Throughput per case: per receiver (Mbit/s; n = samples)",
+                                 b.stats["throughput_mbit"], "Mbit/s")
+    t["case-throughput-total"] = Table("Throughput per case: network total, the sum over a sample's receivers "
+                                       "(Mbit/s; n = samples with every receiver)", b.stats["throughput_total"],
+                                       "Mbit/s")
+    t["case-power"] = Table("Mean power per case: per receiver (W; n = samples)", b.stats["mean_power_w"], "W")
+    t["receiver-energy"] = Table("Energy per case and receiver (J; n = that receiver's records)",
+                                 receiver_stats(f, "energy_j", ci), "J")
+    t["receiver-throughput"] = Table("Throughput per case and receiver (Mbit/s; n = that receiver's records)",
+                                     receiver_stats(f, "throughput_mbit", ci), "Mbit/s")
+    t["network-throughput"] = Table("Per access network: interface throughput per receiver (Mbit/s; n = samples) "
+                                    "and share of the bytes", network_stats(f, ci), "Mbit/s")
+    if f["tail_energy_j"].notna().any():
+        # Records with an accounted tail: the transfer plus its tail, beside energy_j.
+        b.frame = f = f.assign(energy_with_tail_j=f["energy_j"] + f["tail_energy_j"])
+        t["case-energy-with-tail"] = Table("Energy per case including the tail after the transfer: per receiver "
+                                           "(J; n = samples)", case_stats(f, "energy_with_tail_j", ci), "J")
+    excluded = exclusion_summary(f)
+    # A dataset's own build left records out before the report saw them: list those counts too.
+    ds_rows = [{"source": s.name, "reason": f"{reason} (at the dataset's build)", "records": int(n)}
+               for s in b.study.datasets for reason, n in (s.dataset.meta.get("excluded") or {}).items()]
+    b.excluded = pd.concat([excluded, pd.DataFrame(ds_rows)], ignore_index=True) if ds_rows else excluded
+    e = b.stats["energy_j"]
+    b.labels = sorted(set(e.loc[e["n_samples"] > 0, "energy_label"])) or [None]
+    b.policies = set(f["policy"].dropna())
+
+
+def paper_tables(b: Build) -> None:
+    """Tables 2-3 beside the paper, each in the paper's reading (Table 2 totals, Table 3 per node)."""
+    fb = _file_bytes(b.study)
+    thr = b.stats["throughput_total" if b.paper.how("throughput_mbit") == "total" else "throughput_mbit"]
+    b.analog["throughput"] = analog_table(b.paper, thr, "throughput_mbit", fb)
+    b.analog["energy"] = analog_table(b.paper, b.stats["energy_j"], "energy_j", fb)
+    b.res.checks = checks_table(b.paper, b.analog["energy"], b.analog["throughput"])
+
+
+def setup1_figures(b: Build) -> None:
+    """Figs. 3-5 analogs: plain MPTCP per congestion control and mode."""
+    items: list[Item] = []
+    for tag, label, e, t, _ in b.per_label():
+        if b.several_labels and not e["scheme"].isin(setup1.MODES).any():
+            continue  # a label without Setup I cases (e.g. a Setup II campaign beside a Setup I one)
+        items += [_tagged(x, tag, label) for x in (setup1.one_receiver(e, t, b.palette, b.figs_dir, b.ci_text),
+                                                     setup1.receivers(e, t, b.palette, b.figs_dir, b.ci_text))]
+    b.sections["setup1"] = items or [
+        Skipped("setup1", "Setup I figures", "no Setup I cases (records with a mode and no policy)")]
+
+
+def setup2_figures(b: Build) -> None:
+    """The policies: IS vs IS + Tuning, policies against N, throughput-energy scatter."""
+    items: list[Item] = []
+    for tag, label, e, t, pol in b.per_label():
+        if b.several_labels and not pol:
+            continue  # a label without policies (e.g. a Setup I campaign beside a Setup II one)
+        drawn = [setup2.is_vs_tuned(e, pol, b.palette, b.figs_dir, b.ci_text),
+                 *setup2.policies_vs_receivers(e, t, pol, b.palette, b.figs_dir, b.ci_text),
+                 setup2.scatter(_only(per_sample(b.frame, "energy_j"), label),
+                                _only(per_sample(b.frame, "throughput_mbit"), label), e, t, pol, b.palette,
+                                b.figs_dir, b.ci_text)]
+        items += [_tagged(x, tag, label) for x in drawn]
+    b.sections["setup2"] = items or [Skipped("setup2", "Setup II figures", setup2.NO_POLICIES)]
+
+
+def schemes_side_by_side(b: Build) -> None:
+    """Every policy beside the baselines and the related papers' headlines."""
+    if not b.policies:
+        b.sections["schemes"] = [Skipped("setup2-schemes", "Every policy side by side", setup2.NO_POLICIES)]
+        return
+    f = b.frame
+    b.res.schemes = side_by_side(f, b.headlines, b.ci)
+    b.res.headlines = headline_rows(f, b.headlines)
+    b.tables["schemes"] = Table("Every policy side by side (numbers, per receiver)", b.res.schemes)
+    b.tables["schemes-headlines"] = Table("The related papers' headlines beside mplab (numbers)", b.res.headlines)
+    items: list[Item] = []
+    for tag, label, e, t, pol in b.per_label():
+        if b.several_labels and not pol:
+            continue
+        items.append(_tagged(setup2.schemes_by_receivers(
+            _only(per_sample(f, "energy_j"), label), _only(per_sample(f, "throughput_mbit"), label),
+            e, t, pol, b.palette, b.figs_dir, b.ci_text), tag, label))
+    b.sections["schemes"] = items
+    b.section_tables["schemes"] = _schemes_tables(b.res.schemes, b.res.headlines, b.headlines)
+
+
+def _schemes_tables(schemes: pd.DataFrame, rows: pd.DataFrame, headlines: dict) -> list[dict]:
+    out = []
+    for (label, cc), view in summary_tables(schemes, headlines):
+        out.append({"title": f"Summary, {cc}: {label}", "csv": "tables/schemes.csv",
+                    "html": _mark_losses(html.table_html(view, left=True)), "markdown": markdown_table(view)})
+    for (label, cc, n), view in display_tables(schemes):
+        out.append({"title": f"{n} receivers, {cc}: {label}", "csv": "tables/schemes.csv",
+                    "html": _mark_losses(html.table_html(view, left=True)), "markdown": markdown_table(view)})
+    for (label, cc), view in display_headlines(rows):
+        out.append({"title": f"The related papers' headlines beside mplab: {cc}, {label}",
+                    "csv": "tables/schemes-headlines.csv", "html": html.table_html(view, left=True),
+                    "markdown": markdown_table(view)})
+    return out
+
+
+def sample_closeup(b: Build) -> None:
+    """One sample up close (the chosen one, or the first campaign's with raw output)."""
+    f, camps = b.frame, b.study.campaigns
+    if b.sample:
+        owner = next((s for s in camps if b.sample in set(f.loc[f["campaign"] == s.name, "sample_id"])), None)
+        if owner is None:
+            raise ConfigError(f"sample {b.sample!r} is in none of the campaigns given", field="--sample")
+        b.sections["sample"] = [sample_figs.closeup(f, owner, b.palette, b.figs_dir, b.sample)]
+    elif camps:
+        # The first campaign that has an ok sample with raw output (generated campaigns have none).
+        b.sections["sample"] = [
+            next((r for r in (sample_figs.closeup(f, c, b.palette, b.figs_dir) for c in camps)
+                  if isinstance(r, Saved)), None)
+            or Skipped(sample_figs.NAME, sample_figs.TITLE, "no campaign given has an ok sample with raw output")]
+    else:
+        b.sections["sample"] = [Skipped(sample_figs.NAME, sample_figs.TITLE,
+                                        "no campaign given (datasets carry no raw output)")]
+
+
+def dataset_and_model(b: Build) -> None:
+    """Distributions per energy label; with --model, its test error beside the baselines it was scored with."""
+    items: list[Item] = [_tagged(model_figs.distributions(_only(b.frame, label), b.palette, b.figs_dir), tag, label)
+                         for tag, label, *_ in b.per_label()]
+    if b.model is None:
+        items.append(Skipped("model", "Model figures", "no --model given"))
+        b.sections["model"] = items
+        return
+    model = Path(b.model)
+    baselines = model_figs.baselines_table(model)
+    if baselines is not None:
+        b.tables["model-baselines"] = Table(
+            f"The MLP beside the baselines, on the test split (per-receiver energy; n = {int(baselines['n'].max())} "
+            "test records)", baselines)
+        b.section_tables["model"] = [{"title": b.tables["model-baselines"].title, "csv": "tables/model-baselines.csv",
+                                      "html": html.table_html(tables.plain_view(baselines), left=True)}]
+    got = model_figs.model_test_rows(model, b.study.datasets)
+    if isinstance(got, str):
+        items.append(Skipped("model", "Model: predicted vs measured, error per case", got))
+    else:
+        test, where, label = got
+        items.append(model_figs.predicted_vs_measured(test, where, model.name, b.palette, b.figs_dir, label))
+        saved, per_case = model_figs.error_per_case(test, b.palette, b.figs_dir, label)
+        items.append(saved)
+        b.tables["model-error-per-case"] = Table("Model error per case on the test split (per receiver; "
+                                                 "n = test records)", per_case)
+    items.append(model_figs.training_curve(model, b.tracking_uri, b.figs_dir))
+    b.sections["model"] = items
+
+
+def rerun(b: Build) -> None:
+    """Two campaigns of one scenario: what changed beyond noise, and what differs in their manifests."""
+    pair = compare.find_rerun(b.study.campaigns)
+    if pair is None:
+        return
+    cases = compare.compare_cases(b.frame, pair)
+    diff = compare.manifest_diff(pair)
+    b.res.rerun, b.res.rerun_manifests = cases, diff
+    b.res.rerun_summary = compare.summary_line(cases, diff, pair)
+    b.tables["rerun-cases"] = Table(f"Rerun: {pair.b.name} (B) against {pair.a.name} (A), per case", cases)
+    b.tables["rerun-manifests"] = Table("Rerun: what differs in the manifests", diff)
+    b.section_tables["rerun"] = [
+        {"title": f"{title}: {label}" if label else title, "csv": "tables/rerun-cases.csv",
+         "html": _mark_drift(html.table_html(view, left=True))}
+        for label, d in tables.by_label(cases) for title, view in [("Per case: B - A", compare.cases_view(d))]
+    ] + [{"title": "Manifests: every field that differs, and the key fields", "csv": "tables/rerun-manifests.csv",
+          "html": html.table_html(compare.manifest_view(diff, pair), left=True, breakable=True)}]
+
+
+def write_tables(b: Build) -> None:
+    """Every table as CSV (raw columns, for programs)."""
+    b.tables["paper-table2-throughput"] = Table(_analog_title(b.paper, "throughput_mbit"), b.analog["throughput"])
+    b.tables["paper-table3-energy"] = Table(_analog_title(b.paper, "energy_j"), b.analog["energy"])
+    b.tables["checks"] = Table("Reproduction checks", b.res.checks)
+    b.tables["excluded"] = Table("Records left out, by reason", b.excluded)
+    for key, t in b.tables.items():
+        p = b.out / "tables" / f"{key}.csv"
+        t.data.to_csv(p, index=False)
+        b.res.tables[key] = p
+
+
+def page(b: Build) -> None:
+    """index.html, schemes.md and report.json."""
+    items = [i for k in ("setup1", "setup2", "schemes", "sample", "model") for i in b.sections.get(k, [])]
+    b.res.figures = [i for i in items if isinstance(i, Saved)]
+    b.res.skipped = [i for i in items if isinstance(i, Skipped)]
+    ctx = context(b)
+    (b.out / "index.html").write_text(html.render(ctx))
+    if b.section_tables.get("schemes"):
+        b.res.markdown = b.out / "schemes.md"
+        b.res.markdown.write_text(schemes_markdown(ctx, b.section_tables["schemes"],
+                                                   [x for x in b.sections["schemes"] if isinstance(x, Saved)], b.out))
+    (b.out / "report.json").write_text(json.dumps(report_json(b, ctx), indent=2, default=str) + "\n")
+
+
+SECTIONS: tuple[tuple[str, Callable[[Build], None]], ...] = (
+    ("read sources", read_sources), ("statistics", statistics), ("paper tables and checks", paper_tables),
+    ("Setup I figures", setup1_figures), ("Setup II figures", setup2_figures),
+    ("schemes side by side", schemes_side_by_side), ("sample close-up", sample_closeup),
+    ("dataset and model figures", dataset_and_model), ("rerun comparison", rerun), ("tables (CSV)", write_tables),
+    ("page", page))
+STEPS = tuple(name for name, _ in SECTIONS)
 
 
 def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tracking_uri: str | None = None,
@@ -89,7 +368,8 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
     """Build the report of ``inputs`` (campaign and dataset directories) in ``out``.
 
     Args:
-        inputs: ``runs/<campaign>`` and/or ``datasets/<name>`` directories.
+        inputs: ``runs/<campaign>`` and/or ``datasets/<name>`` directories; two campaigns of one
+            scenario are also compared as a rerun.
         out: ``reports/<name>``; replaced only with ``force`` and only if it holds a report.
         model: ``models/<name>`` for the model figures (predictions on its dataset's test split).
         tracking_uri: MLflow store of the model's run (default ``$MLFLOW_TRACKING_URI``, else ./mlflow.db).
@@ -102,208 +382,24 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         raise ConfigError(f"unknown interval method {ci!r}; use one of {', '.join(CI_METHODS)}", field="--ci")
     if model is not None and not (Path(model) / "model.json").exists():
         raise ConfigError(f"{model} is not an exported model (no model.json)", field="--model")
-    step = iter(range(len(STEPS)))
-
-    def tick(name: str) -> None:
-        i = next(step)
+    b = Build(list(inputs), out, model, tracking_uri, sample, ci, title, paper_file, headlines_file, ReportResult(out))
+    for i, (name, section) in enumerate(SECTIONS):
         if progress:
-            progress(name, i, len(STEPS))
+            progress(name, i, len(SECTIONS))
+        if name == "statistics":
+            _prepare_out(out, force)  # after the sources read: a bad input leaves the old report as it was
+        b.res.seconds = time.monotonic() - t0
+        section(b)
+    b.res.seconds = time.monotonic() - t0
+    return b.res
 
-    tick("read sources")
-    study = load_study(list(inputs))
-    paper = load_paper(paper_file)
-    headlines = load_headlines(headlines_file)
-    _prepare_out(out, force)
-    figs_dir = out / "figures"
-    ci_text = CI_METHODS[ci].text
-    palette = Palette()
-    res = ReportResult(out)
 
-    tick("statistics")
-    f = study.frame
-    stats = {m: case_stats(f, m, ci) for m in ("energy_j", "throughput_mbit", "mean_power_w")}
-    tables: dict[str, tuple[str, pd.DataFrame]] = {
-        "case-energy": ("Energy per case (J per receiver)", stats["energy_j"]),
-        "case-throughput": ("Throughput per case (Mbit/s per receiver)", stats["throughput_mbit"]),
-        "case-power": ("Mean power per case (W per receiver)", stats["mean_power_w"]),
-        "receiver-energy": ("Energy per case and receiver (J)", receiver_stats(f, "energy_j", ci)),
-        "receiver-throughput": ("Throughput per case and receiver (Mbit/s)", receiver_stats(f, "throughput_mbit", ci)),
-        "network-throughput": ("Per access network: interface throughput (Mbit/s) and share of bytes",
-                               network_stats(f, ci)),
-    }
-    if f["tail_energy_j"].notna().any():
-        # Records with an accounted tail (the nothing-lost issue): the transfer plus its tail, beside energy_j.
-        f = f.assign(energy_with_tail_j=f["energy_j"] + f["tail_energy_j"])
-        tables["case-energy-with-tail"] = ("Energy per case including the tail after the transfer (J per receiver)",
-                                           case_stats(f, "energy_with_tail_j", ci))
-    excluded = exclusion_summary(f)
-    # A dataset's own build left records out before the report saw them: list those counts too.
-    ds_rows = [{"source": s.name, "reason": f"{reason} (at the dataset's build)", "records": int(n)}
-               for s in study.datasets for reason, n in (s.dataset.meta.get("excluded") or {}).items()]
-    if ds_rows:
-        excluded = pd.concat([excluded, pd.DataFrame(ds_rows)], ignore_index=True)
-
-    tick("paper tables and checks")
-    fb = _file_bytes(study)
-    a_thr = analog_table(paper, stats["throughput_mbit"], "throughput_mbit", fb)
-    a_en = analog_table(paper, stats["energy_j"], "energy_j", fb)
-    checks = checks_table(paper, a_en, a_thr)
-    res.checks = checks
-
-    tick("Setup I figures")
-    # One set of Setup I/II figures per energy label: energies of different profiles or sources never share a line.
-    labels = sorted(set(stats["energy_j"].loc[stats["energy_j"]["n_samples"] > 0, "energy_label"])) or [None]
-    s1: list[Saved | Skipped] = []
-    s2: list[Saved | Skipped] = []
-    policies = set(f["policy"].dropna())
-    for i, label in enumerate(labels):
-        tag = f"-{i + 1}" if len(labels) > 1 else ""
-        e, t = (_only(stats["energy_j"], label), _only(stats["throughput_mbit"], label))
-        if len(labels) > 1 and not e["scheme"].isin(setup1.MODES).any():
-            continue  # a label without Setup I cases (e.g. a Setup II campaign beside a Setup I one)
-        s1 += [_tagged(x, tag, label) for x in (setup1.one_receiver(e, t, palette, figs_dir, ci_text),
-                                                  setup1.receivers(e, t, palette, figs_dir, ci_text))]
-
-    tick("Setup II figures")
-    for i, label in enumerate(labels):
-        tag = f"-{i + 1}" if len(labels) > 1 else ""
-        e, t = (_only(stats["energy_j"], label), _only(stats["throughput_mbit"], label))
-        pol = policies & set(e["scheme"]) if label is not None else policies
-        if len(labels) > 1 and not pol:
-            continue  # a label without policies (e.g. a Setup I campaign beside a Setup II one)
-        items = [setup2.is_vs_tuned(e, pol, palette, figs_dir, ci_text),
-                 *setup2.policies_vs_receivers(e, t, pol, palette, figs_dir, ci_text),
-                 setup2.scatter(_only(per_sample(f, "energy_j"), label), _only(per_sample(f, "throughput_mbit"), label),
-                                e, t, pol, palette, figs_dir, ci_text)]
-        s2 += [_tagged(x, tag, label) for x in items]
-    if not s2:
-        s2 = [Skipped("setup2", "Setup II figures", setup2.NO_POLICIES)]
-
-    tick("schemes side by side")
-    sch: list[Saved | Skipped] = []
-    sch_tables: list[dict] = []
-    md: list[str] = []
-    if policies:
-        res.schemes = side_by_side(f, headlines, ci)
-        res.headlines = headline_rows(f, headlines)
-        tables["schemes"] = ("Every policy side by side (numbers)", res.schemes)
-        tables["schemes-headlines"] = ("The related papers' headlines beside mplab (numbers)", res.headlines)
-        for i, label in enumerate(labels):
-            tag = f"-{i + 1}" if len(labels) > 1 else ""
-            e, t = (_only(stats["energy_j"], label), _only(stats["throughput_mbit"], label))
-            pol = policies & set(e["scheme"]) if label is not None else policies
-            if len(labels) > 1 and not pol:
-                continue
-            sch.append(_tagged(setup2.schemes_by_receivers(
-                _only(per_sample(f, "energy_j"), label), _only(per_sample(f, "throughput_mbit"), label),
-                e, t, pol, palette, figs_dir, ci_text), tag, label))
-        for (label, cc), view in summary_tables(res.schemes, headlines):
-            sch_tables.append({"title": f"Summary, {cc}: {label}", "csv": "tables/schemes.csv",
-                               "html": _mark_losses(html.table_html(view, left=True)),
-                               "markdown": markdown_table(view)})
-        for (label, cc, n), view in display_tables(res.schemes):
-            sch_tables.append({"title": f"{n} receivers, {cc}: {label}", "csv": "tables/schemes.csv",
-                               "html": _mark_losses(html.table_html(view, left=True)), "markdown": markdown_table(view)})
-        for (label, cc), view in display_headlines(res.headlines):
-            sch_tables.append({"title": f"The related papers' headlines beside mplab: {cc}, {label}",
-                               "csv": "tables/schemes-headlines.csv", "html": html.table_html(view, left=True),
-                               "markdown": markdown_table(view)})
-    else:
-        sch = [Skipped("setup2-schemes", "Every policy side by side", setup2.NO_POLICIES)]
-    if not s1:
-        s1 = [Skipped("setup1", "Setup I figures", "no Setup I cases (records with a mode and no policy)")]
-
-    tick("sample close-up")
-    camps = study.campaigns
-    if sample:
-        owner = next((s for s in camps if sample in set(f.loc[f["campaign"] == s.name, "sample_id"])), None)
-        if owner is None:
-            raise ConfigError(f"sample {sample!r} is in none of the campaigns given", field="--sample")
-        sc = [sample_figs.closeup(f, owner, palette, figs_dir, sample)]
-    elif camps:
-        # The first campaign that has an ok sample with raw output (generated campaigns have none).
-        sc = [next((r for r in (sample_figs.closeup(f, c, palette, figs_dir) for c in camps)
-                    if isinstance(r, Saved)), None)
-              or Skipped(sample_figs.NAME, sample_figs.TITLE, "no campaign given has an ok sample with raw output")]
-    else:
-        sc = [Skipped(sample_figs.NAME, sample_figs.TITLE, "no campaign given (datasets carry no raw output)")]
-
-    tick("dataset and model figures")
-    dm: list[Saved | Skipped] = [
-        _tagged(model_figs.distributions(_only(f, label), palette, figs_dir), f"-{i + 1}" if len(labels) > 1 else "",
-                label) for i, label in enumerate(labels)]
-    if model is None:
-        dm.append(Skipped("model", "Model figures", "no --model given"))
-    else:
-        got = model_figs.model_test_rows(Path(model), study.datasets)
-        if isinstance(got, str):
-            dm.append(Skipped("model", "Model: predicted vs measured, error per case", got))
-        else:
-            test, where, label = got
-            dm.append(model_figs.predicted_vs_measured(test, where, Path(model).name, palette, figs_dir, label))
-            saved, per_case = model_figs.error_per_case(test, palette, figs_dir, label)
-            dm.append(saved)
-            tables["model-error-per-case"] = ("Model error per case on the test split", per_case)
-        dm.append(model_figs.training_curve(Path(model), tracking_uri, figs_dir))
-
-    tick("tables (CSV)")
-    tables["paper-table2-throughput"] = ("Table 2 analog: throughput (Mbit/s per receiver)", a_thr)
-    tables["paper-table3-energy"] = ("Table 3 analog: energy (J per receiver)", a_en)
-    tables["checks"] = ("Reproduction checks", checks)
-    tables["excluded"] = ("Records left out, by reason", excluded)
-    for key, (_, df) in tables.items():
-        p = out / "tables" / f"{key}.csv"
-        df.to_csv(p, index=False)
-        res.tables[key] = p
-
-    tick("page")
-    all_items = s1 + s2 + sch + sc + dm
-    res.figures = [i for i in all_items if isinstance(i, Saved)]
-    res.skipped = [i for i in all_items if isinstance(i, Skipped)]
-    res.seconds = time.monotonic() - t0
-    from harness.campaign.metadata import git_info
-
-    git = git_info() or {}
-    commit = f"{git['commit'][:12]}{' (dirty)' if git.get('dirty') else ''}" if git.get("commit") else None
-    ctx = {
-        "title": title or f"mplab report: {', '.join(s.name for s in study.sources)}",
-        "built": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "mplab_version": harness.__version__,
-        "mplab_commit": commit, "seconds": f"{res.seconds:.1f}",
-        "inputs": ", ".join(str(p) for p in inputs), "energy_banner": _energy_banner(study),
-        "sources": study.sources, "ci_text": ci_text, "notes": study.notes,
-        "excluded": html.table_html(excluded, left=True) if len(excluded) else "",
-        "checks": html.table_html(checks, ("status", "paper_status"), left=True) if len(checks) else
-        "<p>No case matches a column of the paper.</p>",
-        "paper_citation": "Paper: " + paper.citation_text, "paper_file_size": paper.file_size,
-        "analog_tables": [{"title": f"{tables[k][0]}: {label}", "csv": f"tables/{k}.csv",
-                           "html": html.table_html(view)}
-                          for k in ("paper-table2-throughput", "paper-table3-energy")
-                          for label, view in _analog_views(tables[k][1])],
-        "sections": [html.section("setup1", "Setup I: plain MPTCP", s1, out),
-                     html.section("setup2", "Setup II: policies", s2, out),
-                     html.section("schemes", "Setup II: every policy side by side, with the related papers' "
-                                  "headlines", sch, out, tables=sch_tables, intro=SCHEMES_INTRO if sch_tables else ""),
-                     html.section("sample", "One sample up close", sc, out),
-                     html.section("model", "Dataset and model", dm, out)],
-        "stat_tables": [{"title": tables[k][0], "csv": f"tables/{k}.csv", "html": html.table_html(tables[k][1])}
-                        for k in tables if k.startswith(("case-", "receiver-", "network-", "model-"))],
-    }
-    (out / "index.html").write_text(html.render(ctx))
-    if sch_tables:
-        res.markdown = out / "schemes.md"
-        res.markdown.write_text(_schemes_markdown(ctx, sch_tables, [x for x in sch if isinstance(x, Saved)], out))
-    doc = {"schema_version": REPORT_SCHEMA_VERSION, "created_at": ctx["built"], "mplab_version": harness.__version__,
-           "mplab_commit": commit, "inputs": [str(p) for p in inputs], "ci": ci_text, "seconds": res.seconds,
-           "sources": [{k: (list(v) if isinstance(v, tuple) else str(v) if isinstance(v, Path) else v)
-                        for k, v in asdict(s).items() if k not in ("campaign", "dataset")} for s in study.sources],
-           "figures": [{"name": s.name, "png": s.png.name, "svg": s.svg.name, "shows_energy": s.shows_energy}
-                       for s in res.figures],
-           "skipped": [asdict(s) for s in res.skipped],
-           "checks": checks.to_dict("records"), "tables": {k: p.name for k, p in res.tables.items()},
-           "markdown": res.markdown.name if res.markdown else None,
-           "notes": study.notes}
-    (out / "report.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    return res
+def _analog_title(paper: PaperTables, metric: str) -> str:
+    if metric == "throughput_mbit":
+        what = ("network total, the sum over a sample's N receivers" if paper.how(metric) == "total"
+                else "per receiver")
+        return f"Table 2 analog: throughput (Mbit/s, {what}; n = samples)"
+    return "Table 3 analog: energy (J per receiver, the mean over a sample's receivers; n = samples)"
 
 
 def _only(df: pd.DataFrame, label: str | None) -> pd.DataFrame:
@@ -322,70 +418,14 @@ def _tagged(item: Saved | Skipped, tag: str, label: str | None) -> Saved | Skipp
     return Saved(item.name + tag, f"{item.title} [{label}]", item.caption, png, svg, item.shows_energy)
 
 
-def _analog_views(t: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The side-by-side tables as shown, one per energy label: rows = node count, per paper column the
-    paper's value beside ours (mean [95% interval] n=samples); energies also per MB (paper: 60 MB)."""
-    views = []
-    if t.empty:
-        return views
-    energy = "paper_j_per_mb" in t
-    for label, d in t.groupby("energy_label", dropna=False, sort=True):
-        if d["ours_mean"].isna().all():
-            continue
-        d = d[d["paper"].notna() | d["ours_mean"].notna()]
-        cols = {}
-        index = sorted(set(d["n_receivers"]))
-        for key in dict.fromkeys(d["column"]):
-            dk = d[d["column"] == key]
-            name = dk["label"].iloc[0] + (" (held out)" if dk["held_out"].iloc[0] else "")
-            rows = [r for _, r in dk.set_index("n_receivers").reindex(index).iterrows()]
-            cols[(name, "paper")] = [_cell(r["paper"], None, None, None, r.get("paper_j_per_mb") if energy else None)
-                                    for r in rows]
-            cols[(name, "ours")] = [_cell(r["ours_mean"], r["ours_ci_low"], r["ours_ci_high"], r["ours_n_samples"],
-                                          r.get("ours_j_per_mb") if energy else None) for r in rows]
-        v = pd.DataFrame(cols, index=pd.Index(index, name="N"))
-        views.append((str(label), v.reset_index()))
-    return views
-
-
-def _cell(mean, lo, hi, n, per_mb) -> str:
-    if pd.isna(mean):
-        return "–"
-    s = f"{mean:.4g}"
-    if lo is not None and pd.notna(lo):
-        s += f" [{lo:.4g}, {hi:.4g}]"
-    if n is not None:
-        s += f" n={int(n)}"
-    if per_mb is not None and pd.notna(per_mb):
-        s += f" ({per_mb:.3g}/MB)"
-    return s
-
-
-SCHEMES_INTRO = (
-    "Per receiver count: every policy's throughput, energy (the transfer window) and energy per bit "
-    "(a receiver's energy over the megabits it received), mean [95% interval], and the change of each mean "
-    "against two baselines of the same receivers: all-both (MPTCP on both paths, no controller: the papers' "
-    "\"MPTCP\") and the best single path (all-wifi or all-lte, whichever has the lower J/Mbit there). Beside "
-    "each scheme, its paper's first headline and the same kind of change computed from these records. A "
-    "policy loses to a baseline when its mean is worse on its paper's headline metric (J/Mbit when it has "
-    "none); \"within noise\" (in the summary \"(noise)\") when the Welch 95% interval of the difference of "
-    "per-sample means includes zero. The papers' numbers come from their own simulators and testbeds (column \"setting\"): compare "
-    "directions, not sizes.")
-
-
 def _mark_losses(table: str) -> str:
     """Make every "loses to" in a rendered table stand out (the text was escaped before)."""
     return (table.replace("loses to", '<b class="lose">loses to</b>')
             .replace("<td>loses", '<td><b class="lose">loses</b>').replace("/ loses", '/ <b class="lose">loses</b>'))
 
 
-def _schemes_markdown(ctx: dict, tables: list[dict], figures: list[Saved], out: Path) -> str:
-    lines = [f"# Every policy side by side ({ctx['title']})", "",
-             f"Built {ctx['built']} by mplab {ctx['mplab_version']}"
-             + (f" (commit {ctx['mplab_commit']})" if ctx["mplab_commit"] else "") + f". Inputs: {ctx['inputs']}.",
-             "", f"Energy: {ctx['energy_banner']}", "", f"Statistics: {ctx['ci_text']}.", "", SCHEMES_INTRO, ""]
-    for t in tables:
-        lines += [f"## {t['title']}", "", t["markdown"], ""]
-    for fig in figures:
-        lines += [f"![{fig.title}]({fig.png.relative_to(out).as_posix()})", "", fig.caption, ""]
-    return "\n".join(lines)
+
+
+def _mark_drift(table: str) -> str:
+    """Make every drift verdict stand out (the text was escaped before)."""
+    return table.replace("<td>drift</td>", '<td><b class="lose">drift</b></td>')

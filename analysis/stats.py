@@ -8,6 +8,16 @@ over those per-sample values. Samples are few (2-45), so the interval is Student
 or a percentile bootstrap, never a normal one. Per-receiver tables use each receiver's own
 records (one per sample) instead.
 
+**Per receiver or network total.** ``case_stats(..., how="mean")`` gives the per-receiver mean
+(a sample's value is the mean over its receivers); ``how="total"`` the network total (a sample's
+value is the *sum* over its receivers, the way the reference paper's Table 2 reads, see
+``harness/testbeds/calibration.py``). A total needs every receiver of the sample: a sample with a
+failed or flagged receiver has no total and is counted in ``samples_incomplete``.
+
+**Bounds.** Throughput, energy and power cannot be negative. With 2-3 samples a Student t
+interval can reach below zero; its lower end is then truncated at 0 (``BOUND_TEXT``, stated with
+every interval). A percentile bootstrap of non-negative values never goes below 0 by itself.
+
 A record is *usable* when its sample and its receiver are ``ok``, it carries no data-quality
 flag, and the value exists. Everything else is counted per case: failed samples, flagged
 records, records without the value. Nothing is dropped silently.
@@ -35,12 +45,16 @@ class CiMethod:
     text: str
 
 
+BOUND_TEXT = "lower ends truncated at 0 (throughput, energy and power cannot be negative)"
 CI_METHODS = {
-    "t": CiMethod("t", "95% Student t interval over per-sample means (a sample's value is the mean over its "
-                       "usable receivers); n = samples"),
+    "t": CiMethod("t", "95% Student t interval over per-sample values (a sample's value is the mean over its "
+                       f"usable receivers, or their sum for network totals), {BOUND_TEXT}; n = samples"),
     "bootstrap": CiMethod("bootstrap", f"95% percentile bootstrap ({BOOTSTRAP_RESAMPLES:,} resamples, seed 0) "
-                                       "over per-sample means; n = samples"),
+                                       "over per-sample values (the mean over a sample's usable receivers, or "
+                                       f"their sum for network totals), {BOUND_TEXT}; n = samples"),
 }
+#: What a sample's value is: the mean over its receivers, or their sum (a network total).
+HOW = ("mean", "total")
 
 
 def usable(frame: pd.DataFrame, metric: str) -> pd.Series:
@@ -49,8 +63,19 @@ def usable(frame: pd.DataFrame, metric: str) -> pd.Series:
             & frame[metric].notna())
 
 
-def interval(values: np.ndarray, method: str = "t") -> tuple[float, float, float, float]:
-    """(mean, standard deviation, CI low, CI high) of ``values``; NaN where n is too small."""
+def interval(values: np.ndarray, method: str = "t", lower: float | None = None) -> tuple[float, float, float, float]:
+    """(mean, standard deviation, CI low, CI high) of ``values``; NaN where n is too small.
+
+    ``lower``: the quantity's lower bound (0 for throughput, energy, power); the interval's low end
+    is truncated there (``BOUND_TEXT``).
+    """
+    mean, sd, lo, hi = _interval(values, method)
+    if lower is not None and not np.isnan(lo):
+        lo = max(lo, lower)
+    return mean, sd, lo, hi
+
+
+def _interval(values: np.ndarray, method: str) -> tuple[float, float, float, float]:
     v = np.asarray(values, dtype=float)
     n = len(v)
     if n == 0:
@@ -70,11 +95,22 @@ def interval(values: np.ndarray, method: str = "t") -> tuple[float, float, float
     raise ValueError(f"unknown CI method {method!r} (expected one of {sorted(CI_METHODS)})")
 
 
-def per_sample(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """One row per usable sample: the case keys, campaign, sample_id and the mean of ``metric`` over receivers."""
+def per_sample(frame: pd.DataFrame, metric: str, how: str = "mean") -> pd.DataFrame:
+    """One row per usable sample: the case keys, campaign, sample_id and ``metric`` over its receivers.
+
+    ``how="mean"``: the mean over the sample's usable receivers. ``how="total"``: their sum, only for
+    samples whose every receiver is usable (``n_receivers`` of them); others have no total.
+    """
     f = frame[usable(frame, metric)]
     keys = [*CASE_KEYS, "campaign", "sample_id"]
-    return f.groupby(keys, dropna=False, sort=True)[metric].mean().reset_index()
+    g = f.groupby(keys, dropna=False, sort=True)[metric]
+    if how == "mean":
+        return g.mean().reset_index()
+    if how != "total":
+        raise ValueError(f"unknown aggregation {how!r} (expected one of {HOW})")
+    out = g.agg(["sum", "count"]).reset_index()
+    out = out[out["count"] == out["n_receivers"]]
+    return out.drop(columns="count").rename(columns={"sum": metric}).reset_index(drop=True)
 
 
 def _excluded_counts(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -91,42 +127,49 @@ def _excluded_counts(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
                          "records_no_value": g["_no_value"].sum()}).reset_index()
 
 
-def case_stats(frame: pd.DataFrame, metric: str, method: str = "t") -> pd.DataFrame:
+def case_stats(frame: pd.DataFrame, metric: str, method: str = "t", how: str = "mean",
+               lower: float | None = 0.0) -> pd.DataFrame:
     """Per case (energy label, cc, receivers, mode or policy): n, mean, sd, CI and the exclusions.
 
     Args:
         frame: the tidy frame of ``analysis.load``.
         metric: a numeric column (``energy_j``, ``throughput_mbit``, ``mean_power_w``...).
         method: ``t`` or ``bootstrap`` (``CI_METHODS``).
+        how: ``mean`` (per receiver) or ``total`` (the sum over a sample's receivers: a network total).
+        lower: the quantity's lower bound (intervals truncated there); None for none.
 
     Returns:
-        One row per case that has any record, usable or not, sorted by the case keys.
+        One row per case that has any record, usable or not, sorted by the case keys. With
+        ``how="total"``, ``samples_incomplete`` counts usable samples left out for a missing receiver.
     """
     cols = [*CASE_KEYS, "n_samples", "n_records", "mean", "sd", "ci_low", "ci_high",
-            "samples_failed", "records_flagged", "records_no_value"]
+            "samples_failed", "records_flagged", "records_no_value", "samples_incomplete"]
     if frame.empty:
         return pd.DataFrame(columns=cols)
-    ps = per_sample(frame, metric)
+    ps = per_sample(frame, metric, how)
     rec_n = frame[usable(frame, metric)].groupby(list(CASE_KEYS), dropna=False).size().rename("n_records")
+    any_n = per_sample(frame, metric).groupby(list(CASE_KEYS), dropna=False).size().rename("_any")
     rows = []
     for key, d in ps.groupby(list(CASE_KEYS), dropna=False, sort=True):
-        mean, sd, lo, hi = interval(d[metric].to_numpy(), method)
+        mean, sd, lo, hi = interval(d[metric].to_numpy(), method, lower)
         rows.append({**dict(zip(CASE_KEYS, key)), "n_samples": len(d), "mean": mean, "sd": sd,
                      "ci_low": lo, "ci_high": hi})
     stats = pd.DataFrame(rows, columns=[*CASE_KEYS, "n_samples", "mean", "sd", "ci_low", "ci_high"])
     out = _excluded_counts(frame, metric).merge(stats, on=list(CASE_KEYS), how="left")
     out = out.merge(rec_n.reset_index(), on=list(CASE_KEYS), how="left")
-    out[["n_samples", "n_records"]] = out[["n_samples", "n_records"]].fillna(0).astype(int)
+    out = out.merge(any_n.reset_index(), on=list(CASE_KEYS), how="left")
+    out[["n_samples", "n_records", "_any"]] = out[["n_samples", "n_records", "_any"]].fillna(0).astype(int)
+    out["samples_incomplete"] = out["_any"] - out["n_samples"]
     out["n_receivers"] = out["n_receivers"].astype(int)
     return out[cols].sort_values(list(CASE_KEYS), kind="stable").reset_index(drop=True)
 
 
-def receiver_stats(frame: pd.DataFrame, metric: str, method: str = "t") -> pd.DataFrame:
-    """Per case and receiver: n (its usable records, one per sample), mean, sd, CI."""
+def receiver_stats(frame: pd.DataFrame, metric: str, method: str = "t", lower: float | None = 0.0) -> pd.DataFrame:
+    """Per case and receiver: n (its usable records, one per sample), mean, sd, CI (truncated at ``lower``)."""
     f = frame[usable(frame, metric)]
     rows = []
     for key, d in f.groupby([*CASE_KEYS, "receiver"], dropna=False, sort=True):
-        mean, sd, lo, hi = interval(d[metric].to_numpy(), method)
+        mean, sd, lo, hi = interval(d[metric].to_numpy(), method, lower)
         rows.append({**dict(zip([*CASE_KEYS, "receiver"], key)), "n": len(d), "mean": mean, "sd": sd,
                      "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(rows, columns=[*CASE_KEYS, "receiver", "n", "mean", "sd", "ci_low", "ci_high"])
@@ -141,7 +184,7 @@ def network_stats(frame: pd.DataFrame, method: str = "t") -> pd.DataFrame:
         ps = f.groupby([*CASE_KEYS, "campaign", "sample_id"], dropna=False)[[col, "wifi_bytes", "lte_bytes"]].agg(
             {col: "mean", "wifi_bytes": "sum", "lte_bytes": "sum"}).reset_index()
         for key, d in ps.groupby(list(CASE_KEYS), dropna=False, sort=True):
-            mean, sd, lo, hi = interval(d[col].to_numpy(), method)
+            mean, sd, lo, hi = interval(d[col].to_numpy(), method, 0.0)
             total = float(d["wifi_bytes"].sum() + d["lte_bytes"].sum())
             share = float(d[f"{net}_bytes"].sum()) / total if total > 0 else np.nan
             rows.append({**dict(zip(CASE_KEYS, key)), "network": net, "n_samples": len(d),

@@ -1,9 +1,10 @@
 """Fixture campaigns for the analysis tests.
 
-- ``paper_campaign``: a Setup II campaign whose records carry ``policy`` (the field the
-  controller issue adds), shaped after the reference paper's Tables 2-3: for every paper column
-  (policy, cc) and node count in ``NODES``, ``SAMPLES`` samples whose per-receiver throughput and
-  energy are the paper's value times a small deterministic spread; ``ref-is`` sits between
+- ``paper_campaign``: a Setup II campaign whose records carry ``policy`` (what a controller's
+  campaign records), shaped after the reference paper's Tables 2-3 in mplab's reading of them: for
+  every paper column (policy, cc) and node count in ``NODES``, ``SAMPLES`` samples whose per-receiver
+  throughput is Table 2's network total / N and whose energy is Table 3's per-node value, each times
+  a small deterministic spread; ``ref-is`` sits between
   IS + Tuning and MPTCP. One sample fails and one record is flagged (``meter-gap``), so the
   statistics must leave them out and count them. ``reverse=True`` reverses the orderings the
   reproduction checks test: the policies swap energies (SDN <-> MPTCP, LTE <-> WiFi), energy
@@ -46,7 +47,7 @@ def paper_records(campaign: str, reverse: bool = False) -> list[dict]:
         for n in NODES:
             src = MIRROR[key] if reverse else key
             e = float(en.at[n, src]) * (1 + 0.06 * (n - 3) if reverse else 1.0)
-            x = float(thr.at[11 - n if reverse else n, key])
+            x = float(thr.at[11 - n if reverse else n, key]) / n   # Table 2 holds network totals
             if policy == "ref-is":
                 e, x = e * 1.05, x * 0.98
             for s in range(1, SAMPLES + 1):
@@ -80,12 +81,14 @@ def paper_records(campaign: str, reverse: bool = False) -> list[dict]:
     return out
 
 
-def write_campaign(root: Path, name: str, records: list[dict], testbed: dict | None = None) -> Campaign:
+def write_campaign(root: Path, name: str, records: list[dict], testbed: dict | None = None,
+                   manifest: dict | None = None) -> Campaign:
+    """A campaign of ``records``; ``manifest`` adds or replaces manifest fields (a scenario, another kernel...)."""
     c = Campaign.create(root, name, {"created_at": time.time(), "mplab_version": "0.1.0",
                                      "testbed": testbed or {"kind": "emulated", "energy_source": "emulated"},
                                      "plan": sorted({r["sample_id"] for r in records}), "kernel": "6.18.0-fixture",
                                      "congestion_controls": {"balia": "bpf:mplab_balia", "cubic": "kernel:cubic"},
-                                     "git": {"commit": "0" * 40, "dirty": False}})
+                                     "git": {"commit": "0" * 40, "dirty": False}, **(manifest or {})})
     c.append(records)
     return c
 

@@ -15,13 +15,14 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from analysis_fixtures import (FAILED_SAMPLE, FLAGGED, paper_campaign, quick_slice,  # noqa: E402
-                               setup1_campaign)
+from analysis_fixtures import (FAILED_SAMPLE, FLAGGED, paper_campaign, paper_records, quick_slice,  # noqa: E402
+                               setup1_campaign, write_campaign)
 
 from analysis.load import load_study  # noqa: E402
 from analysis.paper import analog_table, checks_table, load_paper, run_checks  # noqa: E402
 from analysis.report import build_report  # noqa: E402
 from analysis.stats import case_stats, interval  # noqa: E402
+from analysis.tables import sig3  # noqa: E402
 from harness.errors import ConfigError  # noqa: E402
 
 ALL_FIGURES = {
@@ -106,7 +107,7 @@ def test_paper_checks_pass_on_the_papers_own_values():
 def _checks(path: Path) -> dict[str, str]:
     frame = load_study([path]).frame
     paper = load_paper()
-    e, t = case_stats(frame, "energy_j"), case_stats(frame, "throughput_mbit")
+    e, t = case_stats(frame, "energy_j"), case_stats(frame, "throughput_mbit", how=paper.how("throughput_mbit"))
     table = checks_table(paper, analog_table(paper, e, "energy_j", 60e6),
                          analog_table(paper, t, "throughput_mbit", 60e6))
     return dict(zip(table["check"], table["status"]))
@@ -283,3 +284,149 @@ def test_a_datasets_own_exclusions_are_listed(tmp_path):
     reasons = dict(zip(left["reason"], left["records"]))
     assert reasons["sample failed (at the dataset's build)"] == 5   # the failed 5-receiver sample
     assert reasons["flagged: meter-gap (at the dataset's build)"] == 1
+
+
+# ---------------------------------------------------------------- like with like, bounds, readability
+
+def test_network_totals_sum_every_receiver_of_a_sample(runs):
+    frame = load_study([runs["paper"]]).frame
+    tot = case_stats(frame, "throughput_mbit", how="total").set_index(["cc", "n_receivers", "scheme"])
+    ok = frame[(frame["sample_status"] == "ok") & (frame["status"] == "ok") & (frame["flags"] == "")]
+    sums = ok.groupby(["cc", "n_receivers", "scheme", "sample_id"])["throughput_mbit"].agg(["sum", "count"])
+    sums = sums[sums["count"] == sums.index.get_level_values("n_receivers")]
+    want = sums.groupby(["cc", "n_receivers", "scheme"])["sum"].mean()
+    np.testing.assert_allclose(tot.loc[want.index, "mean"], want, rtol=1e-12)
+    # The sample with a flagged receiver has no total: counted, not averaged in as a two-receiver sum.
+    flagged = tot.loc[("cubic", 3, "all-lte")]
+    assert flagged["samples_incomplete"] == 1 and flagged["n_samples"] == 2
+    # A total is N per-receiver means, not one (the fixture's receivers are alike).
+    per_rx = case_stats(frame, "throughput_mbit").set_index(["cc", "n_receivers", "scheme"])
+    assert tot.loc[("balia", 8, "all-both"), "mean"] == pytest.approx(8 * per_rx.loc[("balia", 8, "all-both"), "mean"],
+                                                                      rel=0.01)
+
+
+def test_table2_analog_puts_totals_beside_the_papers_totals(full_report):
+    out, _ = full_report
+    t2 = pd.read_csv(out / "tables" / "paper-table2-throughput.csv")
+    t2 = t2[t2["energy_label"] == "emulated energy (profile paper-fixture)"].set_index(["column", "n_receivers"])
+    # The fixture's receivers share Table 2's total: ours beside the paper is the same number, not a third of it.
+    assert t2.loc[("mptcp-balia", 3), "paper"] == 45.25
+    assert t2.loc[("mptcp-balia", 3), "ours_mean"] == pytest.approx(45.25, rel=0.02)
+    assert t2.loc[("wifi-sptcp", 8), "ours_mean"] == pytest.approx(16.5, rel=0.02)
+    page = (out / "index.html").read_text()
+    assert "Table 2 analog: throughput (Mbit/s, network total, the sum over a sample&#39;s N receivers" in page
+
+
+def test_intervals_never_go_below_zero():
+    raw = interval(np.array([0.2, 5.0]), "t")
+    assert raw[2] < 0                                   # Student t with two samples reaches below zero
+    bounded = interval(np.array([0.2, 5.0]), "t", lower=0.0)
+    assert bounded[2] == 0.0 and bounded[3] == raw[3] and bounded[0] == raw[0]
+    frame = pd.DataFrame({"energy_label": "x", "cc": "cubic", "n_receivers": 1, "scheme": "wifi", "campaign": "c",
+                          "sample_id": ["s1", "s2"], "sample_status": "ok", "status": "ok", "flags": "",
+                          "throughput_mbit": [0.2, 5.0]})
+    assert case_stats(frame, "throughput_mbit")["ci_low"].iloc[0] == 0.0
+
+
+def test_three_significant_digits_never_in_exponent_form():
+    assert [sig3(x) for x in (1.296e-05, 45.25, 0.95, 1234.5, 3.0, -6.328, float("nan"), 7)] == [
+        "0.000013", "45.2", "0.95", "1,230", "3", "-6.33", "–", "7"]
+
+
+def test_page_tables_are_for_readers(full_report):
+    """Human headers, no raw column names, no exponents, no energy label repeated on every row, no tracker words."""
+    import re
+
+    out, _ = full_report
+    page = (out / "index.html").read_text()
+    tables = "".join(re.findall(r"<table.*?</table>", page, flags=re.S))
+    for raw in ("<th>ci_low</th>", "<th>ci_high</th>", "<th>energy_label</th>", "<th>n_samples</th>",
+                "<th>samples_failed</th>", "<th>cc</th>"):
+        assert raw not in tables, raw
+    assert "95% interval (J)" in tables and "congestion control" in tables
+    assert not re.search(r"\d[eE][-+]\d", tables), re.search(r".{30}\d[eE][-+]\d.{10}", tables)
+    assert tables.count("emulated energy (profile paper-fixture)") == 0
+    assert " issue" not in page.lower().replace("tissue", "")
+
+
+def test_setup1_heading_says_the_receiver_count_drawn(full_report):
+    _, res = full_report
+    titles = {f.name: f.title for f in res.figures}
+    assert "N = 3 receivers" in titles["setup1-one-receiver-2"] and "one receiver" not in titles["setup1-one-receiver-2"]
+    assert titles["setup1-one-receiver-3"].startswith("Setup I: one receiver")       # the synthetic campaign has N = 1
+
+
+def test_model_section_shows_the_baselines(full_report):
+    out, res = full_report
+    t = pd.read_csv(res.tables["model-baselines"])
+    assert set(t["predictor"]) >= {"MLP (5 x 200, the exported model)", "linear regression", "gradient-boosted trees"}
+    mlp = t.loc[t["predictor"].str.startswith("MLP"), "mape_pct"].iloc[0]
+    assert (t["against the MLP"] == "beats the MLP").sum() == (t["mape_pct"] < mlp).sum()
+    assert "gradient-boosted trees" in (out / "index.html").read_text()
+
+
+# ---------------------------------------------------------------- a rerun beside the run before it
+
+def _rerun_pair(root: Path, slower: float) -> tuple[Path, Path]:
+    scen = {"scenario": {"name": "fixture-scenario"}}
+    a = write_campaign(root, "run-a", paper_records("run-a"), manifest=scen).path
+    recs = paper_records("run-b")
+    for r in recs:
+        if (r["cc"], r["n_receivers"], r["policy"]) == ("balia", 3, "all-both"):
+            r["throughput_mbit"] *= slower
+    b = write_campaign(root, "run-b", recs, manifest={**scen, "kernel": "6.19.0-fixture"}).path
+    return a, b
+
+
+def test_rerun_flags_drift_beyond_noise_and_manifest_differences(tmp_path):
+    a, b = _rerun_pair(tmp_path / "runs", slower=0.7)
+    res = build_report([a, b], tmp_path / "r")
+    c = res.rerun.set_index(["cc", "n_receivers", "scheme", "measure"])
+    drift = c.loc[("balia", 3, "all-both", "throughput, network total")]
+    assert drift["verdict"] == "drift" and drift["change_pct"] == pytest.approx(-30, abs=0.5)
+    assert drift["diff_high"] < 0
+    # Everything else is the same records: no difference, within noise.
+    others = res.rerun[res.rerun["verdict"] == "drift"]
+    assert len(others) == 1, others
+    m = res.rerun_manifests.set_index("field")
+    assert m.loc["kernel", "differs"] == "yes" and m.loc["kernel", "b"] == "6.19.0-fixture"
+    assert m.loc["commit", "differs"] == "no"
+    assert "campaign" not in m.index and "created_at" not in m.index    # per campaign by nature
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert 'id="rerun"' in page and '<b class="lose">drift</b>' in page
+    import os
+
+    cli = subprocess.run([sys.executable, "-m", "mplab", "report", str(a), str(b), "-o", str(tmp_path / "r2")],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "300"})
+    assert cli.returncode == 0, cli.stderr
+    assert "1 of" in cli.stdout and "drift balia N=3 all-both, throughput, network total" in cli.stdout
+    assert "manifest differs kernel" in cli.stdout
+
+
+def test_campaigns_of_different_scenarios_are_not_a_rerun(runs, tmp_path):
+    res = build_report([runs["paper"], runs["setup1"]], tmp_path / "r")
+    assert res.rerun is None and 'id="rerun"' not in (tmp_path / "r" / "index.html").read_text()
+
+
+def test_no_legend_sits_over_a_plot(runs, tmp_path, monkeypatch):
+    """Every legend of every figure lies outside every panel (drawn, then measured in display pixels)."""
+    from analysis import style
+    from analysis.figures import model as model_mod, sample as sample_mod, setup1 as s1, setup2 as s2
+
+    over: list[str] = []
+
+    def checked_save(fig, out_dir, name, *args, **kw):
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        legends = list(fig.legends) + [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+        for leg in legends:
+            lb = leg.get_window_extent(r)
+            over.extend(f"{name}: legend over panel {i}" for i, a in enumerate(fig.axes)
+                        if a.get_visible() and lb.overlaps(a.get_window_extent(r)))
+        return style.save(fig, out_dir, name, *args, **kw)
+
+    for mod in (s1, s2, model_mod, sample_mod):
+        monkeypatch.setattr(mod, "save", checked_save)
+    res = build_report([runs["paper"], runs["setup1"], runs["slice"]], tmp_path / "r")
+    assert len(res.figures) >= 8
+    assert over == [], over

@@ -1,14 +1,14 @@
 """The report opened in a real headless browser: Debian's Chromium driven by Playwright (no browser download).
 
-Checked: no console error, no page error, no failed request, every image decoded (naturalWidth > 0),
-a screenshot that is not blank. A plain ``chromium --headless --screenshot`` exits 0 on a page whose
+Checked (``harness.testing.browser``): no console error, no page error, no failed request, every image
+decoded (naturalWidth > 0), nothing wider than the window at 1280 px (no horizontal overflow, no table
+cut off on the right), a screenshot that is not blank. A plain ``chromium --headless --screenshot`` exits 0 on a page whose
 images fail, so the checker listens to the page's events instead; the planted-fault test shows that
 it catches a broken embedded image, a missing file and a script error.
 """
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,67 +17,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from analysis_fixtures import paper_campaign, quick_slice, schemes_campaign  # noqa: E402
 
 from analysis.report import build_report  # noqa: E402
+from harness.testing.browser import CHROMIUM, open_in_chromium  # noqa: E402
 
-CHROMIUM = Path("/usr/lib/chromium/chromium")
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
-
-
-@dataclass
-class PageCheck:
-    """What the browser saw."""
-
-    console_errors: list[str] = field(default_factory=list)
-    page_errors: list[str] = field(default_factory=list)
-    failed_requests: list[str] = field(default_factory=list)
-    broken_images: list[str] = field(default_factory=list)
-    images: int = 0
-    decoded_figures: list[str] = field(default_factory=list)   # ids of <figure>s whose image decoded
-    screenshot: Path | None = None
-    non_white_share: float = 0.0
-
-    @property
-    def problems(self) -> list[str]:
-        return self.console_errors + self.page_errors + self.failed_requests + self.broken_images
-
-
-def _short(url: str, keep: int = 40) -> str:
-    """A URL shortened in the middle: its file name stays (a deep temporary directory once cut it off)."""
-    return url if len(url) <= 2 * keep else f"{url[:keep]}...{url[-keep:]}"
-
-
-def open_in_chromium(page_path: Path, screenshot: Path) -> PageCheck:
-    """Load ``page_path`` from file:// in headless Chromium and record everything that went wrong."""
-    from PIL import Image
-
-    res = PageCheck()
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                    args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: res.console_errors.append(f"console {m.type}: {m.text}")
-                    if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: res.page_errors.append(f"page error: {e}"))
-            page.on("requestfailed", lambda r: res.failed_requests.append(f"request failed: {_short(r.url)} "
-                                                                          f"({r.failure})"))
-            page.goto(page_path.resolve().as_uri(), wait_until="load", timeout=60_000)
-            imgs = page.eval_on_selector_all(
-                "img", "els => els.map(e => [e.currentSrc.slice(0, 60), e.complete, e.naturalWidth])")
-            res.images = len(imgs)
-            res.broken_images = [f"image not decoded: {src}" for src, complete, w in imgs if not complete or w <= 0]
-            res.decoded_figures = page.eval_on_selector_all(
-                "figure", "els => els.filter(f => { const i = f.querySelector('img'); "
-                          "return i && i.complete && i.naturalWidth > 0; }).map(f => f.id)")
-            page.screenshot(path=str(screenshot), full_page=False)
-            res.screenshot = screenshot
-        finally:
-            browser.close()
-    with Image.open(screenshot) as im:
-        g = im.convert("L")
-        hist = g.histogram()
-        res.non_white_share = 1 - sum(hist[245:]) / (g.width * g.height)
-    return res
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +34,8 @@ def report(tmp_path_factory) -> Path:
 def test_report_loads_cleanly_in_chromium(report, tmp_path):
     got = open_in_chromium(report / "index.html", tmp_path / "shot.png")
     assert got.problems == []
+    assert got.overflow_px <= 0, f"the page is {got.overflow_px} px wider than the window"
+    assert got.cut_tables == [], got.cut_tables
     assert got.images == len(list((report / "figures").glob("*.png"))) >= 6
     assert got.non_white_share > 0.02, "the screenshot is blank"
     # the schemes side by side: one throughput-energy figure per energy label (the paper and schemes fixtures; the slice has none)
@@ -143,3 +88,17 @@ def test_blank_page_is_caught(tmp_path):
     (tmp_path / "blank.html").write_text("<!doctype html><html><body></body></html>")
     got = open_in_chromium(tmp_path / "blank.html", tmp_path / "shot.png")
     assert got.problems == [] and got.non_white_share < 0.02
+
+
+def test_checker_catches_a_table_cut_off_on_the_right(report, tmp_path):
+    """The overflow check fails on the broken thing: a table that cannot wrap (one long unbroken cell)."""
+    page = (report / "index.html").read_text()
+    wide = "<h3>planted wide table</h3><table><tr>" + "<td style='white-space:nowrap'>" + "x" * 400 + "</td></tr></table>"
+    bad = report / "wide.html"
+    bad.write_text(page.replace("</body>", wide + "</body>"))
+    try:
+        got = open_in_chromium(bad, tmp_path / "shot.png")
+    finally:
+        bad.unlink()
+    assert [h for h, _ in got.cut_tables] == ["planted wide table"], got.cut_tables
+    assert got.overflow_px > 0

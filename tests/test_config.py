@@ -160,3 +160,17 @@ def test_cli_refuses_bad_inventory_with_exit_2(tmp_path):
 def test_cli_usage_error_exit_2(tmp_path):
     res = _mplab("run", cwd=tmp_path)
     assert res.returncode == 2 and "missing scenario" in res.stderr
+
+
+def test_quick_experiment_runs_on_the_calibrated_lab():
+    """`make experiment` lines up with the paper: paper-lab's N = 3 row, Table 2's BALIA and Cubic among the five;
+    the physics profile stays a named alternative."""
+    quick = load_scenario(REPO / "scenarios" / "quick.yaml")
+    inv = load_inventory((REPO / "scenarios" / quick.inventory).resolve())
+    assert inv.name == "paper-lab" and inv.emulation.power_profile.name == "paper-lab"
+    assert {"balia", "cubic"} <= set(quick.congestion_controls) and quick.receiver_counts == [3]
+    assert set(quick.modes) == {"wifi", "lte", "both"} and plan_campaign(quick, inv)
+    physics = load_scenario(REPO / "scenarios" / "quick-physics.yaml")
+    pinv = load_inventory((REPO / "scenarios" / physics.inventory).resolve())
+    assert pinv.emulation.power_profile.name == "sbc-huang2012"
+    assert physics.name == "quick-physics" and physics.congestion_controls == quick.congestion_controls

@@ -31,3 +31,13 @@ def integer_x(ax) -> None:
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def legend_outside(fig, ax, **kw) -> None:
+    """The legend of ``ax`` to the right of the whole figure, clear of every panel (never over data).
+
+    ``bbox_inches="tight"`` (``analysis.style.save``) grows the canvas to hold it.
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), **kw)

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from analysis.figures.common import legend_outside
 from analysis.load import Source, dataset_energy_label, read_json
 from analysis.stats import usable
 from analysis.style import Palette, Saved, Skipped, label_energy, marker, order_ccs, order_schemes, save
@@ -81,6 +82,28 @@ def model_test_rows(model_dir: Path, datasets: list[Source]) -> tuple[pd.DataFra
             dataset_energy_label(ds))
 
 
+#: Predictors ``mplab train`` scores beside the MLP (training/evaluate.py), in words.
+PREDICTORS = {"mlp": "MLP (5 x 200, the exported model)", "mean": "mean of the training energies",
+              "linear": "linear regression", "gbt": "gradient-boosted trees"}
+
+
+def baselines_table(model_dir: Path) -> pd.DataFrame | None:
+    """The MLP's test error beside the baselines it was scored with (``model.json`` metrics), best first.
+
+    The row of every baseline that beats the MLP (lower MAPE) says so: the model section must not
+    show the MLP alone when a simpler predictor does better on the same test split.
+    """
+    overall = ((read_json(model_dir / "model.json").get("metrics") or {}).get("overall") or {})
+    if "mlp" not in overall:
+        return None
+    mlp = overall["mlp"]["mape_pct"]
+    rows = [{"predictor": PREDICTORS.get(k, k), "n": v.get("n"), "mae_j": v.get("mae_j"),
+             "mape_pct": v.get("mape_pct"), "r2": v.get("r2"),
+             "against the MLP": "—" if k == "mlp" else ("beats the MLP" if v["mape_pct"] < mlp else "worse")}
+            for k, v in overall.items()]
+    return pd.DataFrame(rows).sort_values("mape_pct", kind="stable").reset_index(drop=True)
+
+
 def predicted_vs_measured(test: pd.DataFrame, where: str, model_name: str, palette: Palette, out: Path,
                           energy_label: str) -> Saved:
     name, title = "model-predicted-vs-measured", "Model: predicted vs measured energy on the test split"
@@ -98,7 +121,7 @@ def predicted_vs_measured(test: pd.DataFrame, where: str, model_name: str, palet
     ax.set_xlabel("measured energy (J)")
     ax.set_ylabel("predicted energy (J)")
     ax.set_title(f"{model_name}: MAE {mae:.3g} J, MAPE {mape:.3g} % (n = {len(test)})")
-    ax.legend(title="mode")
+    legend_outside(fig, ax, title="mode")
     label_energy(fig, [energy_label])
     caption = (f"Energy predicted by the exported model (ONNX) against the energy measured, on the {where}; "
                "one dot per receiver and sample, coloured by mode.")
@@ -125,7 +148,7 @@ def error_per_case(test: pd.DataFrame, palette: Palette, out: Path, energy_label
     ax.set_ylabel("mean absolute error (% of measured)")
     ax.set_xticks(sorted(set(per_case["n_receivers"])))
     ax.set_ylim(bottom=0)
-    ax.legend(ncols=3, fontsize=6.5)
+    legend_outside(fig, ax, fontsize=6.5)
     label_energy(fig, [energy_label])
     caption = ("Mean absolute percentage error of the model on each case of the test split (colour: mode; marker: "
                "congestion control; nudged sideways per congestion control).")
@@ -186,6 +209,6 @@ def training_curve(model_dir: Path, tracking_uri: str | None, out: Path) -> Save
     ax.set_yscale("log")
     ax.set_xlabel("epoch")
     ax.set_ylabel("MSE on standardised energy (log scale)")
-    ax.legend()
+    legend_outside(fig, ax)
     caption = f"Training and validation loss per epoch of {model_dir.name}, from {where}."
     return save(fig, out, name, title, caption, shows_energy=False)

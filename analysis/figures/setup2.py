@@ -1,6 +1,6 @@
 """Setup II (a controller chooses each receiver's interfaces): Figs. 10-15 analogs and a scatter.
 
-Drawn only from records that carry a ``policy`` (the controller issue adds it):
+Drawn only from records that carry a ``policy`` (a Setup II campaign, whose controller chose the interfaces):
 
 - ``setup2-is-vs-tuned``: energy against receivers, IS vs IS + Tuning, one panel per
   congestion control (Figs. 10-11);
@@ -19,11 +19,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis.figures.common import ci_note, integer_x, left_out_note, yerr
+from analysis.figures.common import ci_note, integer_x, left_out_note, legend_outside, yerr
 from analysis.style import Palette, Saved, Skipped, label_energy, marker, order_ccs, order_schemes, save
 
 IS, TUNED = "ref-is", "ref-is-tuned"
-NO_POLICIES = "no records carry a policy (a Setup II campaign of the controller issue has them)"
+NO_POLICIES = ("no records carry a policy (a Setup II campaign has them: a scenario with `policies`, e.g. "
+               "scenarios/quick-setup2.yaml)")
 
 
 def _policies(stats: pd.DataFrame, policies: set[str]) -> pd.DataFrame:
@@ -50,7 +51,7 @@ def is_vs_tuned(energy: pd.DataFrame, policies: set[str], palette: Palette, out:
         ax.set_xlabel("receivers")
         integer_x(ax)
     axes[0][0].set_ylabel("energy per receiver (J)")
-    axes[0][0].legend(title="policy")
+    legend_outside(fig, axes[0][0], title="policy")
     label_energy(fig, e["energy_label"])
     caption = ("Mean per-receiver energy under Interface Selection (ref-is) and IS + DNN Tuning (ref-is-tuned) "
                f"against the number of receivers, one panel per congestion control. {ci_note(ci_text)}"
@@ -77,7 +78,7 @@ def policies_vs_receivers(energy: pd.DataFrame, thr: pd.DataFrame, policies: set
             ax.set_xlabel("receivers")
             ax.set_ylabel(ylabel)
             integer_x(ax)
-        axes[0].legend(title="policy")
+        legend_outside(fig, axes[0], title="policy")
         fig.suptitle(f"Setup II, {cc}")
         label_energy(fig, e[e["cc"] == cc]["energy_label"])
         caption = (f"Mean per-receiver throughput (left) and energy (right) per policy against the number of "
@@ -126,7 +127,7 @@ def scatter(samples_e: pd.DataFrame, samples_t: pd.DataFrame, energy: pd.DataFra
                         color=palette.colour(pol), label=f"{pol}, {cc}")
     ax.set_xlabel("throughput per receiver (Mbit/s)")
     ax.set_ylabel("energy per receiver (J)")
-    ax.legend(ncols=2, loc="best")
+    legend_outside(fig, ax)
     label_energy(fig, m["energy_label"])
     caption = ("Throughput against energy: each faint dot is one sample (mean over its receivers); markers are "
                "case means (one per policy, congestion control and receiver count; marker = congestion control). "
