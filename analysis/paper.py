@@ -44,6 +44,8 @@ class PaperColumn(BaseModel):
     cc: str
     mode: str
     held_out: bool
+    #: The paper does not name this column's congestion control; ``cc`` is mplab's matching choice.
+    cc_assumed: bool = False
 
 
 class PaperTables(BaseModel):

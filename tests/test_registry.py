@@ -150,9 +150,9 @@ def test_tampered_artifacts_are_refused(published, tmp_path, monkeypatch):
     finally:
         card.write_bytes(original)
     # a dataset file and its manifest changed together: the published digest still catches it
-    (parquet,) = [p for p in artifacts.rglob("dataset/data.parquet")]
-    folder = parquet.parent
-    saved = {p.name: p.read_bytes() for p in folder.iterdir()}
+    (csv,) = [p for p in artifacts.rglob("dataset/data.csv")]
+    folder = csv.parent
+    saved = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     try:
         (folder / "README.md").write_text("a different card\n")
         write_sums(folder)
