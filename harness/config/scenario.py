@@ -71,9 +71,10 @@ class Scenario(Strict):
     modes: list[Mode] = Field(default_factory=list)
     #: Controller policies run as cases beside the modes (names, or {name, params}).
     policies: list[PolicySpec] = Field(default_factory=list)
-    model: str | None = Field(default=None, description="exported model for policies that need one "
-                                                        "(a models/<name> folder; relative to the scenario "
-                                                        "file's folder, as `inventory` is)")
+    model: str | None = Field(default=None, description="exported model for policies that need one: a "
+                                                        "models/<name> folder (relative to the scenario file's "
+                                                        "folder, as `inventory` is) or a registered model, "
+                                                        "models:/NAME@alias or models:/NAME/VERSION")
     control: ControlSpec = Field(default_factory=ControlSpec)
     samples_per_case: PositiveInt
     file_size: str = Field(description="bytes per receiver per sample, e.g. 60M (MiB, as iperf3 counts)")
@@ -163,7 +164,7 @@ def with_model_resolved(scenario: Scenario, scenario_path: str | Path) -> Scenar
     The campaign's manifest then holds the absolute path, so ``--resume`` finds the same model
     from any directory.
     """
-    if scenario.model is None:
+    if scenario.model is None or scenario.model.startswith("models:/"):  # a registered model: no folder to resolve
         return scenario
     p = Path(scenario.model).expanduser()
     if p.is_absolute():
