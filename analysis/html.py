@@ -56,7 +56,7 @@ are counted below and per case; they never enter a mean.</p>
 <h2 id="excluded">Left out</h2>
 {% if excluded %}{{ excluded|safe }}{% else %}<p>Nothing: every record is usable.</p>{% endif %}
 
-<h2 id="checks">Reproduction checks (the reference paper, §1.8 of the reference notes)</h2>
+<h2 id="checks">Reproduction checks (the reference paper's Tables 2-3; docs/reference/papers.md §1)</h2>
 <p class="note">Each check runs on the paper's own Tables 2-3 (column "paper") and on ours, on case means.
 {{ paper_citation }}</p>
 {{ checks|safe }}

@@ -1,8 +1,8 @@
 """Setup II on a testbed: probe, decide, steer, for each policy sample of a campaign.
 
 ``Setup2Control`` is the controller the campaign runner reaches through
-``harness.campaign.control.SampleControl``. Per policy sample (the paper's procedure, §1.2-1.4 of
-shared/reference/seed-algorithms.md):
+``harness.campaign.control.SampleControl``. Per policy sample (the paper's procedure, §1 of
+docs/reference/papers.md):
 
 1. probing (policies that read probes): every receiver steered onto WiFi, all transferring at once
    (MPTCP, so the connection is the one the transfer will use), bytes counted network-side for
