@@ -87,12 +87,17 @@ def parse_loss(text: str, receivers: set[str]) -> tuple[str | None, str, float]:
 
 
 def parse_param(text: str) -> tuple[str, object]:
-    """``KEY=VALUE`` -> (key, value typed as YAML reads it: 0.2 a number, max a word, null nothing)."""
+    """``KEY=VALUE`` -> (key, value): a number when it parses as one, else as YAML reads it (max a word, null nothing)."""
     import yaml
 
     key, sep, value = text.partition("=")
     if not sep or not key.isidentifier():
         raise ConfigError(f"--param {text!r}: expected KEY=VALUE (e.g. --param band=0.2)", field="--param")
+    for number in (int, float):  # 1e-1 is a number here (YAML 1.1 would read it as text)
+        try:
+            return key, number(value)
+        except ValueError:
+            pass
     try:
         return key, yaml.safe_load(value)
     except yaml.YAMLError:

@@ -156,6 +156,19 @@ def is_reference(text: str | Path) -> bool:
     return str(text).startswith(SCHEME)
 
 
+def pin(ref: str, tracking_uri: str | None = None) -> str:
+    """``models:/NAME/VERSION`` for a reference by alias or by name alone (the version it names now).
+
+    A campaign records the pinned form, so a resumed campaign uses the version it started with even
+    if the alias has moved since.
+    """
+    r = ModelRef.parse(ref)
+    if r.version:
+        return f"{SCHEME}{r.name}/{r.version}"
+    mv = _version(mlflow_client(tracking_uri), r)
+    return f"{SCHEME}{r.name}/{mv.version}"
+
+
 def resolve_model(uri: str | Path, tracking_uri: str | None = None, cache: Path | None = None) -> Path:
     """A model folder for ``models:/NAME@alias``, ``models:/NAME/VERSION`` or a local path.
 

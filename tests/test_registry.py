@@ -247,5 +247,9 @@ def test_controller_decide_and_scenarios_take_registered_models(published, tmp_p
     monkeypatch.setenv("MPLAB_MODEL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     got = Setup2Control.from_scenario(sc).describe()
+    # a campaign records the version the alias names when it starts, so --resume keeps using it
+    from harness.config.scenario import with_model_resolved
+
+    assert with_model_resolved(sc, tmp_path / "s.yaml").model == "models:/energy/1"
     assert got["model_source"] == "models:/energy@champion" and got["model_onnx_sha256"]
     assert got["model"] == str(tmp_path / "cache" / "energy" / "1")
