@@ -18,7 +18,8 @@ def report(
     inputs: Annotated[list[Path], typer.Argument(help="campaign (runs/<id>) and/or dataset (datasets/<name>) "
                                                       "directories", metavar="RUNS_OR_DATASETS...")],
     out: Annotated[Path, typer.Option("-o", "--out", help="report directory (reports/<name>)")],
-    model: Annotated[Optional[Path], typer.Option(help="exported model (models/<name>) for the model figures")] = None,
+    model: Annotated[Optional[str], typer.Option(
+        help="exported model for the model figures: a folder (models/<name>) or models:/NAME@alias")] = None,
     tracking_uri: Annotated[Optional[str], typer.Option(
         help="MLflow store of the model's run (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")] = None,
     sample: Annotated[Optional[str], typer.Option(help="sample id for the close-up (default: one is chosen)")] = None,
@@ -35,6 +36,9 @@ def report(
     """
     from analysis.headlines import HEADLINES_FILE
     from analysis.report import STEPS, build_report
+    from harness.model_registry import resolve_model
+
+    folder = resolve_model(model, tracking_uri) if model is not None else None  # models:/... -> a verified copy
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True) as prog:
@@ -43,7 +47,7 @@ def report(
         def progress(step: str, i: int, n: int) -> None:
             prog.update(task, completed=i, description=step)
 
-        res = build_report(inputs, out, model=model, tracking_uri=tracking_uri, sample=sample, ci=ci, force=force,
+        res = build_report(inputs, out, model=folder, tracking_uri=tracking_uri, sample=sample, ci=ci, force=force,
                            progress=progress, title=title, headlines_file=headlines or HEADLINES_FILE)
         prog.update(task, completed=len(STEPS))
     c = Console()

@@ -6,7 +6,7 @@ control and either its **policy** (records of a Setup II campaign carry ``policy
 columns that are not held out, its interface **mode** (Setup I: ``mptcp-balia`` is balia over
 ``both``, ``lte-sptcp`` is cubic over ``lte``). A policy match wins over a mode match.
 
-The checks (``shared/reference/seed-algorithms.md`` §1.8) are written once, over a wide table
+The checks (docs/reference/papers.md §1.8) are written once, over a wide table
 (node count x paper column -> mean), and run on the paper's own values (they all pass there:
 a check that the paper fails would be wrong) and on ours:
 
@@ -51,6 +51,8 @@ class PaperColumn(BaseModel):
     cc: str
     mode: str
     held_out: bool
+    #: The paper does not name this column's congestion control; ``cc`` is mplab's matching choice.
+    cc_assumed: bool = False
 
 
 class PaperTables(BaseModel):

@@ -376,7 +376,7 @@ def display_headlines(h: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
             row = {"scheme": pol, "paper's claim": claim,
                    "paper: change vs its baseline": f"{r0['paper_change_pct']:+.4g} % vs {r0['paper_baseline']}",
                    "setting": r0["setting"], "source": r0["source"],
-                   "verified against the paper": "yes" if r0["verified"] else "no (reference notes)",
+                   "verified against the paper": "yes" if r0["verified"] else "no (ambiguous: see the caveat)",
                    "mplab baseline": r0["mplab_baseline"] if isinstance(r0["mplab_baseline"], str) else "none"}
             for n in ns:
                 gn = g[g["n_receivers"] == n]

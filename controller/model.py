@@ -5,15 +5,18 @@ encodings that model.json records (``features.order``, ``features.encodings``) a
 Runtime for the energy. ``check_covers`` refuses a model whose validity (the congestion controls,
 receiver counts and file size it was trained on) does not cover what a scenario asks for.
 
+``EnergyModel.open`` takes a folder or a registered model (``models:/NAME@alias``,
+``models:/NAME/VERSION``), resolved by ``harness.model_registry`` (the one resolver); model.json is
+read by ``harness.modelfile`` (the one reader).
+
 Example::
 
-    m = EnergyModel.load("models/quick-setup2")
+    m = EnergyModel.open("models:/energy@champion")   # or EnergyModel.load("models/quick-setup2")
     m.predict([{"n_receivers": 3, "cc": "cubic", "mode": "both",
                 "wifi_throughput_mbit": 12.0, "lte_throughput_mbit": 9.5}])   # -> [joules]
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import ConfigError
+from harness.modelfile import read_model_json
 from harness.onnxrt import open_session
-
-#: model.json schema versions this reader understands.
-MODEL_SCHEMA_VERSION = 1
 #: Numeric features a controller can fill in, by name in ``features.order``.
 NUMERIC = ("n_receivers", "wifi_throughput_mbit", "lte_throughput_mbit")
 
@@ -62,6 +63,8 @@ class EnergyModel:
     path: Path
     input_name: str = "features"
     output_name: str = "energy_j"
+    #: What the user named: the folder, or the ``models:/`` reference it was resolved from.
+    source: str = ""
     #: Column of each one-hot value and of each numeric feature, worked out once from ``order``
     #: (``matrix`` runs twice per ref-is-tuned decision: no string parsing per row).
     _cc_col: dict[str, int] = field(init=False, repr=False)
@@ -74,22 +77,14 @@ class EnergyModel:
         self._mode_col = {n[5:]: j for j, n in enumerate(self.order) if n.startswith("mode=")}
         self._numeric = tuple((j, n) for j, n in enumerate(self.order) if not n.startswith(("cc=", "mode=")))
         self._outputs = [self.output_name]
+        self.source = self.source or str(self.path)
 
     @classmethod
     def load(cls, model_dir: str | Path, threads: int = 1) -> EnergyModel:
         """Open ``models/<name>/``; ``ConfigError`` (exit 2) when it is missing or not one we can read."""
         d = Path(model_dir)
         meta_path = d / "model.json"
-        if not meta_path.exists() or not (d / "model.onnx").exists():
-            raise ConfigError(f"{d} is not an exported model (needs model.onnx and model.json); train one with "
-                              "`mplab train` or `make setup2`", field="model")
-        try:
-            meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"not JSON ({exc})", source=str(meta_path)) from None
-        v = meta.get("schema_version")
-        if not isinstance(v, int) or v > MODEL_SCHEMA_VERSION:
-            raise ConfigError(f"model schema_version {v!r} is not one this mplab reads", source=str(meta_path))
+        meta = read_model_json(d)  # exists, JSON, a schema_version we read (harness.modelfile)
         try:
             order = tuple(meta["features"]["order"])
         except (KeyError, TypeError):
@@ -104,6 +99,19 @@ class EnergyModel:
         inp = meta.get("input", {}).get("name", "features")
         out = meta.get("output", {}).get("name", "energy_j")
         return cls(sess, meta, order, validity, d, inp, out)
+
+    @classmethod
+    def open(cls, ref: str | Path, tracking_uri: str | None = None, threads: int = 1) -> EnergyModel:
+        """``load`` for a folder or a registered model (``models:/NAME@alias``, ``models:/NAME/VERSION``).
+
+        The reference names the model in errors and records (``source``); the folder is the verified
+        copy ``harness.model_registry.resolve_model`` keeps in its cache.
+        """
+        from harness.model_registry import resolve_model
+
+        m = cls.load(resolve_model(ref, tracking_uri), threads)
+        m.source = str(ref)
+        return m
 
     @property
     def ccs(self) -> tuple[str, ...]:
@@ -155,5 +163,5 @@ class EnergyModel:
             problems.append(f"file size {file_bytes} B is not the one it was trained for {list(v.file_bytes)} "
                             "(the model predicts the energy of a whole transfer of that size)")
         if problems:
-            raise ConfigError(f"model {self.path} does not cover the scenario: " + "; ".join(problems)
+            raise ConfigError(f"model {self.source} does not cover the scenario: " + "; ".join(problems)
                               + "; train a model on a sweep that does (`make setup2`)", source=source, field="model")

@@ -97,7 +97,7 @@ class _Base:
 
 @dataclass
 class EsMptcp(_Base):
-    """ES-MPTCP (Dong et al., Electronics 11(3):490, 2022; seed-algorithms.md §2).
+    """ES-MPTCP (Dong et al., Electronics 11(3):490, 2022; docs/reference/papers.md §2).
 
     Per receiver, once before the transfer: rank the paths by effective energy per bit b + theta/x,
     take the top k maximising O_k (``schemes.es_mptcp``). Resolutions: O_k is a ratio (register #1);
@@ -209,7 +209,7 @@ class Eemptcp(_Base):
 
 @dataclass
 class MarginalEfficiency(_Base):
-    """§7.2 (derived in seed-algorithms.md): the best single path by x/(P0 + P), plus the other path iff
+    """§7.2 (mplab's derivation, docs/reference/papers.md): the best single path by x/(P0 + P), plus the other path iff
     its own bits per joule beat the device's with the first alone. ``p0_mw`` is the device's base power
     (default 2400 mW, the emulated ``sbc-huang2012`` profile's board); x = the probe rates (stand-alone,
     so optimistic about the second path under sharing)."""

@@ -1,7 +1,7 @@
 """The related papers' decision rules as pure functions: numbers in, a path set (and caps) out.
 
-Each rule here is the arithmetic of one scheme in shared/reference/seed-algorithms.md, with no I/O
-and no knowledge of receivers, steering or records (``controller.related`` wraps them as policies):
+Each rule here is the arithmetic of one scheme of docs/reference/papers.md (section numbers §N there;
+"register #N" is docs/reference/ambiguities.md), with no I/O and no knowledge of receivers, steering or records (``controller.related`` wraps them as policies):
 
 - ``lia_rates``, ``es_mptcp`` (§2): ES-MPTCP's ranking by effective energy per bit and its
   ratio objective over the top-k subflows, with the LIA fixed point as throughput model;
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 #: The papers' linear downlink power model P = b*x + theta (mW/Mbit/s, mW): ES-MPTCP Table 2,
-#: EEMPTCP §V-A, EE-MPTCP §5.1 (rounded Huang et al. 2012 coefficients; seed-algorithms.md §6.1).
+#: EEMPTCP §V-A, EE-MPTCP §5.1 (rounded Huang et al. 2012 coefficients; docs/reference/papers.md §6).
 PAPER_POWER: dict[str, tuple[float, float]] = {"wifi": (137.0, 132.9), "lte": (52.0, 1288.0), "3g": (122.1, 817.9)}
 MSS_BYTES = 1460
 #: Loss floor of the LIA fixed point and the Mathis rate (register #4: both diverge at p = 0).

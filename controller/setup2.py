@@ -1,8 +1,8 @@
 """Setup II on a testbed: probe, decide, steer, for each policy sample of a campaign.
 
 ``Setup2Control`` is the controller the campaign runner reaches through
-``harness.campaign.control.SampleControl``. Per policy sample (the paper's procedure, §1.2-1.4 of
-shared/reference/seed-algorithms.md):
+``harness.campaign.control.SampleControl``. Per policy sample (the paper's procedure, §1 of
+docs/reference/papers.md):
 
 1. probing (policies that read probes): every receiver steered onto WiFi, all transferring at once
    (MPTCP, so the connection is the one the transfer will use), bytes counted network-side for
@@ -221,7 +221,7 @@ class Setup2Control:
         needs_model = [p.name for p in scenario.policies if p.name in NEEDS_MODEL]
         model = None
         if scenario.model:
-            model = EnergyModel.load(scenario.model)
+            model = EnergyModel.open(scenario.model)  # a folder or models:/NAME@alias (harness.model_registry)
             model.check_covers(scenario.congestion_controls, scenario.receiver_counts, scenario.file_bytes, source)
         elif needs_model:
             raise ConfigError(f"policies {needs_model} need an energy model: add `model: models/<name>` "
@@ -229,14 +229,14 @@ class Setup2Control:
         policies = {p.name: make_policy(p.name, p.params, model.predict if model else None)
                     for p in scenario.policies}
         backend_class(scenario.control.steering)  # an unknown or uninstallable backend fails here
-        return cls(scenario.control, policies, scenario.file_bytes, model, scenario.model)
+        return cls(scenario.control, policies, scenario.file_bytes, model, str(model.path) if model else None)
 
     def describe(self) -> dict:
         """The manifest's ``control`` section."""
         return {"policies": {n: p.params() for n, p in self.policies.items()},
                 "steering": self.spec.steering, "probe": self.spec.model_dump(mode="json"),
-                "model": self.model_path, "model_onnx_sha256": model_digest(self.model_path) if self.model_path
-                else None}
+                "model": self.model_path, "model_source": self.model.source if self.model else None,
+                "model_onnx_sha256": model_digest(self.model_path) if self.model_path else None}
 
     def capping(self) -> list[str]:
         """The policies whose decisions carry per-path rate caps."""

@@ -10,7 +10,7 @@ Open5GS changed its YAML layout between v2.6.6 and v2.7.0 (server/client blocks,
 gummei/tai as lists, peers moved under the daemon; commit e92293e0a, 2023-11), and again
 in small ways in v2.7.1 (``session: subnet + gateway``, ``logger: file: path:``). mplab
 writes the 2.6 layout for 2.6.x and the 2.7 layout for 2.7.x and 2.8.x; other versions
-are refused rather than guessed (see shared/reference/components.md section 3.2). v2.7.0 onwards
+are refused rather than guessed (the two layouts side by side: docs/lte.md). v2.7.0 onwards
 needs a ``global:`` section in every daemon's file (without it the pools are sized for 0 UEs and
 the daemon aborts: ``epoll_create() failed (22:Invalid argument)``).
 """

@@ -17,6 +17,10 @@ from harness.config.inventory import Inventory
 from harness.testing import leaks
 
 REPO = Path(__file__).resolve().parent.parent
+# Hugging Face libraries (datasets, huggingface_hub) never reach the Hub from a test: they read local folders.
+# Set before any test module imports them (they read these variables once, at import).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -303,3 +303,69 @@ def test_a_slow_log_handler_is_not_counted_as_decision_latency(tmp_path):
     assert slow.lines, "the decision is still logged"
     assert "-> tuned" in slow.lines[-1] and out.trace["adopted"] == "tuned"
     assert 0 <= latency_s < 0.15  # 0.3 s per log call if any handler ran inside the timed span
+
+
+def test_policies_lists_every_policy_with_its_paper_parameters_and_defaults():
+    res = _mplab("controller", "policies", "--json")
+    assert res.returncode == 0, res.stderr
+    docs = {d["name"]: d for d in json.loads(res.stdout)}
+    assert set(docs) == set(POLICIES)
+    assert docs["ref-is"]["params"] == {"band": 0.1, "base": "max"}
+    assert docs["es-mptcp"]["params"]["w0"] == 10.0 and docs["es-mptcp"]["params"]["lte_theta"] == 1288.0
+    assert "Electronics 2022, 11(3), 490" in docs["es-mptcp"]["paper"] and "Dong" in docs["es-mptcp"]["paper"]
+    assert "Shams" in docs["ref-is-tuned"]["paper"] and "energy model" in " ".join(docs["ref-is-tuned"]["needs"])
+    assert docs["marginal-efficiency"]["paper"] is None and "no paper" in docs["marginal-efficiency"]["derived"]
+    assert "RTT" in " ".join(docs["ee-mptcp"]["needs"])
+    text = _mplab("controller", "policies")
+    assert text.returncode == 0 and "--param band=0.1" in text.stdout and "{'" not in text.stdout
+
+
+def test_decide_takes_rtt_loss_and_params_offline():
+    """es-mptcp without an RTT: one line naming it, exit 2; with per-path RTT and loss: a decision whose
+    inputs are the ones given (a 25 ms 1 %-loss WiFi path beside a lossless 65 ms LTE one)."""
+    base = ("controller", "decide", "--policy", "es-mptcp", "--probe", "n1=20,5", "--probe", "n2=3,4")
+    missing = _mplab(*base)
+    assert missing.returncode == 2 and "RTT" in missing.stderr and "--rtt" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+    res = _mplab(*base, "--rtt", "wifi=25ms", "--rtt", "lte=0.065s", "--rtt", "n2:lte=80", "--loss", "wifi=1%",
+                 "--file-size", "600K", "--param", "objective=difference", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["paths"]["n1"]["wifi"] == {"rtt_s": pytest.approx(0.025), "loss": pytest.approx(0.01)}
+    assert doc["paths"]["n1"]["lte"]["rtt_s"] == pytest.approx(0.065)
+    assert doc["paths"]["n2"]["lte"]["rtt_s"] == pytest.approx(0.080)  # per receiver beats for every receiver
+    assert doc["params"]["objective"] == "difference" and doc["file_bytes"] == 600 * 1024
+    assert set(doc["assignment"]) == {"n1", "n2"}
+    ee = _mplab("controller", "decide", "--policy", "ee-mptcp", "--probe", "n1=20,5", "--rtt", "wifi=25ms",
+                "--rtt", "lte=65ms")
+    assert ee.returncode == 0, ee.stderr
+    assert "w0=10, ssthresh0=64" in ee.stdout and "{'" not in ee.stdout  # parameters readable, not a dict
+    for bad, needle in ((("--param", "nope=1"), "no parameter nope"), (("--param", "band=wide"), "band must be"),
+                        (("--rtt", "wifi=fast"), "not a positive time"), (("--loss", "lte=150%"), "not a loss")):
+        r = _mplab("controller", "decide", "--policy", "ref-is", "--probe", "n1=20,5", *bad)
+        assert r.returncode == 2 and needle in r.stderr, (bad, r.stderr)
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_decide_shows_caps_in_the_table():
+    res = _mplab("controller", "decide", "--policy", "eemptcp", "--probe", "n1=10,4", "--probe", "n2=6,6",
+                 "--param", "step_mbit=0.5")
+    assert res.returncode == 0, res.stderr
+    js = json.loads(_mplab("controller", "decide", "--policy", "eemptcp", "--probe", "n1=10,4", "--probe",
+                           "n2=6,6", "--param", "step_mbit=0.5", "--json").stdout)
+    assert js["caps_mbit"], "eemptcp's split is a per-path cap"
+    assert "caps Mbit/s" in res.stdout
+    for rx, caps in js["caps_mbit"].items():
+        for net, mbit in caps.items():
+            assert f"{net} <= {mbit:.3g}" in res.stdout
+
+
+def test_scenario_params_are_checked_by_name_and_type():
+    with pytest.raises(ConfigError, match="no parameter cwnd"):
+        make_policy("es-mptcp", {"cwnd": 3})
+    with pytest.raises(ConfigError, match="must be a number"):
+        make_policy("mp-sdn", {"cth": "high"})
+    with pytest.raises(ConfigError, match="whole number"):
+        make_policy("mp-sdn-energy", {"m": 2.5})
+    assert make_policy("mp-sdn-energy", {"m": 2}).params()["m"] == 2
+    assert make_policy("ref-is", {"band": 0}).params()["band"] == 0.0

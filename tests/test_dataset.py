@@ -130,13 +130,14 @@ def test_files_card_digest_and_tamper_check(tmp_path):
     c = write_synthetic_campaign(tmp_path / "runs", ccs=("cubic",), counts=(1, 3), samples=6, file_bytes=2_000_000)
     res = build_dataset([c.path], tmp_path / "ds", SplitSpec(train=4, test=2))
     d = tmp_path / "ds"
-    for f in ("data.parquet", "data.csv", "schema.json", "dataset.json", "README.md"):
+    for f in ("data/train.parquet", "data/test.parquet", "data.csv", "schema.json", "dataset.json", "README.md"):
         assert (d / f).exists(), f
-    pq = pd.read_parquet(d / "data.parquet")
+    pq = pd.concat([pd.read_parquet(d / "data" / f"{s}.parquet") for s in ("train", "test")])
+    assert set(pd.read_parquet(d / "data" / "test.parquet")["split"]) == {"test"}  # one file per split
     ds = load_dataset(d)
     assert len(pq) == len(ds.frame) == res.rows == 6 * 4 * 3
     assert list(pq.columns) == list(ds.frame.columns)
-    assert pq["energy_j"].tolist() == pytest.approx(ds.frame["energy_j"].tolist(), rel=1e-9)
+    assert sorted(pq["energy_j"].tolist()) == pytest.approx(sorted(ds.frame["energy_j"].tolist()), rel=1e-9)
     card = (d / "README.md").read_text()
     assert res.digest in card and "| cubic | 3 | both | 4 | 2 | 12 | 6 |" in card
     assert "Summary statistics" in card and "Excluded records" in card
@@ -159,22 +160,66 @@ def test_duplicate_campaign_is_an_error(tmp_path):
 
 
 def test_card_front_matter_and_the_real_split_counts(tmp_path):
-    import yaml
+    from huggingface_hub import DatasetCard
 
     c = _campaign(tmp_path / "runs", _records(samples=2))
     res = build_dataset([c.path], tmp_path / "d", license="cc-by-4.0")  # asks for 30 + 15, each case has 2
-    card = (tmp_path / "d" / "README.md").read_text()
-    assert card.startswith("---\n")
-    head = yaml.safe_load(card.split("---")[1])
+    card = DatasetCard.load(tmp_path / "d" / "README.md")  # as the Hub reads it
+    head = card.data.to_dict()
     n_train, n_test = res.meta["splits"]["train"], res.meta["splits"]["test"]
     assert {s["name"]: s["num_examples"] for s in head["dataset_info"]["splits"]} == {"train": n_train,
                                                                                     "test": n_test}
+    assert head["configs"][0]["data_files"] == [{"split": "train", "path": "data/train.parquet"},
+                                                {"split": "test", "path": "data/test.parquet"}]
     assert head["license"] == "cc-by-4.0" and head["task_categories"] == ["tabular-regression"]
-    assert head["size_categories"] == ["n<1K"]
-    assert head["citation"]["journal"] == "Sensors" and head["citation"]["article"] == 7699
-    assert "1 train and 1 test sample(s) per case" in card
-    assert "30 train and 15 test samples per case" not in card
-    assert "12 of 12 case(s) had fewer samples" in card
+    assert head["size_categories"] == ["n<1K"] and head["version"] == "1.0.0"
+    assert [f["name"] for f in head["dataset_info"]["features"]] == list(load_dataset(tmp_path / "d").frame.columns)
+    text = card.text
+    assert "1 train and 1 test sample(s) per case" in text
+    assert "30 train and 15 test samples per case" not in text
+    assert "12 of 12 case(s) had fewer samples" in text
+    # the reference paper cited by title and authors, from data/paper/citations.yaml
+    assert "Managing Energy Consumption of Devices with Multiconnectivity" in text and "Ramiza Shams" in text
+    assert "doi = {10.3390/s23187699}" in text and "not recorded" not in text
+
+
+def test_hugging_face_datasets_loads_the_folder(tmp_path):
+    """`datasets.load_dataset(<folder>)` reads both splits from the card's configs, with the card's features."""
+    import datasets
+
+    c = write_synthetic_campaign(tmp_path / "runs", ccs=("cubic", "lia"), counts=(1, 3), samples=6,
+                                 file_bytes=2_000_000)
+    build_dataset([c.path], tmp_path / "ds", SplitSpec(train=4, test=2))
+    ours = load_dataset(tmp_path / "ds")
+    hf = datasets.load_dataset(str(tmp_path / "ds"), cache_dir=str(tmp_path / "hf-cache"))
+    assert set(hf) == {"train", "test"}
+    for split in ("train", "test"):
+        want = ours.part(split)
+        got = hf[split].to_pandas()
+        assert len(got) == len(want) > 0 and set(got["split"]) == {split}
+        key = ["campaign", "sample_id", "receiver"]
+        a, b = got.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True)
+        assert a["energy_j"].tolist() == pytest.approx(b["energy_j"].tolist(), rel=1e-9)  # the CSV keeps 10 digits
+        assert a["sample_id"].tolist() == b["sample_id"].tolist()
+    feats = hf["train"].features
+    assert feats["n_receivers"].dtype == "int64" and feats["energy_j"].dtype == "float64"
+    assert feats["cc"].dtype == "string"  # categorical in Parquet, a plain string to Hugging Face
+
+
+def test_dataset_version_and_url(tmp_path):
+    c = _campaign(tmp_path / "runs", _records(samples=3))
+    first = build_dataset([c.path], tmp_path / "d")
+    assert first.meta["version"] == "1.0.0" and first.meta["url"] == (tmp_path / "d").resolve().as_uri()
+    same = build_dataset([c.path], tmp_path / "d", force=True)
+    assert same.meta["version"] == "1.0.0"  # the same rows: the same version
+    fewer = build_dataset([c.path], tmp_path / "d", SplitSpec(train=1, test=1), force=True)
+    assert fewer.digest != first.digest and fewer.meta["version"] == "1.1.0"
+    asked = build_dataset([c.path], tmp_path / "e", version="2.3.4", url="https://example.org/d")
+    doc = json.loads((tmp_path / "e" / "croissant.json").read_text())
+    assert (doc["version"], doc["url"]) == ("2.3.4", "https://example.org/d") == (asked.meta["version"],
+                                                                                    asked.meta["url"])
+    with pytest.raises(ConfigError, match="MAJOR.MINOR.PATCH"):
+        build_dataset([c.path], tmp_path / "f", version="v2")
 
 
 def test_parquet_columns_are_categorical_with_units(tmp_path):
@@ -187,13 +232,13 @@ def test_parquet_columns_are_categorical_with_units(tmp_path):
 
     c = _campaign(tmp_path / "runs", _records(samples=3))
     build_dataset([c.path], tmp_path / "d")
-    schema = pq.read_schema(tmp_path / "d" / "data.parquet")
+    schema = pq.read_schema(tmp_path / "d" / "data" / "train.parquet")
     assert str(schema.field("cc").type).startswith("dictionary")
     assert str(schema.field("split").type).startswith("dictionary")
     assert schema.field("energy_j").metadata[b"unit"] == b"J"
     assert schema.field("wifi_throughput_mbit").metadata[b"unit"] == b"Mbit/s"
     assert b"target" in schema.field("energy_j").metadata[b"description"]
-    df = pd.read_parquet(tmp_path / "d" / "data.parquet")
+    df = pd.read_parquet(tmp_path / "d" / "data" / "test.parquet")
     assert isinstance(df["mode"].dtype, pd.CategoricalDtype)
 
 
@@ -201,11 +246,11 @@ def test_checksums_cover_the_parquet_file(tmp_path):
     c = _campaign(tmp_path / "runs", _records(samples=3))
     build_dataset([c.path], tmp_path / "d")
     load_dataset(tmp_path / "d")
-    p = tmp_path / "d" / "data.parquet"
+    p = tmp_path / "d" / "data" / "train.parquet"
     data = bytearray(p.read_bytes())
     data[len(data) // 2] ^= 0xFF
     p.write_bytes(bytes(data))
-    with pytest.raises(ConfigError, match="data.parquet"):
+    with pytest.raises(ConfigError, match="train.parquet"):
         load_dataset(tmp_path / "d")
 
 
@@ -218,6 +263,9 @@ def test_croissant_file_validates_and_reads_the_rows(tmp_path):
     rows = list(ds.records("rows"))
     assert len(rows) == res.rows
     assert {r["rows/split"] for r in rows} == {b"train", b"test"}
+    doc = json.loads(path.read_text())
+    assert doc["version"] == res.meta["version"] == "1.0.0" and doc["url"].startswith("file:///")
+    assert "Shams" in doc["citeAs"] and "10.3390/s23187699" in doc["citeAs"]
     # the validator is not a rubber stamp: a field without a type is refused
     doc = json.loads(path.read_text())
     del doc["recordSet"][0]["field"][0]["dataType"]

@@ -25,7 +25,7 @@ def test_reference_lab_loads():
 
 
 def test_band7_arithmetic_matches_reference_table():
-    # shared/reference/components.md section 2.2
+    # band 7 arithmetic: docs/lte.md ("Band 7 and EARFCN")
     assert earfcn_range(7, 6) == (2757, 3443)
     assert earfcn_range(7, 25) == (2775, 3425)
     assert earfcn_range(7, 50) == (2800, 3400)

@@ -12,7 +12,7 @@ from harness.meters.drivers import open_meter
 from harness.meters.um import FMT, FRAME_LEN, MODELS, decode_frame, encode_frame, frame_valid, um34c_checksum
 
 # A UM25C frame as the device sends it (5.113 V, 0.4719 A, 2.412 W, 27 C, group 0 = 12 mAh / 61 mWh),
-# built byte by byte from the layout table in shared/reference/components.md, not by encode_frame.
+# built byte by byte from the layout table in docs/meters.md ("UM protocol"), not by encode_frame.
 _REAL = bytearray(FRAME_LEN)
 _REAL[0:2] = b"\x09\xc9"
 _REAL[2:4] = (5113).to_bytes(2, "big")

@@ -150,9 +150,9 @@ def test_tampered_artifacts_are_refused(published, tmp_path, monkeypatch):
     finally:
         card.write_bytes(original)
     # a dataset file and its manifest changed together: the published digest still catches it
-    (parquet,) = [p for p in artifacts.rglob("dataset/data.parquet")]
-    folder = parquet.parent
-    saved = {p.name: p.read_bytes() for p in folder.iterdir()}
+    (csv,) = [p for p in artifacts.rglob("dataset/data.csv")]
+    folder = csv.parent
+    saved = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     try:
         (folder / "README.md").write_text("a different card\n")
         write_sums(folder)
@@ -206,3 +206,50 @@ def test_checksums_catch_changed_missing_and_extra_files(tmp_path):
         verify_sums(tmp_path)
     with pytest.raises(ChecksumMismatch, match="registry recorded"):
         verify_sums(tmp_path, "sha256:" + "0" * 64)
+
+
+def _cli(args: list[str], uri: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "MPLAB_MODEL_CACHE": str(cache), "MPLAB_LOG": "ERROR"}
+    return subprocess.run([sys.executable, "-m", "mplab", *args], capture_output=True, text=True, timeout=300,
+                          cwd=REPO, env=env)
+
+
+def test_controller_decide_and_scenarios_take_registered_models(published, tmp_path, monkeypatch):
+    """`controller decide --model models:/energy@champion` end to end against the server, by alias and by
+    version; an unknown alias and an absent server are one line each, exit 2; a scenario names it too."""
+    from harness.config.scenario import Scenario
+
+    from controller.setup2 import Setup2Control
+
+    uri, _, _ = published
+    probes = ["--cc", "cubic", "--probe", "n1=9,8.5", "--probe", "n2=4,11"]
+    for ref in ("models:/energy@champion", "models:/energy/1"):
+        res = _cli(["controller", "decide", "--model", ref, *probes, "--json"], uri, tmp_path / "cache")
+        assert res.returncode == 0, res.stderr[-3000:]
+        doc = json.loads(res.stdout)
+        assert doc["model"]["source"] == ref and doc["policy"] == "ref-is-tuned"
+        assert Path(doc["model"]["path"]) == tmp_path / "cache" / "energy" / "1"
+        assert set(doc["assignment"]) == {"n1", "n2"} and "is_energy_total_j" in doc["trace"]
+    verify_sums(tmp_path / "cache" / "energy" / "1")  # the cached copy is the registered folder, checked
+    table = _cli(["controller", "decide", "--model", "models:/energy@champion", *probes], uri, tmp_path / "cache")
+    assert table.returncode == 0 and "models:/energy@champion" in table.stdout.replace("\n", "")
+    for ref, needle in (("models:/energy@nope", "no registered model version energy@nope"),
+                        ("models:/energy/7", "no registered model version energy/7")):
+        bad = _cli(["controller", "decide", "--model", ref, *probes], uri, tmp_path / "cache")
+        assert bad.returncode == 2 and needle in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    gone = _cli(["controller", "decide", "--model", "models:/energy@champion", "--tracking-uri", "http://127.0.0.1:9",
+                 *probes], uri, tmp_path / "cache-2")
+    assert gone.returncode == 2 and "cannot reach the MLflow tracking server" in gone.stderr, gone.stderr
+    sc = Scenario.model_validate({
+        "schema_version": 1, "name": "by-name", "inventory": "../inventory/emulated.yaml",
+        "congestion_controls": ["cubic"], "receiver_counts": [2], "policies": ["ref-is-tuned"],
+        "model": "models:/energy@champion", "samples_per_case": 1, "file_size": "4000000"})
+    monkeypatch.setenv("MPLAB_MODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    got = Setup2Control.from_scenario(sc).describe()
+    # a campaign records the version the alias names when it starts, so --resume keeps using it
+    from harness.config.scenario import with_model_resolved
+
+    assert with_model_resolved(sc, tmp_path / "s.yaml").model == "models:/energy/1"
+    assert got["model_source"] == "models:/energy@champion" and got["model_onnx_sha256"]
+    assert got["model"] == str(tmp_path / "cache" / "energy" / "1")

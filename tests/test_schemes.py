@@ -1,4 +1,4 @@
-"""The related schemes' decision rules on hand-computed cases from shared/reference/seed-algorithms.md.
+"""The related schemes' decision rules on hand-computed cases from docs/reference/papers.md.
 
 Each test names the section (and, where it has one, the table or worked example) its numbers come
 from. Power constants are the papers' (§6.1): WiFi b = 137 mW/(Mbit/s), theta = 132.9 mW; LTE 52 and

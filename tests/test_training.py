@@ -183,7 +183,7 @@ def test_a_failing_run_is_recorded_as_failed(tmp_path, monkeypatch):
 
 
 def test_model_card_says_when_a_baseline_beats_the_mlp(trained):
-    import yaml
+    from huggingface_hub import ModelCard
 
     from training.card import render_model_card
 
@@ -193,9 +193,13 @@ def test_model_card_says_when_a_baseline_beats_the_mlp(trained):
         o[name]["mape_pct"] = {"mlp": 8.25, "linear": 6.75, "mean": 20.0, "gbt": 9.0}[name]
     card = render_model_card(doc)
     assert "A simpler baseline beats the MLP" in card and "linear (6.75 %)" in card and "samples per case" in card
-    head = yaml.safe_load(card.split("---")[1])
+    parsed = ModelCard(card)  # as the Hub reads it: front matter into ModelCardData, model-index into eval results
+    head = parsed.data.to_dict()
     assert head["pipeline_tag"] == "tabular-regression" and head["datasets"] == [doc["provenance"]["dataset"]]
-    assert head["citation"]["journal"] == "Sensors" and "title" not in head["citation"]
+    mae = {r.metric_type: r.metric_value for r in parsed.data.eval_results}
+    assert mae["mae"] == pytest.approx(doc["metrics"]["overall"]["mlp"]["mae_j"], rel=1e-5)
+    assert parsed.data.eval_results[0].dataset_revision == doc["provenance"]["dataset_digest"]
+    assert "Ramiza Shams" in parsed.text and "doi = {10.3390/s23187699}" in parsed.text
     o["linear"]["mape_pct"] = o["gbt"]["mape_pct"] = 30.0
     fair = render_model_card(doc)
     assert "beats the MLP" not in fair and "lowest test MAPE" in fair

@@ -1,18 +1,18 @@
-"""The model card: ``models/<name>/card.md``, rendered from model.json.
+"""The model card: ``models/<name>/card.md``, rendered from model.json with ``huggingface_hub``'s ModelCard.
 
-Like a Hugging Face model card: YAML front matter (license, tags, datasets, task, metrics in
-``model-index`` form, the reference paper's citation), then Markdown for people. It says plainly
-when a baseline beats the MLP, and what would help.
+The card data (``ModelCardData``: license, library, task, tags, datasets, metrics, and the test
+scores as ``EvalResult`` entries, which the Hub shows as ``model-index``) is built from model.json;
+``ModelCard.from_template`` renders it above the Markdown body of ``card_template.md``. The card
+says plainly when a baseline beats the MLP, and what would help; it cites the reference paper
+from ``data/paper/citations.yaml``.
 """
 from __future__ import annotations
 
-import yaml
+from pathlib import Path
 
-from harness.dataset.card import reference_citation
+from harness import citations
 
-
-def _row(cells: list[object]) -> str:
-    return "| " + " | ".join(str(c) for c in cells) + " |"
+TEMPLATE = Path(__file__).with_name("card_template.md")
 
 
 def _r2(x: float | None, spec: str = ".3f") -> str:
@@ -23,27 +23,30 @@ def _s(s: dict) -> str:
     return f"{s['mae_j']:.3g} / {s['mape_pct']:.3g} % / {_r2(s['r2'])}"
 
 
-def front_matter(doc: dict) -> dict:
-    """The card's YAML header, in the Hugging Face model card vocabulary."""
+def eval_results(doc: dict) -> list:
+    """The MLP's test scores as ``EvalResult`` entries (MAE, MAPE, and R2 when defined)."""
+    from huggingface_hub import EvalResult
+
     p = doc["provenance"]
     o = doc["metrics"]["overall"]["mlp"]
-    cite = reference_citation()
-    return {
-        "license": p.get("license") or "unknown",
-        "library_name": "onnx",
-        "pipeline_tag": "tabular-regression",
-        "tags": ["mptcp", "energy", "wifi", "lte", "mplab", *p["energy_sources"]],
-        "datasets": [p["dataset"]],
-        "metrics": ["mae", "mape", "r_squared"],
-        "model-index": [{"name": doc["name"], "results": [{
-            "task": {"type": "tabular-regression", "name": "receiver energy per transfer (J)"},
-            "dataset": {"name": p["dataset"], "type": p["dataset"], "split": "test",
-                        "revision": p["dataset_digest"]},
-            "metrics": [{"type": "mae", "value": round(o["mae_j"], 6), "name": "MAE (J)"},
-                        {"type": "mape", "value": round(o["mape_pct"], 4), "name": "MAPE (%)"},
-                        {"type": "r_squared", "value": None if o["r2"] is None else round(o["r2"], 6)}]}]}],
-        **({"citation": cite} if cite else {}),
-    }
+    metrics = [("mae", "MAE (J)", round(o["mae_j"], 6)), ("mape", "MAPE (%)", round(o["mape_pct"], 4))]
+    if o["r2"] is not None:
+        metrics.append(("r_squared", "R2", round(o["r2"], 6)))
+    return [EvalResult(task_type="tabular-regression", task_name="receiver energy per transfer (J)",
+                       dataset_type=p["dataset"], dataset_name=p["dataset"], dataset_split="test",
+                       dataset_revision=p["dataset_digest"], metric_type=kind, metric_name=label, metric_value=value)
+            for kind, label, value in metrics]
+
+
+def card_data(doc: dict):  # noqa: ANN201 - huggingface_hub is imported lazily
+    """The card's metadata as ``ModelCardData``."""
+    from huggingface_hub import ModelCardData
+
+    p = doc["provenance"]
+    return ModelCardData(license=p.get("license") or "unknown", library_name="onnx", pipeline_tag="tabular-regression",
+                         tags=["mptcp", "energy", "wifi", "lte", "mplab", *p["energy_sources"]],
+                         datasets=[p["dataset"]], metrics=["mae", "mape", "r_squared"], model_name=doc["name"],
+                         eval_results=eval_results(doc))
 
 
 def verdict(doc: dict) -> list[str]:
@@ -66,57 +69,40 @@ def verdict(doc: dict) -> list[str]:
             "weights and needs many samples to beat a linear fit of a nearly linear power model."]
 
 
-def render_model_card(doc: dict) -> str:
-    """Markdown with YAML front matter: what the model predicts, from what data, how well (beside baselines), limits."""
-    p = doc["provenance"]
-    t = doc["training"]
-    a = doc["architecture"]
-    m = doc["metrics"]
+def _data_note(sources: list[str]) -> str:
+    if "emulated" in sources:
+        return "Emulated data: energy comes from a power profile, not radios; it tests the pipeline, not phones."
+    if "measured" in sources:
+        return "Measured with USB meters on the lab testbed."
+    return "Synthetic data: it tests the pipeline only."
+
+
+def card_context(doc: dict) -> dict:
+    """What the Markdown body shows, as values for ``card_template.md``."""
+    p, t, m = doc["provenance"], doc["training"], doc["metrics"]
     names = list(m["overall"])
-    head = "---\n" + yaml.safe_dump(front_matter(doc), sort_keys=False, allow_unicode=True) + "---\n\n"
-    campaigns = ", ".join(f"`{c}`" for c in p.get("campaigns", [])) or "-"
-    out = [f"# Model card: `{doc['name']}`", "",
-           f"Predicts {doc['task']}. Built {doc['created_at']} by mplab {doc['software']['mplab']}.", "",
-           *verdict(doc), "",
-           "## Data", "",
-           f"- dataset `{p['dataset']}`, digest `{p['dataset_digest']}`; campaign(s): {campaigns}",
-           f"- rows: {p['rows_fit']} fit + {p['rows_val']} validation (both from the train split), "
-           f"{p['rows_test']} test; samples per case: {'/'.join(map(str, p.get('train_samples_per_case', [])))} "
-           f"train, {'/'.join(map(str, p.get('test_samples_per_case', [])))} test",
-           f"- testbed: {', '.join(p['testbed_kinds'])}; energy: {', '.join(p['energy_sources'])}; "
-           f"file size(s): {', '.join(str(b) for b in p['file_bytes'])} bytes",
-           f"- target: {p.get('energy', 'energy_j over the transfer window')}", "",
-           "## Model", "",
-           f"- MLP, {a['hidden']} hidden layers x {a['width']} ReLU units, linear output (the reference paper's "
-           "architecture); input and output standardisation inside the model and the ONNX graph",
-           f"- features (in order; also in the ONNX file's `metadata_props` as `mplab.features`): "
-           f"{', '.join(f'`{n}`' for n in doc['features']['order'])}",
-           f"- Adam, lr {t['lr']}, batch {t['batch_size']}, weight decay {t['weight_decay']}; early stopping "
-           f"(patience {t['patience']} epochs, at least {t['patience_min_steps']} steps) on {t['val_fraction']:.0%} "
-           f"of the training samples; seed {t['seed']}",
-           f"- kept: epoch {t['best_epoch']} of {t['epochs_run']} (the best validation loss), {t['seconds']} s; "
-           f"training matmuls in {t['precision_used']} (weights and the exported model are float32)",
-           f"- ONNX Runtime vs PyTorch: max |diff| {doc.get('onnx_check', {}).get('max_abs_diff_j', 'n/a')} J", "",
-           "## Test split (MAE J / MAPE / R2)", "",
-           _row(["predictor", "MAE J", "MAPE %", "R2"]), _row(["---"] * 4)]
-    for n in names:
-        s = m["overall"][n]
-        out.append(_row([n, f"{s['mae_j']:.4g}", f"{s['mape_pct']:.3g}", _r2(s["r2"], ".4f")]))
-    out += ["", "`mean`: the training mean; `linear`: linear regression; `gbt`: gradient-boosted trees; "
-            "all on the same features and training rows.", "", "### Per case (MAE J / MAPE / R2)", "",
-            "R2 is given only for cases with at least 10 test rows: over fewer rows of one case it measures "
-            "noise, not fit.", "",
-            _row(["cc", "receivers", "mode", "n", *names]), _row(["---"] * (4 + len(names)))]
-    for c in m["per_case"]:
-        out.append(_row([c["cc"], c["n_receivers"], c["mode"], c[names[0]]["n"], *[_s(c[n]) for n in names]]))
-    out += ["", "## Intended use and limits", "",
-            "- Energy of one receiver for one transfer of the dataset's file size, given its case and measured "
-            "per-interface throughput; controllers compare candidate interface sets with it.",
-            "- Not valid for other file sizes, congestion controls not in the training data, or another testbed.",
-            "- Emulated data: energy comes from a power profile, not radios; it tests the pipeline, not phones."
-            if "emulated" in p["energy_sources"] else "- Measured with USB meters on the lab testbed."
-            if "measured" in p["energy_sources"] else "- Synthetic data: it tests the pipeline only.", ""]
-    cite = reference_citation()
-    if cite:
-        out += ["## Reference", "", cite["text"], ""]
-    return head + "\n".join(out)
+    return {
+        "name": doc["name"], "task": doc["task"], "created_at": doc["created_at"],
+        "mplab_version": doc["software"]["mplab"], "verdict": "\n".join(verdict(doc)), "p": p, "t": t,
+        "a": doc["architecture"], "campaigns": ", ".join(f"`{c}`" for c in p.get("campaigns", [])) or "-",
+        "train_per_case": "/".join(map(str, p.get("train_samples_per_case", []))),
+        "test_per_case": "/".join(map(str, p.get("test_samples_per_case", []))),
+        "file_sizes": ", ".join(str(b) for b in p["file_bytes"]),
+        "target": p.get("energy", "energy_j over the transfer window"),
+        "features": ", ".join(f"`{n}`" for n in doc["features"]["order"]), "val_pct": f"{t['val_fraction']:.0%}",
+        "onnx_diff": doc.get("onnx_check", {}).get("max_abs_diff_j", "n/a"),
+        "overall": [[n, f"{s['mae_j']:.4g}", f"{s['mape_pct']:.3g}", _r2(s["r2"], ".4f")]
+                    for n, s in m["overall"].items()],
+        "predictors": names,
+        "per_case": [[c["cc"], c["n_receivers"], c["mode"], c[names[0]]["n"], *[_s(c[n]) for n in names]]
+                     for c in m["per_case"]],
+        "model_ref": f"models/{doc['name']}", "data_note": _data_note(p["energy_sources"]),
+        "reference": citations.reference(),
+    }
+
+
+def render_model_card(doc: dict) -> str:
+    """card.md: ``ModelCard.from_template`` over the card data and ``card_template.md``."""
+    from huggingface_hub import ModelCard
+
+    return str(ModelCard.from_template(card_data(doc), template_path=str(TEMPLATE), **card_context(doc)))

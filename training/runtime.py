@@ -11,7 +11,6 @@ This module must not import torch (a test checks it).
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import ConfigError
+from harness.modelfile import MODEL_SCHEMA_VERSION, read_model_json
 from harness.onnxrt import open_session
 from training.features import FeatureSpec
 
 INPUT_NAME = "features"
 OUTPUT_NAME = "energy_j"
-MODEL_SCHEMA_VERSION = 1
+__all__ = ["INPUT_NAME", "MODEL_SCHEMA_VERSION", "OUTPUT_NAME", "OnnxEnergyModel"]
 
 
 @dataclass
@@ -39,17 +39,15 @@ class OnnxEnergyModel:
     def load(cls, model_dir: str | Path, threads: int = 1) -> OnnxEnergyModel:
         """Open ``models/<name>/`` (model.onnx + model.json); ``threads`` bounds ONNX Runtime's pools."""
         d = Path(model_dir)
-        meta_path = d / "model.json"
-        if not meta_path.exists() or not (d / "model.onnx").exists():
-            raise ConfigError(f"{d} is not an exported model (needs model.onnx and model.json); "
-                              "train one with `mplab train`")
-        meta = json.loads(meta_path.read_text())
-        v = meta.get("schema_version")
-        if not isinstance(v, int) or v > MODEL_SCHEMA_VERSION:
-            raise ConfigError(f"model schema_version {v!r} is not one this mplab reads", source=str(meta_path))
+        meta = read_model_json(d)  # the one reader of model.json (harness.modelfile)
+        try:
+            spec = FeatureSpec.from_dict(meta["features"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"malformed features section ({exc})", source=str(d / "model.json"),
+                              field="features") from None
         # The controller's set-up (controller.model.EnergyModel opens it the same way): harness.onnxrt.
         sess = open_session(d / "model.onnx", threads)
-        return cls(sess, meta, FeatureSpec.from_dict(meta["features"]))
+        return cls(sess, meta, spec)
 
     def predict_matrix(self, x: np.ndarray) -> np.ndarray:
         """Energy (J) for feature rows already in model.json's order, shape (n,)."""

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.figures.common import legend_outside
-from analysis.load import Source, dataset_energy_label, read_json
+from harness.modelfile import read_model_json
+from analysis.load import Source, dataset_energy_label
 from analysis.stats import usable
 from analysis.style import Palette, Saved, Skipped, label_energy, marker, order_ccs, order_schemes, save
 
@@ -56,7 +57,7 @@ def distributions(frame: pd.DataFrame, palette: Palette, out: Path) -> Saved | S
 def model_test_rows(model_dir: Path, datasets: list[Source]) -> tuple[pd.DataFrame, str, str] | str:
     """The test split of the model's dataset with ``predicted_j`` added, where it came from and its energy
     label; or why not."""
-    meta = read_json(model_dir / "model.json")
+    meta = read_model_json(model_dir)
     digest = (meta.get("provenance") or {}).get("dataset_digest")
     ds = next((s.dataset for s in datasets if s.dataset is not None and s.dataset.digest == digest), None)
     where = "a dataset given to the report"
@@ -93,7 +94,7 @@ def baselines_table(model_dir: Path) -> pd.DataFrame | None:
     The row of every baseline that beats the MLP (lower MAPE) says so: the model section must not
     show the MLP alone when a simpler predictor does better on the same test split.
     """
-    overall = ((read_json(model_dir / "model.json").get("metrics") or {}).get("overall") or {})
+    overall = ((read_model_json(model_dir).get("metrics") or {}).get("overall") or {})
     if "mlp" not in overall:
         return None
     mlp = overall["mlp"]["mape_pct"]
@@ -195,7 +196,7 @@ def _mlflow_history(meta: dict, model_name: str, tracking_uri: str | None) -> tu
 
 def training_curve(model_dir: Path, tracking_uri: str | None, out: Path) -> Saved | Skipped:
     name, title = "model-training-curve", "Model: training curve (from the MLflow run)"
-    meta = read_json(model_dir / "model.json")
+    meta = read_model_json(model_dir)
     got = _mlflow_history(meta, model_dir.name, tracking_uri)
     if isinstance(got, str):
         return Skipped(name, title, got)

@@ -87,8 +87,8 @@ class NodeLacksInput(ConfigError):
 def check_node_inputs(scenario: Scenario, node_id: str) -> None:
     """Refuse, before this node builds a testbed, a shard whose inputs this node cannot read (the model folder
     a policy scenario names must be at the same path on every node)."""
-    if scenario.model is None:
-        return
+    if scenario.model is None or scenario.model.startswith("models:/"):
+        return  # a registered model: each node pulls it from the registry when it builds its controller
     model = Path(scenario.model)
     if not model.is_dir():
         raise NodeLacksInput(f"Ray node {node_id[:6]} has no model folder {model} (the scenario's model must be "

@@ -71,9 +71,10 @@ class Scenario(Strict):
     modes: list[Mode] = Field(default_factory=list)
     #: Controller policies run as cases beside the modes (names, or {name, params}).
     policies: list[PolicySpec] = Field(default_factory=list)
-    model: str | None = Field(default=None, description="exported model for policies that need one "
-                                                        "(a models/<name> folder; relative to the scenario "
-                                                        "file's folder, as `inventory` is)")
+    model: str | None = Field(default=None, description="exported model for policies that need one: a "
+                                                        "models/<name> folder (relative to the scenario file's "
+                                                        "folder, as `inventory` is) or a registered model, "
+                                                        "models:/NAME@alias or models:/NAME/VERSION")
     control: ControlSpec = Field(default_factory=ControlSpec)
     samples_per_case: PositiveInt
     file_size: str = Field(description="bytes per receiver per sample, e.g. 60M (MiB, as iperf3 counts)")
@@ -158,13 +159,18 @@ def scenario_inventory(scenario: Scenario, scenario_path: str | Path) -> Path:
 
 
 def with_model_resolved(scenario: Scenario, scenario_path: str | Path) -> Scenario:
-    """The scenario with its ``model`` resolved from the scenario's folder, as its inventory is.
+    """The scenario with its ``model`` resolved from the scenario's folder, as its inventory is (a registered
+    model, ``models:/NAME@alias``, is pinned to ``models:/NAME/VERSION``: the version the alias names now).
 
     The campaign's manifest then holds the absolute path, so ``--resume`` finds the same model
     from any directory.
     """
     if scenario.model is None:
         return scenario
+    if scenario.model.startswith("models:/"):  # a registered model: pinned to the version its alias names now
+        from harness.model_registry import pin
+
+        return scenario.model_copy(update={"model": pin(scenario.model)})
     p = Path(scenario.model).expanduser()
     if p.is_absolute():
         return scenario

@@ -3,13 +3,18 @@
 A dataset (``datasets/<name>/``) has one row per receiver per sample of one or more
 campaigns (``runs/<campaign>/samples.jsonl``), and these files::
 
-    data.parquet, data.csv   the same table (columns: ``ROW_COLUMNS``, units and meaning in ``COLUMN_DOCS``;
-                             in the Parquet file, text columns are categorical and every field carries its
-                             unit and description as metadata)
+    data/train.parquet,      one Parquet file per split, as Hugging Face datasets lay them out (the card's
+    data/test.parquet        ``configs``); text columns categorical, every field with its unit and description
+    data.csv                 the whole table, both splits (columns: ``ROW_COLUMNS``, units and meaning in
+                             ``COLUMN_DOCS``); canonical: its sha256 is the dataset's digest
     schema.json              the row schema (JSON Schema of ``DatasetRow``) and the dataset's schema_version
     dataset.json             provenance, split parameters, per-case counts, excluded records, digest
     croissant.json           Croissant 1.0 metadata (JSON-LD) for dataset search engines and loaders
-    README.md                the dataset card (YAML front matter as Hugging Face cards have, then Markdown)
+
+A dataset has a version (semantic versioning: ``1.0.0`` for a new folder; a rebuild over an existing
+one keeps its version when the rows are the same and bumps the minor version when they differ;
+``--version`` sets it) and a URL (where it lives: ``--url``, default the folder's ``file://`` URI).
+    README.md                the dataset card (``huggingface_hub``'s DatasetCard: front matter, then Markdown)
     SHA256SUMS               sha256 of every other file (``harness.artifacts``), written last
 
 Every input record is validated (``harness.campaign.records.SampleRecord``, the one record
@@ -31,6 +36,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -52,6 +58,8 @@ from harness.dataset.columns import CATEGORICAL_COLUMNS, COLUMN_DOCS, FLOAT_COLU
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "test")
+#: Semantic version (MAJOR.MINOR.PATCH, optional -pre and +build), as Croissant asks for.
+_SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 ORIGIN_NAME = ".origin.json"  # written by `mplab dataset pull`: registry name, version, URI
 
 
@@ -338,9 +346,31 @@ def check_mix(campaigns: Sequence[Campaign], allow_mixed: bool) -> dict[str, dic
     return mix
 
 
+def dataset_version(out: Path, digest: str, asked: str | None) -> str:
+    """The version of the dataset about to be written at ``out`` (see the module docstring).
+
+    ``asked`` wins (checked as a semantic version); else the dataset already at ``out`` decides: the
+    same digest keeps its version, another one bumps its minor version; a new folder is 1.0.0.
+    """
+    if asked is not None:
+        if not _SEMVER.match(asked):
+            raise ConfigError(f"version {asked!r} is not MAJOR.MINOR.PATCH (e.g. 1.2.0)", field="--version")
+        return asked
+    try:
+        old = json.loads((out / "dataset.json").read_text())
+    except (OSError, ValueError):
+        return "1.0.0"
+    m = _SEMVER.match(str(old.get("version") or ""))
+    if not m:  # built before datasets had versions
+        return "1.0.0" if old.get("digest") == digest else "1.1.0"
+    if old.get("digest") == digest:
+        return str(old["version"])
+    return f"{m[1]}.{int(m[2]) + 1}.0"
+
+
 def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec(), keep_flagged: bool = False,
                   force: bool = False, policy: str | None = None, license: str = "unknown",
-                  allow_mixed: bool = False) -> BuildResult:
+                  allow_mixed: bool = False, version: str | None = None, url: str | None = None) -> BuildResult:
     """Build ``out`` (datasets/<name>) from campaign directories ``runs``.
 
     Args:
@@ -353,6 +383,8 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
             (default), keep the previous one as ``<out>.<UTC time>``, or overwrite.
         license: the data's license (an SPDX id or ``unknown``), for the card and Croissant file.
         allow_mixed: merge campaigns of different testbed kinds, power profiles or energy sources.
+        version: the dataset's semantic version (default: ``dataset_version``).
+        url: where the dataset lives, for the card and Croissant (default: the folder's ``file://`` URI).
 
     Returns:
         Where it was written, its digest, row count and excluded counts.
@@ -378,12 +410,15 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
     meta = {
         "schema_version": SCHEMA_VERSION,
         "name": out.name,
+        "version": dataset_version(out, digest, version),
+        "url": url or out.resolve().as_uri(),
         "digest": digest,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "mplab_version": harness.__version__,
         "license": license,
         "rows": len(df),
         "splits": {s: int((df["split"] == s).sum()) for s in SPLITS},
+        "split_files": {s: f"data/{s}.parquet" for s in SPLITS if (df["split"] == s).any()},
         "split": {"train": spec.train, "test": spec.test, "seed": spec.seed, "unit": "sample, per case"},
         "keep_flagged": keep_flagged,
         "energy": ENERGY_DEFINITION,
@@ -397,13 +432,17 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
 
     with staged_folder(out, policy) as (folder, previous):
         atomic_write(folder / "data.csv", csv_bytes)
-        write_parquet(df, folder / "data.parquet")
+        split_bytes = {}
+        for s, rel in meta["split_files"].items():
+            (folder / rel).parent.mkdir(exist_ok=True)
+            write_parquet(df[df["split"] == s].reset_index(drop=True), folder / rel)
+            split_bytes[s] = (folder / rel).stat().st_size
         schema = {"schema_version": SCHEMA_VERSION, "row": DatasetRow.model_json_schema()}
         atomic_write(folder / "schema.json", (json.dumps(schema, indent=2) + "\n").encode())
         atomic_write(folder / "dataset.json", (json.dumps(meta, indent=2) + "\n").encode())
         atomic_write(folder / "croissant.json",
                      (json.dumps(croissant(folder, meta), indent=2) + "\n").encode())
-        atomic_write(folder / "README.md", render_card(df, meta).encode())
+        atomic_write(folder / "README.md", render_card(df, meta, split_bytes).encode())
         meta_sums = write_sums(folder)
     res = BuildResult(out, digest, len(df), excluded, meta)
     res.sums_digest = meta_sums

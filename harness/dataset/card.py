@@ -1,35 +1,27 @@
-"""The dataset card: ``datasets/<name>/README.md``, rendered from the table and dataset.json.
+"""The dataset card: ``datasets/<name>/README.md``, rendered with ``huggingface_hub``'s card classes.
 
-YAML front matter as Hugging Face dataset cards have it (license, pretty name, task, tags, size
-category, data files, splits with their real row counts, citation of the reference paper), then
-Markdown for people.
+The card data (``DatasetCardData``: license, pretty name, task, tags, size category, the
+``configs`` that map each split to its Parquet file, and ``dataset_info`` with the features and
+the real row counts) is built from the table and dataset.json; ``DatasetCard.from_template``
+renders it as YAML front matter above the Markdown body of ``card_template.md`` (provenance,
+split, per-case counts, statistics, exclusions, columns, the reference paper's citation from
+``data/paper/citations.yaml``). A Hugging Face user's ``datasets.load_dataset(<folder>)`` reads
+the splits from that front matter.
 """
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
-PAPER = Path("data") / "paper" / "sensors-2023-7699.yaml"  # in the repository, beside harness/
+from harness import citations
+from harness.dataset.columns import COLUMN_DOCS, FLOAT_COLUMNS, INT_COLUMNS
 
-
-@functools.cache
-def reference_citation() -> dict | None:
-    """The reference paper's citation as mplab records it (``data/paper/sensors-2023-7699.yaml``), or None.
-
-    Only what that file says: it has no title or authors, and none are made up here.
-    """
-    found = [d / PAPER for d in Path(__file__).resolve().parents if (d / PAPER).is_file()]
-    if not found:  # an installed wheel carries no data/ folder
-        return None
-    c = yaml.safe_load(found[0].read_text()).get("citation") or {}
-    if not c:
-        return None
-    return {"key": c.get("key"), "text": " ".join(str(c.get("text", "")).split()), "journal": c.get("journal"),
-            "volume": c.get("volume"), "article": c.get("article"), "year": c.get("year")}
+TEMPLATE = Path(__file__).with_name("card_template.md")
+SPLITS = ("train", "test")
+#: Where each split's Parquet file goes, relative to the dataset folder (the card's ``configs``).
+SPLIT_FILES = {s: f"data/{s}.parquet" for s in SPLITS}
 
 
 def size_category(n: int) -> str:
@@ -40,34 +32,35 @@ def size_category(n: int) -> str:
     return "n>1M"
 
 
-def front_matter(df: pd.DataFrame, meta: dict) -> dict:
-    """The card's YAML header."""
-    from harness.dataset.columns import COLUMN_DOCS, FLOAT_COLUMNS, INT_COLUMNS
+def feature_dtype(column: str) -> str:
+    """The column's Hugging Face ``Value`` dtype."""
+    return "int64" if column in INT_COLUMNS else "float64" if column in FLOAT_COLUMNS else "string"
 
-    cite = reference_citation()
-    dtype = {**{c: "int64" for c in INT_COLUMNS}, **{c: "float64" for c in FLOAT_COLUMNS}}
-    splits = {s: int((df["split"] == s).sum()) for s in ("train", "test")}
-    return {
-        "license": meta.get("license") or "unknown",
-        "pretty_name": f"mplab {meta['name']}: MPTCP receiver energy",
-        "task_categories": ["tabular-regression"],
-        "tags": ["mptcp", "energy", "wifi", "lte", "mplab", *sorted(set(df["testbed_kind"]))],
-        "size_categories": [size_category(len(df))],
-        "configs": [{"config_name": "default", "data_files": "data.parquet"}],
-        "dataset_info": {
-            "features": [{"name": c, "dtype": dtype.get(c, "string"), "description": COLUMN_DOCS[c][1],
-                          **({"unit": COLUMN_DOCS[c][0]} if COLUMN_DOCS[c][0] else {})} for c in COLUMN_DOCS],
-            "splits": [{"name": s, "num_examples": n, "column": "split"} for s, n in splits.items()],
-            "dataset_size": int(len(df)),
+
+def card_data(df: pd.DataFrame, meta: dict, split_bytes: dict[str, int] | None = None):  # noqa: ANN201
+    """The card's metadata as ``DatasetCardData`` (what the YAML front matter holds)."""
+    from huggingface_hub import DatasetCardData
+
+    counts = {s: int((df["split"] == s).sum()) for s in SPLITS}
+    sizes = split_bytes or {}
+    present = [s for s in SPLITS if counts[s]]
+    return DatasetCardData(
+        license=meta.get("license") or "unknown",
+        pretty_name=f"mplab {meta['name']}: MPTCP receiver energy",
+        task_categories=["tabular-regression"],
+        tags=["mptcp", "energy", "wifi", "lte", "mplab", *sorted(set(df["testbed_kind"]))],
+        size_categories=[size_category(len(df))],
+        configs=[{"config_name": "default", "default": True,
+                  "data_files": [{"split": s, "path": SPLIT_FILES[s]} for s in present]}],
+        dataset_info={
+            "config_name": "default",
+            "features": [{"name": c, "dtype": feature_dtype(c)} for c in COLUMN_DOCS],
+            "splits": [{"name": s, "num_bytes": int(sizes.get(s, 0)), "num_examples": counts[s]} for s in present],
+            "download_size": int(sum(sizes.values())),
+            "dataset_size": int(sum(sizes.values())),
         },
-        **({"citation": cite} if cite else {}),
-    }
-
-
-def _table(header: list[str], rows: list[list[object]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
-    return "\n".join(lines)
+        version=meta.get("version"),
+    )
 
 
 def _fmt(x: float) -> str:
@@ -80,56 +73,21 @@ def _git(g: object) -> str:
     return f"{str(g.get('commit', '-'))[:12]}{' (dirty)' if g.get('dirty') else ''}"
 
 
-def render_card(df: pd.DataFrame, meta: dict) -> str:
-    """Markdown card: provenance, split, per-case counts, summary statistics, exclusions."""
-    kinds = sorted(set(df["testbed_kind"]))
-    sources = sorted(set(df["energy_source"]))
-    meters = sorted(set(df["meter_kind"]))
-    emulated = "emulated" in kinds
-    head = "---\n" + yaml.safe_dump(front_matter(df, meta), sort_keys=False, allow_unicode=True) + "---\n\n"
-    out = [f"# Dataset `{meta['name']}`", ""]
-    out.append(f"- digest: `{meta['digest']}` (sha256 of `data.csv`; `SHA256SUMS` covers every file)")
-    out.append(f"- rows: {meta['rows']} (one per receiver per sample); built {meta['created_at']} by mplab "
-               f"{meta['mplab_version']}; schema_version {meta['schema_version']}")
-    out.append(f"- testbed: {', '.join(kinds)}; energy: {', '.join(sources)}; meters: {', '.join(meters)}; "
-               f"kernels: {', '.join(sorted(set(str(k) for k in df['kernel'])))}")
-    out.append(f"- energy: {meta.get('energy') or 'energy_j over the transfer window (tails not separated)'}")
-    if meta.get("mixed"):
-        out.append("- **mixed campaigns** (built with --allow-mixed): " + "; ".join(
-            f"{k}: " + ", ".join(f"{val} ({', '.join(cs)})" for val, cs in v.items())
-            for k, v in meta["mixed"].items()))
-    if emulated:
-        out.append("- **emulated data**: energy comes from emulated meters driven by a power profile "
-                   "(base + per-interface θ + b·throughput, LTE tail), not from radios; do not compare "
-                   "its joules with lab measurements.")
-    out += ["", "## Provenance", ""]
-    out.append(_table(["campaign", "testbed", "kernel", "inventory digest", "scenario digest", "git commit"],
-                      [[s["campaign"], s["testbed_kind"], s.get("kernel") or "-", f"`{s['inventory_digest']}`",
-                        f"`{s['scenario_digest']}`", _git(s.get("git"))] for s in meta["sources"]]))
-    for s in meta["sources"]:
-        if s.get("power_profile"):
-            out.append(f"\nPower profile of `{s['campaign']}` (emulated meters): `{json.dumps(s['power_profile'], sort_keys=True)}`")
+def _split_text(df: pd.DataFrame, meta: dict) -> dict:
     sp = meta["split"]
     train_s = sorted({c["train_samples"] for c in meta["cases"]})
     test_s = sorted({c["test_samples"] for c in meta["cases"]})
     n_train = int((df["split"] == "train").sum())
-    actual = (f"{'/'.join(map(str, train_s))} train and {'/'.join(map(str, test_s))} test sample(s) per case "
-              f"({n_train} train rows, {len(df) - n_train} test rows)")
-    asked = f"{sp['train']} + {sp['test']}"
     short = [c for c in meta["cases"] if (c["train_samples"], c["test_samples"]) != (sp["train"], sp["test"])]
-    out += ["", "## Split", "",
-            f"This dataset has {actual}. It was built asking for {asked} per case"
-            + (" (the reference paper's 30 + 15)" if (sp["train"], sp["test"]) == (30, 15) else "")
-            + (f"; {len(short)} of {len(meta['cases'])} case(s) had fewer samples and keep the ratio instead"
-               if short else "") + ".",
-            "",
-            f"The split is per case and per sample (every receiver of a sample is in the same split); samples are "
-            f"ordered by sha256(\"{sp['seed']}:<sample_id>\"). Samples beyond train + test are spare (not in the "
-            f"table). Flagged records kept: {'yes' if meta['keep_flagged'] else 'no'}.", ""]
-    out.append(_table(["cc", "receivers", "mode", "train samples", "test samples", "train rows", "test rows"],
-                      [[c["cc"], c["n_receivers"], c["mode"], c["train_samples"], c["test_samples"], c["train_rows"],
-                        c["test_rows"]] for c in meta["cases"]]))
-    out += ["", "## Summary statistics", "", "Per case, over all rows: mean ± standard deviation.", ""]
+    note = " (the reference paper's 30 + 15)" if (sp["train"], sp["test"]) == (30, 15) else ""
+    if short:
+        note += f"; {len(short)} of {len(meta['cases'])} case(s) had fewer samples and keep the ratio instead"
+    return {"split_actual": f"{'/'.join(map(str, train_s))} train and {'/'.join(map(str, test_s))} test sample(s) "
+                            f"per case ({n_train} train rows, {len(df) - n_train} test rows)",
+            "split_asked": f"{sp['train']} + {sp['test']}", "split_note": note, "seed": sp["seed"]}
+
+
+def _stats(df: pd.DataFrame) -> list[list[object]]:
     rows = []
     for (cc, n, mode), g in df.groupby(["cc", "n_receivers", "mode"], sort=True):
         def ms(col: str) -> str:
@@ -137,24 +95,44 @@ def render_card(df: pd.DataFrame, meta: dict) -> str:
             return f"{_fmt(g[col].mean())} ± {_fmt(s)}"
         rows.append([cc, n, mode, len(g), ms("energy_j"), ms("throughput_mbit"), ms("wifi_throughput_mbit"),
                      ms("lte_throughput_mbit"), ms("duration_s")])
-    out.append(_table(["cc", "receivers", "mode", "rows", "energy J", "throughput Mbit/s", "WiFi Mbit/s",
-                       "LTE Mbit/s", "duration s"], rows))
-    out += ["", "## Excluded records", ""]
-    if meta["excluded"]:
-        out.append(_table(["reason", "records"], [[k, v] for k, v in meta["excluded"].items()]))
-    else:
-        out.append("None.")
-    from harness.dataset.columns import COLUMN_DOCS
+    return rows
 
-    out += ["", "## Columns", "",
-            _table(["column", "unit", "description"], [[f"`{c}`", u or "-", d] for c, (u, d) in COLUMN_DOCS.items()])]
-    out += ["", "## Files", "",
-            "- `data.parquet` (text columns categorical; each field carries its unit and description as metadata), "
-            "`data.csv`: the same table",
-            "- `schema.json`: JSON Schema of a row", "- `dataset.json`: everything on this card, machine-readable",
-            "- `croissant.json`: Croissant 1.0 metadata (JSON-LD)",
-            "- `SHA256SUMS`: sha256 of every file (`sha256sum -c SHA256SUMS`)", ""]
-    cite = reference_citation()
-    if cite:
-        out += ["## Citation", "", f"The reference paper these experiments follow: {cite['text']}", ""]
-    return head + "\n".join(out)
+
+def card_context(df: pd.DataFrame, meta: dict) -> dict:
+    """What the Markdown body shows, as values for ``card_template.md``."""
+    kinds = sorted(set(df["testbed_kind"]))
+    mixed = "; ".join(f"{k}: " + ", ".join(f"{val} ({', '.join(cs)})" for val, cs in v.items())
+                      for k, v in (meta.get("mixed") or {}).items())
+    present = [s for s in SPLITS if (df["split"] == s).any()]
+    return {
+        "name": meta["name"], "digest": meta["digest"], "rows": meta["rows"], "created_at": meta["created_at"],
+        "mplab_version": meta["mplab_version"], "schema_version": meta["schema_version"],
+        "version": meta.get("version", "-"), "url": meta.get("url", "-"),
+        "summary": (f"Energy and throughput of dual-homed (WiFi + LTE) receivers downloading one file over MPTCP "
+                    f"or single-path TCP, one row per receiver per sample, from {len(meta['sources'])} mplab "
+                    f"campaign(s) on the {', '.join(kinds)} testbed."),
+        "kinds": kinds, "sources": sorted(set(df["energy_source"])), "meters": sorted(set(df["meter_kind"])),
+        "kernels": sorted(set(str(k) for k in df["kernel"])),
+        "energy": meta.get("energy") or "energy_j over the transfer window (tails not separated)",
+        "mixed": mixed, "emulated": "emulated" in kinds, "load_path": f"datasets/{meta['name']}",
+        "split_names": present,
+        "provenance": [{"campaign": s["campaign"], "testbed": s["testbed_kind"], "kernel": s.get("kernel") or "-",
+                        "inventory": s["inventory_digest"], "scenario": s["scenario_digest"], "git": _git(s.get("git"))}
+                       for s in meta["sources"]],
+        "profiles": [{"campaign": s["campaign"], "profile": json.dumps(s["power_profile"], sort_keys=True)}
+                     for s in meta["sources"] if s.get("power_profile")],
+        **_split_text(df, meta), "keep_flagged": "yes" if meta["keep_flagged"] else "no", "cases": meta["cases"],
+        "stats": _stats(df), "excluded": list(meta["excluded"].items()),
+        "columns": [{"name": c, "dtype": feature_dtype(c), "unit": u or "-", "description": d}
+                    for c, (u, d) in COLUMN_DOCS.items()],
+        "reference": citations.reference(),
+    }
+
+
+def render_card(df: pd.DataFrame, meta: dict, split_bytes: dict[str, int] | None = None) -> str:
+    """README.md: ``DatasetCard.from_template`` over the card data and ``card_template.md``."""
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard.from_template(card_data(df, meta, split_bytes), template_path=str(TEMPLATE),
+                                     **card_context(df, meta))
+    return str(card)

@@ -38,15 +38,20 @@ def build(
     keep_previous: KeepPrevious = False,
     allow_mixed: Annotated[bool, typer.Option(help="merge campaigns of different testbeds, power profiles or "
                                                    "energy sources (the card lists the mix)")] = False,
+    version: Annotated[Optional[str], typer.Option(
+        "--version", help="the dataset's version, MAJOR.MINOR.PATCH (default: 1.0.0 for a new folder; over an "
+                          "existing one the same rows keep its version, other rows bump the minor)")] = None,
+    url: Annotated[Optional[str], typer.Option(
+        help="where the dataset lives, for the card and croissant.json (default: the folder's file:// URI)")] = None,
 ) -> None:
     """One row per receiver per sample, validated, split per case, with a card, Croissant metadata and checksums."""
     from harness.dataset.build import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
     res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged,
                         policy=FolderPolicy.from_flags(force, keep_previous), license=license,
-                        allow_mixed=allow_mixed)
+                        allow_mixed=allow_mixed, version=version, url=url)
     sp = res.meta["splits"]
-    console.print(f"dataset {res.path}: {res.rows} rows ({sp['train']} train, {sp['test']} test) in "
+    console.print(f"dataset {res.path} version {res.meta['version']}: {res.rows} rows ({sp['train']} train, {sp['test']} test) in "
                   f"{len(res.meta['cases'])} case(s); digest {res.digest}")
     if res.excluded:
         console.print("excluded: " + ", ".join(f"{k}: {v}" for k, v in sorted(res.excluded.items())))

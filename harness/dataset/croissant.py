@@ -1,9 +1,11 @@
 """Croissant metadata (``croissant.json``): the dataset described for dataset search and loaders.
 
-Croissant (MLCommons, JSON-LD over schema.org) describes the files (with their sha256), and
-one record set ``rows`` whose fields are the table's columns (type, unit, description), read
-from ``data.parquet``. Written by hand from ``COLUMN_DOCS`` (no runtime dependency); the tests
-validate it with ``mlcroissant`` and read records through it.
+Croissant (MLCommons, JSON-LD over schema.org) describes the files (the CSV with its sha256, the
+per-split Parquet files as a file set), and one record set ``rows`` whose fields are the table's
+columns (type, unit, description), read from the Parquet files. The dataset's version and URL are
+the ones dataset.json records (``harness.dataset.build``), the citation the reference paper's
+(``harness.citations``). Written from ``COLUMN_DOCS`` (mlcroissant is not a runtime dependency);
+the tests validate it with ``mlcroissant`` and read records through it.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ CONTEXT = {
     "replace": "cr:replace", "samplingRate": "cr:samplingRate", "equivalentProperty": "cr:equivalentProperty", "sc": "https://schema.org/", "separator": "cr:separator", "source": "cr:source",
     "subField": "cr:subField", "transform": "cr:transform",
 }
-FILES = {"data.parquet": "application/x-parquet", "data.csv": "text/csv"}
+CSV = "data.csv"
+PARQUET = "application/x-parquet"
 
 
 def _data_type(column: str) -> str:
@@ -36,17 +39,17 @@ def _data_type(column: str) -> str:
 
 def croissant(folder: Path, meta: dict) -> dict:
     """The Croissant document of the dataset in ``folder`` (data files already written)."""
+    from harness import citations
     from harness.dataset.columns import COLUMN_DOCS
-    from harness.dataset.card import reference_citation
 
-    cite = reference_citation()
+    ref = citations.reference()
     kinds = sorted({s.get("testbed_kind") or "?" for s in meta["sources"]})
     fields = []
     for c in COLUMN_DOCS:
         unit, desc = COLUMN_DOCS[c]
         fields.append({"@type": "cr:Field", "@id": f"rows/{c}", "name": c,
                        "description": desc + (f" ({unit})" if unit else ""), "dataType": _data_type(c),
-                       "source": {"fileObject": {"@id": "data.parquet"}, "extract": {"column": c}}})
+                       "source": {"fileSet": {"@id": "parquet-splits"}, "extract": {"column": c}}})
     return {
         "@context": CONTEXT,
         "@type": "sc:Dataset",
@@ -56,15 +59,21 @@ def croissant(folder: Path, meta: dict) -> dict:
                         f"{len(meta['sources'])} mplab campaign(s) ({', '.join(kinds)} testbed); "
                         f"{meta['splits']['train']} train and {meta['splits']['test']} test rows."),
         "license": meta.get("license") or "unknown",
-        "url": f"file:{meta['name']}",
-        "version": "1.0.0",
+        "url": meta["url"],
+        "version": meta["version"],
         "datePublished": meta["created_at"],
         "identifier": meta["digest"],
-        **({"citeAs": cite["text"]} if cite else {}),
+        **({"citeAs": ref.bibtex()} if ref else {}),
         "keywords": ["MPTCP", "energy", "WiFi", "LTE", "mplab"],
-        "distribution": [{"@type": "cr:FileObject", "@id": name, "name": name, "contentUrl": name,
-                          "encodingFormat": fmt, "sha256": file_sha256(folder / name)}
-                         for name, fmt in FILES.items()],
+        "distribution": [
+            {"@type": "cr:FileObject", "@id": CSV, "name": CSV, "contentUrl": CSV, "encodingFormat": "text/csv",
+             "sha256": file_sha256(folder / CSV), "description": "the whole table, both splits (column split)"},
+            *({"@type": "cr:FileObject", "@id": rel, "name": rel, "contentUrl": rel, "encodingFormat": PARQUET,
+               "sha256": file_sha256(folder / rel), "description": f"the {s} split"}
+              for s, rel in meta["split_files"].items()),
+            {"@type": "cr:FileSet", "@id": "parquet-splits", "name": "parquet-splits",
+             "description": "one Parquet file per split", "encodingFormat": PARQUET, "includes": "data/*.parquet"},
+        ],
         "recordSet": [{"@type": "cr:RecordSet", "@id": "rows", "name": "rows",
                        "description": "one receiver in one sample", "field": fields}],
     }

@@ -166,8 +166,7 @@ def pull(ref: str, out: Path, tracking_uri: str | None = None, policy: str = Fol
                                                        tracking_uri=client.tracking_uri))
         verify_sums(got, v.sums_digest)
         with staged_folder(out, policy) as (folder, _previous):
-            for f in got.iterdir():
-                shutil.copy2(f, folder / f.name)
+            shutil.copytree(got, folder, dirs_exist_ok=True)  # with data/ (one Parquet file per split)
             verify_sums(folder, v.sums_digest)
             atomic_write(folder / ".origin.json", (json.dumps(
                 {"name": name, "version": version, "uri": v.uri, "run_id": v.run_id, "sums": v.sums_digest,

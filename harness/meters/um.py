@@ -1,7 +1,7 @@
 """RuiDeng (RDTech) UM24C / UM25C / UM34C USB meters.
 
 The host sends ``0xF0``; the meter answers with a 130-byte status frame, all fields
-big-endian (layout: shared/reference/components.md section 1.1, after
+big-endian (layout: docs/meters.md, "UM protocol", after
 sigrokproject/libsigrok src/hardware/rdtech-um and rfinnie/rdserialtool). Frames
 start with the model id and end with the trailer ``0xFFF1`` (UM24C, UM25C) or carry an
 XOR checksum in byte 129 (UM34C). A reader that meets garbage slides byte by byte

@@ -7,7 +7,7 @@ and the eNB's downlinks as stations start and finish; the calibration
 (``harness.testbeds.calibration``) runs the same functions in a fluid simulation of a
 sample to predict what the testbed will measure.
 
-Models (seed-algorithms.md §5.1):
+Models (MP-SDN's capacity models, docs/reference/papers.md §5.1):
 
 ``dcf`` (WiFi default)
     802.11 DCF gives every backlogged station the same number of transmissions, so

@@ -5,7 +5,7 @@ receiver counts x 3 modes x 45 samples, one record per receiver: 30,375 rows) wi
 on a testbed. Every record says ``testbed_kind: synthetic`` and ``energy_source: synthetic``.
 The model: each receiver has its own WiFi and LTE channel rate; n receivers share a WiFi AP
 and an LTE cell; congestion controls scale the achieved rate; power is the linear model of
-shared/reference/seed-algorithms.md (base + θ + b·x per interface) plus an LTE tail, with
+docs/reference/papers.md §6 (base + θ + b·x per interface) plus an LTE tail, with
 multiplicative noise. Not a substitute for measurements: it only has to be learnable.
 """
 from __future__ import annotations
