@@ -1,4 +1,4 @@
-"""What the report page shows, built from a finished ``analysis.report.Build``: the template's
+"""What the report page shows, built from a finished ``analysis.build.Build``: the template's
 context (tables as a reader sees them, ``analysis.tables``), ``report.json`` and ``schemes.md``.
 """
 from __future__ import annotations
@@ -6,15 +6,12 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import harness
 from analysis import html, tables
 from analysis.load import Study
+from analysis.build import Build
 from analysis.style import Saved
-
-if TYPE_CHECKING:
-    from analysis.report import Build
 
 REPORT_SCHEMA_VERSION = 1
 #: Statistics tables on the page, in order (the rest are shown in their own sections or only as CSV).

@@ -16,13 +16,11 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
-import harness
 from analysis import compare, html, tables
 from analysis.page import REPORT_SCHEMA_VERSION, SCHEMES_INTRO  # noqa: F401 - part of this module's API
 from analysis.figures import model as model_figs
@@ -35,93 +33,11 @@ from analysis.schemes import (display_headlines, display_tables, headline_rows, 
                               summary_tables)
 from analysis.stats import CI_METHODS, case_stats, exclusion_summary, network_stats, per_sample, receiver_stats
 from analysis.page import context, report_json, schemes_markdown
-from analysis.style import Palette, Saved, Skipped
+from analysis.build import Build, Item, ReportResult, Table, only as _only
+from analysis.style import Saved, Skipped
 from harness.errors import ConfigError
 
 Progress = Callable[[str, int, int], None]
-Item = Saved | Skipped
-
-
-@dataclass
-class ReportResult:
-    """What ``build_report`` wrote."""
-
-    path: Path
-    figures: list[Saved] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    checks: pd.DataFrame | None = None
-    tables: dict[str, Path] = field(default_factory=dict)
-    schemes: pd.DataFrame | None = None       # analysis.schemes.side_by_side (None without policies)
-    headlines: pd.DataFrame | None = None     # analysis.schemes.headline_rows
-    markdown: Path | None = None              # schemes.md: the side-by-side tables and figure as markdown
-    rerun: pd.DataFrame | None = None         # analysis.compare.compare_cases (None without a rerun)
-    rerun_manifests: pd.DataFrame | None = None
-    rerun_summary: str | None = None
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table of the report: its CSV (raw columns) and a title that says what it holds (unit, n)."""
-
-    title: str
-    data: pd.DataFrame
-    unit: str = ""
-
-
-@dataclass
-class Build:
-    """What the sections of one report share while it is built."""
-
-    inputs: list[Path]
-    out: Path
-    model: Path | None
-    tracking_uri: str | None
-    sample: str | None
-    ci: str
-    title: str | None
-    paper_file: Path
-    headlines_file: Path
-    res: ReportResult
-    palette: Palette = field(default_factory=Palette)
-    study: Study | None = None
-    paper: PaperTables | None = None
-    headlines: dict | None = None
-    frame: pd.DataFrame | None = None
-    stats: dict[str, pd.DataFrame] = field(default_factory=dict)
-    labels: list[str | None] = field(default_factory=list)
-    policies: set[str] = field(default_factory=set)
-    tables: dict[str, Table] = field(default_factory=dict)
-    analog: dict[str, pd.DataFrame] = field(default_factory=dict)
-    excluded: pd.DataFrame | None = None
-    sections: dict[str, list[Item]] = field(default_factory=dict)
-    section_tables: dict[str, list[dict]] = field(default_factory=dict)
-
-    @property
-    def ci_text(self) -> str:
-        return CI_METHODS[self.ci].text
-
-    @property
-    def figs_dir(self) -> Path:
-        return self.out / "figures"
-
-    def per_label(self) -> Iterator[tuple[str, str | None, pd.DataFrame, pd.DataFrame, set[str]]]:
-        """Per energy label: (file-name tag, label, energy stats, throughput stats, its policies).
-
-        Energies of different profiles or sources never share a figure: one set per label, tagged
-        ``-1``, ``-2``... when there are several.
-        """
-        for i, label in enumerate(self.labels):
-            tag = f"-{i + 1}" if len(self.labels) > 1 else ""
-            e, t = _only(self.stats["energy_j"], label), _only(self.stats["throughput_mbit"], label)
-            pol = self.policies & set(e["scheme"]) if label is not None else self.policies
-            yield tag, label, e, t, pol
-
-    @property
-    def several_labels(self) -> bool:
-        return len(self.labels) > 1
-
-
 def _prepare_out(out: Path, force: bool) -> None:
     if out.exists() and any(out.iterdir()):
         if not (out / "report.json").exists():
@@ -400,10 +316,6 @@ def _analog_title(paper: PaperTables, metric: str) -> str:
                 else "per receiver")
         return f"Table 2 analog: throughput (Mbit/s, {what}; n = samples)"
     return "Table 3 analog: energy (J per receiver, the mean over a sample's receivers; n = samples)"
-
-
-def _only(df: pd.DataFrame, label: str | None) -> pd.DataFrame:
-    return df if label is None else df[df["energy_label"] == label]
 
 
 def _tagged(item: Saved | Skipped, tag: str, label: str | None) -> Saved | Skipped:
