@@ -18,7 +18,7 @@ from rich.table import Table
 
 from harness.campaign.campaign import RunHooks, build_control, dry_run_estimate_s, resume_campaign, start_campaign
 from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
-from harness.testbeds.clean import clean_prefix
+from harness.testbeds.clean import CLEANERS, MACHINE_WIDE, clean_prefix
 from harness.errors import ConfigError, SamplesFailed
 from harness.config.inventory import load_inventory
 from harness.campaign.plan import plan_campaign
@@ -228,14 +228,19 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
         console.print(summary_table(records, f"campaign {c.id}"))
 
 
-def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")] = "mplab-") -> None:
+def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")] = "mplab-",
+          machine_wide: Annotated[bool, typer.Option(
+              "--machine-wide", help="also unregister every mplab_* BPF congestion control no live testbed "
+                                     "needs, even one nobody recorded (another user's)")] = False) -> None:
     """Remove every namespace, process and state an emulated testbed left behind (idempotent).
 
-    A testbed another live process holds (a running campaign) is left alone and named.
+    A testbed another live process holds (a running campaign) is left alone and named. BPF
+    congestion controls go only if the prefix's testbeds registered them; --machine-wide also
+    removes registrations nobody recorded.
     """
     if not prefix.startswith("mplab-"):
         raise ConfigError(f"prefix {prefix!r} must start with 'mplab-' (mplab only removes what it made)")
-    done = clean_prefix(prefix)
+    done = clean_prefix(prefix, cleaners=MACHINE_WIDE if machine_wide else CLEANERS)
     removed = [d for d in done if not d.startswith("skipped ")]
     console.print("removed: " + (", ".join(removed) if removed else "nothing (already clean)"))
     for d in done:

@@ -166,7 +166,7 @@ class EmulatedTestbed(Testbed):
             # Register first: the kernel refuses to allow a name it does not have (BPF struct_ops).
             for cc in ccs:
                 self._ccs.append(cc)
-                cc.setup(self.root)
+                cc.setup(self.root, owner=self.prefix)
             allow_ccs(self.root, needs)
             if self.sender_iperf3 is None:
                 self.sender_iperf3 = Iperf3.check(self.root)
