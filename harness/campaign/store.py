@@ -14,6 +14,11 @@ place before its records are appended with a single ``write`` and ``fsync``; a c
 between the two leaves raw output without records, which ``repair()`` moves aside
 so the sample runs again. A torn last line (a crash inside the write) is cut off into
 ``samples.jsonl.torn-<time>`` and its sample runs again.
+
+A full disk (``DiskFull``, exit 6): a campaign is refused before anything is created when less
+than ``MIN_FREE_BYTES`` are free; mid-run, an append that cannot be completed is cut back to the
+last whole sample (finished records stay intact), and the session's last line still gets written
+from a small reserve (``.session-reserve``) held while the campaign runs. Free space, then resume.
 """
 from __future__ import annotations
 
@@ -21,11 +26,12 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.errors import Busy, ConfigError, StoreError
+from harness.errors import Busy, ConfigError, DiskFull, StoreError, is_disk_full
 from harness.files import atomic_write, held_lock_text, try_flock, write_lock_text
 
 SCHEMA_VERSION = 1
@@ -43,8 +49,61 @@ def check_campaign_id(campaign_id: str) -> str:
     return campaign_id
 
 
+#: Refuse to start (or resume) a campaign with less free space than this under its directory: a sample's
+#: raw output (iperf3 JSON, meter windows) is tens of kB, the continuous meter trace grows ~1 MB an hour.
+MIN_FREE_BYTES = 8 * 1024 * 1024
+#: Held while a campaign runs, released to write the session's last line when the disk fills.
+RESERVE_BYTES = 64 * 1024
+
+
+def _existing_ancestor(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_free_space(directory: Path, need: int = MIN_FREE_BYTES) -> None:
+    """``DiskFull`` (nothing created) unless ``need`` bytes are free where ``directory`` is (or would be)."""
+    where = _existing_ancestor(directory)
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return  # cannot tell: the writes will say
+    if free < need:
+        raise DiskFull(f"{directory}: only {free // 1024} KiB free on its disk (at least {need // (1024 * 1024)} "
+                       "MiB needed); nothing was run. Free space (or use --runs-dir on another disk), then run again")
+
+
+def disk_full_message(path: Path, done: int, planned: int) -> str:
+    """The one line a run that hit a full disk ends with."""
+    return (f"{path}: the disk is full (no space left on device): {done}/{planned} samples are recorded and kept "
+            f"intact; free space, then `mplab run --resume {path}`")
+
+
+def _append_whole(path: Path, data: bytes) -> None:
+    """Append ``data`` with one write and fsync; on any failure cut the file back to what it was (no torn tail)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        before = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):  # a disk that filled mid-write: the rest would fail with ENOSPC
+                raise OSError(28, os.strerror(28), str(path))
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, before)
+            raise
+    finally:
+        os.close(fd)
+
+
 def check_writable(directory: Path) -> None:
-    """``StoreError`` unless files can be created in ``directory`` (made if missing): checked before anything runs."""
+    """``StoreError`` unless files can be created in ``directory`` (made if missing): checked before anything runs.
+
+    ``DiskFull`` first when the disk has less than ``MIN_FREE_BYTES`` free (before the directory is made).
+    """
+    check_free_space(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         probe = directory / f".write-probe-{os.getpid()}"
@@ -76,9 +135,18 @@ class Campaign:
         path = root / check_campaign_id(campaign_id)
         if (path / "manifest.json").exists():
             raise StoreError(f"campaign {path} already exists (resume it with `mplab run --resume {path}`)")
+        made = not path.exists()
         (path / "raw").mkdir(parents=True, exist_ok=True)
         doc = {"schema_version": SCHEMA_VERSION, "campaign": campaign_id, **manifest}
-        atomic_write(path / "manifest.json", (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode())
+        try:
+            atomic_write(path / "manifest.json", (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode())
+        except OSError as exc:
+            if made:  # nothing of the campaign exists yet: leave nothing behind
+                shutil.rmtree(path, ignore_errors=True)
+            if is_disk_full(exc):
+                raise DiskFull(f"{path}: the disk is full; the campaign was not created. Free space, then run "
+                               "again") from exc
+            raise StoreError(f"{path / 'manifest.json'}: cannot be written ({exc.strerror})") from None
         return cls(path, doc)
 
     @classmethod
@@ -116,6 +184,7 @@ class Campaign:
 
     def check_writable(self) -> None:
         """``StoreError`` unless records, raw output and session lines can be written (checked before a run)."""
+        check_free_space(self.path)
         check_writable(self.path / "raw")
         for target in (self.samples_path, self.path / "sessions.jsonl"):
             try:
@@ -157,20 +226,17 @@ class Campaign:
         return complete_samples(self._all_records())
 
     def append(self, records: list[dict]) -> None:
-        """Append one sample's records as a single write, then fsync. A failed write raises."""
+        """Append one sample's records as a single write, then fsync. A failed write raises and leaves
+        the file as it was (``DiskFull`` when the disk is full)."""
         if not records:
             raise StoreError("refusing to append an empty sample")
         data = b"".join(json.dumps(r, separators=(",", ":"), sort_keys=False).encode() + b"\n" for r in records)
-        fd = os.open(self.samples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            written = os.write(fd, data)
-            if written != len(data):
-                raise StoreError(f"{self.samples_path}: short write ({written} of {len(data)} bytes)")
-            os.fsync(fd)
+            _append_whole(self.samples_path, data)
         except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(f"{self.samples_path}: cannot append: the disk is full") from exc
             raise StoreError(f"{self.samples_path}: cannot append ({exc.strerror})") from None
-        finally:
-            os.close(fd)
 
     # ----------------------------------------------------------------- raw output
 
@@ -224,12 +290,41 @@ class Campaign:
     # ----------------------------------------------------------------- sessions
 
     def log_session(self, event: dict) -> None:
-        """Append a line to sessions.jsonl (run started, resumed, finished, interrupted)."""
-        line = json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), **event}) + "\n"
-        with open(self.path / "sessions.jsonl", "a") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        """Append a line to sessions.jsonl (run started, resumed, finished, interrupted, failed).
+
+        On a full disk the reserve (``hold_reserve``) is given back first, so the line still fits.
+        """
+        line = (json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), **event}) + "\n").encode()
+        path = self.path / "sessions.jsonl"
+        try:
+            _append_whole(path, line)
+        except OSError as exc:
+            if not is_disk_full(exc) or not self.release_reserve():
+                raise
+            _append_whole(path, line)
+
+    @property
+    def _reserve_path(self) -> Path:
+        return self.path / ".session-reserve"
+
+    def hold_reserve(self) -> None:
+        """Set aside ``RESERVE_BYTES`` (allocated, not sparse) for the session's last line; best effort."""
+        try:
+            fd = os.open(self._reserve_path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+            finally:
+                os.close(fd)
+        except OSError:
+            self._reserve_path.unlink(missing_ok=True)
+
+    def release_reserve(self) -> bool:
+        """Give the reserve back; whether there was one."""
+        try:
+            self._reserve_path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
 
 def complete_samples(records: list[dict]) -> set[str]:

@@ -120,6 +120,8 @@ class Recorder:
         self.sink = sink
         #: The first failure of the sink (then it is no longer called); owners raise it after the run.
         self.sink_error: str | None = None
+        #: ... and the exception itself (a full disk is told apart from other failures).
+        self.sink_exception: Exception | None = None
         self.max_backoff_s = max_backoff_s
         self._tracks = {n: _Track(n, m) for n, m in meters.items()}
         self._stop = threading.Event()
@@ -155,6 +157,7 @@ class Recorder:
                 self.sink(track.name, item)
             except Exception as exc:  # noqa: BLE001 - the recording in memory goes on; the owner must check
                 self.sink_error = f"trace sink failed for meter {track.name}: {exc}"
+                self.sink_exception = exc
                 log.error("%s", self.sink_error)
 
     def _loop(self, track: _Track) -> None:
