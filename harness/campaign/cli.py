@@ -79,12 +79,13 @@ def run(
     campaign_id: Annotated[Optional[str], typer.Option("--id", help="campaign id (default: <scenario>-<time>)")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="resume this campaign directory")] = None,
     dry_run: Annotated[bool, typer.Option(help="print the plan and an ETA, run nothing")] = False,
-    testbeds: Annotated[int, typer.Option(help="run on K parallel copies of the emulated testbed (one campaign)")] = 1,
+    testbeds: Annotated[int, typer.Option(min=1, max=64, help="run on K parallel copies of the emulated testbed "
+                                                              "(one campaign; 1-64)")] = 1,
     force: Annotated[bool, typer.Option(help="run more --testbeds than the machine sustains without losing "
                                               "fidelity")] = False,
     cluster: Annotated[Optional[str], typer.Option(help="run shards on the Ray cluster at this address "
                                                         "(`uv sync --extra cluster`; docs/cluster.md)")] = None,
-    shard_size: Annotated[Optional[int], typer.Option(help="--cluster: samples per shard (default: plan/50, "
+    shard_size: Annotated[Optional[int], typer.Option(min=1, help="--cluster: samples per shard (default: plan/50, "
                                                            "at most 20)")] = None,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
