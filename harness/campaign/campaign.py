@@ -243,6 +243,9 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
             with campaign.lock():
                 for msg in campaign.repair():
                     log.warning("%s: %s", campaign.id, msg)
+                for d in campaign.damaged():  # left where they are, never counted: their samples run again
+                    log.warning("%s: damaged record %s; its sample runs again", campaign.id,
+                                d.describe(campaign.samples_path))
                 _clean_earlier_copies(campaign, beds)
             plans = pending_plans(campaign, scenario, inventory)
             _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True,

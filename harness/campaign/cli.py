@@ -203,7 +203,20 @@ def campaign_status(c: Campaign) -> dict:
         "running_pid": c.running_pid(),
         "last_session": sessions[-1] if sessions else None,
         "sessions": len(sessions),
+        **damaged_status(c),
     }
+
+
+def damaged_status(c: Campaign) -> dict:
+    """The damaged lines of samples.jsonl (never counted as recorded; their samples run again on resume)."""
+    return {"damaged": [{"line": d.line, "sample_id": d.sample_id, "reason": d.reason} for d in c.damaged()]}
+
+
+def print_damaged(c: Campaign, st: dict) -> None:
+    """One line per damaged record, naming it (file:line) and why."""
+    for d in st.get("damaged", []):
+        console.print(f"[red]damaged[/] {c.samples_path}:{d['line']}: {d['reason']} (not counted; "
+                      "`mplab run --resume` runs its sample again)", soft_wrap=True, highlight=False)
 
 
 def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (runs/<id>)")],
@@ -222,6 +235,7 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
     if st["last_session"]:
         console.print(f"last session ({st['sessions']} in all): {describe_session(st['last_session'])}",
                       soft_wrap=True)
+    print_damaged(c, st)
     if st["pending"] and not st["running_pid"]:
         console.print(f"resume with: mplab run --resume {c.path}")
     records = c.records()

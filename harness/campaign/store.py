@@ -23,18 +23,22 @@ from a small reserve (``.session-reserve``) held while the campaign runs. Free s
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import Busy, ConfigError, DiskFull, StoreError, is_disk_full
 from harness.files import atomic_write, held_lock_text, try_flock, write_lock_text
 
-SCHEMA_VERSION = 1
+#: 2: records carry a ``checksum`` and typed ``repairs`` ({attempt, what}); manifests and session lines are
+#: unchanged from 1 (``upgrade_record`` reads schema-1 records).
+SCHEMA_VERSION = 2
 
 #: A campaign id is one directory name under the runs directory (it is also written into every record).
 CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -197,19 +201,24 @@ class Campaign:
     # ----------------------------------------------------------------- records
 
     def records(self) -> list[dict]:
-        """The records of complete samples, in the order they were appended.
+        """The records of complete samples, in the order they were appended (damaged lines left out).
 
         A torn last line is skipped, and so are the surviving records of a sample whose other
-        receivers' records were torn off (``repair()`` moves both aside).
+        receivers' records were torn off (``repair()`` moves both aside). A damaged line (``damaged``)
+        is never counted: its sample runs again on resume, and ``mplab status`` names the line.
         """
         recs = self._all_records()
         done = complete_samples(recs)
         return [r for r in recs if r.get("sample_id") in done]
 
-    def _all_records(self) -> list[dict]:
+    def _scan(self) -> tuple[list[dict], list[Damage]]:
+        """(the sound records, the damaged lines): every whole line checked against its checksum and the plan."""
         if not self.samples_path.exists():
-            return []
-        out = []
+            return [], []
+        plan = set(self.manifest.get("plan") or [])
+        out: list[dict] = []
+        damaged: list[Damage] = []
+        seen: set[tuple] = set()
         with open(self.samples_path, "rb") as f:
             for lineno, line in enumerate(f, start=1):
                 if not line.endswith(b"\n"):
@@ -218,8 +227,29 @@ class Campaign:
                     rec = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise StoreError(f"{self.samples_path}:{lineno}: corrupt record ({exc})") from None
-                out.append(upgrade_record(rec, f"{self.samples_path}:{lineno}"))
-        return out
+                if not isinstance(rec, dict):
+                    damaged.append(Damage(lineno, None, "not a JSON object"))
+                    continue
+                source = f"{self.samples_path}:{lineno}"
+                why = checksum_damage(rec) if _check_version(rec, source, "record") else None
+                rec = upgrade_record(rec, source)
+                why = why or record_damage(rec, self.id, plan)
+                key = (rec.get("sample_id"), rec.get("receiver"))
+                if why is None and key in seen:
+                    why = f"a second record of sample {key[0]} receiver {key[1]}"
+                if why is not None:
+                    damaged.append(Damage(lineno, rec.get("sample_id"), why))
+                    continue
+                seen.add(key)
+                out.append(rec)
+        return out, damaged
+
+    def _all_records(self) -> list[dict]:
+        return self._scan()[0]
+
+    def damaged(self) -> list[Damage]:
+        """Lines of samples.jsonl that parse but cannot be trusted (checksum, plan, campaign), with why."""
+        return self._scan()[1]
 
     def completed(self) -> set[str]:
         """Ids of samples whose records are all stored, one per receiver (whatever their status)."""
@@ -230,7 +260,8 @@ class Campaign:
         the file as it was (``DiskFull`` when the disk is full)."""
         if not records:
             raise StoreError("refusing to append an empty sample")
-        data = b"".join(json.dumps(r, separators=(",", ":"), sort_keys=False).encode() + b"\n" for r in records)
+        data = b"".join(json.dumps(with_checksum(r), separators=(",", ":"), sort_keys=False).encode() + b"\n"
+                        for r in records)
         try:
             _append_whole(self.samples_path, data)
         except OSError as exc:
@@ -379,6 +410,66 @@ def upgrade_manifest(doc: dict, source: str) -> dict:
 
 
 def upgrade_record(rec: dict, source: str) -> dict:
-    """Bring a sample record to the current schema; refuse newer ones."""
-    _check_version(rec, source, "record")
+    """Bring a sample record to the current schema; refuse newer ones.
+
+    Schema 1 -> 2: ``repairs`` were strings (which attempt they preceded was not kept) and there was no
+    ``checksum`` (such a record cannot be verified, only checked against the plan).
+    """
+    v = _check_version(rec, source, "record")
+    if v == 1:
+        rec = dict(rec)
+        rec["repairs"] = [{"attempt": None, "what": r} if isinstance(r, str) else r for r in rec.get("repairs") or []]
+        rec.setdefault("checksum", None)
     return rec
+
+
+def record_checksum(rec: dict) -> str:
+    """``sha256:`` of a record without its ``checksum`` (keys sorted, compact JSON: independent of key order)."""
+    body = {k: v for k, v in rec.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_checksum(rec: dict) -> dict:
+    """The record as stored: its ``checksum`` set (last), over everything else."""
+    body = {k: v for k, v in rec.items() if k != "checksum"}
+    return {**body, "checksum": record_checksum(body)}
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A line of samples.jsonl that parses but cannot be trusted."""
+
+    line: int
+    sample_id: str | None
+    reason: str
+
+    def describe(self, path: Path) -> str:
+        return f"{path}:{self.line}: {self.reason}"
+
+
+def checksum_damage(stored: dict) -> str | None:
+    """Why a record as stored fails its checksum (None when it passes, or is of schema 1, which has none)."""
+    if stored.get("schema_version") == 1:
+        return None
+    checksum = stored.get("checksum")
+    if checksum is None:
+        return "no checksum (every record of schema 2 has one)"
+    if checksum != record_checksum(stored):
+        return "checksum mismatch: the record was changed after it was written"
+    return None
+
+
+def record_damage(rec: dict, campaign_id: str, plan: set[str]) -> str | None:
+    """Why an (upgraded) record contradicts its campaign (None when it does not): a sample id the plan does
+    not have, or that its case and index contradict, or another campaign's id. Schema-1 records, which have
+    no checksum, get these checks only."""
+    sid = rec.get("sample_id")
+    if plan and sid not in plan:
+        return f"sample_id {sid!r} is not in the campaign's plan"
+    if rec.get("campaign") not in (None, campaign_id):
+        return f"campaign {rec.get('campaign')!r} is not this campaign ({campaign_id})"
+    case, index = rec.get("case_id"), rec.get("sample_index")
+    if isinstance(case, str) and isinstance(index, int) and sid != f"{case}-s{index:03d}":
+        return f"sample_id {sid!r} contradicts its case_id {case!r} and sample_index {index}"
+    return None

@@ -210,13 +210,24 @@ def to_row(rec: SampleRecord, split: str) -> dict:
     return row.model_dump()
 
 
-def collect_rows(campaigns: Iterable[Campaign], spec: SplitSpec, keep_flagged: bool = False
-                 ) -> tuple[list[dict], Counter, Counter]:
-    """Validate every record, drop unusable ones (counted by reason) and split. Returns rows, excluded, spare."""
+def collect_rows(campaigns: Iterable[Campaign], spec: SplitSpec, keep_flagged: bool = False,
+                 skip_damaged: bool = False) -> tuple[list[dict], Counter, Counter]:
+    """Validate every record, drop unusable ones (counted by reason) and split. Returns rows, excluded, spare.
+
+    A damaged line (``Campaign.damaged``: a failed checksum, a sample id the plan does not have) is refused
+    naming its file and line, or left out and counted with ``skip_damaged``.
+    """
     usable: list[SampleRecord] = []
     excluded: Counter = Counter()
     seen: dict[tuple[str, str, str], str] = {}
     for c in campaigns:
+        damaged = c.damaged()
+        if damaged and not skip_damaged:
+            more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+            raise StoreError(f"{damaged[0].describe(c.samples_path)}{more}; rerun its sample with `mplab run "
+                             f"--resume {c.path}`, or leave damaged records out with --skip-damaged")
+        if damaged:
+            excluded["damaged record (checksum or plan)"] += len(damaged)
         for lineno, raw in enumerate(c.records(), start=1):
             where = f"{c.samples_path}:{lineno}"
             rec = validate_record(raw, where)
@@ -340,7 +351,7 @@ def check_mix(campaigns: Sequence[Campaign], allow_mixed: bool) -> dict[str, dic
 
 def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec(), keep_flagged: bool = False,
                   force: bool = False, policy: str | None = None, license: str = "unknown",
-                  allow_mixed: bool = False) -> BuildResult:
+                  allow_mixed: bool = False, skip_damaged: bool = False) -> BuildResult:
     """Build ``out`` (datasets/<name>) from campaign directories ``runs``.
 
     Args:
@@ -353,6 +364,7 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
             (default), keep the previous one as ``<out>.<UTC time>``, or overwrite.
         license: the data's license (an SPDX id or ``unknown``), for the card and Croissant file.
         allow_mixed: merge campaigns of different testbed kinds, power profiles or energy sources.
+        skip_damaged: leave damaged records out (counted in ``excluded``) instead of refusing the build.
 
     Returns:
         Where it was written, its digest, row count and excluded counts.
@@ -368,7 +380,7 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         except StoreError as exc:
             raise ConfigError(str(exc), field="RUNS") from None
     mix = check_mix(campaigns, allow_mixed)
-    rows, excluded, spare = collect_rows(campaigns, spec, keep_flagged)
+    rows, excluded, spare = collect_rows(campaigns, spec, keep_flagged, skip_damaged)
     if not rows:
         raise ConfigError(f"no usable records in {', '.join(map(str, runs))} (excluded: {dict(excluded)})")
     df = to_frame(rows)

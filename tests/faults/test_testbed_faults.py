@@ -144,8 +144,50 @@ def test_link_flap_is_repaired_before_the_next_sample(tmp_path, prefix):
         clean_prefix(prefix, nested=False)
     recs = c.records()
     assert [r["status"] for r in recs] == ["ok"] * 3, [r["error"] for r in recs]
-    assert any("restored" in x for x in recs[1]["repairs"]), recs[1]["repairs"]
+    assert any("restored" in x["what"] and x["attempt"] == 1 for x in recs[1]["repairs"]), recs[1]["repairs"]
     assert recs[0]["repairs"] == [] and recs[2]["repairs"] == []
+
+
+def test_a_repair_before_a_failed_attempt_is_in_the_record_of_the_attempt_that_succeeded(tmp_path, prefix,
+                                                                                          monkeypatch):
+    """The health check repairs a flapped link before attempt 1, attempt 1 then fails (its congestion control
+    cannot be applied, once), attempt 2 succeeds: the record keeps attempt 1's repair (it used to say [])."""
+    from harness.campaign.campaign import RunHooks, start_campaign
+    from harness.config.load import parse_model
+    from harness.config.scenario import Scenario
+    from harness.errors import CommandError
+    from harness.testbeds.emulated import EmulatedTestbed
+
+    sc, inv = _campaign_args(tmp_path, prefix, samples=2)
+    sc = parse_model(Scenario, {**sc.model_dump(mode="json"), "retries": 1}, "test")
+    root = LocalHost("root")
+    real_apply, real_health = EmulatedTestbed.apply_cc, EmulatedTestbed.check_health
+    calls = {"health": 0, "apply": 0}
+
+    def check_health(self, nodes):
+        calls["health"] += 1
+        if calls["health"] == 2:  # before the second sample's first attempt
+            for updown in ("down", "up"):
+                root.run(["ip", "netns", "exec", f"{prefix}n1", "ip", "link", "set", "wlan0", updown])
+        return real_health(self, nodes)
+
+    def apply_cc(self, cc, receivers):
+        calls["apply"] += 1
+        if calls["apply"] == 2:
+            raise CommandError("test", ["tc"], 1, "refused once by the test")
+        return real_apply(self, cc, receivers)
+
+    monkeypatch.setattr(EmulatedTestbed, "check_health", check_health)
+    monkeypatch.setattr(EmulatedTestbed, "apply_cc", apply_cc)
+    try:
+        c = start_campaign(sc, inv, tmp_path / "runs", campaign_id="again", hooks=RunHooks())
+    finally:
+        clean_prefix(prefix, nested=False)
+    recs = c.records()
+    assert [r["status"] for r in recs] == ["ok", "ok"], [r["error"] for r in recs]
+    assert recs[1]["attempts"] == 2
+    assert recs[1]["repairs"] and {x["attempt"] for x in recs[1]["repairs"]} == {1}, recs[1]["repairs"]
+    assert any("restored" in x["what"] for x in recs[1]["repairs"])
 
 
 def test_unrepairable_receiver_fails_its_samples_with_the_reason_and_run_exits_3(tmp_path, prefix):
