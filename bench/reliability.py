@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
+from harness import machine  # noqa: E402
 from harness.machine import STATE_ROOT  # noqa: E402
 from harness.testbeds.clean import clean_prefix, list_namespaces  # noqa: E402
 from harness.hosts.local import LocalHost  # noqa: E402
@@ -61,63 +62,86 @@ def files(tmp: Path, prefix: str, receivers: list[tuple[float, float]], scenario
 
 
 def leftovers(prefix: str) -> dict:
-    """What a crash of a testbed with ``prefix`` left on the machine."""
+    """What a crash of the testbeds under ``prefix`` (K copies: nested prefixes) left on the machine."""
     root = LocalHost("root")
     ns = list_namespaces(root, prefix)
     procs = sum(len(root.run(["ip", "netns", "pids", n], check=False).stdout.split()) for n in ns)
-    state = STATE_ROOT / prefix.rstrip("-")
-    claim = claim_path(prefix)
-    return {"namespaces": len(ns), "processes": procs, "state_dir": state.exists(), "claim_file": claim.exists()}
+    states = [d for d in STATE_ROOT.glob(prefix.rstrip("-") + "*") if d.is_dir()] if STATE_ROOT.exists() else []
+    claims = [c for c in claim_path(prefix).parent.glob(prefix + "*")] if claim_path(prefix).parent.exists() else []
+    users = [u for us in machine.struct_ops_users().values() for u in us if u.startswith(prefix)]
+    return {"namespaces": len(ns), "processes": procs, "state_dirs": len(states), "claim_files": len(claims),
+            "struct_ops_records": len(users)}
 
 
-def kills(tmp: Path, n_kills: int, seed: int) -> dict:
+def _wait_for_kill_moment(proc: subprocess.Popen, samples: Path, size0: int, rng: random.Random) -> str:
+    """Sleep until a random moment of the session: during set-up (a third of the kills), else within ~2
+    samples after this session's first record. Returns which."""
+    if rng.random() < 1 / 3:
+        time.sleep(rng.uniform(0.2, 4.0))
+        return "set-up"
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if samples.exists() and samples.stat().st_size > size0:
+            break
+        time.sleep(0.02)
+    time.sleep(rng.uniform(0.0, 2.5))
+    return "mid-sweep"
+
+
+def kills(tmp: Path, n_kills: int, seed: int, testbeds: int = 1) -> dict:
+    """``n_kills`` SIGKILLs of `mplab run [--testbeds K]` at random moments, each followed by `--resume`, the
+    last resume to completion; then records lost, duplicated and changed (bytes), and what is left."""
     prefix = f"mplab-brl{uuid.uuid4().hex[:4]}-"
     sc = files(tmp, prefix, [(20, 8), (12, 10)], {"receiver_counts": [1, 2], "modes": ["wifi"],
-                                                  "samples_per_case": 12, "file_size": "1M", "settle_s": 0})
+                                                  "samples_per_case": 12, "file_size": "512K", "settle_s": 0})
     runs = tmp / "runs"
     path = runs / "k"
     rng = random.Random(seed)
     survived, cycles, left = 0, [], []
+    changed = 0
     prev = b""
+    extra = ["--testbeds", str(testbeds)] if testbeds > 1 else []
+    t0 = time.monotonic()
     try:
         for k in range(n_kills + 1):
             started = (path / "manifest.json").exists()
-            args = ["run", "--resume", str(path)] if started else ["run", str(sc), "--runs-dir", str(runs), "--id", "k"]
+            args = (["run", "--resume", str(path)] if started else
+                    ["run", str(sc), "--runs-dir", str(runs), "--id", "k"]) + extra
             size0 = (path / "samples.jsonl").stat().st_size if (path / "samples.jsonl").exists() else 0
             proc = subprocess.Popen([sys.executable, "-m", "mplab", *args], cwd=REPO, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True)
             if k == n_kills:  # the last one runs to the end
-                err = proc.communicate(timeout=600)[1]
+                err = proc.communicate(timeout=900)[1]
                 if proc.returncode != 0:
                     raise SystemExit(f"final resume exited {proc.returncode}: {err[-2000:]}")
                 break
-            # Mid-sweep: once this session has recorded a sample, at a random moment within the next ~2 samples.
-            deadline = time.monotonic() + 120
-            while proc.poll() is None and time.monotonic() < deadline:
-                p = path / "samples.jsonl"
-                if p.exists() and p.stat().st_size > size0:
-                    break
-                time.sleep(0.02)
-            time.sleep(rng.uniform(0.0, 2.5))
+            when = _wait_for_kill_moment(proc, path / "samples.jsonl", size0, rng)
             if proc.poll() is not None:
-                cycles.append("finished before the kill")
+                cycles.append(f"finished before the kill (exit {proc.returncode})")
+                if proc.returncode != 0:
+                    raise SystemExit(f"run {k + 1} exited {proc.returncode}: {proc.stderr.read()[-2000:]}")
                 break
-            before = len(Campaign.open(path).completed())
+            before = len(Campaign.open(path).completed()) if (path / "manifest.json").exists() else 0
             proc.kill()
             proc.wait()
             now = path / "samples.jsonl"
             data = now.read_bytes() if now.exists() else b""
             # Everything complete before this kill must still be there, byte for byte.
             if not data.startswith(prev[:incomplete_tail_start(prev)]):
-                raise SystemExit(f"kill {k + 1}: records written before it changed")
+                changed += 1
             prev = data
             torn = incomplete_tail_start(data) < len(data)
-            cycles.append(f"{before} samples recorded" + (" (torn tail)" if torn else ""))
+            cycles.append(f"{when}: {before} samples recorded" + (" (torn tail)" if torn else ""))
             left.append(leftovers(prefix))
             survived += 1
+        final = (path / "samples.jsonl").read_bytes()
+        if not final.startswith(prev[:incomplete_tail_start(prev)]):
+            changed += 1
+        after_resume = leftovers(prefix)
+        wall = time.monotonic() - t0
         # What `mplab clean` removes after a crash (one more kill, then clean instead of resume).
         proc = subprocess.Popen([sys.executable, "-m", "mplab", "run", str(sc), "--runs-dir", str(runs), "--id",
-                                 "k2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 "k2", *extra], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while not list_namespaces(LocalHost("root"), prefix) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -133,17 +157,21 @@ def kills(tmp: Path, n_kills: int, seed: int) -> dict:
     c = Campaign.open(path)
     recs = c.records()
     keys = [(r["sample_id"], r["receiver"]) for r in recs]
-    per_sample = {}
+    per_sample: dict[str, list] = {}
     for r in recs:
         per_sample.setdefault(r["sample_id"], []).append(r)
     complete = all(len(v) == v[0]["n_receivers"] for v in per_sample.values())
-    return {"kills": survived, "planned": len(c.manifest["plan"]), "recorded": len(per_sample),
-            "duplicates": len(keys) - len(set(keys)), "all_complete": complete,
+    planned = c.manifest["plan"]
+    return {"testbeds": testbeds, "kills": survived, "planned": len(planned), "recorded": len(per_sample),
+            "lost": len(set(planned) - set(per_sample)),
+            "duplicates": len(keys) - len(set(keys)), "changed": changed, "damaged": len(c.damaged()),
+            "all_complete": complete,
             "ok": sum(1 for v in per_sample.values() if v[0]["sample_status"] == "ok"),
             "torn_tails_repaired": len(list(path.glob("samples.jsonl.torn-*"))),
             "aborted_raw_kept": len(list((path / "raw" / ".aborted").glob("*"))) if (path / "raw" / ".aborted").exists() else 0,
-            "cycles": cycles, "left_after_kills": left, "crash_left": crash_left,
-            "clean_exit": res.returncode, "after_clean": after_clean,
+            "kill_and_resume_wall_s": round(wall, 1),
+            "cycles": cycles, "left_after_kills": left, "left_after_final_resume": after_resume,
+            "crash_left": crash_left, "clean_exit": res.returncode, "after_clean": after_clean,
             "clean_again": again.stdout.strip().splitlines()[-1] if again.stdout.strip() else ""}
 
 
@@ -273,6 +301,7 @@ def order(tmp: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--testbeds", type=int, default=1, help="kills: K parallel testbeds (--testbeds K)")
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--only", choices=["kills", "bad", "signals", "order"], action="append")
     ap.add_argument("--json", default=None)
@@ -289,7 +318,7 @@ def main() -> int:
             sub = tmp / part
             sub.mkdir()
             out[part] = {"bad": lambda: bad_inputs(sub), "signals": lambda: signals(sub),
-                         "kills": lambda: kills(sub, args.kills, args.seed), "order": lambda: order(sub)}[part]()
+                         "kills": lambda: kills(sub, args.kills, args.seed, args.testbeds), "order": lambda: order(sub)}[part]()
             out[part]["bench_s"] = round(time.monotonic() - t, 1)
             print(json.dumps({part: out[part]}, indent=1), flush=True)
     finally:
