@@ -17,7 +17,7 @@ from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.errors import MplabError
 from harness.hosts.local import LocalHost
-from tests.conftest import small_inventory
+from tests.conftest import default_sigint, small_inventory
 
 from .conftest import REPO
 
@@ -90,7 +90,8 @@ def test_signal_during_setup_tears_down_and_logs_the_reason(tmp_path, prefix, si
     inv, sc_path = _files(tmp_path, prefix)
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "mplab", "run", str(sc_path), "--runs-dir", str(runs),
-                             "--id", "sig"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--id", "sig"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # the test SIGINTs it, whatever started the suite
     root = LocalHost("root")
     try:
         deadline = time.monotonic() + 60
@@ -105,6 +106,35 @@ def test_signal_during_setup_tears_down_and_logs_the_reason(tmp_path, prefix, si
         assert list_namespaces(root, prefix) == [], "namespaces left behind"
         events = [json.loads(line) for line in (runs / "sig" / "sessions.jsonl").read_text().splitlines()]
         assert events[-1]["event"] == "interrupted" and events[-1]["reason"] == says
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        clean_prefix(prefix, nested=False)
+
+
+def test_started_with_sigint_ignored_mplab_keeps_ignoring_it_and_stops_on_sigterm(tmp_path, prefix):
+    """A background job of a script (``cmd &``) starts with SIGINT ignored: mplab honours that (a Ctrl-C meant
+    for the terminal's foreground job does not stop it) and stops cleanly on SIGTERM (docs/exit-codes.md)."""
+    inv, sc_path = _files(tmp_path, prefix)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "mplab", "run", str(sc_path), "--runs-dir", str(runs),
+                             "--id", "ign"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    root = LocalHost("root")
+    try:
+        deadline = time.monotonic() + 60
+        while not list_namespaces(root, prefix, nested=False):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "set-up never started"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(2.0)
+        assert proc.poll() is None, "SIGINT stopped a run started with SIGINT ignored"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 143 and "stopped by SIGTERM" in err and "Traceback" not in err, err[-2000:]
+        assert list_namespaces(root, prefix) == []
     finally:
         if proc.poll() is None:
             proc.kill()
