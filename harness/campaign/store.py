@@ -212,13 +212,19 @@ class Campaign:
         return [r for r in recs if r.get("sample_id") in done]
 
     def _scan(self) -> tuple[list[dict], list[Damage]]:
-        """(the sound records, the damaged lines): every whole line checked against its checksum and the plan."""
+        """(the sound records, the damaged lines): every whole line checked against its checksum and the plan.
+
+        A sample's records are one append, so consecutive lines of one sample are one run of it. A run that
+        comes after a complete sound run of the same sample is damaged (a second record); one that comes
+        after an incomplete run (a receiver's record was damaged, so the sample ran again on resume)
+        supersedes it: the earlier run's lines are then not counted either, so that a sample's records always
+        come from one run.
+        """
         if not self.samples_path.exists():
             return [], []
         plan = set(self.manifest.get("plan") or [])
-        out: list[dict] = []
         damaged: list[Damage] = []
-        seen: set[tuple] = set()
+        groups: list[tuple[str | None, list[tuple[int, dict]]]] = []
         with open(self.samples_path, "rb") as f:
             for lineno, line in enumerate(f, start=1):
                 if not line.endswith(b"\n"):
@@ -234,15 +240,28 @@ class Campaign:
                 why = checksum_damage(rec) if _check_version(rec, source, "record") else None
                 rec = upgrade_record(rec, source)
                 why = why or record_damage(rec, self.id, plan)
-                key = (rec.get("sample_id"), rec.get("receiver"))
-                if why is None and key in seen:
-                    why = f"a second record of sample {key[0]} receiver {key[1]}"
                 if why is not None:
                     damaged.append(Damage(lineno, rec.get("sample_id"), why))
                     continue
-                seen.add(key)
-                out.append(rec)
-        return out, damaged
+                sid = rec.get("sample_id")
+                # A new run: another sample, or a receiver this run already has (the same sample appended again).
+                if not groups or groups[-1][0] != sid or any(r.get("receiver") == rec.get("receiver")
+                                                             for _, r in groups[-1][1]):
+                    groups.append((sid, []))
+                groups[-1][1].append((lineno, rec))
+        kept: dict[str | None, list[tuple[int, dict]]] = {}
+        for sid, run in groups:
+            earlier = kept.get(sid)
+            if earlier is not None and sid in complete_samples([r for _, r in earlier]):
+                damaged += [Damage(ln, sid, f"a second record of sample {sid} receiver {r.get('receiver')} "
+                                            f"(the first run is at line {earlier[0][0]})") for ln, r in run]
+                continue
+            if earlier is not None:
+                damaged += [Damage(ln, sid, f"superseded: sample {sid} (incomplete here) ran again at line "
+                                            f"{run[0][0]}") for ln, _ in earlier]
+            kept[sid] = run
+        damaged.sort(key=lambda d: d.line)
+        return [r for _, r in sorted(ln_r for run in kept.values() for ln_r in run)], damaged
 
     def _all_records(self) -> list[dict]:
         return self._scan()[0]

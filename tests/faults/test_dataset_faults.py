@@ -135,3 +135,32 @@ def test_schema_1_records_are_still_read_and_checked_against_the_plan(tmp_path):
     assert r0["repairs"] == [{"attempt": None, "what": "route default via 10.10.1.1 dev wlan0 table main restored"}]
     res = build_dataset([c.path], tmp_path / "d", skip_damaged=True)
     assert res.rows > 0
+
+
+def test_a_sample_run_again_after_damage_counts_one_run_and_a_third_run_is_a_duplicate(tmp_path):
+    """Two receivers, one record edited: the sample is incomplete, so resume runs it again (simulated by the same
+    append). Its sound records then all come from the second run (never one receiver of each), and a further
+    complete run of it is damaged as a second record: resume never yields two sound records of one sample."""
+    import json
+
+    c, recs = _campaign(tmp_path / "runs", "A")
+    lines = c.samples_path.read_bytes().splitlines()
+    two = [i for i, ln in enumerate(lines, start=1) if json.loads(ln)["n_receivers"] == 2]
+    first = json.loads(lines[two[0] - 1])
+    sid = first["sample_id"]
+    _edit_line(c, two[0], '"energy_j":', '"energy_j":1')
+    c = Campaign.open(c.path)
+    assert sid not in c.completed()
+    again = [{k: v for k, v in r.items() if k != "checksum"} for r in recs if r["sample_id"] == sid]
+    for r in again:
+        r["energy_j"] = 99.0  # the rerun measured something else
+    c.append(again)
+    c = Campaign.open(c.path)
+    mine = [r for r in c.records() if r["sample_id"] == sid]
+    assert len(mine) == 2 and {r["energy_j"] for r in mine} == {99.0}
+    reasons = {d.line: d.reason for d in c.damaged()}
+    assert reasons[two[0]].startswith("checksum mismatch") and reasons[two[1]].startswith("superseded")
+    c.append(again)
+    c = Campaign.open(c.path)
+    assert len([r for r in c.records() if r["sample_id"] == sid]) == 2
+    assert sum(d.reason.startswith("a second record") for d in c.damaged()) == 2
