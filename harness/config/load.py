@@ -37,9 +37,19 @@ def _mentions_bool(annotation: object) -> bool:
     return any(_mentions_bool(a) for a in typing.get_args(annotation))
 
 
-def _has_bool(value: object) -> bool:
+def _mentions_model(annotation: object) -> bool:
+    """Whether ``annotation`` holds a model anywhere (its items are then checked by that model)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_mentions_model(a) for a in typing.get_args(annotation))
+
+
+def _has_bool(value: object, annotation: object) -> bool:
+    """A bool in ``value``: itself, or an item of a list or mapping of plain values (not of models)."""
     if isinstance(value, bool):
         return True
+    if _mentions_model(annotation):
+        return False
     if isinstance(value, list):
         return any(isinstance(v, bool) for v in value)
     if isinstance(value, dict):
@@ -60,7 +70,7 @@ class Strict(BaseModel):
     @classmethod
     def _no_bool_for_numbers(cls, value: object, info: ValidationInfo) -> object:
         field = cls.model_fields.get(info.field_name or "")
-        if field is not None and _has_bool(value) and not _mentions_bool(field.annotation):
+        if field is not None and _has_bool(value, field.annotation) and not _mentions_bool(field.annotation):
             raise ValueError("true/false is not a number or a name here")
         return value
 
