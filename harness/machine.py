@@ -167,6 +167,9 @@ def _read_struct_ops() -> dict[str, list[str]]:
 
 
 def _write_struct_ops(users: dict[str, list[str]]) -> None:
+    if not users:  # nothing recorded: no file (it would outlive every testbed)
+        STRUCT_OPS_USERS.unlink(missing_ok=True)
+        return
     atomic_write(STRUCT_OPS_USERS, json.dumps(users, sort_keys=True).encode())
 
 
