@@ -198,6 +198,43 @@ def _register_as(obj: Path, name: str, owner: str | None) -> None:
         ROOT.run(bpfcc.register_argv(obj), timeout=60)
 
 
+def _renamed_cc(tmp_path: Path, tag: str) -> BpfCC:
+    """A ``BpfCC`` of LIA under the name ``mplab_<tag>``, which no other testbed on this machine uses."""
+    obj, name = _renamed_lia(tmp_path, tag)
+    cc = BpfCC("lia")
+    cc.obj, cc.sock_name, cc.implementation = obj, name, f"bpf:{name}"
+    return cc
+
+
+@pytest.mark.root
+@needs_build
+def test_setup_records_its_owner_before_registering_and_checks_trial_leaves_no_record(prefix, tmp_path):
+    """BpfCC itself, on the real kernel, under a name nobody else uses: check()'s trial registration is gone
+    with its record; setup(owner=P) records P and registers; a second owner joins; cleaning P keeps it for
+    the other owner, cleaning that one removes it."""
+    tag = prefix.removeprefix("mplab-t").rstrip("-")
+    cc = _renamed_cc(tmp_path, "r" + tag[:5])
+    other = prefix.replace("-t", "-o", 1)
+    try:
+        cc.check(ROOT)
+        assert cc.sock_name not in bpfcc.registered(ROOT) and cc.sock_name not in machine.struct_ops_users()
+        cc.setup(ROOT, owner=prefix)
+        cc.setup(ROOT, owner=other)
+        assert cc.sock_name in bpfcc.registered(ROOT)
+        assert machine.struct_ops_users()[cc.sock_name] == [prefix, other]
+        cc.teardown(ROOT)  # recorded: the clean-up's, not teardown's
+        assert cc.sock_name in bpfcc.registered(ROOT)
+        assert not [d for d in clean_prefix(prefix, ROOT) if cc.sock_name in d]
+        assert cc.sock_name in bpfcc.registered(ROOT)
+        assert f"struct_ops {cc.sock_name}" in clean_prefix(other, ROOT)
+        assert cc.sock_name not in bpfcc.registered(ROOT) and cc.sock_name not in machine.struct_ops_users()
+    finally:
+        if cc.sock_name in bpfcc.registered(ROOT):
+            ROOT.run(bpfcc.unregister_argv(cc.sock_name), check=False)
+        machine.drop_struct_ops([cc.sock_name])
+        clean_prefix(other, ROOT)
+
+
 @pytest.mark.root
 @needs_build
 def test_clean_of_a_prefix_leaves_other_owners_struct_ops_registered(prefix, tmp_path):
