@@ -6,6 +6,7 @@ value, and what to try next.
 """
 from __future__ import annotations
 
+import errno
 import shlex
 from collections.abc import Sequence
 
@@ -17,6 +18,7 @@ EXIT_USAGE = 2
 EXIT_SAMPLES_FAILED = 3
 EXIT_STORE = 4
 EXIT_BUSY = 5
+EXIT_DISK_FULL = 6
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
@@ -98,6 +100,26 @@ class StoreError(MplabError):
     """A campaign directory is missing, of an unknown version, corrupt, or could not be written."""
 
     exit_code = EXIT_STORE
+
+
+class DiskFull(StoreError):
+    """The disk (or quota) under a campaign, dataset or model ran out of space: finished records are kept."""
+
+    exit_code = EXIT_DISK_FULL
+
+
+#: errno values that mean "no space": the disk is full, or the user's quota is.
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) says the disk or the quota is full."""
+    seen = 0
+    while exc is not None and seen < 5:
+        if isinstance(exc, DiskFull) or (isinstance(exc, OSError) and exc.errno in NO_SPACE):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 class Busy(MplabError):

@@ -9,7 +9,12 @@ the machine, so they are decided here, from all the records at once:
   ``release_ccs``): recorded machine-wide, under a lock, before the edit, and removed
   only when no live testbed (of any prefix) needs them any more;
 - which congestion controls are still needed (``names_needed``), which the BPF
-  struct_ops clean-up keeps.
+  struct_ops clean-up keeps;
+- who registered (or later joined) each of mplab's BPF struct_ops congestion controls
+  (``join_struct_ops``, ``release_struct_ops``): users are testbed prefixes, or ``pid:N`` for a
+  process's trial registration. A clean of prefix P unregisters only a name whose users were all
+  under P (or dead processes); a registration nobody recorded (another user's ``bpftool struct_ops
+  register``, a program outside mplab) is never touched except by an explicit machine-wide clean.
 
 A leaf: it knows hosts, argv builders and files, nothing of testbeds or congestion
 controls. Removing namespaces and processes is ``harness.testbeds.clean``'s job.
@@ -32,6 +37,8 @@ STATE_ROOT = Path("/run/mplab")
 ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
 #: Names mplab added to ALLOWED_CC (machine-wide; removed once no live testbed needs them).
 ALLOWED_ADDED = STATE_ROOT / "allowed-cc-added.json"
+#: mplab's struct_ops registrations: name -> users (testbed prefixes, ``pid:N``), recorded before registering.
+STRUCT_OPS_USERS = STATE_ROOT / "struct-ops-users.json"
 
 
 def state_dir(prefix: str) -> Path:
@@ -151,6 +158,77 @@ def release_ccs(root: Host) -> list[str]:
         return removable
 
 
+def _read_struct_ops() -> dict[str, list[str]]:
+    try:
+        doc = json.loads(STRUCT_OPS_USERS.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {str(k): [str(u) for u in v] for k, v in doc.items() if isinstance(v, list)} if isinstance(doc, dict) else {}
+
+
+def _write_struct_ops(users: dict[str, list[str]]) -> None:
+    if not users:  # nothing recorded: no file (it would outlive every testbed)
+        STRUCT_OPS_USERS.unlink(missing_ok=True)
+        return
+    atomic_write(STRUCT_OPS_USERS, json.dumps(users, sort_keys=True).encode())
+
+
+def struct_ops_users() -> dict[str, list[str]]:
+    """mplab's recorded struct_ops registrations: name -> users (prefixes, ``pid:N``)."""
+    return _read_struct_ops()
+
+
+def join_struct_ops(name: str, user: str, is_registered: Callable[[], bool]) -> bool:
+    """Record ``user`` as a user of struct_ops ``name``; return whether the caller must register it now.
+
+    Under the machine lock. A name mplab recorded gains ``user`` (registered again if it has
+    gone). A name nobody recorded and the kernel does not have is recorded with ``user`` *before*
+    the caller registers it, so a crash right after still finds it. A name the kernel has but
+    nobody recorded belongs to someone else: it is used as it is, never recorded (so never removed).
+    """
+    with _machine_lock():
+        users = _read_struct_ops()
+        registered = is_registered()
+        if name in users:
+            if user not in users[name]:
+                users[name].append(user)
+                _write_struct_ops(users)
+            return not registered
+        if registered:
+            return False
+        users[name] = [user]
+        _write_struct_ops(users)
+        return True
+
+
+def release_struct_ops(leaving: Callable[[str], bool]) -> list[str]:
+    """Drop the users ``leaving(user)`` selects; return the recorded names that have no user left."""
+    with _machine_lock():
+        users = _read_struct_ops()
+        if not users:
+            return []
+        kept = {n: [u for u in us if not leaving(u)] for n, us in users.items()}
+        if kept != users:
+            _write_struct_ops(kept)
+        return sorted(n for n, us in kept.items() if not us)
+
+
+def drop_struct_ops(names: Sequence[str]) -> None:
+    """Forget the records of ``names`` (unregistered, or gone from the kernel)."""
+    with _machine_lock():
+        users = _read_struct_ops()
+        if any(n in users for n in names):
+            _write_struct_ops({n: us for n, us in users.items() if n not in names})
+
+
+def tidy() -> None:
+    """Remove /run/mplab once no live testbed, no allowed-list edit and no struct_ops record is left."""
+    with _machine_lock():  # a testbed writing its first record waits, then finds /run/mplab anew
+        if (not any(d.is_dir() for d in STATE_ROOT.iterdir()) and not _read_added()
+                and not _read_struct_ops()):
+            shutil.rmtree(STATE_ROOT, ignore_errors=True)  # no live testbed: leave nothing behind
+
+
 def forget(prefix: str, root: Host, nested: bool = True, keep: Callable[[str], bool] | None = None) -> list[str]:
     """Drop the records of testbeds with ``prefix`` (see ``owned``), release what no live one needs; idempotent.
 
@@ -169,7 +247,5 @@ def forget(prefix: str, root: Host, nested: bool = True, keep: Callable[[str], b
     released = release_ccs(root)
     if released:
         done.append(f"allowed congestion controls {released}")
-    with _machine_lock():  # a testbed writing its first record waits, then finds /run/mplab anew
-        if not any(d.is_dir() for d in STATE_ROOT.iterdir()) and not _read_added():
-            shutil.rmtree(STATE_ROOT, ignore_errors=True)  # no live testbed: leave nothing behind
+    tidy()
     return done

@@ -102,6 +102,10 @@ def render(inventory: InventoryArg,
         if sec is None:
             console.print("user_db.csv needs the SIM keys: pass --secrets to render it too")
     else:
+        # Open5GS keeps the SIM keys in its database (`mplab lte up` writes them), not in a rendered file; a
+        # --secrets file is still read, so that a group-readable or invalid one is refused as on the srsEPC path.
+        if secrets is not None:
+            secrets_for(inv, inventory, secrets, required=False)
         files = render_all(inv, parse_version(version, source="--version"))
     for f in files:
         p = out / f.machine / f.path.lstrip("/")

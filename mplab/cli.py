@@ -3,7 +3,7 @@
 Exit codes (docs/exit-codes.md, README "Reliability"): 0 done; 1 a failure (preflight, a command, a
 meter); 2 bad input (a usage error, a bad file or value); 3 the run ended but samples failed; 4 the
 campaign store cannot be used (unwritable, corrupt, newer schema); 5 busy (the campaign or the
-testbed's namespace prefix is held by another live process); 130 interrupted by Ctrl-C (SIGINT);
+testbed's namespace prefix is held by another live process); 6 the disk is full; 130 interrupted by Ctrl-C (SIGINT);
 143 stopped by SIGTERM.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from analysis import cli as analysis_cli
 from harness.campaign import cli as campaign_cli
 from harness.cc import cli as cc_cli
 from harness.dataset import cli as dataset_cli
-from harness.errors import EXIT_INTERRUPTED, EXIT_USAGE, MplabError
+from harness.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_USAGE, MplabError, is_disk_full
 from harness.meters import cli as meters_cli
 from harness.testbeds import cli as testbeds_cli
 from lte import cli as lte_cli
@@ -114,6 +114,13 @@ def run(argv: list[str] | None = None) -> int:
     except aborts:
         print("aborted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        # Whatever wrote it (a dataset, a model, a report): one line, not a traceback.
+        print(f"error: {exc.filename or 'a file'}: the disk is full (no space left on device); free space and run "
+              "again (a campaign: `mplab run --resume runs/<campaign>`)", file=sys.stderr)
+        return EXIT_DISK_FULL
     return rc if isinstance(rc, int) else 0
 
 

@@ -6,6 +6,7 @@ as root, and CI runs as root so they run there.
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,6 +81,16 @@ def small_inventory(prefix: str, receivers: list[tuple[float, float]], wifi_cap:
     base["emulation"]["wifi_ap"]["capacity_mbit"] = wifi_cap
     base["emulation"]["lte_cell"]["capacity_mbit"] = lte_cap
     return Inventory.model_validate(base)
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child a test will send SIGINT: give it the default disposition.
+
+    A suite started from a script as a background job (``make test &``) runs with SIGINT ignored, and
+    children inherit that; Python then installs no KeyboardInterrupt handler and mplab keeps ignoring
+    SIGINT, as it should (docs/exit-codes.md). A test of Ctrl-C must stand where a terminal's user does.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

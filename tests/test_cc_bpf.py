@@ -7,7 +7,10 @@ in the resolve test (this machine runs an upstream kernel; only the name is chec
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +18,7 @@ from conftest import allowed_ccs_apart_from_other_testbeds, small_inventory
 from harness.campaign.campaign import RunHooks, start_campaign
 from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
+from harness import machine
 from harness.machine import ALLOWED_CC
 from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.errors import PreflightError
@@ -26,6 +30,7 @@ pytestmark = pytest.mark.machine
 
 COUPLED = ("lia", "olia", "balia", "wvegas")
 ROOT = LocalHost("root")
+REPO = Path(__file__).resolve().parent.parent
 needs_build = pytest.mark.skipif(not (bpfcc.BUILD_DIR / "lia.bpf.o").exists(),
                                  reason="BPF objects not built: run `make bpf`")
 
@@ -151,18 +156,126 @@ def test_register_is_idempotent_and_cleanup_unregisters_leftovers(prefix):
     cc = BpfCC("balia")
     cc.check(ROOT)
     assert "mplab_balia" not in bpfcc.registered(ROOT) or "mplab_balia" in bpfcc._needed_elsewhere()
+    assert "mplab_balia" not in machine.struct_ops_users()  # the trial registration's record is gone
     try:
-        cc.setup(ROOT)
-        cc.setup(ROOT)
+        cc.setup(ROOT, owner=prefix)
+        cc.setup(ROOT, owner=prefix)
         assert "mplab_balia" in bpfcc.registered(ROOT)
-        # A crashed run leaves it registered: cleaning any prefix removes what no live testbed needs.
+        assert machine.struct_ops_users()["mplab_balia"] == [prefix]
+        # A crashed run leaves it registered: cleaning its prefix removes what no live testbed needs.
         done = clean_prefix(prefix, ROOT)
         assert "struct_ops mplab_balia" in done
         assert "mplab_balia" not in bpfcc.registered(ROOT)
+        assert "mplab_balia" not in machine.struct_ops_users()
         cc.teardown(ROOT)
         cc.teardown(ROOT)
     finally:
         cc.teardown(ROOT)
+        clean_prefix(prefix, ROOT)
+
+
+def _mplab_clean(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mplab", "clean", *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+
+
+def _renamed_lia(tmp_path: Path, tag: str) -> tuple[Path, str]:
+    """mplab's LIA built under the struct_ops name ``mplab_<tag>``: a registration no other testbed on this
+    machine shares (theirs use the four real names), so the test can assert on it whatever else runs."""
+    src = (bpfcc.BPF_DIR / "lia.bpf.c").read_text()
+    src = src.replace("(lia)", f"({tag})").replace("(lia,", f"({tag},").replace("mplab_lia", f"mplab_{tag}")
+    (tmp_path / f"{tag}.bpf.c").write_text(src)
+    obj = tmp_path / f"{tag}.bpf.o"
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wno-unused-variable",
+                    f"-I{bpfcc.BUILD_DIR}", f"-I{bpfcc.BPF_DIR}", "-c", str(tmp_path / f"{tag}.bpf.c"),
+                    "-o", str(obj)], check=True, capture_output=True, timeout=120)
+    return obj, f"mplab_{tag}"
+
+
+def _register_as(obj: Path, name: str, owner: str | None) -> None:
+    """Register ``obj`` as a testbed with prefix ``owner`` does (recorded first), or unrecorded (None)."""
+    if owner is None or machine.join_struct_ops(name, owner, lambda: name in bpfcc.registered(ROOT)):
+        ROOT.run(bpfcc.register_argv(obj), timeout=60)
+
+
+def _renamed_cc(tmp_path: Path, tag: str) -> BpfCC:
+    """A ``BpfCC`` of LIA under the name ``mplab_<tag>``, which no other testbed on this machine uses."""
+    obj, name = _renamed_lia(tmp_path, tag)
+    cc = BpfCC("lia")
+    cc.obj, cc.sock_name, cc.implementation = obj, name, f"bpf:{name}"
+    return cc
+
+
+@pytest.mark.root
+@needs_build
+def test_setup_records_its_owner_before_registering_and_checks_trial_leaves_no_record(prefix, tmp_path):
+    """BpfCC itself, on the real kernel, under a name nobody else uses: check()'s trial registration is gone
+    with its record; setup(owner=P) records P and registers; a second owner joins; cleaning P keeps it for
+    the other owner, cleaning that one removes it."""
+    tag = prefix.removeprefix("mplab-t").rstrip("-")
+    cc = _renamed_cc(tmp_path, "r" + tag[:5])
+    other = prefix.replace("-t", "-o", 1)
+    try:
+        cc.check(ROOT)
+        assert cc.sock_name not in bpfcc.registered(ROOT) and cc.sock_name not in machine.struct_ops_users()
+        cc.setup(ROOT, owner=prefix)
+        cc.setup(ROOT, owner=other)
+        assert cc.sock_name in bpfcc.registered(ROOT)
+        assert machine.struct_ops_users()[cc.sock_name] == [prefix, other]
+        cc.teardown(ROOT)  # recorded: the clean-up's, not teardown's
+        assert cc.sock_name in bpfcc.registered(ROOT)
+        assert not [d for d in clean_prefix(prefix, ROOT) if cc.sock_name in d]
+        assert cc.sock_name in bpfcc.registered(ROOT)
+        assert f"struct_ops {cc.sock_name}" in clean_prefix(other, ROOT)
+        assert cc.sock_name not in bpfcc.registered(ROOT) and cc.sock_name not in machine.struct_ops_users()
+    finally:
+        if cc.sock_name in bpfcc.registered(ROOT):
+            ROOT.run(bpfcc.unregister_argv(cc.sock_name), check=False)
+        machine.drop_struct_ops([cc.sock_name])
+        clean_prefix(other, ROOT)
+
+
+@pytest.mark.root
+@needs_build
+def test_clean_of_a_prefix_leaves_other_owners_struct_ops_registered(prefix, tmp_path):
+    """`mplab clean --prefix P` unregisters only what P's testbeds registered: another prefix's registration
+    (recorded, its testbed crashed) and one nobody recorded (another user's bpftool) both survive it;
+    the other prefix's clean removes its own, and only --machine-wide removes the unrecorded one.
+
+    On a machine shared with checkouts older than the registration record, their clean-up still removes
+    every unneeded ``mplab_*`` registration (what this test guards against) and can fail it spuriously.
+    """
+    tag = prefix.removeprefix("mplab-t").rstrip("-")
+    other = prefix.replace("-t", "-o", 1)
+    theirs, theirs_name = _renamed_lia(tmp_path, "o" + tag[:5])
+    foreign, foreign_name = _renamed_lia(tmp_path, "f" + tag[:5])
+    mine, mine_name = _renamed_lia(tmp_path, "m" + tag[:5])
+    names = (theirs_name, foreign_name, mine_name)
+    try:
+        _register_as(theirs, theirs_name, other)   # another owner's testbed that crashed: recorded, no state
+        _register_as(foreign, foreign_name, None)  # nobody recorded this one
+        _register_as(mine, mine_name, prefix)      # P's own crashed testbed
+        assert set(names) <= set(bpfcc.registered(ROOT))
+        res = _mplab_clean("--prefix", prefix)
+        assert res.returncode == 0, res.stderr
+        assert f"struct_ops {mine_name}" in res.stdout, res.stdout
+        assert theirs_name not in res.stdout and foreign_name not in res.stdout, res.stdout
+        left = set(bpfcc.registered(ROOT))
+        assert {theirs_name, foreign_name} <= left and mine_name not in left
+        res = _mplab_clean("--prefix", other)
+        assert f"struct_ops {theirs_name}" in res.stdout and foreign_name not in res.stdout, res.stdout
+        left = set(bpfcc.registered(ROOT))
+        assert theirs_name not in left and foreign_name in left
+        res = _mplab_clean("--prefix", prefix, "--machine-wide")
+        assert res.returncode == 0 and f"struct_ops {foreign_name}" in res.stdout, (res.stdout, res.stderr)
+        assert foreign_name not in bpfcc.registered(ROOT)
+        assert not set(names) & set(machine.struct_ops_users())
+    finally:
+        for name in names:
+            if name in bpfcc.registered(ROOT):
+                ROOT.run(bpfcc.unregister_argv(name), check=False)
+        machine.drop_struct_ops(list(names))
+        clean_prefix(other, ROOT)
 
 
 @pytest.mark.root

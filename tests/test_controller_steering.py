@@ -22,7 +22,7 @@ from controller.policy import Decision
 from controller.steering.base import SteeredReceiver
 from controller.steering.nftables import TABLE, NftSteering, parse_set_counters, replace_argv, table_script
 
-from tests.conftest import small_inventory
+from tests.conftest import default_sigint, small_inventory
 
 #: What the AP may still send a blocked receiver: ARP and the odd frame in flight when steering lands.
 STRAY_BYTES = 16 * 1024
@@ -220,7 +220,8 @@ def test_controller_serve_steers_and_caps_a_real_switch_from_an_inventory_and_st
     proc = subprocess.Popen(["ip", "netns", "exec", rig.netns, sys.executable, "-m", "mplab", "controller", "serve",
                              "--inventory", str(inv), "--assign", "n1=lte", "--cap", f"n2:wifi={SERVE_CAP_MBIT:g}",
                              "--state-dir", str(tmp_path / "state")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # the test SIGINTs it, whatever started the suite
     try:
         deadline = time.monotonic() + 60
         seen = ""

@@ -23,6 +23,23 @@ def test_integrate_trapezoid_with_interpolated_edges_is_exact_on_piecewise_linea
     e, n, gap = integrate(rs, 0.5, 3.0)
     assert e == pytest.approx(1.25 + 3.0 + 2.5)
     assert n == 2
+    assert gap == pytest.approx(1.0)  # 1..2 inside, and 2..3 (the window ends before the next reading, at 4)
+
+
+def test_a_meter_restored_just_after_the_window_starts_is_not_flagged_with_its_outage():
+    """A meter away for 37 s before a sample and reading again 0.05 s into its window: the window lacked a
+    reading for 0.05 s only, so no meter-gap (it used to say "meter-gap: 37.05 s", the outage before the
+    window). Restored 2 s into the window, the flag says 2 s, the part of the window without readings."""
+    period = 0.1
+    before = [_r(t * period, 2.0) for t in range(0, 100)]           # until 9.9 s
+    t0 = 9.9 + 37.0
+
+    def after(start: float) -> list[Reading]:
+        return [_r(start + i * period, 3.0) for i in range(60)]
+
+    _, _, gap = integrate(before + after(t0 + 0.05), t0, t0 + 3.0)
+    assert gap == pytest.approx(0.1)
+    _, _, gap = integrate(before + after(t0 + 2.0), t0, t0 + 3.0)
     assert gap == pytest.approx(2.0)
 
 

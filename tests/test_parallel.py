@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import small_inventory
+from conftest import default_sigint, small_inventory
 
 from harness.campaign import parallel
 from harness.campaign.campaign import resume_campaign, start_campaign
@@ -197,7 +197,8 @@ def _start_cli(tmp_path: Path, inv, samples: int, policies: list[str] | None = N
     argv = [str(mplab), "run", str(tmp_path / "sc.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
             "--runs-dir", str(tmp_path / "runs"), "--id", "k", "--testbeds", "2", "--force"]
     samples_path = tmp_path / "runs" / "k" / "samples.jsonl"
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=default_sigint)  # the test SIGINTs it, whatever started the suite
     deadline = time.monotonic() + 120
     while True:  # until both copies have recorded a sample
         lines = samples_path.read_text().splitlines() if samples_path.exists() else []

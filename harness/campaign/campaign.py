@@ -24,7 +24,7 @@ from harness.campaign import metadata, parallel
 from harness.cc import CongestionControl, resolve
 from harness.campaign.control import ControlFactory, SampleControl
 from harness.config.load import digest_model, parse_model
-from harness.errors import ConfigError, Interrupted, MeterError, PreflightError, StoreError
+from harness.errors import ConfigError, DiskFull, Interrupted, MeterError, PreflightError, StoreError, is_disk_full
 from harness.config.inventory import RADIOS, Inventory
 from harness.files import atomic_write
 from harness.testbeds import claim as claims
@@ -33,7 +33,7 @@ from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
 from harness.config.scenario import MODE_RADIOS, Scenario
-from harness.campaign.store import Campaign, check_campaign_id, check_writable
+from harness.campaign.store import Campaign, check_campaign_id, check_writable, disk_full_message
 from harness.testbeds.base import Check, Testbed, failed_essentials
 from harness.testbeds.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
@@ -243,6 +243,9 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
             with campaign.lock():
                 for msg in campaign.repair():
                     log.warning("%s: %s", campaign.id, msg)
+                for d in campaign.damaged():  # left where they are, never counted: their samples run again
+                    log.warning("%s: damaged record %s; its sample runs again", campaign.id,
+                                d.describe(campaign.samples_path))
                 _clean_earlier_copies(campaign, beds)
             plans = pending_plans(campaign, scenario, inventory)
             _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True,
@@ -317,6 +320,9 @@ def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, Conges
                 yield recorder
         finally:
             trace.close()
+        if recorder.sink_error and recorder.sink_exception is not None and is_disk_full(recorder.sink_exception):
+            raise DiskFull(f"{trace.path}: the disk filled up (records are complete; the continuous meter trace "
+                           "is not): free space")
         if recorder.sink_error:
             raise StoreError(f"{trace.path}: {recorder.sink_error} (records are complete; the continuous "
                              "trace is not)")
@@ -346,6 +352,7 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
         raise ValueError(f"{len(testbeds)} testbed(s) need {len(testbeds)} distinct controllers, got "
                          f"{len({id(c) for c in controls})} distinct of {len(controls)}")
     with campaign.lock():
+        campaign.hold_reserve()  # so that the last session line fits even if the disk fills
         campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "pid": os.getpid(),
                               "testbeds": names})
         hooks.on_start(campaign, plans)
@@ -379,6 +386,10 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
             raise Interrupted(f"{reason}: {done}/{len(campaign.manifest['plan'])} samples are recorded and kept; "
                               f"resume with `mplab run --resume {campaign.path}`", signum) from None
         except BaseException as exc:
+            if is_disk_full(exc):
+                msg = disk_full_message(campaign.path, len(campaign.completed()), len(campaign.manifest["plan"]))
+                end = {"event": "failed", "reason": msg, "disk_full": True}
+                raise DiskFull(msg) from None
             end = {"event": "failed", "reason": f"{type(exc).__name__}: {exc}"[:500]}
             raise
         finally:
@@ -396,6 +407,7 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                         tb.teardown()  # idempotent; a set-up that failed half-way left something
                 finally:
                     campaign.log_session(end)
+                    campaign.release_reserve()
 
 
 def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: float,

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from harness.campaign.campaign import RunHooks, build_control, dry_run_estimate_s, resume_campaign, start_campaign
 from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
-from harness.testbeds.clean import clean_prefix
+from harness.testbeds.clean import CLEANERS, MACHINE_WIDE, clean_prefix
 from harness.errors import ConfigError, SamplesFailed
 from harness.config.inventory import load_inventory
 from harness.campaign.plan import plan_campaign
@@ -79,12 +79,13 @@ def run(
     campaign_id: Annotated[Optional[str], typer.Option("--id", help="campaign id (default: <scenario>-<time>)")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="resume this campaign directory")] = None,
     dry_run: Annotated[bool, typer.Option(help="print the plan and an ETA, run nothing")] = False,
-    testbeds: Annotated[int, typer.Option(help="run on K parallel copies of the emulated testbed (one campaign)")] = 1,
+    testbeds: Annotated[int, typer.Option(min=1, max=64, help="run on K parallel copies of the emulated testbed "
+                                                              "(one campaign; 1-64)")] = 1,
     force: Annotated[bool, typer.Option(help="run more --testbeds than the machine sustains without losing "
                                               "fidelity")] = False,
     cluster: Annotated[Optional[str], typer.Option(help="run shards on the Ray cluster at this address "
                                                         "(`uv sync --extra cluster`; docs/cluster.md)")] = None,
-    shard_size: Annotated[Optional[int], typer.Option(help="--cluster: samples per shard (default: plan/50, "
+    shard_size: Annotated[Optional[int], typer.Option(min=1, help="--cluster: samples per shard (default: plan/50, "
                                                            "at most 20)")] = None,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
@@ -202,7 +203,20 @@ def campaign_status(c: Campaign) -> dict:
         "running_pid": c.running_pid(),
         "last_session": sessions[-1] if sessions else None,
         "sessions": len(sessions),
+        **damaged_status(c),
     }
+
+
+def damaged_status(c: Campaign) -> dict:
+    """The damaged lines of samples.jsonl (never counted as recorded; their samples run again on resume)."""
+    return {"damaged": [{"line": d.line, "sample_id": d.sample_id, "reason": d.reason} for d in c.damaged()]}
+
+
+def print_damaged(c: Campaign, st: dict) -> None:
+    """One line per damaged record, naming it (file:line) and why."""
+    for d in st.get("damaged", []):
+        console.print(f"[red]damaged[/] {c.samples_path}:{d['line']}: {d['reason']} (not counted; "
+                      "`mplab run --resume` runs its sample again)", soft_wrap=True, highlight=False)
 
 
 def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (runs/<id>)")],
@@ -221,6 +235,7 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
     if st["last_session"]:
         console.print(f"last session ({st['sessions']} in all): {describe_session(st['last_session'])}",
                       soft_wrap=True)
+    print_damaged(c, st)
     if st["pending"] and not st["running_pid"]:
         console.print(f"resume with: mplab run --resume {c.path}")
     records = c.records()
@@ -228,14 +243,19 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
         console.print(summary_table(records, f"campaign {c.id}"))
 
 
-def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")] = "mplab-") -> None:
+def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")] = "mplab-",
+          machine_wide: Annotated[bool, typer.Option(
+              "--machine-wide", help="also unregister every mplab_* BPF congestion control no live testbed "
+                                     "needs, even one nobody recorded (another user's)")] = False) -> None:
     """Remove every namespace, process and state an emulated testbed left behind (idempotent).
 
-    A testbed another live process holds (a running campaign) is left alone and named.
+    A testbed another live process holds (a running campaign) is left alone and named. BPF
+    congestion controls go only if the prefix's testbeds registered them; --machine-wide also
+    removes registrations nobody recorded.
     """
     if not prefix.startswith("mplab-"):
         raise ConfigError(f"prefix {prefix!r} must start with 'mplab-' (mplab only removes what it made)")
-    done = clean_prefix(prefix)
+    done = clean_prefix(prefix, cleaners=MACHINE_WIDE if machine_wide else CLEANERS)
     removed = [d for d in done if not d.startswith("skipped ")]
     console.print("removed: " + (", ".join(removed) if removed else "nothing (already clean)"))
     for d in done:

@@ -39,6 +39,16 @@ class SampleKey(BaseModel):
     receiver: str = Field(min_length=1)
 
 
+class RecordedRepair(BaseModel):
+    """One repair the health check made on this receiver before an attempt of the sample."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Which attempt it preceded (1 = the first); None in records upgraded from schema 1 (which did not say).
+    attempt: int | None = Field(default=None, ge=1)
+    what: str
+
+
 class SampleRecord(SampleKey):
     """One line of ``samples.jsonl`` (docs/records.md). Units are in the names."""
 
@@ -48,8 +58,11 @@ class SampleRecord(SampleKey):
     error: str | None = None
     attempts: int | None = None
     flags: list[str]
-    #: What the health check before the sample repaired on this receiver (empty normally).
-    repairs: list[str] = Field(default_factory=list)
+    #: What the health check before each attempt repaired on this receiver (empty normally).
+    repairs: list[RecordedRepair] = Field(default_factory=list)
+    #: ``sha256:`` of the record without this field (``harness.campaign.store.record_checksum``), set when it is
+    #: appended; None in records of schema 1.
+    checksum: str | None = None
     file_bytes: int | None = None
     started_at: float | None = None
     window_start: float | None = None

@@ -112,7 +112,7 @@ class ReceiverOutcome:
     mode: str | None = None
     #: Record fields a controller added (policy samples).
     control: dict = field(default_factory=dict)
-    #: What the health check before the attempt repaired on this receiver (a link flap's routes).
+    #: What the health check before this attempt repaired on this receiver (a link flap's routes).
     repairs: list[str] = field(default_factory=list)
     #: When the receiver was idle again after the transfer, and the energy of that tail.
     idle: IdleResult | None = None
@@ -227,10 +227,14 @@ class Runner:
         attempts = self.scenario.retries + 1
         outcomes: list[ReceiverOutcome] = []
         idle_s = 0.0
+        #: Every attempt's repairs, per receiver: a repair before a failed attempt is recorded too.
+        repairs: dict[str, list[dict]] = {rx: [] for rx in plan.receivers}
         for attempt in range(1, attempts + 1):
             adir = raw / f"attempt-{attempt}"
             adir.mkdir(exist_ok=True)
             outcomes = self._attempt(plan, adir)
+            for o in outcomes:
+                repairs.setdefault(o.receiver, []).extend({"attempt": attempt, "what": w} for w in o.repairs)
             # Every attempt's radio tail ends before anything else runs: a retry, or the next sample.
             t_idle = time.monotonic()
             self._wait_idle(plan, outcomes)
@@ -241,7 +245,7 @@ class Runner:
             reasons = "; ".join(f"{o.receiver}: {o.error}" for o in failed)
             log.warning("%s attempt %d/%d failed: %s", plan.sample_id, attempt, attempts, reasons)
         status = "failed" if any(o.error for o in outcomes) else "ok"
-        records = [self._record(plan, o, status, attempt) for o in outcomes]
+        records = [self._record(plan, o, status, attempt, repairs.get(o.receiver, [])) for o in outcomes]
         (raw / "records.json").write_text(json.dumps(records, indent=1))
         self.campaign.commit_raw(plan.sample_id)
         self.campaign.append(records)
@@ -262,11 +266,10 @@ class Runner:
             for o in outs.values():
                 o.error = f"health check: {exc}"
             return list(outs.values())
-        for msg in health.repaired:
-            log.warning("%s: repaired before the sample: %s", plan.sample_id, msg)
-            rx = msg.split(":", 1)[0]
-            if rx in outs:
-                outs[rx].repairs.append(msg.split(": ", 1)[-1])
+        for fix in health.repaired:
+            log.warning("%s: repaired before the sample: %s: %s", plan.sample_id, fix.receiver, fix.what)
+            if fix.receiver in outs:
+                outs[fix.receiver].repairs.append(fix.what)
         if health.broken:
             why = "; ".join(f"receiver {rx} broken: {reason}" for rx, reason in health.broken.items())
             for o in outs.values():
@@ -483,7 +486,8 @@ class Runner:
             return 0.0  # idle at once
         return o.tail.energy_j if not o.tail.flags else None
 
-    def _record(self, plan: SamplePlan, o: ReceiverOutcome, status: str, attempts: int) -> dict:
+    def _record(self, plan: SamplePlan, o: ReceiverOutcome, status: str, attempts: int,
+                repairs: list[dict]) -> dict:
         """The record of one receiver (``SampleRecord``, fields in docs/records.md), as stored."""
         tb = self.testbed
         node = tb.nodes[o.receiver]
@@ -507,7 +511,7 @@ class Runner:
             error=o.error,
             attempts=attempts,
             flags=o.flags,
-            repairs=o.repairs,
+            repairs=repairs,
             file_bytes=self.scenario.file_bytes,
             started_at=o.released_at,
             window_start=window[0] if window else None,

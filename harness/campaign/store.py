@@ -14,21 +14,31 @@ place before its records are appended with a single ``write`` and ``fsync``; a c
 between the two leaves raw output without records, which ``repair()`` moves aside
 so the sample runs again. A torn last line (a crash inside the write) is cut off into
 ``samples.jsonl.torn-<time>`` and its sample runs again.
+
+A full disk (``DiskFull``, exit 6): a campaign is refused before anything is created when less
+than ``MIN_FREE_BYTES`` are free; mid-run, an append that cannot be completed is cut back to the
+last whole sample (finished records stay intact), and the session's last line still gets written
+from a small reserve (``.session-reserve``) held while the campaign runs. Free space, then resume.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import Busy, ConfigError, StoreError
+from harness.errors import Busy, ConfigError, DiskFull, StoreError, is_disk_full
 from harness.files import atomic_write, held_lock_text, try_flock, write_lock_text
 
-SCHEMA_VERSION = 1
+#: 2: records carry a ``checksum`` and typed ``repairs`` ({attempt, what}); manifests and session lines are
+#: unchanged from 1 (``upgrade_record`` reads schema-1 records).
+SCHEMA_VERSION = 2
 
 #: A campaign id is one directory name under the runs directory (it is also written into every record).
 CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -43,8 +53,61 @@ def check_campaign_id(campaign_id: str) -> str:
     return campaign_id
 
 
+#: Refuse to start (or resume) a campaign with less free space than this under its directory: a sample's
+#: raw output (iperf3 JSON, meter windows) is tens of kB, the continuous meter trace grows ~1 MB an hour.
+MIN_FREE_BYTES = 8 * 1024 * 1024
+#: Held while a campaign runs, released to write the session's last line when the disk fills.
+RESERVE_BYTES = 64 * 1024
+
+
+def _existing_ancestor(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_free_space(directory: Path, need: int = MIN_FREE_BYTES) -> None:
+    """``DiskFull`` (nothing created) unless ``need`` bytes are free where ``directory`` is (or would be)."""
+    where = _existing_ancestor(directory)
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return  # cannot tell: the writes will say
+    if free < need:
+        raise DiskFull(f"{directory}: only {free // 1024} KiB free on its disk (at least {need // (1024 * 1024)} "
+                       "MiB needed); nothing was run. Free space (or use --runs-dir on another disk), then run again")
+
+
+def disk_full_message(path: Path, done: int, planned: int) -> str:
+    """The one line a run that hit a full disk ends with."""
+    return (f"{path}: the disk is full (no space left on device): {done}/{planned} samples are recorded and kept "
+            f"intact; free space, then `mplab run --resume {path}`")
+
+
+def _append_whole(path: Path, data: bytes) -> None:
+    """Append ``data`` with one write and fsync; on any failure cut the file back to what it was (no torn tail)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        before = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):  # a disk that filled mid-write: the rest would fail with ENOSPC
+                raise OSError(28, os.strerror(28), str(path))
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, before)
+            raise
+    finally:
+        os.close(fd)
+
+
 def check_writable(directory: Path) -> None:
-    """``StoreError`` unless files can be created in ``directory`` (made if missing): checked before anything runs."""
+    """``StoreError`` unless files can be created in ``directory`` (made if missing): checked before anything runs.
+
+    ``DiskFull`` first when the disk has less than ``MIN_FREE_BYTES`` free (before the directory is made).
+    """
+    check_free_space(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         probe = directory / f".write-probe-{os.getpid()}"
@@ -76,9 +139,18 @@ class Campaign:
         path = root / check_campaign_id(campaign_id)
         if (path / "manifest.json").exists():
             raise StoreError(f"campaign {path} already exists (resume it with `mplab run --resume {path}`)")
+        made = not path.exists()
         (path / "raw").mkdir(parents=True, exist_ok=True)
         doc = {"schema_version": SCHEMA_VERSION, "campaign": campaign_id, **manifest}
-        atomic_write(path / "manifest.json", (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode())
+        try:
+            atomic_write(path / "manifest.json", (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode())
+        except OSError as exc:
+            if made:  # nothing of the campaign exists yet: leave nothing behind
+                shutil.rmtree(path, ignore_errors=True)
+            if is_disk_full(exc):
+                raise DiskFull(f"{path}: the disk is full; the campaign was not created. Free space, then run "
+                               "again") from exc
+            raise StoreError(f"{path / 'manifest.json'}: cannot be written ({exc.strerror})") from None
         return cls(path, doc)
 
     @classmethod
@@ -116,6 +188,7 @@ class Campaign:
 
     def check_writable(self) -> None:
         """``StoreError`` unless records, raw output and session lines can be written (checked before a run)."""
+        check_free_space(self.path)
         check_writable(self.path / "raw")
         for target in (self.samples_path, self.path / "sessions.jsonl"):
             try:
@@ -128,19 +201,30 @@ class Campaign:
     # ----------------------------------------------------------------- records
 
     def records(self) -> list[dict]:
-        """The records of complete samples, in the order they were appended.
+        """The records of complete samples, in the order they were appended (damaged lines left out).
 
         A torn last line is skipped, and so are the surviving records of a sample whose other
-        receivers' records were torn off (``repair()`` moves both aside).
+        receivers' records were torn off (``repair()`` moves both aside). A damaged line (``damaged``)
+        is never counted: its sample runs again on resume, and ``mplab status`` names the line.
         """
         recs = self._all_records()
         done = complete_samples(recs)
         return [r for r in recs if r.get("sample_id") in done]
 
-    def _all_records(self) -> list[dict]:
+    def _scan(self) -> tuple[list[dict], list[Damage]]:
+        """(the sound records, the damaged lines): every whole line checked against its checksum and the plan.
+
+        A sample's records are one append, so consecutive lines of one sample are one run of it. A run that
+        comes after a complete sound run of the same sample is damaged (a second record); one that comes
+        after an incomplete run (a receiver's record was damaged, so the sample ran again on resume)
+        supersedes it: the earlier run's lines are then not counted either, so that a sample's records always
+        come from one run.
+        """
         if not self.samples_path.exists():
-            return []
-        out = []
+            return [], []
+        plan = set(self.manifest.get("plan") or [])
+        damaged: list[Damage] = []
+        groups: list[tuple[str | None, list[tuple[int, dict]]]] = []
         with open(self.samples_path, "rb") as f:
             for lineno, line in enumerate(f, start=1):
                 if not line.endswith(b"\n"):
@@ -149,28 +233,60 @@ class Campaign:
                     rec = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise StoreError(f"{self.samples_path}:{lineno}: corrupt record ({exc})") from None
-                out.append(upgrade_record(rec, f"{self.samples_path}:{lineno}"))
-        return out
+                if not isinstance(rec, dict):
+                    damaged.append(Damage(lineno, None, "not a JSON object"))
+                    continue
+                source = f"{self.samples_path}:{lineno}"
+                why = checksum_damage(rec) if _check_version(rec, source, "record") else None
+                rec = upgrade_record(rec, source)
+                why = why or record_damage(rec, self.id, plan)
+                if why is not None:
+                    damaged.append(Damage(lineno, rec.get("sample_id"), why))
+                    continue
+                sid = rec.get("sample_id")
+                # A new run: another sample, or a receiver this run already has (the same sample appended again).
+                if not groups or groups[-1][0] != sid or any(r.get("receiver") == rec.get("receiver")
+                                                             for _, r in groups[-1][1]):
+                    groups.append((sid, []))
+                groups[-1][1].append((lineno, rec))
+        kept: dict[str | None, list[tuple[int, dict]]] = {}
+        for sid, run in groups:
+            earlier = kept.get(sid)
+            if earlier is not None and sid in complete_samples([r for _, r in earlier]):
+                damaged += [Damage(ln, sid, f"a second record of sample {sid} receiver {r.get('receiver')} "
+                                            f"(the first run is at line {earlier[0][0]})") for ln, r in run]
+                continue
+            if earlier is not None:
+                damaged += [Damage(ln, sid, f"superseded: sample {sid} (incomplete here) ran again at line "
+                                            f"{run[0][0]}") for ln, _ in earlier]
+            kept[sid] = run
+        damaged.sort(key=lambda d: d.line)
+        return [r for _, r in sorted(ln_r for run in kept.values() for ln_r in run)], damaged
+
+    def _all_records(self) -> list[dict]:
+        return self._scan()[0]
+
+    def damaged(self) -> list[Damage]:
+        """Lines of samples.jsonl that parse but cannot be trusted (checksum, plan, campaign), with why."""
+        return self._scan()[1]
 
     def completed(self) -> set[str]:
         """Ids of samples whose records are all stored, one per receiver (whatever their status)."""
         return complete_samples(self._all_records())
 
     def append(self, records: list[dict]) -> None:
-        """Append one sample's records as a single write, then fsync. A failed write raises."""
+        """Append one sample's records as a single write, then fsync. A failed write raises and leaves
+        the file as it was (``DiskFull`` when the disk is full)."""
         if not records:
             raise StoreError("refusing to append an empty sample")
-        data = b"".join(json.dumps(r, separators=(",", ":"), sort_keys=False).encode() + b"\n" for r in records)
-        fd = os.open(self.samples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        data = b"".join(json.dumps(with_checksum(r), separators=(",", ":"), sort_keys=False).encode() + b"\n"
+                        for r in records)
         try:
-            written = os.write(fd, data)
-            if written != len(data):
-                raise StoreError(f"{self.samples_path}: short write ({written} of {len(data)} bytes)")
-            os.fsync(fd)
+            _append_whole(self.samples_path, data)
         except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(f"{self.samples_path}: cannot append: the disk is full") from exc
             raise StoreError(f"{self.samples_path}: cannot append ({exc.strerror})") from None
-        finally:
-            os.close(fd)
 
     # ----------------------------------------------------------------- raw output
 
@@ -224,12 +340,41 @@ class Campaign:
     # ----------------------------------------------------------------- sessions
 
     def log_session(self, event: dict) -> None:
-        """Append a line to sessions.jsonl (run started, resumed, finished, interrupted)."""
-        line = json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), **event}) + "\n"
-        with open(self.path / "sessions.jsonl", "a") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        """Append a line to sessions.jsonl (run started, resumed, finished, interrupted, failed).
+
+        On a full disk the reserve (``hold_reserve``) is given back first, so the line still fits.
+        """
+        line = (json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), **event}) + "\n").encode()
+        path = self.path / "sessions.jsonl"
+        try:
+            _append_whole(path, line)
+        except OSError as exc:
+            if not is_disk_full(exc) or not self.release_reserve():
+                raise
+            _append_whole(path, line)
+
+    @property
+    def _reserve_path(self) -> Path:
+        return self.path / ".session-reserve"
+
+    def hold_reserve(self) -> None:
+        """Set aside ``RESERVE_BYTES`` (allocated, not sparse) for the session's last line; best effort."""
+        try:
+            fd = os.open(self._reserve_path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+            finally:
+                os.close(fd)
+        except OSError:
+            self._reserve_path.unlink(missing_ok=True)
+
+    def release_reserve(self) -> bool:
+        """Give the reserve back; whether there was one."""
+        try:
+            self._reserve_path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
 
 def complete_samples(records: list[dict]) -> set[str]:
@@ -284,6 +429,66 @@ def upgrade_manifest(doc: dict, source: str) -> dict:
 
 
 def upgrade_record(rec: dict, source: str) -> dict:
-    """Bring a sample record to the current schema; refuse newer ones."""
-    _check_version(rec, source, "record")
+    """Bring a sample record to the current schema; refuse newer ones.
+
+    Schema 1 -> 2: ``repairs`` were strings (which attempt they preceded was not kept) and there was no
+    ``checksum`` (such a record cannot be verified, only checked against the plan).
+    """
+    v = _check_version(rec, source, "record")
+    if v == 1:
+        rec = dict(rec)
+        rec["repairs"] = [{"attempt": None, "what": r} if isinstance(r, str) else r for r in rec.get("repairs") or []]
+        rec.setdefault("checksum", None)
     return rec
+
+
+def record_checksum(rec: dict) -> str:
+    """``sha256:`` of a record without its ``checksum`` (keys sorted, compact JSON: independent of key order)."""
+    body = {k: v for k, v in rec.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_checksum(rec: dict) -> dict:
+    """The record as stored: its ``checksum`` set (last), over everything else."""
+    body = {k: v for k, v in rec.items() if k != "checksum"}
+    return {**body, "checksum": record_checksum(body)}
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A line of samples.jsonl that parses but cannot be trusted."""
+
+    line: int
+    sample_id: str | None
+    reason: str
+
+    def describe(self, path: Path) -> str:
+        return f"{path}:{self.line}: {self.reason}"
+
+
+def checksum_damage(stored: dict) -> str | None:
+    """Why a record as stored fails its checksum (None when it passes, or is of schema 1, which has none)."""
+    if stored.get("schema_version") == 1:
+        return None
+    checksum = stored.get("checksum")
+    if checksum is None:
+        return "no checksum (every record of schema 2 has one)"
+    if checksum != record_checksum(stored):
+        return "checksum mismatch: the record was changed after it was written"
+    return None
+
+
+def record_damage(rec: dict, campaign_id: str, plan: set[str]) -> str | None:
+    """Why an (upgraded) record contradicts its campaign (None when it does not): a sample id the plan does
+    not have, or that its case and index contradict, or another campaign's id. Schema-1 records, which have
+    no checksum, get these checks only."""
+    sid = rec.get("sample_id")
+    if plan and sid not in plan:
+        return f"sample_id {sid!r} is not in the campaign's plan"
+    if rec.get("campaign") not in (None, campaign_id):
+        return f"campaign {rec.get('campaign')!r} is not this campaign ({campaign_id})"
+    case, index = rec.get("case_id"), rec.get("sample_index")
+    if isinstance(case, str) and isinstance(index, int) and sid != f"{case}-s{index:03d}":
+        return f"sample_id {sid!r} contradicts its case_id {case!r} and sample_index {index}"
+    return None

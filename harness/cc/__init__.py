@@ -55,8 +55,12 @@ class CongestionControl(Protocol):
     def check(self, host: Host) -> None:
         """Raise ``PreflightError`` (what is missing, how to get it) if this cannot run on ``host``."""
 
-    def setup(self, host: Host) -> None:
-        """Make the algorithm selectable on ``host`` (per campaign; idempotent)."""
+    def setup(self, host: Host, owner: str | None = None) -> None:
+        """Make the algorithm selectable on ``host`` (per campaign; idempotent).
+
+        ``owner``: the testbed prefix to record as the user of a machine-wide registration (BPF
+        struct_ops), so that `mplab clean --prefix` removes only its own; None records nothing.
+        """
 
     def teardown(self, host: Host) -> None:
         """Undo ``setup`` (best effort, idempotent)."""
@@ -87,7 +91,7 @@ class KernelCC:
             f"(kernel has: {' '.join(available(host))}); build the kernel with CONFIG_TCP_CONG_"
             f"{self.sock_name.upper()} or install its module")
 
-    def setup(self, host: Host) -> None:
+    def setup(self, host: Host, owner: str | None = None) -> None:  # noqa: ARG002 - nothing machine-wide to record
         if self.sock_name not in available(host):
             try:
                 host.run(["modprobe", f"tcp_{self.sock_name}"])
@@ -121,7 +125,7 @@ class Unavailable:
     def check(self, host: Host) -> None:
         raise PreflightError(f"[{host.name}] congestion control {self.algorithm!r} cannot run: {self.why}")
 
-    def setup(self, host: Host) -> None:
+    def setup(self, host: Host, owner: str | None = None) -> None:  # noqa: ARG002 - protocol signature
         self.check(host)
 
     def teardown(self, host: Host) -> None:

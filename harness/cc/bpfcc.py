@@ -7,18 +7,25 @@ the in-kernel ``lia``/``olia``/``balia``/``wvegas`` run instead, with that kerne
 sysctls. Which one ran is each record's ``cc_impl``.
 
 Registration is global to the machine (not per namespace): ``setup`` registers unless
-the name is already registered (idempotent; another live testbed may share it), and
-``teardown`` unregisters only names no other live mplab testbed still needs.
+the name is already registered (idempotent; another live testbed may share it). Who registered
+what is recorded machine-wide before the registration (``harness.machine.join_struct_ops``:
+the testbed's prefix as ``owner``, ``pid:N`` for a trial in ``check``), so that a clean of one
+prefix unregisters only what that prefix's testbeds registered (``unregister_released``) and
+never a registration nobody recorded (another user's), which only ``unregister_all`` (the
+machine-wide clean) removes. ``teardown`` unregisters only what this object registered itself
+and nobody recorded (a lab host's), and only if no live mplab testbed still needs it.
 """
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.errors import CommandError, PreflightError
 from harness.hosts.local import Host
+from harness import machine
 from harness.machine import names_needed
 
 log = logging.getLogger("mplab.cc")
@@ -89,6 +96,33 @@ def unregister_all(host: Host, keep: Iterable[str] = ()) -> list[str]:
     return done
 
 
+def unregister_released(host: Host, leaving: Callable[[str], bool], keep: Iterable[str] = ()) -> list[str]:
+    """Drop the recorded users ``leaving`` selects, then unregister the names nobody uses any more.
+
+    Only names mplab recorded (``harness.machine.struct_ops_users``); ``keep`` (names a live
+    testbed needs) stays registered. Records of names the kernel no longer has are dropped.
+    """
+    orphans = machine.release_struct_ops(leaving)
+    if not orphans:
+        return []
+    keep, live = set(keep), registered(host)
+    done, gone = [], []
+    for name in orphans:
+        if name in keep:
+            continue
+        if name not in live:
+            gone.append(name)
+            continue
+        res = host.run(unregister_argv(name), check=False)
+        if res.returncode == 0:
+            done.append(f"struct_ops {name}")
+            gone.append(name)
+        else:
+            log.warning("unregistering %s: %s", name, res.stderr.strip()[-200:])
+    machine.drop_struct_ops(gone)
+    return done
+
+
 def _needed_elsewhere() -> set[str]:
     return names_needed()
 
@@ -103,6 +137,8 @@ class BpfCC:
         self.sock_name = f"{PREFIX}{algorithm}"
         self.implementation = f"bpf:{self.sock_name}"
         self.obj = (build_dir or BUILD_DIR) / f"{algorithm}.bpf.o"
+        #: hosts on which this object registered the name without a record (a lab host's); teardown's to undo
+        self._unrecorded: set[str] = set()
 
     def _missing(self, host: Host) -> str | None:
         """Why this cannot load on ``host`` (None if nothing static is missing)."""
@@ -124,11 +160,16 @@ class BpfCC:
         if why:
             raise PreflightError(f"[{host.name}] congestion control {self.algorithm!r} ({self.implementation}) "
                                  f"cannot run: {why}")
-        if self.sock_name in _available(host):
+        trial = f"pid:{os.getpid()}"
+        if not machine.join_struct_ops(self.sock_name, trial, lambda: self.sock_name in _available(host)):
+            machine.release_struct_ops(lambda u: u == trial)
             return
         self._register(host)
-        if self.sock_name not in _needed_elsewhere():
+        # Recorded as this process's: killed before the next line, any clean removes it (a dead pid).
+        if self.sock_name in machine.release_struct_ops(lambda u: u == trial) and \
+                self.sock_name not in _needed_elsewhere():
             host.run(unregister_argv(self.sock_name), check=False)
+            machine.drop_struct_ops([self.sock_name])
 
     def _register(self, host: Host) -> None:
         try:
@@ -143,16 +184,32 @@ class BpfCC:
         if self.sock_name not in _available(host):
             raise PreflightError(f"[{host.name}] {self.sock_name} registered but not listed in {AVAILABLE}")
 
-    def setup(self, host: Host) -> None:
+    def setup(self, host: Host, owner: str | None = None) -> None:
+        """Register the program unless the name is there; record ``owner`` (a testbed's prefix) as its user.
+
+        Without ``owner`` (a lab host reached over SSH: this machine's record is not that host's)
+        nothing is recorded and ``teardown`` undoes what this object registered.
+        """
         why = self._missing(host)
         if why:
             raise PreflightError(f"[{host.name}] {self.implementation}: {why}")
+        if owner is not None:
+            if machine.join_struct_ops(self.sock_name, owner, lambda: self.sock_name in _available(host)):
+                self._register(host)
+            return
         if self.sock_name not in _available(host):
             self._register(host)
+            self._unrecorded.add(host.name)
 
     def teardown(self, host: Host) -> None:
-        """Unregister unless another live testbed still needs it (best effort, idempotent)."""
-        if self.sock_name in _needed_elsewhere():
+        """Unregister what ``setup`` registered without a record, unless a live testbed needs it (best effort).
+
+        Recorded registrations are the clean-up's (``unregister_released``, by prefix).
+        """
+        if host.name not in self._unrecorded:
+            return
+        self._unrecorded.discard(host.name)
+        if self.sock_name in _needed_elsewhere() or self.sock_name in machine.struct_ops_users():
             return
         if self.sock_name in registered(host):
             host.run(unregister_argv(self.sock_name), check=False)
@@ -177,7 +234,7 @@ class MptcpOrgCC:
                                  f"(no module {mod}); build it with CONFIG_TCP_CONG_{self.algorithm.upper()}"
                                  "=y/m (CONFIG_TCP_CONG_COUPLED for lia)")
 
-    def setup(self, host: Host) -> None:
+    def setup(self, host: Host, owner: str | None = None) -> None:  # noqa: ARG002 - modules are not recorded
         if self.sock_name not in _available(host):
             try:
                 host.run(["modprobe", MPTCP_ORG_MODULES[self.algorithm]])

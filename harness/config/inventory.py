@@ -19,6 +19,12 @@ from harness.config.switch import SwitchPorts
 
 SCHEMA_VERSION = 1
 
+#: Physical bounds the schema states: a link rate (Mbit/s) of at most 100 Gbit/s, a power of at most
+#: 1 kW (a receiver on a USB supply draws a few W), a serial speed of at most 4 Mbaud.
+MAX_RATE_MBIT = 100_000.0
+MAX_MW = 1_000_000.0
+MAX_BAUD = 4_000_000
+
 #: The two radios of a receiver. Interface modes are built from these.
 Radio = Literal["wifi", "lte"]
 RADIOS: tuple[Radio, ...] = ("wifi", "lte")
@@ -36,8 +42,10 @@ IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
 class Channel(Strict):
     """An emulated downlink channel: the receiver's own rate on this radio, and its buffer."""
 
-    rate_mbit: PositiveFloat = Field(description="downlink rate ceiling of this receiver on this radio (Mbit/s)")
-    buffer_ms: PositiveFloat = Field(description="bottleneck buffer depth, as queueing delay at rate_mbit (ms)")
+    rate_mbit: Annotated[float, Field(gt=0, le=MAX_RATE_MBIT)] = Field(
+        description="downlink rate ceiling of this receiver on this radio (Mbit/s; at most 100,000)")
+    buffer_ms: Annotated[float, Field(gt=0, le=10_000)] = Field(
+        description="bottleneck buffer depth, as queueing delay at rate_mbit (ms; at most 10 s)")
     delay_ms: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=0.0, description="base one-way delay of this receiver's downlink on this radio (ms), added by a "
                                  "user-space delay line (harness/testbeds/delayline.py); 0 = none")
@@ -100,7 +108,7 @@ class Ser2Net(Strict):
     device: str = Field(description="the meter's serial device on the receiver (/dev/rfcomm0, /dev/ttyUSB0)")
     tcp_port: Annotated[int, Field(ge=1024, le=65535)] = Field(
         description="TCP port ser2net serves the device on, with RFC 2217 (the meter port is rfc2217://<host>:<tcp_port>)")
-    baud: PositiveInt = Field(default=9600, description="serial speed of the device (UM-series: 9600)")
+    baud: Annotated[int, Field(gt=0, le=MAX_BAUD)] = Field(default=9600, description="serial speed of the device (UM-series: 9600)")
 
 
 class MeterSpec(Strict):
@@ -109,14 +117,14 @@ class MeterSpec(Strict):
     kind: Literal["emulated-um25c", "um24c", "um25c", "um34c", "ina-line"]
     port: str | None = Field(default=None, description="serial device or pyserial URL (lab meters): /dev/rfcomm0, "
                                                        "/dev/ttyUSB0, rfc2217://host:port, socket://host:port")
-    baudrate: int = Field(default=9600, gt=0, description="serial speed (nominal over RFCOMM; INA bridges: "
+    baudrate: int = Field(default=9600, gt=0, le=MAX_BAUD, description="serial speed (nominal over RFCOMM; INA bridges: "
                                                           "as the sketch sets it)")
-    timeout_s: PositiveFloat = Field(default=1.0, description="how long one reading may take before it is a fault")
-    rate_hz: PositiveFloat | None = Field(default=None, description="poll rate (default: the device's limit)")
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = Field(default=1.0, description="how long one reading may take before it is a fault")
+    rate_hz: Annotated[float, Field(gt=0, le=1000)] | None = Field(default=None, description="poll rate (default: the device's limit)")
     line_format: LineFormat | None = Field(default=None, description="ina-line only: how the bridge prints a reading")
-    noise_ma: float | None = Field(default=None, ge=0, description="emulated-um25c only: current noise, "
+    noise_ma: float | None = Field(default=None, ge=0, le=10_000, description="emulated-um25c only: current noise, "
                                                                     "standard deviation (mA)")
-    noise_mv: float | None = Field(default=None, ge=0, description="emulated-um25c only: voltage noise, "
+    noise_mv: float | None = Field(default=None, ge=0, le=10_000, description="emulated-um25c only: voltage noise, "
                                                                    "standard deviation (mV)")
     ser2net: Ser2Net | None = Field(default=None, description="set up and check ser2net on the receiver for this meter")
 
@@ -183,19 +191,19 @@ class Sender(Strict):
 class RadioPower(Strict):
     """Power drawn by one radio (linear model P = theta + b * x while active, plus tails)."""
 
-    active_mw: float = Field(ge=0, description="theta: extra power while the radio carries traffic (mW)")
-    mw_per_mbit: float = Field(ge=0, description="b: power per Mbit/s of downlink throughput (mW per Mbit/s)")
-    promotion_s: float = Field(default=0.0, ge=0, description="idle-to-active promotion delay (s)")
-    promotion_mw: float = Field(default=0.0, ge=0, description="power during promotion (mW)")
-    tail_s: float = Field(default=0.0, ge=0, description="time the radio stays in a high-power state after traffic (s)")
-    tail_mw: float = Field(default=0.0, ge=0, description="power during the tail (mW)")
+    active_mw: float = Field(ge=0, le=MAX_MW, description="theta: extra power while the radio carries traffic (mW)")
+    mw_per_mbit: float = Field(ge=0, le=MAX_MW, description="b: power per Mbit/s of downlink throughput (mW per Mbit/s)")
+    promotion_s: float = Field(default=0.0, ge=0, le=600, description="idle-to-active promotion delay (s)")
+    promotion_mw: float = Field(default=0.0, ge=0, le=MAX_MW, description="power during promotion (mW)")
+    tail_s: float = Field(default=0.0, ge=0, le=600, description="time the radio stays in a high-power state after traffic (s)")
+    tail_mw: float = Field(default=0.0, ge=0, le=MAX_MW, description="power during the tail (mW)")
 
 
 class BothPower(Strict):
     """Extra power while both radios of a receiver carry data (MPTCP: reassembly, two busy dongles)."""
 
-    active_mw: float = Field(default=0.0, ge=0, description="extra power while both are active (mW)")
-    mw_per_mbit: float = Field(default=0.0, ge=0,
+    active_mw: float = Field(default=0.0, ge=0, le=MAX_MW, description="extra power while both are active (mW)")
+    mw_per_mbit: float = Field(default=0.0, ge=0, le=MAX_MW,
                                description="extra power per Mbit/s of the two radios' total throughput (mW per Mbit/s)")
 
 
@@ -204,9 +212,9 @@ class PowerProfile(Strict):
 
     name: str
     source: str = Field(description="where the constants come from (recorded with every emulated record)")
-    base_w: float = Field(ge=0, description="board plus idle dongles (W); 0 when the meter saw the radios only")
-    volts: PositiveFloat = Field(default=5.1, description="supply voltage the emulated meter reports (V)")
-    active_threshold_mbit: float = Field(default=0.05, ge=0,
+    base_w: float = Field(ge=0, le=MAX_MW / 1000, description="board plus idle dongles (W); 0 when the meter saw the radios only")
+    volts: Annotated[float, Field(gt=0, le=60)] = Field(default=5.1, description="supply voltage the emulated meter reports (V)")
+    active_threshold_mbit: float = Field(default=0.05, ge=0, le=MAX_RATE_MBIT,
                                          description="throughput above which a radio counts as active (Mbit/s)")
     wifi: RadioPower
     lte: RadioPower
@@ -219,8 +227,9 @@ class SharedCapacity(Strict):
     See ``harness.testbeds.sharing`` for the models.
     """
 
-    capacity_mbit: PositiveFloat = Field(description="total downlink capacity (Mbit/s)")
-    capacity_by_active: dict[PositiveInt, PositiveFloat] | None = Field(
+    capacity_mbit: Annotated[float, Field(gt=0, le=MAX_RATE_MBIT)] = Field(
+        description="total downlink capacity (Mbit/s; at most 100,000)")
+    capacity_by_active: dict[PositiveInt, Annotated[float, Field(gt=0, le=MAX_RATE_MBIT)]] | None = Field(
         default=None, description="capacity with exactly N receivers active (N: Mbit/s), e.g. scheduler overhead; "
                                   "counts outside the table use the nearest entry, capacity_mbit caps all")
     sharing: Literal["dcf", "airtime", "proportional-fair", "equal"] | None = Field(

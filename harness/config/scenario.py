@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from harness.cc import ALGORITHMS
 from harness.config.load import Strict, load_yaml_model
@@ -23,6 +23,15 @@ MODES: tuple[Mode, ...] = ("wifi", "lte", "both")
 #: The radios each mode uses.
 MODE_RADIOS: dict[str, tuple[str, ...]] = {"wifi": ("wifi",), "lte": ("lte",), "both": ("wifi", "lte")}
 
+#: Physical bounds (the schema states them; docs/records.md): a sample moves at most 100 GiB per
+#: receiver, a case has at most 100,000 samples, and a whole plan at most 1,000,000 (checked before it
+#: is built: a plan is a list in memory).
+MAX_FILE_BYTES = 100 * 1024**3
+MAX_SAMPLES_PER_CASE = 100_000
+MAX_PLAN_SAMPLES = 1_000_000
+MAX_RECEIVERS = 1000
+DAY_S = 86_400.0
+
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]?)B?\s*$", re.IGNORECASE)
 
 
@@ -34,7 +43,10 @@ def parse_size(text: str | int) -> int:
     if not m:
         raise ValueError(f"not a size: {text!r} (use e.g. 60M, 512K or a number of bytes)")
     mult = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2).upper()]
-    return int(float(m.group(1)) * mult)
+    try:
+        return int(float(m.group(1)) * mult)
+    except (OverflowError, ValueError):  # 400 digits: float gives inf
+        raise ValueError(f"not a size: {text!r} is out of range") from None
 
 
 class PolicySpec(Strict):
@@ -48,13 +60,13 @@ class ControlSpec(Strict):
     """How a controller measures and steers for policy samples (Setup II)."""
 
     steering: Literal["nftables", "openflow", "host"] = "nftables"
-    probe_s: PositiveFloat = Field(default=2.0, description="probing window per network (all on WiFi, "
+    probe_s: Annotated[float, Field(gt=0, le=3600)] = Field(default=2.0, description="probing window per network (all on WiFi, "
                                                              "then all on LTE), after warm_s")
-    probe_bytes: PositiveInt | None = Field(default=None, description="probe by size instead of time: bytes "
+    probe_bytes: Annotated[int, Field(gt=0, le=MAX_FILE_BYTES)] | None = Field(default=None, description="probe by size instead of time: bytes "
                                                                         "per receiver per network")
-    measure_s: PositiveFloat = Field(default=2.0, description="re-measurement window under an assignment "
+    measure_s: Annotated[float, Field(gt=0, le=3600)] = Field(default=2.0, description="re-measurement window under an assignment "
                                                                "(ref-is-tuned), after warm_s")
-    warm_s: Annotated[float, Field(ge=0)] = Field(default=0.5, description="slow start left out of every window")
+    warm_s: Annotated[float, Field(ge=0, le=600)] = Field(default=0.5, description="slow start left out of every window")
 
 
 class Scenario(Strict):
@@ -67,7 +79,7 @@ class Scenario(Strict):
                            description="inventory used unless the command line names another; a relative "
                                        "path is relative to the scenario file's folder")
     congestion_controls: list[str] = Field(min_length=1)
-    receiver_counts: list[PositiveInt] = Field(min_length=1)
+    receiver_counts: list[Annotated[int, Field(gt=0, le=MAX_RECEIVERS)]] = Field(min_length=1, max_length=100)
     modes: list[Mode] = Field(default_factory=list)
     #: Controller policies run as cases beside the modes (names, or {name, params}).
     policies: list[PolicySpec] = Field(default_factory=list)
@@ -76,20 +88,20 @@ class Scenario(Strict):
                                                         "folder, as `inventory` is) or a registered model, "
                                                         "models:/NAME@alias or models:/NAME/VERSION")
     control: ControlSpec = Field(default_factory=ControlSpec)
-    samples_per_case: PositiveInt
+    samples_per_case: Annotated[int, Field(gt=0, le=MAX_SAMPLES_PER_CASE)]
     file_size: str = Field(description="bytes per receiver per sample, e.g. 60M (MiB, as iperf3 counts)")
-    transfer_timeout_s: PositiveFloat = 300.0
+    transfer_timeout_s: Annotated[float, Field(gt=0, le=DAY_S)] = 300.0
     retries: Annotated[int, Field(ge=0, le=10)] = 2
-    settle_s: Annotated[float, Field(ge=0)] = Field(
+    settle_s: Annotated[float, Field(ge=0, le=3600)] = Field(
         default=0.5, description="extra pause between samples (queues drain); radio tails are waited out anyway")
-    idle_tolerance_w: Annotated[float, Field(ge=0)] = Field(
+    idle_tolerance_w: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=0.05, description="between samples a receiver is idle when its mean power is within this of its "
                                   "idle power (W)")
-    idle_timeout_s: PositiveFloat = Field(
+    idle_timeout_s: Annotated[float, Field(gt=0, le=DAY_S)] = Field(
         default=30.0, description="longest wait for receivers to be idle after a sample; beyond it the records are "
                                   "flagged tail-unsettled (s)")
     shuffle: bool = True
-    seed: int = 1
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
     receiver_selection: Literal["first", "rotate"] = Field(
         default="first", description="which receivers a k-receiver case uses: first (the first k of the inventory, "
                                      "as the paper) or rotate (sample i starts at receiver i, so every receiver "
@@ -132,13 +144,21 @@ class Scenario(Strict):
     def _something_to_run(self) -> Scenario:
         if not self.modes and not self.policies:
             raise ValueError("give at least one of modes (wifi, lte, both) or policies")
+        total = self.n_cases * self.samples_per_case
+        if total > MAX_PLAN_SAMPLES:  # before a plan of that size is ever built
+            raise ValueError(f"{self.n_cases} case(s) x {self.samples_per_case} samples = {total:,} samples, more "
+                             f"than a campaign may plan ({MAX_PLAN_SAMPLES:,}): split the sweep")
         return self
 
     @field_validator("file_size")
     @classmethod
     def _size(cls, v: str) -> str:
-        if parse_size(v) <= 0:
+        n = parse_size(v)
+        if n <= 0:
             raise ValueError("file size must be positive")
+        if n > MAX_FILE_BYTES:
+            raise ValueError(f"file size {n:,} bytes is more than {MAX_FILE_BYTES // 1024**3} GiB per receiver and "
+                             "sample")
         return v
 
     @property

@@ -218,13 +218,24 @@ def to_row(rec: SampleRecord, split: str) -> dict:
     return row.model_dump()
 
 
-def collect_rows(campaigns: Iterable[Campaign], spec: SplitSpec, keep_flagged: bool = False
-                 ) -> tuple[list[dict], Counter, Counter]:
-    """Validate every record, drop unusable ones (counted by reason) and split. Returns rows, excluded, spare."""
+def collect_rows(campaigns: Iterable[Campaign], spec: SplitSpec, keep_flagged: bool = False,
+                 skip_damaged: bool = False) -> tuple[list[dict], Counter, Counter]:
+    """Validate every record, drop unusable ones (counted by reason) and split. Returns rows, excluded, spare.
+
+    A damaged line (``Campaign.damaged``: a failed checksum, a sample id the plan does not have) is refused
+    naming its file and line, or left out and counted with ``skip_damaged``.
+    """
     usable: list[SampleRecord] = []
     excluded: Counter = Counter()
     seen: dict[tuple[str, str, str], str] = {}
     for c in campaigns:
+        damaged = c.damaged()
+        if damaged and not skip_damaged:
+            more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+            raise StoreError(f"{damaged[0].describe(c.samples_path)}{more}; rerun its sample with `mplab run "
+                             f"--resume {c.path}`, or leave damaged records out with --skip-damaged")
+        if damaged:
+            excluded["damaged record (checksum or plan)"] += len(damaged)
         for lineno, raw in enumerate(c.records(), start=1):
             where = f"{c.samples_path}:{lineno}"
             rec = validate_record(raw, where)
@@ -370,7 +381,8 @@ def dataset_version(out: Path, digest: str, asked: str | None) -> str:
 
 def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec(), keep_flagged: bool = False,
                   force: bool = False, policy: str | None = None, license: str = "unknown",
-                  allow_mixed: bool = False, version: str | None = None, url: str | None = None) -> BuildResult:
+                  allow_mixed: bool = False, version: str | None = None, url: str | None = None,
+                  skip_damaged: bool = False) -> BuildResult:
     """Build ``out`` (datasets/<name>) from campaign directories ``runs``.
 
     Args:
@@ -385,6 +397,7 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         allow_mixed: merge campaigns of different testbed kinds, power profiles or energy sources.
         version: the dataset's semantic version (default: ``dataset_version``).
         url: where the dataset lives, for the card and Croissant (default: the folder's ``file://`` URI).
+        skip_damaged: leave damaged records out (counted in ``excluded``) instead of refusing the build.
 
     Returns:
         Where it was written, its digest, row count and excluded counts.
@@ -400,7 +413,7 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         except StoreError as exc:
             raise ConfigError(str(exc), field="RUNS") from None
     mix = check_mix(campaigns, allow_mixed)
-    rows, excluded, spare = collect_rows(campaigns, spec, keep_flagged)
+    rows, excluded, spare = collect_rows(campaigns, spec, keep_flagged, skip_damaged)
     if not rows:
         raise ConfigError(f"no usable records in {', '.join(map(str, runs))} (excluded: {dict(excluded)})")
     df = to_frame(rows)

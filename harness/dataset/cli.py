@@ -43,13 +43,15 @@ def build(
                           "existing one the same rows keep its version, other rows bump the minor)")] = None,
     url: Annotated[Optional[str], typer.Option(
         help="where the dataset lives, for the card and croissant.json (default: the folder's file:// URI)")] = None,
+    skip_damaged: Annotated[bool, typer.Option(help="leave out records that fail their checksum or the plan "
+                                                    "(default: refuse, naming the line)")] = False,
 ) -> None:
     """One row per receiver per sample, validated, split per case, with a card, Croissant metadata and checksums."""
     from harness.dataset.build import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
     res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged,
                         policy=FolderPolicy.from_flags(force, keep_previous), license=license,
-                        allow_mixed=allow_mixed, version=version, url=url)
+                        allow_mixed=allow_mixed, version=version, url=url, skip_damaged=skip_damaged)
     sp = res.meta["splits"]
     console.print(f"dataset {res.path} version {res.meta['version']}: {res.rows} rows ({sp['train']} train, {sp['test']} test) in "
                   f"{len(res.meta['cases'])} case(s); digest {res.digest}")

@@ -61,7 +61,8 @@ def integrate(readings: list[Reading], t0: float, t1: float) -> tuple[float, int
     """Trapezoidal energy (J) of ``readings`` (sorted by ``wall_s``) over [t0, t1].
 
     Window edges are interpolated linearly between the readings either side. Returns
-    (energy_j, readings inside, largest gap between consecutive points in seconds).
+    (energy_j, readings inside, largest stretch of the window without a reading, in seconds: between
+    consecutive readings inside it, or between an edge and the nearest reading inside).
     """
     if t1 <= t0:
         raise ValueError(f"empty window [{t0}, {t1}]")
@@ -84,10 +85,10 @@ def integrate(readings: list[Reading], t0: float, t1: float) -> tuple[float, int
     for (ta, pa), (tb, pb) in zip(pts, pts[1:]):
         energy += (pa + pb) / 2 * (tb - ta)
         gap = max(gap, tb - ta)
-    # The gap that matters is between real readings, so measure from the readings either side of each edge.
-    real = ts[max(0, lo - 1):min(len(ts), hi + 1)]
-    for a, b in zip(real, real[1:]):
-        gap = max(gap, b - a)
+    # Only the part of the window without a reading counts: from t0 to the first reading inside it, between
+    # readings, from the last one to t1 (the points above). A meter that was away *before* the window and back
+    # just after t0 left the window uncovered only until its first reading; measuring from the last reading
+    # before the outage flagged a restored meter's next sample with the whole outage (e.g. 37 s).
     return energy, hi - lo, gap
 
 
@@ -120,6 +121,8 @@ class Recorder:
         self.sink = sink
         #: The first failure of the sink (then it is no longer called); owners raise it after the run.
         self.sink_error: str | None = None
+        #: ... and the exception itself (a full disk is told apart from other failures).
+        self.sink_exception: Exception | None = None
         self.max_backoff_s = max_backoff_s
         self._tracks = {n: _Track(n, m) for n, m in meters.items()}
         self._stop = threading.Event()
@@ -155,6 +158,7 @@ class Recorder:
                 self.sink(track.name, item)
             except Exception as exc:  # noqa: BLE001 - the recording in memory goes on; the owner must check
                 self.sink_error = f"trace sink failed for meter {track.name}: {exc}"
+                self.sink_exception = exc
                 log.error("%s", self.sink_error)
 
     def _loop(self, track: _Track) -> None:

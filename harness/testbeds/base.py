@@ -114,11 +114,19 @@ def failed_essentials(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.essential and not c.ok]
 
 
+@dataclass(frozen=True)
+class Repair:
+    """One thing a health check put back on one receiver (e.g. a route a link flap dropped)."""
+
+    receiver: str
+    what: str
+
+
 @dataclass
 class Health:
     """What a health check before a sample found: repairs it made, receivers it could not repair (with why)."""
 
-    repaired: list[str] = field(default_factory=list)
+    repaired: list[Repair] = field(default_factory=list)
     broken: dict[str, str] = field(default_factory=dict)
 
 

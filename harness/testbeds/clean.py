@@ -2,8 +2,8 @@
 
 ``clean_prefix`` runs an explicit tuple of cleaners, in order, each ``fn(prefix, root, nested)
 -> list of what it removed``: processes and namespaces, the machine-wide record
-(``harness.machine.forget``: state directories, names added to the allowed list), BPF
-struct_ops no live testbed needs, the key directories of crashed SSH rigs, scratch directories
+(``harness.machine.forget``: state directories, names added to the allowed list), the BPF
+struct_ops the prefix's testbeds registered (recorded machine-wide) that no live testbed needs, the key directories of crashed SSH rigs, scratch directories
 (background processes' output, Ray shards) whose creator was killed outright, and claim files no
 live process holds. Every cleaner is idempotent and touches only names under the prefix (or recorded by mplab, or
 owned by a dead process): it is safe to run twice, after a crash, or with nothing to do.
@@ -12,6 +12,11 @@ A testbed whose namespace prefix another live process has claimed (``harness.tes
 is left alone: its namespaces, processes and record stay, and the last entry says so
 (``skipped <prefix>*: live testbed of campaign ... (pid ...)``). What a crash leaves is never
 claimed (the kernel drops the lock with the process), so it is always removed.
+
+``MACHINE_WIDE`` (`mplab clean --machine-wide`) adds one more cleaner: every ``mplab_*``
+struct_ops no live testbed needs, recorded or not (e.g. one registered by hand, or before
+registrations were recorded). Never part of a prefix's clean: another user's experiment may
+be using it.
 
 A new kind of leftover gets a cleaner here and a line in ``CLEANERS``; nothing registers
 itself by being imported.
@@ -105,13 +110,34 @@ def forget_records(prefix: str, root: Host, nested: bool) -> list[str]:
     return machine.forget(prefix, root, nested, keep=live_elsewhere)
 
 
-def unregister_bpf_ccs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
-    """Unregister mplab's BPF struct_ops congestion controls that no live testbed needs any more.
+def _dead_process(user: str) -> bool:
+    """Whether a struct_ops user ``pid:N`` (a trial registration) names a process that is gone."""
+    return user.startswith("pid:") and user[4:].isdigit() and not _running(int(user[4:]))
 
-    Struct_ops are global to the machine, so a name another prefix's live testbed recorded
-    as needed stays; everything else ``mplab_*`` is a leftover (e.g. of a crashed run).
+
+def unregister_bpf_ccs(prefix: str, root: Host, nested: bool) -> list[str]:
+    """Unregister the BPF struct_ops congestion controls that testbeds under ``prefix`` registered.
+
+    Struct_ops are global to the machine: only names whose recorded users (``harness.machine``)
+    were all under ``prefix`` (or dead processes' trials) go, and a name a live testbed of any
+    prefix needs stays. A registration nobody recorded is another user's: left alone.
     """
-    return bpfcc.unregister_all(root, keep=machine.names_needed())
+    def leaving(user: str) -> bool:
+        if user.startswith("mplab-"):
+            return machine.owned(user, prefix, nested) and not live_elsewhere(user)
+        return _dead_process(user)
+
+    done = bpfcc.unregister_released(root, leaving, keep=machine.names_needed())
+    machine.tidy()
+    return done
+
+
+def unregister_unrecorded_bpf_ccs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001
+    """Machine-wide only: every ``mplab_*`` struct_ops no live testbed needs, whoever registered it."""
+    done = bpfcc.unregister_all(root, keep=machine.names_needed())
+    machine.drop_struct_ops([d.removeprefix("struct_ops ") for d in done])
+    machine.tidy()
+    return done
 
 
 def remove_ssh_rig_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
@@ -154,6 +180,10 @@ Cleaner = Callable[[str, Host, bool], list[str]]
 #: files last (a testbed being torn down still holds its own), then what was left alone.
 CLEANERS: tuple[Cleaner, ...] = (remove_namespaces, forget_records, unregister_bpf_ccs, remove_ssh_rig_dirs,
                                  remove_orphaned_temp_dirs, remove_stale_claims, report_live_testbeds)
+
+
+#: `mplab clean --machine-wide`: also what nobody recorded (after the prefix's own clean-up).
+MACHINE_WIDE: tuple[Cleaner, ...] = (*CLEANERS[:3], unregister_unrecorded_bpf_ccs, *CLEANERS[3:])
 
 
 def clean_prefix(prefix: str = "mplab-", root: Host | None = None, nested: bool = True,

@@ -51,7 +51,8 @@ from harness.hosts.netcmd import (
 )
 from harness.testbeds import claim as claims
 from harness.testbeds.access import AccessKinds, LteAccess, LteLink, lte_access_for
-from harness.testbeds.base import Check, Health, LossCounters, Node, NodeInterface, Testbed, parse_loss_counters
+from harness.testbeds.base import (Check, Health, LossCounters, Node, NodeInterface, Repair, Testbed,
+                                   parse_loss_counters)
 from harness.testbeds.clean import clean_prefix
 from harness.testbeds import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
@@ -166,7 +167,7 @@ class EmulatedTestbed(Testbed):
             # Register first: the kernel refuses to allow a name it does not have (BPF struct_ops).
             for cc in ccs:
                 self._ccs.append(cc)
-                cc.setup(self.root)
+                cc.setup(self.root, owner=self.prefix)
             allow_ccs(self.root, needs)
             if self.sender_iperf3 is None:
                 self.sender_iperf3 = Iperf3.check(self.root)
@@ -383,10 +384,10 @@ class EmulatedTestbed(Testbed):
                 health.broken[name] = str(exc)
         return health
 
-    def _repair_node(self, name: str) -> list[str]:
+    def _repair_node(self, name: str) -> list[Repair]:
         node = self.nodes[name]
         i = list(self.nodes).index(name) + 1
-        return [f"{name}: {msg}" for msg in repair_receiver(node.host, i, node.interfaces["wifi"],
+        return [Repair(name, msg) for msg in repair_receiver(node.host, i, node.interfaces["wifi"],
                                                              node.interfaces["lte"], self.REPAIR_S)]
 
     # ------------------------------------------------------------ teardown

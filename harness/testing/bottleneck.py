@@ -130,7 +130,7 @@ class SharedBottleneck:
         write_state(self.prefix, {"prefix": self.prefix, "needs": needs})
         for cc in self.ccs:
             cc.check(root)
-            cc.setup(root)
+            cc.setup(root, owner=self.prefix)
         allow_ccs(root, needs)
         for ns in self.ns.values():
             root.run(netns_add_argv(ns))

@@ -83,3 +83,68 @@ def test_scenario_inventory_is_resolved_from_the_scenario_folder(tmp_path):
     # The repository's own scenarios work from any directory.
     res = mplab("run", str(REPO / "scenarios" / "quick.yaml"), "--dry-run", cwd=elsewhere)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def _scenario_text(tmp_path, body: str) -> str:
+    p = tmp_path / "s.yaml"
+    p.write_text(f"inventory: {REPO / 'inventory' / 'emulated.yaml'}\n" + body)
+    return str(p)
+
+
+QUICK = "name: q\ncongestion_controls: [cubic]\nreceiver_counts: [1]\nmodes: [wifi]\nfile_size: 1M\n"
+
+
+@pytest.mark.parametrize("line, says", [
+    ("samples_per_case: true", "true/false is not a number"),
+    ("samples_per_case: 10000000", "less than or equal to 100000"),
+    ("samples_per_case: 3\ntransfer_timeout_s: .inf", "finite number"),
+    ("samples_per_case: 3\ntransfer_timeout_s: .nan", "finite number"),
+    ("samples_per_case: 3\nsettle_s: 1e300", "less than or equal to 3600"),
+    ("samples_per_case: 3\nseed: -1", "greater than or equal to 0"),
+    ("samples_per_case: 3\nfile_size: 200G", "more than 100 GiB"),
+    ("samples_per_case: 3\nfile_size: '" + "9" * 400 + "'", "out of range"),
+    ("samples_per_case: 3\nreceiver_counts: [true]", "true/false is not a number"),
+])
+def test_strict_numbers_and_physical_bounds_are_refused_fast(tmp_path, line, says):
+    """No bool for a number, finite floats, bounds the schema states (a sample count of 10^7 is refused at
+    once, never planned: the process would otherwise grow by gigabytes)."""
+    doc = {**yaml.safe_load(QUICK), **yaml.safe_load(line)}
+    path = _scenario_text(tmp_path, yaml.safe_dump(doc))
+    res = mplab("run", path, "--dry-run", timeout=60)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert says in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert path in res.stderr
+
+
+def test_a_plan_too_big_for_memory_is_refused_before_it_is_built(tmp_path):
+    body = ("name: q\ncongestion_controls: [cubic, reno, lia, olia, balia, wvegas]\nreceiver_counts: [1, 2, 3, 4, 5]\n"
+            "modes: [wifi, lte, both]\nfile_size: 1M\nsamples_per_case: 100000\n")
+    res = mplab("run", _scenario_text(tmp_path, body), "--dry-run", timeout=60)
+    assert res.returncode == 2 and "9,000,000 samples" in res.stderr and "split the sweep" in res.stderr, res.stderr
+
+
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path):
+    path = _scenario_text(tmp_path, QUICK + "samples_per_case: 3\nsamples_per_case: 5\n")
+    res = mplab("run", path, "--dry-run")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "'samples_per_case' given twice (lines 7 and 8)" in res.stderr, res.stderr
+
+
+def test_every_error_is_printed_with_its_line_and_a_did_you_mean(tmp_path):
+    """A misspelled key no longer hides behind "Field required; and 1 more error(s)"."""
+    body = QUICK.replace("modes: [wifi]", "modes: [5g]") + "sample_per_case: 3\nsettle_s: -1\n"
+    path = _scenario_text(tmp_path, body)
+    res = mplab("run", path, "--dry-run")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    err = res.stderr
+    assert "4 error(s)" in err, err
+    assert f"{path}:7: sample_per_case: unknown field" in err and "did you mean 'samples_per_case'?" in err, err
+    assert f"{path}:5: modes[0]:" in err and f"{path}:8: settle_s:" in err, err
+    assert "samples_per_case: Field required" in err
+
+
+@pytest.mark.parametrize("args", [["--testbeds", "0"], ["--testbeds", "-1"], ["--testbeds", "65"],
+                                  ["--shard-size", "0"]])
+def test_counts_on_the_command_line_are_bounded(args):
+    res = mplab("run", str(REPO / "scenarios" / "quick.yaml"), "--dry-run", *args)
+    assert res.returncode == 2 and "Invalid value" in res.stderr and "Traceback" not in res.stderr, res.stderr

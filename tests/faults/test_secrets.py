@@ -54,3 +54,26 @@ def test_logged_exception_text_is_scrubbed(tmp_path):
     assert "provisioning failed" in out and "RuntimeError" in out
     assert K not in out and "hunter2-long" not in out
     assert out.count("[secret]") >= 3
+
+
+def test_lte_render_on_the_open5gs_path_refuses_a_readable_or_invalid_secrets_file(tmp_path):
+    """Open5GS renders no file with the SIM keys, but a --secrets file given to it is read and checked like on
+    the srsEPC path: a group-readable one (0644) or one that is not a secrets file exits 2, and nothing is
+    written."""
+    from lte_fixtures import LAB
+
+    from .conftest import mplab
+
+    open_file = tmp_path / "open.yaml"
+    open_file.write_text("sim: {}\n")
+    open_file.chmod(0o644)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sim: 5\nwifi: [1]\n")
+    bad.chmod(0o600)
+    for path, says in ((open_file, "chmod 600"), (bad, str(bad))):
+        out = tmp_path / f"out-{path.stem}"
+        res = mplab("lte", "render", str(LAB), "--version", "2.7.2", "--secrets", str(path), "--out", str(out))
+        assert res.returncode == 2 and says in res.stderr and "Traceback" not in res.stderr, res.stderr[-1500:]
+        assert not out.exists()
+    res = mplab("lte", "render", str(LAB), "--version", "2.7.2", "--out", str(tmp_path / "ok"))
+    assert res.returncode == 0 and (tmp_path / "ok" / "epc").is_dir(), res.stderr[-1500:]

@@ -17,7 +17,7 @@ from harness.testbeds.clean import clean_prefix, list_namespaces
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.errors import MplabError
 from harness.hosts.local import LocalHost
-from tests.conftest import small_inventory
+from tests.conftest import default_sigint, small_inventory
 
 from .conftest import REPO
 
@@ -90,7 +90,8 @@ def test_signal_during_setup_tears_down_and_logs_the_reason(tmp_path, prefix, si
     inv, sc_path = _files(tmp_path, prefix)
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "mplab", "run", str(sc_path), "--runs-dir", str(runs),
-                             "--id", "sig"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--id", "sig"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # the test SIGINTs it, whatever started the suite
     root = LocalHost("root")
     try:
         deadline = time.monotonic() + 60
@@ -105,6 +106,35 @@ def test_signal_during_setup_tears_down_and_logs_the_reason(tmp_path, prefix, si
         assert list_namespaces(root, prefix) == [], "namespaces left behind"
         events = [json.loads(line) for line in (runs / "sig" / "sessions.jsonl").read_text().splitlines()]
         assert events[-1]["event"] == "interrupted" and events[-1]["reason"] == says
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        clean_prefix(prefix, nested=False)
+
+
+def test_started_with_sigint_ignored_mplab_keeps_ignoring_it_and_stops_on_sigterm(tmp_path, prefix):
+    """A background job of a script (``cmd &``) starts with SIGINT ignored: mplab honours that (a Ctrl-C meant
+    for the terminal's foreground job does not stop it) and stops cleanly on SIGTERM (docs/exit-codes.md)."""
+    inv, sc_path = _files(tmp_path, prefix)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "mplab", "run", str(sc_path), "--runs-dir", str(runs),
+                             "--id", "ign"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    root = LocalHost("root")
+    try:
+        deadline = time.monotonic() + 60
+        while not list_namespaces(root, prefix, nested=False):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "set-up never started"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(2.0)
+        assert proc.poll() is None, "SIGINT stopped a run started with SIGINT ignored"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 143 and "stopped by SIGTERM" in err and "Traceback" not in err, err[-2000:]
+        assert list_namespaces(root, prefix) == []
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -144,8 +174,50 @@ def test_link_flap_is_repaired_before_the_next_sample(tmp_path, prefix):
         clean_prefix(prefix, nested=False)
     recs = c.records()
     assert [r["status"] for r in recs] == ["ok"] * 3, [r["error"] for r in recs]
-    assert any("restored" in x for x in recs[1]["repairs"]), recs[1]["repairs"]
+    assert any("restored" in x["what"] and x["attempt"] == 1 for x in recs[1]["repairs"]), recs[1]["repairs"]
     assert recs[0]["repairs"] == [] and recs[2]["repairs"] == []
+
+
+def test_a_repair_before_a_failed_attempt_is_in_the_record_of_the_attempt_that_succeeded(tmp_path, prefix,
+                                                                                          monkeypatch):
+    """The health check repairs a flapped link before attempt 1, attempt 1 then fails (its congestion control
+    cannot be applied, once), attempt 2 succeeds: the record keeps attempt 1's repair (it used to say [])."""
+    from harness.campaign.campaign import RunHooks, start_campaign
+    from harness.config.load import parse_model
+    from harness.config.scenario import Scenario
+    from harness.errors import CommandError
+    from harness.testbeds.emulated import EmulatedTestbed
+
+    sc, inv = _campaign_args(tmp_path, prefix, samples=2)
+    sc = parse_model(Scenario, {**sc.model_dump(mode="json"), "retries": 1}, "test")
+    root = LocalHost("root")
+    real_apply, real_health = EmulatedTestbed.apply_cc, EmulatedTestbed.check_health
+    calls = {"health": 0, "apply": 0}
+
+    def check_health(self, nodes):
+        calls["health"] += 1
+        if calls["health"] == 2:  # before the second sample's first attempt
+            for updown in ("down", "up"):
+                root.run(["ip", "netns", "exec", f"{prefix}n1", "ip", "link", "set", "wlan0", updown])
+        return real_health(self, nodes)
+
+    def apply_cc(self, cc, receivers):
+        calls["apply"] += 1
+        if calls["apply"] == 2:
+            raise CommandError("test", ["tc"], 1, "refused once by the test")
+        return real_apply(self, cc, receivers)
+
+    monkeypatch.setattr(EmulatedTestbed, "check_health", check_health)
+    monkeypatch.setattr(EmulatedTestbed, "apply_cc", apply_cc)
+    try:
+        c = start_campaign(sc, inv, tmp_path / "runs", campaign_id="again", hooks=RunHooks())
+    finally:
+        clean_prefix(prefix, nested=False)
+    recs = c.records()
+    assert [r["status"] for r in recs] == ["ok", "ok"], [r["error"] for r in recs]
+    assert recs[1]["attempts"] == 2
+    assert recs[1]["repairs"] and {x["attempt"] for x in recs[1]["repairs"]} == {1}, recs[1]["repairs"]
+    assert any("restored" in x["what"] for x in recs[1]["repairs"])
 
 
 def test_unrepairable_receiver_fails_its_samples_with_the_reason_and_run_exits_3(tmp_path, prefix):

@@ -1,0 +1,40 @@
+#!/bin/sh
+# The three tests that SIGINT a child, started the way a script starts a background job (`cmd &`, which
+# leaves SIGINT ignored: POSIX, job control off), with two busy loops beside them, ROUNDS times.
+#
+#     sudo bench/background_sigint.sh [ROUNDS]     (default 3; prints one line per round and a summary)
+#
+# Each round checks that the pytest process really started with SIGINT ignored (SigIgn in /proc), so the
+# figure says something about the tests (tests/conftest.py::default_sigint), not about how it was started.
+set -u
+rounds=${1:-3}
+cd "$(dirname "$0")/.." || exit 2
+tests="tests/test_parallel.py::test_signal_stops_every_testbed_and_keeps_what_is_recorded[SIGINT]
+tests/faults/test_testbed_faults.py::test_signal_during_setup_tears_down_and_logs_the_reason
+tests/faults/test_testbed_faults.py::test_started_with_sigint_ignored_mplab_keeps_ignoring_it_and_stops_on_sigterm
+tests/test_controller_steering.py::test_controller_serve_steers_and_caps_a_real_switch_from_an_inventory_and_stops_on_sigint"
+busy() { while :; do :; done; }
+busy & b1=$!
+busy & b2=$!
+trap 'kill $b1 $b2 2>/dev/null' EXIT INT TERM
+log=$(mktemp -d /tmp/mplab-bench-sigint-XXXXXX)
+failed=0
+start=$(date +%s)
+i=0
+while [ "$i" -lt "$rounds" ]; do
+  i=$((i + 1))
+  # shellcheck disable=SC2086
+  .venv/bin/python -m pytest -q -p no:cacheprovider $tests > "$log/round-$i.txt" 2>&1 &
+  pid=$!
+  sleep 0.5
+  ign=$(awk '/^SigIgn/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+  wait "$pid"
+  rc=$?
+  # SIGINT is signal 2: bit 1 of the SigIgn mask.
+  ignored=$(python3 -c "print('yes' if int('${ign:-0}', 16) & 2 else 'no')")
+  summary=$(tail -n 1 "$log/round-$i.txt")
+  echo "round $i: exit $rc, started with SIGINT ignored: $ignored; $summary"
+  [ "$rc" -eq 0 ] || failed=$((failed + 1))
+done
+echo "rounds: $rounds, failed: $failed, wall: $(( $(date +%s) - start )) s, logs: $log"
+[ "$failed" -eq 0 ]
