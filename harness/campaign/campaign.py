@@ -32,7 +32,7 @@ from harness.testbeds.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
-from harness.config.scenario import MODE_RADIOS, Scenario
+from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign, check_campaign_id, check_writable
 from harness.testbeds.base import Check, Testbed, failed_essentials
 from harness.testbeds.access import AccessKinds
@@ -402,7 +402,7 @@ def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: floa
                   on_sample: Callable[[SampleOutcome], None]) -> list[SampleOutcome]:
     """Run ``plans`` on every runner at once from one queue; SIGTERM/SIGINT cancel the samples in flight.
 
-    Each runner waits out its own receivers' radio tails after each of its samples (``run_sample``),
+    Each runner settles its own receivers' radio tails after each of its samples (``run_sample``),
     so the idle wait is per copy; the signal handlers (``stop_on_signals``) live in this, the main, thread.
     """
     stop = threading.Event()
@@ -415,7 +415,7 @@ def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: floa
             if first[0]:
                 runner.idle.learn(list(runner.testbed.nodes))  # meters the testbed knows no idle power of
             elif settle_s:
-                time.sleep(settle_s)  # let this copy's queues drain (its radio tails were waited out)
+                time.sleep(settle_s)  # let this copy's queues drain (its radio tails were accounted)
             first[0] = False
             return runner.run_sample(plan)
         return one
@@ -447,6 +447,10 @@ def _note_interference(campaign: Campaign, interference: parallel.Interference, 
                  100 * (entry["cpu_busy_mean"] or 0), 100 * (entry["cpu_busy_max"] or 0), min(ratios), max(ratios))
 
 
+#: What a fast-forwarded radio tail costs between samples on the emulated testbed (s).
+TAIL_SKIP_S = 0.8
+
+
 def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory,
                        control: SampleControl | None = None) -> float:
     """A rough wall-time estimate: each sample lasts as long as its slowest receiver, plus, for a
@@ -470,8 +474,9 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
             res = simulate_sample(scenario.file_bytes * 8 / 1e6, list(p.receivers), p.mode, nets["wifi"], nets["lte"],
                                   links["wifi"], links["lte"], emu.coexistence if p.mode == "both" else 1.0)
             slowest = max(r.duration_s for r in res.values())
-            # The radios' tails are waited out between samples (harness.meters.idle), plus the idle hold.
-            tail = max(getattr(emu.power_profile, r).tail_s for r in MODE_RADIOS[p.mode]) + 0.6
+            # The radios' tails are fast-forwarded in the power model (Testbed.skip_tails): the request,
+            # one idle hold to confirm it (harness.meters.idle), and the window's last meter readings.
+            tail = TAIL_SKIP_S
         else:
             rate = 20.0 if p.mode == "both" else 10.0
             slowest = scenario.file_bytes * 8 / (rate * 1e6)

@@ -66,6 +66,8 @@ class SampleRecord(SampleKey):
     tail_energy_j: float | None = Field(default=None, ge=0)
     #: How long after ``window_end`` the receiver was idle again.
     idle_wait_s: float | None = Field(default=None, ge=0)
+    #: Of ``idle_wait_s``, the tail the emulated power model fast-forwarded (its energy is in ``tail_energy_j``).
+    tail_skipped_s: float | None = Field(default=None, ge=0)
     #: Policy samples: how long the runner waited for idle after the controller's probes, before the release.
     probe_idle_wait_s: float | None = Field(default=None, ge=0)
     meter_readings: int = 0

@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import harness
@@ -33,7 +33,7 @@ from harness.config.scenario import MODE_RADIOS, Scenario
 from harness.campaign.records import SampleRecord
 from harness.config.inventory import RADIOS
 from harness.campaign.store import Campaign
-from harness.testbeds.base import Counters, Testbed, parallel
+from harness.testbeds.base import Counters, TailSkip, Testbed, parallel
 from harness.traffic import Transfer, parse_iperf3
 
 log = logging.getLogger("mplab.runner")
@@ -117,6 +117,8 @@ class ReceiverOutcome:
     #: When the receiver was idle again after the transfer, and the energy of that tail.
     idle: IdleResult | None = None
     tail: WindowEnergy | None = None
+    #: The part of the tail the testbed fast-forwarded (emulated power model), if any.
+    tail_skip: TailSkip | None = None
     #: Policy samples: how long the runner waited after the controller's probes before the release.
     probe_idle_wait_s: float | None = None
 
@@ -306,10 +308,14 @@ class Runner:
         now on (the probes ended inside ``prepare``), so a policy that sent nothing waits one hold window.
         """
         t0 = time.monotonic()
-        results = self.idle.wait({rx: time.time() for rx in plan.receivers}, 0.0)
+        now = time.time()
+        skipped = self._skip_tails(list(plan.receivers))
+        results = self.idle.wait({rx: max(now, skipped[rx].at_wall) if rx in skipped else now
+                                  for rx in plan.receivers}, 0.0)
         waited = round(time.monotonic() - t0, 3)
         for rx, o in outs.items():
-            o.probe_idle_wait_s = waited
+            # In testbed time, like idle_wait_s: a fast-forwarded tail counts as waited.
+            o.probe_idle_wait_s = round(waited + (skipped[rx].remaining_s if rx in skipped else 0.0), 3)
             res = results.get(rx)
             if res is not None and not res.settled:
                 ref = f"{res.reference_w:.3f} W" if res.reference_w is not None else "unknown"
@@ -454,14 +460,36 @@ class Runner:
                             r.device_watts])
             (adir / f"meter-{rx}.csv").write_text(buf.getvalue())
 
+    def _skip_tails(self, receivers: list[str]) -> dict[str, TailSkip]:
+        """Fast-forward the receivers' radio tails where the testbed owns them (emulated); {} otherwise.
+
+        Best effort: a receiver the testbed could not fast-forward has its tail waited out instead.
+        """
+        try:
+            return self.testbed.skip_tails(receivers)
+        except (CommandError, MplabError) as exc:
+            log.warning("radio tails not fast-forwarded (waiting them out): %s", exc)
+            return {}
+
     def _wait_idle(self, plan: SamplePlan, outs: list[ReceiverOutcome]) -> None:
-        """Wait until the sample's receivers are idle again; measure each one's tail energy."""
+        """Wait until the sample's receivers are idle again; measure each one's tail energy.
+
+        Where the testbed fast-forwards a tail (its power model's state), the tail is what the meter
+        showed from the end of the window to the fast-forward plus what the model says it still held;
+        the meters must then read idle power at once. Elsewhere the tail is waited out and metered.
+        """
         now = time.time()
         since = {o.receiver: (o.window[1] if o.window else now) for o in outs}
-        results = self.idle.wait(since, self.testbed.tail_s(plan.mode))
+        skipped = self._skip_tails(list(since))
+        tail_s = self.testbed.tail_s(plan.mode)
+        start = {rx: max(t, skipped[rx].at_wall) if rx in skipped else t + tail_s for rx, t in since.items()}
+        results = self.idle.wait(start, 0.0)
         for o in outs:
             res = results.get(o.receiver)
+            if res is not None:
+                res = replace(res, since=since[o.receiver])  # idle_wait_s counts from the window's end
             o.idle = res
+            o.tail_skip = skipped.get(o.receiver)
             if res is None or o.window is None:
                 continue
             if not res.settled:
@@ -479,9 +507,10 @@ class Runner:
         """Energy from the end of the transfer window until idle; None when unknown (unsettled, meter gap)."""
         if o.energy is None or o.idle is None or not o.idle.settled:
             return None
-        if o.tail is None:
-            return 0.0  # idle at once
-        return o.tail.energy_j if not o.tail.flags else None
+        if o.tail is not None and o.tail.flags:
+            return None
+        metered = o.tail.energy_j if o.tail is not None else 0.0  # None: idle at once
+        return metered + (o.tail_skip.remaining_j if o.tail_skip else 0.0)
 
     def _record(self, plan: SamplePlan, o: ReceiverOutcome, status: str, attempts: int) -> dict:
         """The record of one receiver (``SampleRecord``, fields in docs/records.md), as stored."""
@@ -521,7 +550,9 @@ class Runner:
             energy_j=e.energy_j if e else None,
             mean_power_w=e.mean_power_w if e else None,
             tail_energy_j=self._tail_energy_j(o),
-            idle_wait_s=round(o.idle.wait_s, 3) if o.idle else None,
+            idle_wait_s=(round(o.idle.wait_s + (o.tail_skip.remaining_s if o.tail_skip else 0.0), 3)
+                         if o.idle else None),
+            tail_skipped_s=round(o.tail_skip.remaining_s, 3) if o.tail_skip and o.idle else None,
             probe_idle_wait_s=o.probe_idle_wait_s,
             meter_readings=e.n_readings if e else 0,
             meter_counter_j=(e.counter_wh * 3600 if e and e.counter_wh is not None else None),

@@ -46,6 +46,17 @@ class Node:
 
 
 @dataclass(frozen=True)
+class TailSkip:
+    """What fast-forwarding a receiver's radio tail skipped (``Testbed.skip_tails``)."""
+
+    #: Wall time from which the meter shows the receiver idle.
+    at_wall: float
+    #: How much longer the tail would have lasted, and its energy over that time (base power included).
+    remaining_s: float
+    remaining_j: float
+
+
+@dataclass(frozen=True)
 class Counters:
     """Byte counters of one interface (both directions)."""
 
@@ -218,6 +229,14 @@ class Testbed(ABC):
     def tail_s(self, mode: str) -> float:
         """How long the radios a mode uses stay in a high-power state after the last byte (0: unknown)."""
         return 0.0
+
+    def skip_tails(self, nodes: Sequence[str]) -> dict[str, TailSkip]:
+        """Fast-forward the radio tails of ``nodes``, if the testbed's tails are a model it owns.
+
+        Returns per receiver what was skipped (``TailSkip``): the runner adds it to the tail the
+        meter showed. Empty when tails are real radios (a lab, the default): then they are waited out.
+        """
+        return {}
 
     def counters(self, node: str) -> dict[str, Counters]:
         """Byte counters of a receiver's radios, by radio."""

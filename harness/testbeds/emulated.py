@@ -28,6 +28,7 @@ any prefix) needs those names.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -51,7 +52,9 @@ from harness.hosts.netcmd import (
 )
 from harness.testbeds import claim as claims
 from harness.testbeds.access import AccessKinds, LteAccess, LteLink, lte_access_for
-from harness.testbeds.base import Check, Health, LossCounters, Node, NodeInterface, Testbed, parse_loss_counters
+from harness.files import atomic_write
+from harness.testbeds.base import (Check, Health, LossCounters, Node, NodeInterface, TailSkip, Testbed,
+                                     parse_loss_counters)
 from harness.testbeds.clean import clean_prefix
 from harness.testbeds import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
@@ -301,7 +304,8 @@ class EmulatedTestbed(Testbed):
             spec = self.inventory.receiver(name).meter
             argv = device_argv(str(self.meter_link(name)), profile,
                                ifaces={radio: intf.name for radio, intf in node.interfaces.items()},
-                               control=str(self.meter_control(name)), noise_ma=spec.noise_ma,
+                               control=str(self.meter_control(name)),
+                               tail_control=str(self.tail_control(name)), noise_ma=spec.noise_ma,
                                noise_mv=spec.noise_mv, seed=i)
             self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
         end = time.monotonic() + 15  # one deadline for all: the devices start together
@@ -317,6 +321,36 @@ class EmulatedTestbed(Testbed):
     def meter_control(self, name: str) -> Path:
         """The fault-injection file of that device (see ``harness.meters.emulated``)."""
         return self.state_dir / f"meter-{name}.control"
+
+    def tail_control(self, name: str) -> Path:
+        """Where that device takes radio-tail fast-forward requests (see ``harness.meters.emulated``)."""
+        return self.state_dir / f"meter-{name}.tail"
+
+    #: Deadline for the devices to answer a fast-forward request (they poll every 100 ms).
+    SKIP_TAIL_S = 5.0
+
+    def skip_tails(self, nodes: Sequence[str]) -> dict[str, TailSkip]:
+        """The tails are the power model's state: fast-forward them in every device and say what they held.
+
+        Each device answers with the tail it dropped; readings after its ``at_wall`` show idle power,
+        and a later sample starts from idle radios exactly as after a waited tail.
+        """
+        token = f"{os.getpid()}-{time.monotonic_ns()}"
+        for name in nodes:
+            atomic_write(self.tail_control(name), (token + "\n").encode())
+        answers: dict[str, TailSkip] = {}
+
+        def answered() -> bool:
+            for name in nodes:
+                if name not in answers:
+                    skip = _tail_answer(self.tail_control(name), token)
+                    if skip is not None:
+                        answers[name] = skip
+            return len(answers) == len(nodes)
+
+        wait_until(answered, self.SKIP_TAIL_S, "emulated meters' tail fast-forward",
+                   detail=lambda: f"no answer from {sorted(set(nodes) - set(answers))}")
+        return answers
 
     def meters(self) -> dict[str, Meter]:
         # Through the same UM driver as a lab meter: the pty is just another serial port.
@@ -418,3 +452,14 @@ class EmulatedTestbed(Testbed):
         self._ccs.clear()
         self._up = False
         self.release_claim()
+
+
+def _tail_answer(path: Path, token: str) -> TailSkip | None:
+    """A device's answer to fast-forward request ``token`` (None until it has answered that one)."""
+    try:
+        answer = json.loads(path.with_name(path.name + ".done").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    if answer.get("token") != token:
+        return None
+    return TailSkip(float(answer["at_wall"]), float(answer["remaining_s"]), float(answer["remaining_j"]))
