@@ -312,10 +312,11 @@ class Runner:
         skipped = self._skip_tails(list(plan.receivers))
         results = self.idle.wait({rx: max(now, skipped[rx].at_wall) if rx in skipped else now
                                   for rx in plan.receivers}, 0.0)
-        waited = round(time.monotonic() - t0, 3)
+        waited = time.monotonic() - t0
+        # In testbed time, like idle_wait_s: a fast-forwarded tail counts as waited (the sample's longest).
+        waited = round(waited + max((k.remaining_s for k in skipped.values()), default=0.0), 3)
         for rx, o in outs.items():
-            # In testbed time, like idle_wait_s: a fast-forwarded tail counts as waited.
-            o.probe_idle_wait_s = round(waited + (skipped[rx].remaining_s if rx in skipped else 0.0), 3)
+            o.probe_idle_wait_s = waited
             res = results.get(rx)
             if res is not None and not res.settled:
                 ref = f"{res.reference_w:.3f} W" if res.reference_w is not None else "unknown"
