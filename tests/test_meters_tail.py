@@ -121,3 +121,15 @@ def test_an_idle_device_skips_nothing(tmp_path):
     with DeviceProcess(tmp_path, profile=default_profile(lte=LTE), tail_control=True) as dev:
         answer = _skip(dev, "idle")
     assert answer["remaining_s"] == 0.0 and answer["remaining_j"] == 0.0
+
+
+def test_queued_bytes_reads_a_real_tc_dump_and_refuses_what_it_cannot_read():
+    from pathlib import Path
+
+    from harness.testbeds.base import queued_bytes
+    full = (Path(__file__).parent / "data" / "tc-qdisc-bfifo-backlog.json").read_text()
+    drained = full.replace('"backlog":29808', '"backlog":0')
+    assert queued_bytes({"ap": full, "enb": drained}) > 0
+    assert queued_bytes({"ap": drained, "enb": drained}) == 0
+    assert queued_bytes({}) == 0  # nothing to measure (a lab): nothing to wait for
+    assert queued_bytes({"ap": "error: tc failed"}) is None

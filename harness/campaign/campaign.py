@@ -366,7 +366,7 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                             if len(runners) == 1:
                                 outcomes = runners[0].run(plans, hooks.on_sample)
                             else:
-                                outcomes = _run_parallel(runners, plans, scenario.settle_s, hooks.on_sample)
+                                outcomes = _run_parallel(runners, plans, hooks.on_sample)
                         finally:
                             _note_interference(campaign, interference, plans, inventory, len(testbeds))
             end = {"event": "finished", "samples_run": len(outcomes),
@@ -398,7 +398,7 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                     campaign.log_session(end)
 
 
-def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: float,
+def _run_parallel(runners: list[Runner], plans: list[SamplePlan],
                   on_sample: Callable[[SampleOutcome], None]) -> list[SampleOutcome]:
     """Run ``plans`` on every runner at once from one queue; SIGTERM/SIGINT cancel the samples in flight.
 
@@ -414,8 +414,8 @@ def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: floa
         def one(plan: SamplePlan) -> SampleOutcome:
             if first[0]:
                 runner.idle.learn(list(runner.testbed.nodes))  # meters the testbed knows no idle power of
-            elif settle_s:
-                time.sleep(settle_s)  # let this copy's queues drain (its radio tails were accounted)
+            else:
+                runner.settle()  # this copy's queues drained (its radio tails were accounted by the sample)
             first[0] = False
             return runner.run_sample(plan)
         return one

@@ -33,7 +33,7 @@ from harness.config.scenario import MODE_RADIOS, Scenario
 from harness.campaign.records import SampleRecord
 from harness.config.inventory import RADIOS
 from harness.campaign.store import Campaign
-from harness.testbeds.base import Counters, TailSkip, Testbed, parallel
+from harness.testbeds.base import Counters, TailSkip, Testbed, parallel, queued_bytes
 from harness.traffic import Transfer, parse_iperf3
 
 log = logging.getLogger("mplab.runner")
@@ -214,13 +214,31 @@ class Runner:
         with stop_on_signals():
             self.idle.learn(list(self.testbed.nodes))  # meters the testbed knows no idle power of (a lab)
             for i, plan in enumerate(plans):
-                if i and self.scenario.settle_s:
-                    time.sleep(self.scenario.settle_s)  # let queues drain (radio tails were waited out)
+                if i:
+                    self.settle()
                 out = self.run_sample(plan)
                 outcomes.append(out)
                 if on_sample:
                     on_sample(out)
         return outcomes
+
+    #: Longest wait for the testbed's shaping queues to drain between samples (s).
+    DRAIN_S = 3.0
+
+    def settle(self) -> None:
+        """Between samples: the scenario's extra pause, then until the shaping queues are empty (measured).
+
+        Radio tails were settled by the sample itself (``_wait_idle``). A testbed whose queues cannot be
+        read (a lab: they are the routers') is not waited for; one still queueing at the deadline is logged.
+        """
+        if self.scenario.settle_s:
+            time.sleep(self.scenario.settle_s)
+        deadline = time.monotonic() + self.DRAIN_S
+        while (queued := queued_bytes(self.testbed.qdisc_stats())):
+            if time.monotonic() > deadline:
+                log.warning("the testbed's queues still hold %d bytes %.0f s after the sample", queued, self.DRAIN_S)
+                return
+            time.sleep(0.05)
 
     def run_sample(self, plan: SamplePlan) -> SampleOutcome:
         """Run one sample with retries, store its raw output and records, and return the outcome."""

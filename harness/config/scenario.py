@@ -80,7 +80,8 @@ class Scenario(Strict):
     transfer_timeout_s: PositiveFloat = 300.0
     retries: Annotated[int, Field(ge=0, le=10)] = 2
     settle_s: Annotated[float, Field(ge=0)] = Field(
-        default=0.5, description="extra pause between samples (queues drain); radio tails are waited out anyway")
+        default=0.0, description="extra pause between samples (s); the testbed's shaping queues are waited "
+                                 "empty by measurement and radio tails are accounted by each sample anyway")
     idle_tolerance_w: Annotated[float, Field(ge=0)] = Field(
         default=0.05, description="between samples a receiver is idle when its mean power is within this of its "
                                   "idle power (W)")

@@ -143,6 +143,20 @@ def parse_link_stats(text: str, source: str) -> dict[str, Counters]:
         raise TrafficError(f"{source}: cannot read interface counters from `ip -j -s link` ({exc})") from None
 
 
+def queued_bytes(stats: dict[str, str]) -> int | None:
+    """Bytes queued in the qdiscs of a ``Testbed.qdisc_stats()`` snapshot; None when it cannot be read.
+
+    A classful qdisc repeats its children's backlog, so the sum over-counts: only "is it 0" is meaningful.
+    """
+    total = 0
+    for text in stats.values():
+        try:
+            total += sum(int(q.get("backlog", 0)) for q in json.loads(text))
+        except (ValueError, TypeError, AttributeError):
+            return None
+    return total
+
+
 def parallel(fn: Callable, items: Sequence, max_workers: int = 16) -> list:
     """``fn`` over ``items`` in threads, results in order (exceptions re-raised)."""
     if len(items) <= 1:
