@@ -37,6 +37,7 @@ from harness.campaign.store import Campaign, check_campaign_id, check_writable
 from harness.testbeds.base import Check, Testbed, failed_essentials
 from harness.testbeds.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
+from harness.testbeds.speedup import check_speedup
 
 log = logging.getLogger("mplab.campaign")
 
@@ -68,6 +69,8 @@ def describe_testbed(testbed: Testbed) -> dict:
     out = {
         "kind": testbed.kind,
         "inventory": inv.name,
+        # At speedup S the emulation section below is the scaled one the testbed was built from.
+        "speedup": testbed.speedup,
         "meter_kinds": sorted({n.meter_kind for n in testbed.nodes.values()}),
         "host": metadata.safely("host", lambda: metadata.host_info(probe)),
         "tools": metadata.safely("tools", lambda: metadata.tool_versions(probe)),
@@ -137,16 +140,16 @@ def testbed_name(testbed: Testbed) -> str:
 
 
 def build_testbeds(inventory: Inventory, k: int, force: bool,
-                   access_kinds: AccessKinds | None = None) -> list[Testbed]:
+                   access_kinds: AccessKinds | None = None, speedup: float = 1.0) -> list[Testbed]:
     """The testbed, or ``k`` copies of an emulated one (``harness.campaign.parallel``), refused beyond the rule."""
     if k == 1:
-        return [build_testbed(inventory, access_kinds)]
+        return [build_testbed(inventory, access_kinds, speedup)]
     if any(rx.interfaces["lte"].real_cell is not None for rx in inventory.receivers if "lte" in rx.interfaces):
         # One ZMQ cell per machine: its ports and the UE's SIM are not per copy.
         raise ConfigError(f"--testbeds {k}: inventory {inventory.name} puts a receiver on a real srsRAN cell, "
                           "which one machine runs once: use --testbeds 1")
     parallel.check_testbeds(k, force)
-    return [build_testbed(inv, access_kinds) for inv in parallel.testbed_copies(inventory, k)]
+    return [build_testbed(inv, access_kinds, speedup) for inv in parallel.testbed_copies(inventory, k)]
 
 
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
@@ -163,10 +166,11 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     """
     cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     plans = plan_campaign(scenario, inventory, scenario_source)
+    check_speedup(inventory, scenario.speedup, policies=bool(scenario.policies))
     controls = build_controls(scenario, scenario_source, control_factory, testbeds)
     check_writable(runs_dir)
     with stop_on_signals():
-        beds = build_testbeds(inventory, testbeds, force, access_kinds)
+        beds = build_testbeds(inventory, testbeds, force, access_kinds, scenario.speedup)
         with claimed(beds, f"campaign {cid}"):
             ccs = resolve_ccs(scenario, beds[0])
             # One machine: the first copy's preflight (and its controller's on it) holds for all.
@@ -236,7 +240,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
     with stop_on_signals():
         with campaign.lock():  # another process resuming it is refused before anything is built
             pass
-        beds = build_testbeds(inventory, testbeds, force, access_kinds)
+        beds = build_testbeds(inventory, testbeds, force, access_kinds, scenario.speedup)
         with claimed(beds, f"campaign {campaign.id}"):
             ccs = resolve_ccs(scenario, beds[0])
             preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
@@ -480,7 +484,7 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
         else:
             rate = 20.0 if p.mode == "both" else 10.0
             slowest = scenario.file_bytes * 8 / (rate * 1e6)
-        total += slowest + 0.5 + scenario.settle_s + tail
+        total += (slowest + tail) / scenario.speedup + 0.5 + scenario.settle_s
         if p.policy is not None and control is not None:
             probing_s = control.estimate_s(p)
             # After the controller's own traffic the runner waits out its tails too (one hold if none).

@@ -83,6 +83,9 @@ class SampleRecord(SampleKey):
     iperf3_version: str | None = None
     mplab_version: str | None = None
     power_profile: str | None = None
+    #: How much faster than real time the testbed ran (``mplab run --speedup``); every duration, throughput
+    #: and energy of the record is already scaled back to testbed (real) time. 1 on a lab and in older records.
+    speedup: float = Field(default=1.0, ge=1)
     #: the receiver's LTE path: "emulated-channel", or a real cell's kind ("srsran-zmq": srsRAN over ZeroMQ)
     lte_access: str | None = None
     # Controller fields (harness.campaign.control.CONTROL_FIELDS): policy samples only, None otherwise.

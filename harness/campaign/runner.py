@@ -135,6 +135,11 @@ class SampleOutcome:
     idle_s: float = 0.0
 
 
+def _times(value: float | None, factor: float) -> float | None:
+    """``value`` x ``factor``, None kept (a field the sample could not measure)."""
+    return None if value is None else value * factor
+
+
 def _client_spec(node, mode: str, policy: bool = False) -> tuple[str, bool]:
     """(bind address, MPTCP?) for an interface mode.
 
@@ -202,6 +207,7 @@ class Runner:
         #: The controller for policy samples (``harness.campaign.control``); None without policies.
         self.control = control
         self.idle = IdleWaiter(recorder, IdleSettings(tolerance_w=scenario.idle_tolerance_w,
+                                                      hold_s=IdleSettings.hold_s / testbed.speedup,
                                                       timeout_s=scenario.idle_timeout_s),
                                known_w={rx: testbed.idle_power_w(rx) for rx in testbed.nodes})
 
@@ -540,7 +546,9 @@ class Runner:
         e = o.energy
         window = o.window
         moved = o.counters
-        dur = t.seconds if t else None
+        # Records are in testbed (real) time: at speedup S a sample ran S x faster (harness.testbeds.speedup).
+        s = tb.speedup
+        dur = t.seconds * s if t else None
         return SampleRecord(
             campaign=self.campaign.id,
             sample_id=plan.sample_id,
@@ -562,19 +570,19 @@ class Runner:
             window_end=window[1] if window else None,
             bytes=t.bytes if t else None,
             duration_s=dur,
-            throughput_mbit=t.throughput_mbit if t else None,
+            throughput_mbit=t.throughput_mbit / s if t else None,
             retransmits=t.retransmits if t else None,
             iface_bytes=moved or None,
             iface_throughput_mbit=({r: b * 8 / dur / 1e6 for r, b in moved.items()} if moved and dur else None),
-            energy_j=e.energy_j if e else None,
+            energy_j=e.energy_j * s if e and e.energy_j is not None else None,
             mean_power_w=e.mean_power_w if e else None,
-            tail_energy_j=self._tail_energy_j(o),
-            idle_wait_s=(round(o.idle.wait_s + (o.tail_skip.remaining_s if o.tail_skip else 0.0), 3)
+            tail_energy_j=_times(self._tail_energy_j(o), s),
+            idle_wait_s=(round(s * (o.idle.wait_s + (o.tail_skip.remaining_s if o.tail_skip else 0.0)), 3)
                          if o.idle else None),
-            tail_skipped_s=round(o.tail_skip.remaining_s, 3) if o.tail_skip and o.idle else None,
-            probe_idle_wait_s=o.probe_idle_wait_s,
+            tail_skipped_s=round(s * o.tail_skip.remaining_s, 3) if o.tail_skip and o.idle else None,
+            probe_idle_wait_s=_times(o.probe_idle_wait_s, s),
             meter_readings=e.n_readings if e else 0,
-            meter_counter_j=(e.counter_wh * 3600 if e and e.counter_wh is not None else None),
+            meter_counter_j=(e.counter_wh * 3600 * s if e and e.counter_wh is not None else None),
             meter_kind=node.meter_kind,
             energy_source="emulated" if tb.kind == "emulated" else "measured",
             testbed_kind=tb.kind,
@@ -586,6 +594,7 @@ class Runner:
             iperf3_version=t.iperf3_version if t else None,
             mplab_version=harness.__version__,
             power_profile=self.meta.get("power_profile"),
+            speedup=s,
             lte_access=(a.kind if (a := getattr(tb, "lte_access", {}).get(o.receiver)) else None),
             **{k: o.control.get(k) for k in CONTROL_FIELDS},
         ).to_json()

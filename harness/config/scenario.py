@@ -88,6 +88,11 @@ class Scenario(Strict):
     idle_timeout_s: PositiveFloat = Field(
         default=30.0, description="longest wait for receivers to be idle after a sample; beyond it the records are "
                                   "flagged tail-unsettled (s)")
+    speedup: Annotated[float, Field(ge=1, le=64)] = Field(
+        default=1.0, description="run the emulated testbed this many times faster than real time: rates x S, "
+                                 "delays and radio time constants / S, buffers unchanged in bytes; records are "
+                                 "written in real time (harness.testbeds.speedup). Setup I mode samples only; "
+                                 "`mplab run --speedup S` overrides it")
     shuffle: bool = True
     seed: int = 1
     receiver_selection: Literal["first", "rotate"] = Field(

@@ -344,7 +344,7 @@ def _line_answer(device: Device, fmt: LineFormat, fault: Fault, rng: random.Rand
 
 
 def serve(link: str, device: Device, control: Control, line_format: LineFormat | None = None,
-          line_rate_hz: float = 20.0, tail: TailControl | None = None) -> None:
+          line_rate_hz: float = 20.0, tail: TailControl | None = None, period_s: float = SAMPLE_PERIOD_S) -> None:
     """Answer polls (UM) or stream lines (INA) until SIGTERM/SIGINT."""
     port = Port(link)
     port.publish()
@@ -358,7 +358,7 @@ def serve(link: str, device: Device, control: Control, line_format: LineFormat |
     signal.signal(signal.SIGINT, _stop)
     rng = random.Random(device.rng.random())
     streaming = line_format is not None and line_format.poll_command is None
-    next_sample = time.monotonic() + SAMPLE_PERIOD_S
+    next_sample = time.monotonic() + period_s
     next_line = time.monotonic()
     try:
         while running:
@@ -396,16 +396,16 @@ def serve(link: str, device: Device, control: Control, line_format: LineFormat |
                 next_line = max(next_line + 1 / line_rate_hz, now)
             if now >= next_sample:
                 device.tick(now)
-                next_sample += SAMPLE_PERIOD_S
+                next_sample += period_s
                 if next_sample < now:  # fell behind (e.g. suspended): do not burst
-                    next_sample = now + SAMPLE_PERIOD_S
+                    next_sample = now + period_s
     finally:
         port.withdraw()
 
 
 def device_argv(link: str, profile: PowerProfile, *, ifaces: dict[str, str] | None = None,
                 script: list | None = None, model: str = "um25c", control: str | None = None,
-                tail_control: str | None = None,
+                tail_control: str | None = None, period_s: float | None = None,
                 noise_ma: float | None = None, noise_mv: float | None = None, seed: int | None = None,
                 line_format: LineFormat | None = None, python: str = sys.executable) -> list[str]:
     """The argument list that starts an emulated meter device (for a Host's ``start``)."""
@@ -419,6 +419,8 @@ def device_argv(link: str, profile: PowerProfile, *, ifaces: dict[str, str] | No
         argv += ["--control", control]
     if tail_control:
         argv += ["--tail-control", tail_control]
+    if period_s is not None:
+        argv += ["--period", repr(period_s)]
     if noise_ma is not None:
         argv += ["--noise-ma", str(noise_ma)]
     if noise_mv is not None:
@@ -440,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--line-format", help="ina-line: LineFormat as JSON")
     ap.add_argument("--line-rate-hz", type=float, default=20.0, help="ina-line: lines per second when streaming")
     ap.add_argument("--control", help="fault-injection file (see the module docstring)")
+    ap.add_argument("--period", type=float, default=SAMPLE_PERIOD_S,
+                    help="how often the byte counters are read (s; a testbed at speedup S: 0.1 / S)")
     ap.add_argument("--tail-control", help="radio-tail fast-forward requests (see the module docstring)")
     ap.add_argument("--noise-ma", type=float, default=DEFAULT_NOISE_MA, help="current noise std (mA)")
     ap.add_argument("--noise-mv", type=float, default=DEFAULT_NOISE_MV, help="voltage noise std (mV)")
@@ -457,7 +461,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("noise must be >= 0")
     device = Device(profile, ifaces=ifaces, script=script, model=args.model, noise_ma=args.noise_ma,
                     noise_mv=args.noise_mv, seed=args.seed)
-    serve(args.link, device, Control(args.control), fmt, args.line_rate_hz, TailControl(args.tail_control))
+    if not 0 < args.period <= 1:
+        ap.error("--period must be in (0, 1] s")
+    serve(args.link, device, Control(args.control), fmt, args.line_rate_hz, TailControl(args.tail_control),
+          args.period)
     return 0
 
 

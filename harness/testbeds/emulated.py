@@ -60,6 +60,7 @@ from harness.testbeds import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
 from harness.testbeds.radiolink import LinkConfig, radiolink_argv
 from harness.testbeds.sharing import AccessNetwork
+from harness.testbeds.speedup import check_speedup, scale_inventory
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")
@@ -73,10 +74,15 @@ class EmulatedTestbed(Testbed):
 
     kind = "emulated"
 
-    def __init__(self, inventory: Inventory, root: Host | None = None, access_kinds: AccessKinds | None = None) -> None:
-        super().__init__(inventory)
+    def __init__(self, inventory: Inventory, root: Host | None = None, access_kinds: AccessKinds | None = None,
+                 speedup: float = 1.0) -> None:
         if inventory.kind != "emulated" or inventory.emulation is None:
             raise MplabError(f"inventory {inventory.name!r} is not an emulated testbed")
+        check_speedup(inventory, speedup)
+        # Built from the scaled inventory (harness.testbeds.speedup): rates x S, times / S.
+        super().__init__(scale_inventory(inventory, speedup))
+        inventory = self.inventory
+        self.speedup = speedup
         self.emu = inventory.emulation
         self.prefix = self.emu.namespace_prefix
         self.root = root or LocalHost("root")
@@ -272,7 +278,8 @@ class EmulatedTestbed(Testbed):
             networks={r: self.access_network(r) for r in ("wifi", "lte")},
             stations={r: {rx.name: (f"rx{i}", rx.interfaces[r].channel.rate_mbit) for i, rx in rxs
                           if self.shaped(rx.name, r)} for r in ("wifi", "lte")},
-            coexistence_factor=self.emu.coexistence, hz=self.emu.radio_loop_hz)
+            coexistence_factor=self.emu.coexistence, hz=self.emu.radio_loop_hz,
+            hold_s=LinkConfig.hold_s / self.speedup)
 
     @property
     def radiolink_log(self) -> Path:
@@ -305,7 +312,8 @@ class EmulatedTestbed(Testbed):
             argv = device_argv(str(self.meter_link(name)), profile,
                                ifaces={radio: intf.name for radio, intf in node.interfaces.items()},
                                control=str(self.meter_control(name)),
-                               tail_control=str(self.tail_control(name)), noise_ma=spec.noise_ma,
+                               tail_control=str(self.tail_control(name)), period_s=self.meter_period_s,
+                               noise_ma=spec.noise_ma,
                                noise_mv=spec.noise_mv, seed=i)
             self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
         end = time.monotonic() + 15  # one deadline for all: the devices start together
@@ -396,7 +404,12 @@ class EmulatedTestbed(Testbed):
     def tail_s(self, mode: str) -> float:
         """The profile's longest tail among the radios ``mode`` uses, plus one counter-sampling period."""
         profile = self.emu.power_profile
-        return max(getattr(profile, r).tail_s for r in MODE_RADIOS[mode]) + SAMPLE_PERIOD_S
+        return max(getattr(profile, r).tail_s for r in MODE_RADIOS[mode]) + self.meter_period_s
+
+    @property
+    def meter_period_s(self) -> float:
+        """How often the emulated meters read the receivers' byte counters (s)."""
+        return SAMPLE_PERIOD_S / self.speedup
 
     # ------------------------------------------------------------ health
 
