@@ -98,3 +98,18 @@ def test_a_campaign_at_speedup_4_records_real_time_figures(tmp_path, prefix):
     assert r["tail_energy_j"] == pytest.approx((prof.base_w + prof.lte.tail_mw / 1000) * 2.0, rel=0.1)
     manifest = json.loads((c.path / "manifest.json").read_text())
     assert manifest["scenario"]["speedup"] == 4 and manifest["testbed"]["speedup"] == 4
+
+
+def test_auto_takes_the_lowest_validated_speedup_of_the_scenarios_ccs_and_1_for_an_unvalidated_one(tmp_path):
+    from harness.testbeds.speedup import validated_speedup
+    table = tmp_path / "speedup.json"
+    table.write_text(json.dumps({"highest": {"cubic": 16, "lia": 4}}))
+    assert validated_speedup(["cubic"], table)[0] == 16
+    assert validated_speedup(["cubic", "lia"], table)[0] == 4
+    s, why = validated_speedup(["cubic", "olia"], table)
+    assert s == 1 and "olia not validated" in why
+    with pytest.raises(ConfigError, match="no validation table"):
+        validated_speedup(["cubic"], tmp_path / "missing.json")
+    table.write_text("{")
+    with pytest.raises(ConfigError, match="not a bench/speedup.py table"):
+        validated_speedup(["cubic"], table)

@@ -25,7 +25,7 @@ from harness.campaign.plan import plan_campaign
 from harness.campaign.runner import SampleOutcome
 from harness.config.load import parse_model
 from harness.config.scenario import Scenario, load_scenario, scenario_inventory, with_model_resolved
-from harness.testbeds.speedup import check_speedup
+from harness.testbeds.speedup import DEFAULT_TABLE, check_speedup, validated_speedup
 from harness.campaign.store import Campaign, check_campaign_id
 from harness.campaign.summary import summarize
 
@@ -88,9 +88,12 @@ def run(
                                                         "(`uv sync --extra cluster`; docs/cluster.md)")] = None,
     shard_size: Annotated[Optional[int], typer.Option(help="--cluster: samples per shard (default: plan/50, "
                                                            "at most 20)")] = None,
-    speedup: Annotated[Optional[float], typer.Option(help="emulated testbed only: run S times faster than real "
-                                                          "time (rates x S, delays / S; records in real time; "
-                                                          "overrides the scenario's `speedup`)")] = None,
+    speedup: Annotated[Optional[str], typer.Option(help="emulated testbed only: run S times faster than real "
+                                                        "time (rates x S, delays / S; records in real time; "
+                                                        "overrides the scenario's `speedup`), or `auto`: the "
+                                                        "highest S this machine's bench/speedup.py table "
+                                                        "validated for the scenario's congestion controls")] = None,
+    speedup_table: Annotated[Path, typer.Option(help="--speedup auto: the validation table to read")] = DEFAULT_TABLE,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
     # mplab.cli puts the controller's factory here (the harness never imports a controller).
@@ -118,7 +121,7 @@ def run(
             check_campaign_id(campaign_id)  # before any file is read or anything is built
         sc = with_model_resolved(load_scenario(scenario), scenario)
         if speedup is not None:
-            sc = with_speedup(sc, speedup)
+            sc = with_speedup(sc, _speedup_value(speedup, sc, speedup_table))
         inv = load_inventory(inventory or scenario_inventory(sc, scenario))
         check_speedup(inv, sc.speedup, policies=bool(sc.policies))
         if dry_run:
@@ -155,6 +158,18 @@ def run(
     if failed:
         raise SamplesFailed(f"{len(failed)} sample(s) of campaign {campaign.id} failed, recorded with their reasons "
                             f"(e.g. {failed[0]}); see `mplab status {campaign.path}`")
+
+
+def _speedup_value(text: str, sc: Scenario, table: Path) -> float:
+    """``--speedup``: a number, or ``auto`` (the validated S for the scenario's congestion controls)."""
+    if text != "auto":
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"--speedup {text!r}: give a number (1..64) or auto") from None
+    s, why = validated_speedup(sc.congestion_controls, table)
+    console.print(f"--speedup auto: {s:g} ({why})")
+    return s
 
 
 def with_speedup(sc: Scenario, speedup: float) -> Scenario:

@@ -25,11 +25,16 @@ and epochs are not, and a real srsRAN cell runs in real time, so both are refuse
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from harness.config.inventory import Inventory, PowerProfile, RadioPower, SharedCapacity
 from harness.errors import ConfigError
 
 #: The largest factor accepted (the radio loop then runs at S x its rate; beyond this nothing held).
 MAX_SPEEDUP = 64.0
+#: Where ``mplab run --speedup auto`` reads this machine's validation (``bench/speedup.py --out``).
+DEFAULT_TABLE = Path("bench/results/speedup.json")
 #: The emulated UM25C's poll rate at S = 1 (libsigrok's 100 ms), scaled with the rest.
 METER_HZ = 10.0
 
@@ -90,3 +95,26 @@ def scale_inventory(inventory: Inventory, s: float) -> Inventory:
         "wifi_ap": _capacity(emu.wifi_ap, s), "lte_cell": _capacity(emu.lte_cell, s),
         "power_profile": scale_profile(emu.power_profile, s), "radio_loop_hz": emu.radio_loop_hz * s})
     return inventory.model_copy(update={"receivers": receivers, "emulation": scaled_emu})
+
+
+def validated_speedup(ccs: list[str], table: Path) -> tuple[float, str]:
+    """The highest S that held for every one of ``ccs`` in a ``bench/speedup.py`` table, and why.
+
+    A congestion control the table does not cover runs at 1 (never an S nobody validated); a missing or
+    unreadable table is a ``ConfigError`` naming it (run ``bench/speedup.py --out FILE``).
+    """
+    try:
+        highest = json.loads(table.read_text())["highest"]
+    except FileNotFoundError:
+        raise ConfigError(f"no validation table at {table}: run `uv run python bench/speedup.py --out {table}` "
+                          "on this machine first, or give a number", field="speedup") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{table}: not a bench/speedup.py table ({exc})", field="speedup") from None
+    per_cc = {cc: float(highest.get(cc, 1.0)) for cc in ccs}
+    s = min(per_cc.values())
+    limiting = sorted(cc for cc, v in per_cc.items() if v == s)
+    unvalidated = sorted(cc for cc in ccs if cc not in highest)
+    why = f"highest validated S for {', '.join(limiting)} in {table}"
+    if unvalidated:
+        why += f" ({', '.join(unvalidated)} not validated there: 1)"
+    return s, why
