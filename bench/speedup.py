@@ -12,7 +12,9 @@ the total energy (J, the receivers' sum per sample), both in testbed (real) time
 their ratio to S = 1; flagged records (meter gaps, tails) and failed samples; and, per campaign, what
 the machine sustained: achieved / configured rate and CPU busy (the manifest's interference section).
 
-A cell holds at S when both ratios are within 3 % of 1 and nothing was flagged or failed. Reported:
+Energies are taken from samples none of whose records was flagged (a meter gap or an unsettled tail
+makes a sample's energy untrusted). A cell holds at S when both ratios are within 3 % of 1, no sample
+failed, and at least two samples gave unflagged energy. Reported:
 the table, and per congestion control the highest S at which every one of its cells held at that S
 and every lower one (written to ``--out`` as JSON; ``mplab run --speedup auto`` reads it).
 """
@@ -74,9 +76,10 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
         if any(r["status"] != "ok" for r in recs):
             cell["failed"] += 1
             continue
-        cell["flagged"] += sum(1 for r in recs if r["flags"])
         cell["mbit"].append(sum(r["throughput_mbit"] for r in recs))
-        if all(r["energy_j"] is not None for r in recs):
+        if any(r["flags"] for r in recs):
+            cell["flagged"] += 1  # a meter gap or an unsettled tail: its energy is not trusted
+        elif all(r["energy_j"] is not None for r in recs):
             cell["energy_j"].append(sum(r["energy_j"] for r in recs))
     itf = (c.manifest.get("interference") or [{}])[-1]
     rate = [t["rate_ratio_mean"] for t in (itf.get("testbeds") or {}).values() if t.get("rate_ratio_mean")]
@@ -109,8 +112,10 @@ def compare(base: dict, other: dict) -> dict[str, dict]:
                 why.append(f"{name.split('_')[0]} unknown")
             elif abs(v - 1) > TOLERANCE:
                 why.append(f"{name.split('_')[0]} x{v:.3f}")
-        if o["flagged"] or o["failed"]:
-            why.append(f"{o['flagged']} flagged / {o['failed']} failed")
+        if o["failed"]:
+            why.append(f"{o['failed']} failed")
+        if len(o["energy_j"]) < 2:
+            why.append(f"{len(o['energy_j'])} sample(s) with unflagged energy")
         row["holds"], row["why"] = not why, "; ".join(why)
         out[cell] = row
     return out
