@@ -147,6 +147,7 @@ def main() -> int:
     ap.add_argument("--file-size", default="6M")
     ap.add_argument("--loss", default="0", help="comma list of loss_pct on every channel")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the campaigns here (default: a scratch dir)")
     args = ap.parse_args()
     args.receivers = [int(x) for x in args.receivers.split(",")]
     args.modes = args.modes.split(",")
@@ -154,7 +155,8 @@ def main() -> int:
     speedups = sorted({float(x) for x in args.speedups.split(",")} | {1.0})
     results: dict[str, dict] = {}
     machine: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory(prefix="mplab-speedup-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="mplab-speedup-") as scratch:
+        tmp = args.keep or scratch
         for inv_name in args.inventory.split(","):
             for loss in (float(x) for x in args.loss.split(",")):
                 runs = {s: one_campaign(inv_name, loss, s, args, Path(tmp)) for s in speedups}
