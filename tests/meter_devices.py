@@ -25,11 +25,14 @@ class DeviceProcess:
 
     def __init__(self, tmp: Path, name: str = "dev", *, model: str = "um25c", profile: PowerProfile | None = None,
                  script: list | None = None, noise_ma: float = 0.0, noise_mv: float = 0.0, seed: int = 1,
-                 line_format: LineFormat | None = None) -> None:
+                 line_format: LineFormat | None = None, tail_control: bool = False) -> None:
         self.link = str(tmp / f"{name}.pty")
         self.control = tmp / f"{name}.control"
+        #: The radio-tail fast-forward request file (``tail_control=True``).
+        self.tail = tmp / f"{name}.tail"
         self.profile = profile or default_profile()
         self.argv = device_argv(self.link, self.profile, script=script, model=model, control=str(self.control),
+                                tail_control=str(self.tail) if tail_control else None,
                                 noise_ma=noise_ma, noise_mv=noise_mv, seed=seed, line_format=line_format)
         self.proc: subprocess.Popen | None = None
 

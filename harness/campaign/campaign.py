@@ -32,11 +32,12 @@ from harness.testbeds.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
-from harness.config.scenario import MODE_RADIOS, Scenario
+from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign, check_campaign_id, check_writable, disk_full_message
 from harness.testbeds.base import Check, Testbed, failed_essentials
 from harness.testbeds.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
+from harness.testbeds.speedup import check_speedup
 
 log = logging.getLogger("mplab.campaign")
 
@@ -68,6 +69,8 @@ def describe_testbed(testbed: Testbed) -> dict:
     out = {
         "kind": testbed.kind,
         "inventory": inv.name,
+        # At speedup S the emulation section below is the scaled one the testbed was built from.
+        "speedup": testbed.speedup,
         "meter_kinds": sorted({n.meter_kind for n in testbed.nodes.values()}),
         "host": metadata.safely("host", lambda: metadata.host_info(probe)),
         "tools": metadata.safely("tools", lambda: metadata.tool_versions(probe)),
@@ -137,16 +140,16 @@ def testbed_name(testbed: Testbed) -> str:
 
 
 def build_testbeds(inventory: Inventory, k: int, force: bool,
-                   access_kinds: AccessKinds | None = None) -> list[Testbed]:
+                   access_kinds: AccessKinds | None = None, speedup: float = 1.0) -> list[Testbed]:
     """The testbed, or ``k`` copies of an emulated one (``harness.campaign.parallel``), refused beyond the rule."""
     if k == 1:
-        return [build_testbed(inventory, access_kinds)]
+        return [build_testbed(inventory, access_kinds, speedup)]
     if any(rx.interfaces["lte"].real_cell is not None for rx in inventory.receivers if "lte" in rx.interfaces):
         # One ZMQ cell per machine: its ports and the UE's SIM are not per copy.
         raise ConfigError(f"--testbeds {k}: inventory {inventory.name} puts a receiver on a real srsRAN cell, "
                           "which one machine runs once: use --testbeds 1")
     parallel.check_testbeds(k, force)
-    return [build_testbed(inv, access_kinds) for inv in parallel.testbed_copies(inventory, k)]
+    return [build_testbed(inv, access_kinds, speedup) for inv in parallel.testbed_copies(inventory, k)]
 
 
 def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, campaign_id: str | None = None,
@@ -163,10 +166,11 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     """
     cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     plans = plan_campaign(scenario, inventory, scenario_source)
+    check_speedup(inventory, scenario.speedup, policies=bool(scenario.policies))
     controls = build_controls(scenario, scenario_source, control_factory, testbeds)
     check_writable(runs_dir)
     with stop_on_signals():
-        beds = build_testbeds(inventory, testbeds, force, access_kinds)
+        beds = build_testbeds(inventory, testbeds, force, access_kinds, scenario.speedup)
         with claimed(beds, f"campaign {cid}"):
             ccs = resolve_ccs(scenario, beds[0])
             # One machine: the first copy's preflight (and its controller's on it) holds for all.
@@ -236,7 +240,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
     with stop_on_signals():
         with campaign.lock():  # another process resuming it is refused before anything is built
             pass
-        beds = build_testbeds(inventory, testbeds, force, access_kinds)
+        beds = build_testbeds(inventory, testbeds, force, access_kinds, scenario.speedup)
         with claimed(beds, f"campaign {campaign.id}"):
             ccs = resolve_ccs(scenario, beds[0])
             preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
@@ -373,7 +377,7 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                             if len(runners) == 1:
                                 outcomes = runners[0].run(plans, hooks.on_sample)
                             else:
-                                outcomes = _run_parallel(runners, plans, scenario.settle_s, hooks.on_sample)
+                                outcomes = _run_parallel(runners, plans, hooks.on_sample)
                         finally:
                             _note_interference(campaign, interference, plans, inventory, len(testbeds))
             end = {"event": "finished", "samples_run": len(outcomes),
@@ -410,11 +414,11 @@ def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testb
                     campaign.release_reserve()
 
 
-def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: float,
+def _run_parallel(runners: list[Runner], plans: list[SamplePlan],
                   on_sample: Callable[[SampleOutcome], None]) -> list[SampleOutcome]:
     """Run ``plans`` on every runner at once from one queue; SIGTERM/SIGINT cancel the samples in flight.
 
-    Each runner waits out its own receivers' radio tails after each of its samples (``run_sample``),
+    Each runner settles its own receivers' radio tails after each of its samples (``run_sample``),
     so the idle wait is per copy; the signal handlers (``stop_on_signals``) live in this, the main, thread.
     """
     stop = threading.Event()
@@ -426,8 +430,8 @@ def _run_parallel(runners: list[Runner], plans: list[SamplePlan], settle_s: floa
         def one(plan: SamplePlan) -> SampleOutcome:
             if first[0]:
                 runner.idle.learn(list(runner.testbed.nodes))  # meters the testbed knows no idle power of
-            elif settle_s:
-                time.sleep(settle_s)  # let this copy's queues drain (its radio tails were waited out)
+            else:
+                runner.settle()  # this copy's queues drained (its radio tails were accounted by the sample)
             first[0] = False
             return runner.run_sample(plan)
         return one
@@ -459,6 +463,10 @@ def _note_interference(campaign: Campaign, interference: parallel.Interference, 
                  100 * (entry["cpu_busy_mean"] or 0), 100 * (entry["cpu_busy_max"] or 0), min(ratios), max(ratios))
 
 
+#: What a fast-forwarded radio tail costs between samples on the emulated testbed (s).
+TAIL_SKIP_S = 0.8
+
+
 def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory,
                        control: SampleControl | None = None) -> float:
     """A rough wall-time estimate: each sample lasts as long as its slowest receiver, plus, for a
@@ -482,12 +490,13 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
             res = simulate_sample(scenario.file_bytes * 8 / 1e6, list(p.receivers), p.mode, nets["wifi"], nets["lte"],
                                   links["wifi"], links["lte"], emu.coexistence if p.mode == "both" else 1.0)
             slowest = max(r.duration_s for r in res.values())
-            # The radios' tails are waited out between samples (harness.meters.idle), plus the idle hold.
-            tail = max(getattr(emu.power_profile, r).tail_s for r in MODE_RADIOS[p.mode]) + 0.6
+            # The radios' tails are fast-forwarded in the power model (Testbed.skip_tails): the request,
+            # one idle hold to confirm it (harness.meters.idle), and the window's last meter readings.
+            tail = TAIL_SKIP_S
         else:
             rate = 20.0 if p.mode == "both" else 10.0
             slowest = scenario.file_bytes * 8 / (rate * 1e6)
-        total += slowest + 0.5 + scenario.settle_s + tail
+        total += (slowest + tail) / scenario.speedup + 0.5 + scenario.settle_s
         if p.policy is not None and control is not None:
             probing_s = control.estimate_s(p)
             # After the controller's own traffic the runner waits out its tails too (one hold if none).

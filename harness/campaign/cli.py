@@ -23,7 +23,9 @@ from harness.errors import ConfigError, SamplesFailed
 from harness.config.inventory import load_inventory
 from harness.campaign.plan import plan_campaign
 from harness.campaign.runner import SampleOutcome
-from harness.config.scenario import load_scenario, scenario_inventory, with_model_resolved
+from harness.config.load import parse_model
+from harness.config.scenario import Scenario, load_scenario, scenario_inventory, with_model_resolved
+from harness.testbeds.speedup import DEFAULT_TABLE, check_speedup, validated_speedup
 from harness.campaign.store import Campaign, check_campaign_id
 from harness.campaign.summary import summarize
 
@@ -87,6 +89,12 @@ def run(
                                                         "(`uv sync --extra cluster`; docs/cluster.md)")] = None,
     shard_size: Annotated[Optional[int], typer.Option(min=1, help="--cluster: samples per shard (default: plan/50, "
                                                            "at most 20)")] = None,
+    speedup: Annotated[Optional[str], typer.Option(help="emulated testbed only: run S times faster than real "
+                                                        "time (rates x S, delays / S; records in real time; "
+                                                        "overrides the scenario's `speedup`), or `auto`: the "
+                                                        "highest S this machine's bench/speedup.py table "
+                                                        "validated for the scenario's congestion controls")] = None,
+    speedup_table: Annotated[Path, typer.Option(help="--speedup auto: the validation table to read")] = DEFAULT_TABLE,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
     # mplab.cli puts the controller's factory here (the harness never imports a controller).
@@ -96,6 +104,9 @@ def run(
     if resume is not None:
         if scenario is not None:
             raise ConfigError("give either a scenario or --resume, not both")
+        if speedup is not None:
+            raise ConfigError("--resume runs at the speedup the campaign started with (its manifest); "
+                              "drop --speedup")
         with _progress() as progress:
             if cluster:
                 campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress), shard_size=shard_size,
@@ -110,7 +121,10 @@ def run(
         if campaign_id is not None:
             check_campaign_id(campaign_id)  # before any file is read or anything is built
         sc = with_model_resolved(load_scenario(scenario), scenario)
+        if speedup is not None:
+            sc = with_speedup(sc, _speedup_value(speedup, sc, speedup_table))
         inv = load_inventory(inventory or scenario_inventory(sc, scenario))
+        check_speedup(inv, sc.speedup, policies=bool(sc.policies))
         if dry_run:
             plans = plan_campaign(sc, inv, str(scenario))
             control = build_control(sc, str(scenario), control_factory)  # a model not covering it: refused
@@ -121,6 +135,9 @@ def run(
                 console.print(f"  {p.sample_id}  receivers={','.join(p.receivers)}")
             if len(plans) > 20:
                 console.print(f"  ... and {len(plans) - 20} more")
+            if sc.speedup != 1:
+                console.print(f"speedup {sc.speedup:g}: the emulated testbed runs {sc.speedup:g} x faster than "
+                              "real time; records are written in real time")
             console.print(f"estimated wall time: {eta / 60:.1f} min" + (
                 f" on one testbed, at best {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
             return
@@ -142,6 +159,23 @@ def run(
     if failed:
         raise SamplesFailed(f"{len(failed)} sample(s) of campaign {campaign.id} failed, recorded with their reasons "
                             f"(e.g. {failed[0]}); see `mplab status {campaign.path}`")
+
+
+def _speedup_value(text: str, sc: Scenario, table: Path) -> float:
+    """``--speedup``: a number, or ``auto`` (the validated S for the scenario's congestion controls)."""
+    if text != "auto":
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"--speedup {text!r}: give a number (1..64) or auto") from None
+    s, why = validated_speedup(sc.congestion_controls, table)
+    console.print(f"--speedup auto: {s:g} ({why})")
+    return s
+
+
+def with_speedup(sc: Scenario, speedup: float) -> Scenario:
+    """The scenario with ``--speedup`` in place of its own (validated as the scenario field is)."""
+    return parse_model(Scenario, {**sc.model_dump(mode="json"), "speedup": speedup}, "--speedup")
 
 
 def _access_kinds(ctx: typer.Context) -> dict | None:

@@ -119,7 +119,7 @@ def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
         data = inventory.model_dump(mode="json")
         data["emulation"]["namespace_prefix"] = node_prefix(inventory, node_id)
         inventory = Inventory.model_validate(data)
-        (testbed,) = build_testbeds(inventory, 1, False)
+        (testbed,) = build_testbeds(inventory, 1, False, speedup=scenario.speedup)
         # The node's own prefix, claimed like any campaign's: a second shard (or campaign) on it is refused.
         with stop_on_signals(), claimed([testbed], f"campaign {manifest['campaign']} (Ray node {node_id[:6]})"):
             ccs = resolve_ccs(scenario, testbed)
@@ -241,7 +241,7 @@ def start_cluster_campaign(scenario: Scenario, inventory: Inventory, runs_dir: P
     # never set up (each node builds and sets up its own).
     control = build_control(scenario, scenario_source, control_factory)
     check_writable(runs_dir)
-    (testbed,) = build_testbeds(inventory, 1, False)
+    (testbed,) = build_testbeds(inventory, 1, False, speedup=scenario.speedup)
     ccs = resolve_ccs(scenario, testbed)
     campaign = create_campaign(scenario, inventory, runs_dir, plans, testbed, ccs, [], campaign_id=campaign_id,
                                parallel_section={"cluster": address, "started_at": time.time()},

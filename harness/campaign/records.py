@@ -79,6 +79,8 @@ class SampleRecord(SampleKey):
     tail_energy_j: float | None = Field(default=None, ge=0)
     #: How long after ``window_end`` the receiver was idle again.
     idle_wait_s: float | None = Field(default=None, ge=0)
+    #: Of ``idle_wait_s``, the tail the emulated power model fast-forwarded (its energy is in ``tail_energy_j``).
+    tail_skipped_s: float | None = Field(default=None, ge=0)
     #: Policy samples: how long the runner waited for idle after the controller's probes, before the release.
     probe_idle_wait_s: float | None = Field(default=None, ge=0)
     meter_readings: int = 0
@@ -94,6 +96,9 @@ class SampleRecord(SampleKey):
     iperf3_version: str | None = None
     mplab_version: str | None = None
     power_profile: str | None = None
+    #: How much faster than real time the testbed ran (``mplab run --speedup``); every duration, throughput
+    #: and energy of the record is already scaled back to testbed (real) time. 1 on a lab and in older records.
+    speedup: float = Field(default=1.0, ge=1)
     #: the receiver's LTE path: "emulated-channel", or a real cell's kind ("srsran-zmq": srsRAN over ZeroMQ)
     lte_access: str | None = None
     # Controller fields (harness.campaign.control.CONTROL_FIELDS): policy samples only, None otherwise.

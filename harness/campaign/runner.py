@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import harness
@@ -33,7 +33,7 @@ from harness.config.scenario import MODE_RADIOS, Scenario
 from harness.campaign.records import SampleRecord
 from harness.config.inventory import RADIOS
 from harness.campaign.store import Campaign
-from harness.testbeds.base import Counters, Testbed, parallel
+from harness.testbeds.base import Counters, TailSkip, Testbed, parallel, queued_bytes
 from harness.traffic import Transfer, parse_iperf3
 
 log = logging.getLogger("mplab.runner")
@@ -117,6 +117,8 @@ class ReceiverOutcome:
     #: When the receiver was idle again after the transfer, and the energy of that tail.
     idle: IdleResult | None = None
     tail: WindowEnergy | None = None
+    #: The part of the tail the testbed fast-forwarded (emulated power model), if any.
+    tail_skip: TailSkip | None = None
     #: Policy samples: how long the runner waited after the controller's probes before the release.
     probe_idle_wait_s: float | None = None
 
@@ -131,6 +133,11 @@ class SampleOutcome:
     transfer_s: float
     #: Of ``wall_s``, the time spent waiting for receivers to be idle again (radio tails), every attempt.
     idle_s: float = 0.0
+
+
+def _times(value: float | None, factor: float) -> float | None:
+    """``value`` x ``factor``, None kept (a field the sample could not measure)."""
+    return None if value is None else value * factor
 
 
 def _client_spec(node, mode: str, policy: bool = False) -> tuple[str, bool]:
@@ -200,6 +207,7 @@ class Runner:
         #: The controller for policy samples (``harness.campaign.control``); None without policies.
         self.control = control
         self.idle = IdleWaiter(recorder, IdleSettings(tolerance_w=scenario.idle_tolerance_w,
+                                                      hold_s=IdleSettings.hold_s / testbed.speedup,
                                                       timeout_s=scenario.idle_timeout_s),
                                known_w={rx: testbed.idle_power_w(rx) for rx in testbed.nodes})
 
@@ -212,13 +220,31 @@ class Runner:
         with stop_on_signals():
             self.idle.learn(list(self.testbed.nodes))  # meters the testbed knows no idle power of (a lab)
             for i, plan in enumerate(plans):
-                if i and self.scenario.settle_s:
-                    time.sleep(self.scenario.settle_s)  # let queues drain (radio tails were waited out)
+                if i:
+                    self.settle()
                 out = self.run_sample(plan)
                 outcomes.append(out)
                 if on_sample:
                     on_sample(out)
         return outcomes
+
+    #: Longest wait for the testbed's shaping queues to drain between samples (s).
+    DRAIN_S = 3.0
+
+    def settle(self) -> None:
+        """Between samples: the scenario's extra pause, then until the shaping queues are empty (measured).
+
+        Radio tails were settled by the sample itself (``_wait_idle``). A testbed whose queues cannot be
+        read (a lab: they are the routers') is not waited for; one still queueing at the deadline is logged.
+        """
+        if self.scenario.settle_s:
+            time.sleep(self.scenario.settle_s)
+        deadline = time.monotonic() + self.DRAIN_S
+        while (queued := queued_bytes(self.testbed.qdisc_stats())):
+            if time.monotonic() > deadline:
+                log.warning("the testbed's queues still hold %d bytes %.0f s after the sample", queued, self.DRAIN_S)
+                return
+            time.sleep(0.05)
 
     def run_sample(self, plan: SamplePlan) -> SampleOutcome:
         """Run one sample with retries, store its raw output and records, and return the outcome."""
@@ -309,8 +335,13 @@ class Runner:
         now on (the probes ended inside ``prepare``), so a policy that sent nothing waits one hold window.
         """
         t0 = time.monotonic()
-        results = self.idle.wait({rx: time.time() for rx in plan.receivers}, 0.0)
-        waited = round(time.monotonic() - t0, 3)
+        now = time.time()
+        skipped = self._skip_tails(list(plan.receivers))
+        results = self.idle.wait({rx: max(now, skipped[rx].at_wall) if rx in skipped else now
+                                  for rx in plan.receivers}, 0.0)
+        waited = time.monotonic() - t0
+        # In testbed time, like idle_wait_s: a fast-forwarded tail counts as waited (the sample's longest).
+        waited = round(waited + max((k.remaining_s for k in skipped.values()), default=0.0), 3)
         for rx, o in outs.items():
             o.probe_idle_wait_s = waited
             res = results.get(rx)
@@ -457,14 +488,36 @@ class Runner:
                             r.device_watts])
             (adir / f"meter-{rx}.csv").write_text(buf.getvalue())
 
+    def _skip_tails(self, receivers: list[str]) -> dict[str, TailSkip]:
+        """Fast-forward the receivers' radio tails where the testbed owns them (emulated); {} otherwise.
+
+        Best effort: a receiver the testbed could not fast-forward has its tail waited out instead.
+        """
+        try:
+            return self.testbed.skip_tails(receivers)
+        except (CommandError, MplabError) as exc:
+            log.warning("radio tails not fast-forwarded (waiting them out): %s", exc)
+            return {}
+
     def _wait_idle(self, plan: SamplePlan, outs: list[ReceiverOutcome]) -> None:
-        """Wait until the sample's receivers are idle again; measure each one's tail energy."""
+        """Wait until the sample's receivers are idle again; measure each one's tail energy.
+
+        Where the testbed fast-forwards a tail (its power model's state), the tail is what the meter
+        showed from the end of the window to the fast-forward plus what the model says it still held;
+        the meters must then read idle power at once. Elsewhere the tail is waited out and metered.
+        """
         now = time.time()
         since = {o.receiver: (o.window[1] if o.window else now) for o in outs}
-        results = self.idle.wait(since, self.testbed.tail_s(plan.mode))
+        skipped = self._skip_tails(list(since))
+        tail_s = self.testbed.tail_s(plan.mode)
+        start = {rx: max(t, skipped[rx].at_wall) if rx in skipped else t + tail_s for rx, t in since.items()}
+        results = self.idle.wait(start, 0.0)
         for o in outs:
             res = results.get(o.receiver)
+            if res is not None:
+                res = replace(res, since=since[o.receiver])  # idle_wait_s counts from the window's end
             o.idle = res
+            o.tail_skip = skipped.get(o.receiver)
             if res is None or o.window is None:
                 continue
             if not res.settled:
@@ -482,9 +535,10 @@ class Runner:
         """Energy from the end of the transfer window until idle; None when unknown (unsettled, meter gap)."""
         if o.energy is None or o.idle is None or not o.idle.settled:
             return None
-        if o.tail is None:
-            return 0.0  # idle at once
-        return o.tail.energy_j if not o.tail.flags else None
+        if o.tail is not None and o.tail.flags:
+            return None
+        metered = o.tail.energy_j if o.tail is not None else 0.0  # None: idle at once
+        return metered + (o.tail_skip.remaining_j if o.tail_skip else 0.0)
 
     def _record(self, plan: SamplePlan, o: ReceiverOutcome, status: str, attempts: int,
                 repairs: list[dict]) -> dict:
@@ -496,7 +550,9 @@ class Runner:
         e = o.energy
         window = o.window
         moved = o.counters
-        dur = t.seconds if t else None
+        # Records are in testbed (real) time: at speedup S a sample ran S x faster (harness.testbeds.speedup).
+        s = tb.speedup
+        dur = t.seconds * s if t else None
         return SampleRecord(
             campaign=self.campaign.id,
             sample_id=plan.sample_id,
@@ -518,17 +574,19 @@ class Runner:
             window_end=window[1] if window else None,
             bytes=t.bytes if t else None,
             duration_s=dur,
-            throughput_mbit=t.throughput_mbit if t else None,
+            throughput_mbit=t.throughput_mbit / s if t else None,
             retransmits=t.retransmits if t else None,
             iface_bytes=moved or None,
             iface_throughput_mbit=({r: b * 8 / dur / 1e6 for r, b in moved.items()} if moved and dur else None),
-            energy_j=e.energy_j if e else None,
+            energy_j=e.energy_j * s if e and e.energy_j is not None else None,
             mean_power_w=e.mean_power_w if e else None,
-            tail_energy_j=self._tail_energy_j(o),
-            idle_wait_s=round(o.idle.wait_s, 3) if o.idle else None,
-            probe_idle_wait_s=o.probe_idle_wait_s,
+            tail_energy_j=_times(self._tail_energy_j(o), s),
+            idle_wait_s=(round(s * (o.idle.wait_s + (o.tail_skip.remaining_s if o.tail_skip else 0.0)), 3)
+                         if o.idle else None),
+            tail_skipped_s=round(s * o.tail_skip.remaining_s, 3) if o.tail_skip and o.idle else None,
+            probe_idle_wait_s=_times(o.probe_idle_wait_s, s),
             meter_readings=e.n_readings if e else 0,
-            meter_counter_j=(e.counter_wh * 3600 if e and e.counter_wh is not None else None),
+            meter_counter_j=(e.counter_wh * 3600 * s if e and e.counter_wh is not None else None),
             meter_kind=node.meter_kind,
             energy_source="emulated" if tb.kind == "emulated" else "measured",
             testbed_kind=tb.kind,
@@ -540,6 +598,7 @@ class Runner:
             iperf3_version=t.iperf3_version if t else None,
             mplab_version=harness.__version__,
             power_profile=self.meta.get("power_profile"),
+            speedup=s,
             lte_access=(a.kind if (a := getattr(tb, "lte_access", {}).get(o.receiver)) else None),
             **{k: o.control.get(k) for k in CONTROL_FIELDS},
         ).to_json()

@@ -93,13 +93,19 @@ class Scenario(Strict):
     transfer_timeout_s: Annotated[float, Field(gt=0, le=DAY_S)] = 300.0
     retries: Annotated[int, Field(ge=0, le=10)] = 2
     settle_s: Annotated[float, Field(ge=0, le=3600)] = Field(
-        default=0.5, description="extra pause between samples (queues drain); radio tails are waited out anyway")
+        default=0.0, description="extra pause between samples (s); the testbed's shaping queues are waited "
+                                 "empty by measurement and radio tails are accounted by each sample anyway")
     idle_tolerance_w: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=0.05, description="between samples a receiver is idle when its mean power is within this of its "
                                   "idle power (W)")
     idle_timeout_s: Annotated[float, Field(gt=0, le=DAY_S)] = Field(
         default=30.0, description="longest wait for receivers to be idle after a sample; beyond it the records are "
                                   "flagged tail-unsettled (s)")
+    speedup: Annotated[float, Field(ge=1, le=64)] = Field(
+        default=1.0, description="run the emulated testbed this many times faster than real time: rates x S, "
+                                 "delays and radio time constants / S, buffers unchanged in bytes; records are "
+                                 "written in real time (harness.testbeds.speedup). Setup I mode samples only; "
+                                 "`mplab run --speedup S` overrides it")
     shuffle: bool = True
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
     receiver_selection: Literal["first", "rotate"] = Field(

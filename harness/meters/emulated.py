@@ -26,6 +26,16 @@ Faults for tests are set through ``--control FILE`` (re-read when it changes; on
     bad-trailer        corrupt the trailer/checksum byte; ``bad-trailer+good`` sends a good frame after it
     wrong-id           another model's id; ``wrong-id+good`` sends a good frame after it
     vanish             close the pty and remove the link (the device disappears) until the mode changes
+
+The radio tail can be fast-forwarded through ``--tail-control FILE``: each time the file
+changes (it holds a request token), the device brings its model up to now, works out what
+the tail still holds if nothing moves (``PowerModel.tail_remaining``: seconds and joules,
+base power included), puts every radio back to idle, and answers in ``FILE.done`` with one
+JSON object ``{"token", "at_wall", "remaining_s", "remaining_j"}``. Readings after
+``at_wall`` show idle power. The tail is the model's state, not a radio: skipping it changes
+nothing a later sample sees (its radios start idle, as after a waited tail), and the runner
+accounts the skipped energy from the answer. The device's own mAh/mWh counters do not
+include the skipped part (it never drew it).
 """
 from __future__ import annotations
 
@@ -165,6 +175,14 @@ class Device:
             self._integrate_to(t1)
             self.watts = self.model.power_w(t1, self._script_rates(t1))
 
+    def skip_tail(self, now: float) -> dict[str, float]:
+        """Bring the model to ``now`` (monotonic), then drop what its tail still holds: the skipped part."""
+        self.tick(now)
+        remaining_s, remaining_j = self.model.tail_remaining(now)
+        self.model.reset()
+        self.watts = self.model.power_w(now, {})
+        return {"at_wall": now + self.wall_offset, "remaining_s": remaining_s, "remaining_j": remaining_j}
+
     def measure(self) -> tuple[float, float]:
         """(volts, amps) as the device's ADC sees them now: true values plus noise."""
         if self.script is not None:
@@ -266,6 +284,37 @@ class Control:
         return self.fault
 
 
+class TailControl:
+    """Requests to fast-forward the radio tail, answered in ``<file>.done`` (module docstring)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.key: tuple | None = None
+
+    def poll(self, device: Device, now: float) -> None:
+        """Answer a new request in the file, if there is one."""
+        if not self.path:
+            return
+        try:
+            st = os.stat(self.path)
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+            if key == self.key:
+                return
+            self.key = key
+            with open(self.path) as f:
+                token = f.read().strip()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            print(f"tail control {self.path}: {exc}", file=sys.stderr)
+            return
+        answer = {"token": token, **device.skip_tail(now)}
+        tmp = f"{self.path}.done.tmp"
+        with open(tmp, "w") as f:
+            json.dump(answer, f)
+        os.replace(tmp, f"{self.path}.done")
+
+
 def _um_answer(device: Device, fault: Fault, rng: random.Random) -> bytes:
     good = device.frame()
     if fault.mode == "short":
@@ -295,7 +344,7 @@ def _line_answer(device: Device, fmt: LineFormat, fault: Fault, rng: random.Rand
 
 
 def serve(link: str, device: Device, control: Control, line_format: LineFormat | None = None,
-          line_rate_hz: float = 20.0) -> None:
+          line_rate_hz: float = 20.0, tail: TailControl | None = None, period_s: float = SAMPLE_PERIOD_S) -> None:
     """Answer polls (UM) or stream lines (INA) until SIGTERM/SIGINT."""
     port = Port(link)
     port.publish()
@@ -309,7 +358,7 @@ def serve(link: str, device: Device, control: Control, line_format: LineFormat |
     signal.signal(signal.SIGINT, _stop)
     rng = random.Random(device.rng.random())
     streaming = line_format is not None and line_format.poll_command is None
-    next_sample = time.monotonic() + SAMPLE_PERIOD_S
+    next_sample = time.monotonic() + period_s
     next_line = time.monotonic()
     try:
         while running:
@@ -321,6 +370,8 @@ def serve(link: str, device: Device, control: Control, line_format: LineFormat |
             except InterruptedError:
                 continue
             fault = control.current()
+            if tail is not None:
+                tail.poll(device, time.monotonic())
             if fault.mode == "vanish" and port.master is not None:
                 port.withdraw()
                 ready = []
@@ -345,15 +396,16 @@ def serve(link: str, device: Device, control: Control, line_format: LineFormat |
                 next_line = max(next_line + 1 / line_rate_hz, now)
             if now >= next_sample:
                 device.tick(now)
-                next_sample += SAMPLE_PERIOD_S
+                next_sample += period_s
                 if next_sample < now:  # fell behind (e.g. suspended): do not burst
-                    next_sample = now + SAMPLE_PERIOD_S
+                    next_sample = now + period_s
     finally:
         port.withdraw()
 
 
 def device_argv(link: str, profile: PowerProfile, *, ifaces: dict[str, str] | None = None,
                 script: list | None = None, model: str = "um25c", control: str | None = None,
+                tail_control: str | None = None, period_s: float | None = None,
                 noise_ma: float | None = None, noise_mv: float | None = None, seed: int | None = None,
                 line_format: LineFormat | None = None, python: str = sys.executable) -> list[str]:
     """The argument list that starts an emulated meter device (for a Host's ``start``)."""
@@ -365,6 +417,10 @@ def device_argv(link: str, profile: PowerProfile, *, ifaces: dict[str, str] | No
         argv += ["--script", json.dumps(script)]
     if control:
         argv += ["--control", control]
+    if tail_control:
+        argv += ["--tail-control", tail_control]
+    if period_s is not None:
+        argv += ["--period", repr(period_s)]
     if noise_ma is not None:
         argv += ["--noise-ma", str(noise_ma)]
     if noise_mv is not None:
@@ -386,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--line-format", help="ina-line: LineFormat as JSON")
     ap.add_argument("--line-rate-hz", type=float, default=20.0, help="ina-line: lines per second when streaming")
     ap.add_argument("--control", help="fault-injection file (see the module docstring)")
+    ap.add_argument("--period", type=float, default=SAMPLE_PERIOD_S,
+                    help="how often the byte counters are read (s; a testbed at speedup S: 0.1 / S)")
+    ap.add_argument("--tail-control", help="radio-tail fast-forward requests (see the module docstring)")
     ap.add_argument("--noise-ma", type=float, default=DEFAULT_NOISE_MA, help="current noise std (mA)")
     ap.add_argument("--noise-mv", type=float, default=DEFAULT_NOISE_MV, help="voltage noise std (mV)")
     ap.add_argument("--seed", type=int, default=None)
@@ -402,7 +461,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("noise must be >= 0")
     device = Device(profile, ifaces=ifaces, script=script, model=args.model, noise_ma=args.noise_ma,
                     noise_mv=args.noise_mv, seed=args.seed)
-    serve(args.link, device, Control(args.control), fmt, args.line_rate_hz)
+    if not 0 < args.period <= 1:
+        ap.error("--period must be in (0, 1] s")
+    serve(args.link, device, Control(args.control), fmt, args.line_rate_hz, TailControl(args.tail_control),
+          args.period)
     return 0
 
 

@@ -5,7 +5,9 @@ emulated profile, and as long on a real modem). A sample that starts before the 
 sample's tail has ended is charged for it: its energy then depends on what ran before. So
 between samples the runner waits until every receiver reads its idle power again, and the
 energy from the end of a receiver's transfer window until that moment is its sample's
-``tail_energy_j`` (docs/records.md).
+``tail_energy_j`` (docs/records.md). Where the testbed owns the tail (the emulated power
+model: ``Testbed.skip_tails``), the runner fast-forwards it first and this wait only confirms
+that the meters read idle power, from the fast-forward on.
 
 Idle means: the mean power over the last ``hold_s`` is within ``tolerance_w`` of the
 receiver's idle power. The idle power comes from the testbed when it knows it (emulated:

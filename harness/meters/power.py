@@ -9,6 +9,7 @@ model produces is labelled emulated wherever it is recorded.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from harness.config.inventory import RADIOS, PowerProfile, RadioPower
@@ -55,3 +56,26 @@ class PowerModel:
         if both is not None and all(rates_mbit.get(r, 0.0) > self.profile.active_threshold_mbit for r in RADIOS):
             mw += both.active_mw + both.mw_per_mbit * sum(rates_mbit.get(r, 0.0) for r in RADIOS)
         return self.profile.base_w + mw / 1000.0
+
+    def tail_remaining(self, now_s: float, step_s: float = 1e-3) -> tuple[float, float]:
+        """What the tail still holds if nothing moves from ``now_s`` on: (seconds until idle, joules).
+
+        Replays this model's own rules on a copy at ``step_s`` (a millisecond: the tails are
+        seconds long), so the figure is the one the device would have shown by waiting, base power
+        included (as a waited tail's ``tail_energy_j``). Leaves this model untouched.
+        """
+        sim = copy.deepcopy(self)
+        t, joules = now_s, 0.0
+        limit = now_s + 2 * max(self.profile.wifi.tail_s + self.profile.wifi.promotion_s,
+                                self.profile.lte.tail_s + self.profile.lte.promotion_s) + 1.0
+        while t < limit:
+            p = sim.power_w(t, {})
+            if p <= self.profile.base_w:
+                break
+            joules += p * step_s
+            t += step_s
+        return t - now_s, joules
+
+    def reset(self) -> None:
+        """Every radio idle, as long after its last traffic as a waited-out tail leaves it."""
+        self._state = {r: _RadioState() for r in RADIOS}

@@ -46,6 +46,17 @@ class Node:
 
 
 @dataclass(frozen=True)
+class TailSkip:
+    """What fast-forwarding a receiver's radio tail skipped (``Testbed.skip_tails``)."""
+
+    #: Wall time from which the meter shows the receiver idle.
+    at_wall: float
+    #: How much longer the tail would have lasted, and its energy over that time (base power included).
+    remaining_s: float
+    remaining_j: float
+
+
+@dataclass(frozen=True)
 class Counters:
     """Byte counters of one interface (both directions)."""
 
@@ -140,6 +151,20 @@ def parse_link_stats(text: str, source: str) -> dict[str, Counters]:
         raise TrafficError(f"{source}: cannot read interface counters from `ip -j -s link` ({exc})") from None
 
 
+def queued_bytes(stats: dict[str, str]) -> int | None:
+    """Bytes queued in the qdiscs of a ``Testbed.qdisc_stats()`` snapshot; None when it cannot be read.
+
+    A classful qdisc repeats its children's backlog, so the sum over-counts: only "is it 0" is meaningful.
+    """
+    total = 0
+    for text in stats.values():
+        try:
+            total += sum(int(q.get("backlog", 0)) for q in json.loads(text))
+        except (ValueError, TypeError, AttributeError):
+            return None
+    return total
+
+
 def parallel(fn: Callable, items: Sequence, max_workers: int = 16) -> list:
     """``fn`` over ``items`` in threads, results in order (exceptions re-raised)."""
     if len(items) <= 1:
@@ -153,6 +178,9 @@ class Testbed(ABC):
 
     #: "emulated" or "lab", recorded in every record.
     kind: str
+    #: How much faster than real time the testbed runs (``harness.testbeds.speedup``); records are
+    #: written in testbed (real) time. Real radios and meters run at 1.
+    speedup: float = 1.0
 
     def __init__(self, inventory: Inventory) -> None:
         self.inventory = inventory
@@ -226,6 +254,14 @@ class Testbed(ABC):
     def tail_s(self, mode: str) -> float:
         """How long the radios a mode uses stay in a high-power state after the last byte (0: unknown)."""
         return 0.0
+
+    def skip_tails(self, nodes: Sequence[str]) -> dict[str, TailSkip]:
+        """Fast-forward the radio tails of ``nodes``, if the testbed's tails are a model it owns.
+
+        Returns per receiver what was skipped (``TailSkip``): the runner adds it to the tail the
+        meter showed. Empty when tails are real radios (a lab, the default): then they are waited out.
+        """
+        return {}
 
     def counters(self, node: str) -> dict[str, Counters]:
         """Byte counters of a receiver's radios, by radio."""

@@ -28,6 +28,7 @@ any prefix) needs those names.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -51,13 +52,15 @@ from harness.hosts.netcmd import (
 )
 from harness.testbeds import claim as claims
 from harness.testbeds.access import AccessKinds, LteAccess, LteLink, lte_access_for
-from harness.testbeds.base import (Check, Health, LossCounters, Node, NodeInterface, Repair, Testbed,
+from harness.files import atomic_write
+from harness.testbeds.base import (Check, Health, LossCounters, Node, NodeInterface, Repair, TailSkip, Testbed,
                                    parse_loss_counters)
 from harness.testbeds.clean import clean_prefix
 from harness.testbeds import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
 from harness.testbeds.radiolink import LinkConfig, radiolink_argv
 from harness.testbeds.sharing import AccessNetwork
+from harness.testbeds.speedup import check_speedup, scale_inventory
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")
@@ -71,10 +74,15 @@ class EmulatedTestbed(Testbed):
 
     kind = "emulated"
 
-    def __init__(self, inventory: Inventory, root: Host | None = None, access_kinds: AccessKinds | None = None) -> None:
-        super().__init__(inventory)
+    def __init__(self, inventory: Inventory, root: Host | None = None, access_kinds: AccessKinds | None = None,
+                 speedup: float = 1.0) -> None:
         if inventory.kind != "emulated" or inventory.emulation is None:
             raise MplabError(f"inventory {inventory.name!r} is not an emulated testbed")
+        check_speedup(inventory, speedup)
+        # Built from the scaled inventory (harness.testbeds.speedup): rates x S, times / S.
+        super().__init__(scale_inventory(inventory, speedup))
+        inventory = self.inventory
+        self.speedup = speedup
         self.emu = inventory.emulation
         self.prefix = self.emu.namespace_prefix
         self.root = root or LocalHost("root")
@@ -270,7 +278,8 @@ class EmulatedTestbed(Testbed):
             networks={r: self.access_network(r) for r in ("wifi", "lte")},
             stations={r: {rx.name: (f"rx{i}", rx.interfaces[r].channel.rate_mbit) for i, rx in rxs
                           if self.shaped(rx.name, r)} for r in ("wifi", "lte")},
-            coexistence_factor=self.emu.coexistence, hz=self.emu.radio_loop_hz)
+            coexistence_factor=self.emu.coexistence, hz=self.emu.radio_loop_hz,
+            hold_s=LinkConfig.hold_s / self.speedup)
 
     @property
     def radiolink_log(self) -> Path:
@@ -302,7 +311,9 @@ class EmulatedTestbed(Testbed):
             spec = self.inventory.receiver(name).meter
             argv = device_argv(str(self.meter_link(name)), profile,
                                ifaces={radio: intf.name for radio, intf in node.interfaces.items()},
-                               control=str(self.meter_control(name)), noise_ma=spec.noise_ma,
+                               control=str(self.meter_control(name)),
+                               tail_control=str(self.tail_control(name)), period_s=self.meter_period_s,
+                               noise_ma=spec.noise_ma,
                                noise_mv=spec.noise_mv, seed=i)
             self._devices[name] = node.host.start(argv, label=f"meter-device:{name}")
         end = time.monotonic() + 15  # one deadline for all: the devices start together
@@ -318,6 +329,36 @@ class EmulatedTestbed(Testbed):
     def meter_control(self, name: str) -> Path:
         """The fault-injection file of that device (see ``harness.meters.emulated``)."""
         return self.state_dir / f"meter-{name}.control"
+
+    def tail_control(self, name: str) -> Path:
+        """Where that device takes radio-tail fast-forward requests (see ``harness.meters.emulated``)."""
+        return self.state_dir / f"meter-{name}.tail"
+
+    #: Deadline for the devices to answer a fast-forward request (they poll every 100 ms).
+    SKIP_TAIL_S = 5.0
+
+    def skip_tails(self, nodes: Sequence[str]) -> dict[str, TailSkip]:
+        """The tails are the power model's state: fast-forward them in every device and say what they held.
+
+        Each device answers with the tail it dropped; readings after its ``at_wall`` show idle power,
+        and a later sample starts from idle radios exactly as after a waited tail.
+        """
+        token = f"{os.getpid()}-{time.monotonic_ns()}"
+        for name in nodes:
+            atomic_write(self.tail_control(name), (token + "\n").encode())
+        answers: dict[str, TailSkip] = {}
+
+        def answered() -> bool:
+            for name in nodes:
+                if name not in answers:
+                    skip = _tail_answer(self.tail_control(name), token)
+                    if skip is not None:
+                        answers[name] = skip
+            return len(answers) == len(nodes)
+
+        wait_until(answered, self.SKIP_TAIL_S, "emulated meters' tail fast-forward",
+                   detail=lambda: f"no answer from {sorted(set(nodes) - set(answers))}")
+        return answers
 
     def meters(self) -> dict[str, Meter]:
         # Through the same UM driver as a lab meter: the pty is just another serial port.
@@ -363,7 +404,12 @@ class EmulatedTestbed(Testbed):
     def tail_s(self, mode: str) -> float:
         """The profile's longest tail among the radios ``mode`` uses, plus one counter-sampling period."""
         profile = self.emu.power_profile
-        return max(getattr(profile, r).tail_s for r in MODE_RADIOS[mode]) + SAMPLE_PERIOD_S
+        return max(getattr(profile, r).tail_s for r in MODE_RADIOS[mode]) + self.meter_period_s
+
+    @property
+    def meter_period_s(self) -> float:
+        """How often the emulated meters read the receivers' byte counters (s)."""
+        return SAMPLE_PERIOD_S / self.speedup
 
     # ------------------------------------------------------------ health
 
@@ -419,3 +465,14 @@ class EmulatedTestbed(Testbed):
         self._ccs.clear()
         self._up = False
         self.release_claim()
+
+
+def _tail_answer(path: Path, token: str) -> TailSkip | None:
+    """A device's answer to fast-forward request ``token`` (None until it has answered that one)."""
+    try:
+        answer = json.loads(path.with_name(path.name + ".done").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    if answer.get("token") != token:
+        return None
+    return TailSkip(float(answer["at_wall"]), float(answer["remaining_s"]), float(answer["remaining_j"]))

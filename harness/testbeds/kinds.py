@@ -15,6 +15,7 @@ from harness.testbeds.access import AccessKinds
 from harness.testbeds.base import Testbed
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.testbeds.lab import LabTestbed
+from harness.testbeds.speedup import check_speedup
 
 log = logging.getLogger("mplab.testbeds")
 
@@ -22,19 +23,21 @@ log = logging.getLogger("mplab.testbeds")
 TESTBEDS: dict[str, type[Testbed]] = {"emulated": EmulatedTestbed, "lab": LabTestbed}
 
 
-def build_testbed(inventory: Inventory, access_kinds: AccessKinds | None = None) -> Testbed:
+def build_testbed(inventory: Inventory, access_kinds: AccessKinds | None = None, speedup: float = 1.0) -> Testbed:
     """The Testbed of ``inventory``'s kind (``PreflightError`` for a kind this version cannot drive).
 
     ``access_kinds``: real LTE access drivers (``lte.realcell.ACCESS_KINDS``) for an emulated
     inventory's ``real_cell`` receivers; the CLI passes them (harness never imports lte).
+    ``speedup``: faster than real time (``harness.testbeds.speedup``; refused for a lab).
     """
+    check_speedup(inventory, speedup)
     try:
         cls = TESTBEDS[inventory.kind]
     except KeyError:
         raise PreflightError(f"no testbed driver for inventory kind {inventory.kind!r} in this version "
                              f"(available: {', '.join(TESTBEDS)})") from None
-    if access_kinds is not None and cls is EmulatedTestbed:
-        return EmulatedTestbed(inventory, access_kinds=access_kinds)
+    if cls is EmulatedTestbed:
+        return EmulatedTestbed(inventory, access_kinds=access_kinds, speedup=speedup)
     return cls(inventory)
 
 

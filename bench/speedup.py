@@ -1,0 +1,186 @@
+"""Faster than real time, validated cell by cell: throughput and energy at speedup S against S = 1.
+
+Run as root on a machine with kernel MPTCP and iperf3 (`make bpf` for the coupled algorithms):
+
+    uv run python bench/speedup.py [--inventory emulated|paper-lab] [--receivers 1,3,9] [--modes wifi,lte,both]
+        [--ccs cubic,lia] [--speedups 1,4,8,16] [--runs 3] [--file-size 6M] [--loss 0,1] [--out FILE]
+
+For each inventory, loss setting and S, one campaign (``start_campaign``, the real runner) runs every
+cell (receiver count x mode x congestion control) ``--runs`` times, shuffled with one seed. Per cell and
+S: the median over runs of the network total throughput (Mbit/s, the receivers' sum per sample) and of
+the total energy (J, the receivers' sum per sample), both in testbed (real) time as records hold them;
+their ratio to S = 1; flagged records (meter gaps, tails) and failed samples; and, per campaign, what
+the machine sustained: achieved / configured rate and CPU busy (the manifest's interference section).
+
+Energies are taken from samples none of whose records was flagged (a meter gap or an unsettled tail
+makes a sample's energy untrusted). A cell holds at S when both ratios are within 3 % of 1, no sample
+failed, and at least two samples gave unflagged energy. Reported:
+the table, and per congestion control the highest S at which every one of its cells held at that S
+and every lower one (written to ``--out`` as JSON; ``mplab run --speedup auto`` reads it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from harness.campaign.campaign import start_campaign  # noqa: E402  (bench imports after the path)
+from harness.config.inventory import Inventory, load_inventory  # noqa: E402
+from harness.config.load import parse_model  # noqa: E402
+from harness.config.scenario import Scenario  # noqa: E402
+from harness.testbeds.clean import clean_prefix  # noqa: E402
+
+#: A cell holds when throughput and energy are within this of S = 1.
+TOLERANCE = 0.03
+INVENTORIES = {"emulated": REPO / "inventory" / "emulated.yaml", "paper-lab": REPO / "inventory" / "paper-lab.yaml"}
+
+
+def _inventory(name: str, prefix: str, loss_pct: float) -> Inventory:
+    data = load_inventory(INVENTORIES[name]).model_dump(mode="json")
+    data["emulation"]["namespace_prefix"] = prefix
+    if loss_pct:
+        for rx in data["receivers"]:
+            for intf in rx["interfaces"].values():
+                if intf.get("channel"):
+                    intf["channel"]["loss_pct"] = loss_pct
+    return Inventory.model_validate(data)
+
+
+def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace, runs: Path) -> dict:
+    """One campaign at speedup ``s``: per cell the totals of each sample, and the machine's figures."""
+    prefix = f"mplab-sp{uuid.uuid4().hex[:5]}-"
+    inv = _inventory(inv_name, prefix, loss)
+    sc = parse_model(Scenario, {"name": "speedup", "congestion_controls": args.ccs, "receiver_counts": args.receivers,
+                                "modes": args.modes, "samples_per_case": args.runs, "file_size": args.file_size,
+                                "transfer_timeout_s": 600, "retries": 1, "seed": 11, "speedup": s}, "bench")
+    t0 = time.monotonic()
+    try:
+        c = start_campaign(sc, inv, runs, campaign_id=f"{inv_name}-l{loss:g}-s{s:g}")
+    finally:
+        clean_prefix(prefix)
+    wall = time.monotonic() - t0
+    cells: dict[str, dict] = {}
+    by_sample: dict[str, list[dict]] = {}
+    for r in c.records():
+        by_sample.setdefault(r["sample_id"], []).append(r)
+    for sid, recs in by_sample.items():
+        cell = cells.setdefault(recs[0]["case_id"], {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0})
+        if any(r["status"] != "ok" for r in recs):
+            cell["failed"] += 1
+            continue
+        cell["mbit"].append(sum(r["throughput_mbit"] for r in recs))
+        if any(r["flags"] for r in recs):
+            cell["flagged"] += 1  # a meter gap or an unsettled tail: its energy is not trusted
+        elif all(r["energy_j"] is not None for r in recs):
+            cell["energy_j"].append(sum(r["energy_j"] for r in recs))
+    itf = (c.manifest.get("interference") or [{}])[-1]
+    rate = [t["rate_ratio_mean"] for t in (itf.get("testbeds") or {}).values() if t.get("rate_ratio_mean")]
+    return {"wall_s": round(wall, 1), "cells": cells, "cpu_busy_mean": itf.get("cpu_busy_mean"),
+            "cpu_busy_max": itf.get("cpu_busy_max"), "rate_ratio": min(rate) if rate else None}
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def compare(base: dict, other: dict) -> dict[str, dict]:
+    """Per cell: ratios of the medians to S = 1, and whether the cell holds."""
+    out = {}
+    for cell, b in base["cells"].items():
+        o = other["cells"].get(cell)
+        row = {"mbit_ratio": None, "energy_ratio": None, "holds": False, "why": ""}
+        if o is None or not o["mbit"]:
+            row["why"] = "no ok sample"
+            out[cell] = row
+            continue
+        bm, om = _median(b["mbit"]), _median(o["mbit"])
+        be, oe = _median(b["energy_j"]), _median(o["energy_j"])
+        row["mbit_ratio"] = round(om / bm, 4) if bm else None
+        row["energy_ratio"] = round(oe / be, 4) if (be and oe) else None
+        why = []
+        for name in ("mbit_ratio", "energy_ratio"):
+            v = row[name]
+            if v is None:
+                why.append(f"{name.split('_')[0]} unknown")
+            elif abs(v - 1) > TOLERANCE:
+                why.append(f"{name.split('_')[0]} x{v:.3f}")
+        if o["failed"]:
+            why.append(f"{o['failed']} failed")
+        if len(o["energy_j"]) < 2:
+            why.append(f"{len(o['energy_j'])} sample(s) with unflagged energy")
+        row["holds"], row["why"] = not why, "; ".join(why)
+        out[cell] = row
+    return out
+
+
+def highest_holding(results: dict, ccs: list[str], speedups: list[float]) -> dict[str, float]:
+    """Per congestion control: the highest S whose every cell (and every lower S's) held."""
+    best = {}
+    for cc in ccs:
+        ok = 1.0
+        for s in sorted(x for x in speedups if x > 1):
+            cells = [row for key, rows in results.items() if key.endswith(f"s{s:g}")
+                     for cell, row in rows.items() if cell.startswith(f"{cc}-")]
+            if not cells or not all(r["holds"] for r in cells):
+                break
+            ok = s
+        best[cc] = ok
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--inventory", default="emulated", help="comma list of " + ", ".join(INVENTORIES))
+    ap.add_argument("--receivers", default="1,3,9")
+    ap.add_argument("--modes", default="wifi,lte,both")
+    ap.add_argument("--ccs", default="cubic,lia")
+    ap.add_argument("--speedups", default="1,4,8,16")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--file-size", default="6M")
+    ap.add_argument("--loss", default="0", help="comma list of loss_pct on every channel")
+    ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the campaigns here (default: a scratch dir)")
+    args = ap.parse_args()
+    args.receivers = [int(x) for x in args.receivers.split(",")]
+    args.modes = args.modes.split(",")
+    args.ccs = args.ccs.split(",")
+    speedups = sorted({float(x) for x in args.speedups.split(",")} | {1.0})
+    results: dict[str, dict] = {}
+    machine: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="mplab-speedup-") as scratch:
+        tmp = args.keep or scratch
+        for inv_name in args.inventory.split(","):
+            for loss in (float(x) for x in args.loss.split(",")):
+                runs = {s: one_campaign(inv_name, loss, s, args, Path(tmp)) for s in speedups}
+                for s, res in runs.items():
+                    key = f"{inv_name} loss {loss:g}% s{s:g}"
+                    machine[key] = {k: res[k] for k in ("wall_s", "cpu_busy_mean", "cpu_busy_max", "rate_ratio")}
+                    print(f"{key}: {machine[key]}", flush=True)
+                    if s > 1:
+                        results[key] = compare(runs[1.0], res)
+    print(f"\n{'inventory / loss / S':34} {'cell':18} {'Mbit/s':>8} {'energy':>8}  holds")
+    for key, rows in results.items():
+        for cell, row in sorted(rows.items()):
+            print(f"{key:34} {cell:18} {row['mbit_ratio'] or float('nan'):8.3f} "
+                  f"{row['energy_ratio'] or float('nan'):8.3f}  {'yes' if row['holds'] else 'no: ' + row['why']}")
+    best = highest_holding(results, args.ccs, speedups)
+    print("\nhighest S that holds, per congestion control:", best)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"tolerance": TOLERANCE, "args": {k: v for k, v in vars(args).items()
+                                                                          if k != "out"},
+                                        "machine": machine, "cells": results, "highest": best}, indent=1,
+                                       default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Faster than real time: the emulated testbed scaled by a factor S.
+
+Time dilation (Gupta et al., "To Infinity and Beyond: Time-Warped Network Emulation", NSDI 2006)
+slows a guest's clock so that the network looks faster. The kernel's clock cannot be dilated
+here, so the testbed is scaled instead, and the records are scaled back:
+
+- every link rate and shared capacity x S (the radio loop re-shares at S x its rate, its
+  activity window / S);
+- every base delay, buffer depth in time, radio promotion and tail, the emulated meter's
+  counter-sampling period and the recorder's poll period / S;
+- buffers unchanged in bytes, so the bandwidth-delay product in packets is unchanged;
+- the power model's per-Mbit/s coefficients / S (the same power at the same testbed-time
+  throughput), its activity threshold x S;
+- file sizes unchanged.
+
+A sample then takes 1/S of the wall time; the runner writes its record in testbed (real) time:
+durations x S, throughputs / S, energies x S (power is unchanged), and ``speedup`` = S.
+
+What does not scale is the kernel's own clock: the minimum RTO (200 ms), the delayed-ACK timer
+(40 ms minimum), Cubic's window growth (a function of wall-clock time since the last loss),
+TCP pacing and TSQ (bytes per wall-clock interval), and the MPTCP path manager's timers. Each
+matters only where the scaled RTT approaches it; ``bench/speedup.py`` measures, cell by cell,
+where a factor still holds. Only Setup I mode samples are scaled: a controller's probe windows
+and epochs are not, and a real srsRAN cell runs in real time, so both are refused.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.config.inventory import Inventory, PowerProfile, RadioPower, SharedCapacity
+from harness.errors import ConfigError
+
+#: The largest factor accepted (the radio loop then runs at S x its rate; beyond this nothing held).
+MAX_SPEEDUP = 64.0
+#: Where ``mplab run --speedup auto`` reads this machine's validation (``bench/speedup.py --out``).
+DEFAULT_TABLE = Path("bench/results/speedup.json")
+#: The emulated UM25C's poll rate at S = 1 (libsigrok's 100 ms), scaled with the rest.
+METER_HZ = 10.0
+
+
+def check_speedup(inventory: Inventory, speedup: float, *, policies: bool = False) -> None:
+    """Refuse a factor the testbed cannot run (``ConfigError`` naming why); 1 is always accepted."""
+    if speedup == 1:
+        return
+    if not 1 <= speedup <= MAX_SPEEDUP:
+        raise ConfigError(f"speedup {speedup:g} is outside 1..{MAX_SPEEDUP:g}", field="speedup")
+    if inventory.emulation is None:
+        raise ConfigError(f"inventory {inventory.name!r} is a lab: real radios and meters run in real time "
+                          "(speedup applies to the emulated testbed only)", field="speedup")
+    real = [rx.name for rx in inventory.receivers if rx.interfaces["lte"].real_cell is not None]
+    if real:
+        raise ConfigError(f"receivers {', '.join(real)} use a real srsRAN cell, which runs in real time: "
+                          "run this inventory with speedup 1", field="speedup")
+    if policies:
+        raise ConfigError("controller policies are not scaled (their probe windows and epochs run in real "
+                          "time): run policy scenarios with speedup 1", field="speedup")
+
+
+def _radio(p: RadioPower, s: float) -> RadioPower:
+    return p.model_copy(update={"mw_per_mbit": p.mw_per_mbit / s, "promotion_s": p.promotion_s / s,
+                                "tail_s": p.tail_s / s})
+
+
+def scale_profile(p: PowerProfile, s: float) -> PowerProfile:
+    """The power model at S x: the same power for the same testbed-time state, its time constants / S."""
+    both = p.both.model_copy(update={"mw_per_mbit": p.both.mw_per_mbit / s}) if p.both else None
+    return p.model_copy(update={"wifi": _radio(p.wifi, s), "lte": _radio(p.lte, s), "both": both,
+                                "active_threshold_mbit": p.active_threshold_mbit * s})
+
+
+def _capacity(c: SharedCapacity, s: float) -> SharedCapacity:
+    by = {n: v * s for n, v in c.capacity_by_active.items()} if c.capacity_by_active else None
+    return c.model_copy(update={"capacity_mbit": c.capacity_mbit * s, "capacity_by_active": by})
+
+
+def scale_inventory(inventory: Inventory, s: float) -> Inventory:
+    """The emulated inventory a testbed at speedup ``s`` is built from (the original is left as it is)."""
+    if s == 1:
+        return inventory
+    emu = inventory.emulation
+    assert emu is not None, "check_speedup refuses labs"
+    receivers = []
+    for rx in inventory.receivers:
+        intfs = {}
+        for radio, intf in rx.interfaces.items():
+            ch = intf.channel
+            if ch is not None:
+                ch = ch.model_copy(update={"rate_mbit": ch.rate_mbit * s, "buffer_ms": ch.buffer_ms / s,
+                                           "delay_ms": ch.delay_ms / s})
+            intfs[radio] = intf.model_copy(update={"channel": ch})
+        meter = rx.meter.model_copy(update={"rate_hz": (rx.meter.rate_hz or METER_HZ) * s})
+        receivers.append(rx.model_copy(update={"interfaces": intfs, "meter": meter}))
+    scaled_emu = emu.model_copy(update={
+        "wifi_ap": _capacity(emu.wifi_ap, s), "lte_cell": _capacity(emu.lte_cell, s),
+        "power_profile": scale_profile(emu.power_profile, s), "radio_loop_hz": emu.radio_loop_hz * s})
+    return inventory.model_copy(update={"receivers": receivers, "emulation": scaled_emu})
+
+
+def validated_speedup(ccs: list[str], table: Path) -> tuple[float, str]:
+    """The highest S that held for every one of ``ccs`` in a ``bench/speedup.py`` table, and why.
+
+    A congestion control the table does not cover runs at 1 (never an S nobody validated); a missing or
+    unreadable table is a ``ConfigError`` naming it (run ``bench/speedup.py --out FILE``).
+    """
+    try:
+        highest = json.loads(table.read_text())["highest"]
+    except FileNotFoundError:
+        raise ConfigError(f"no validation table at {table}: run `uv run python bench/speedup.py --out {table}` "
+                          "on this machine first, or give a number", field="speedup") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{table}: not a bench/speedup.py table ({exc})", field="speedup") from None
+    per_cc = {cc: float(highest.get(cc, 1.0)) for cc in ccs}
+    s = min(per_cc.values())
+    limiting = sorted(cc for cc, v in per_cc.items() if v == s)
+    unvalidated = sorted(cc for cc in ccs if cc not in highest)
+    why = f"highest validated S for {', '.join(limiting)} in {table}"
+    if unvalidated:
+        why += f" ({', '.join(unvalidated)} not validated there: 1)"
+    return s, why

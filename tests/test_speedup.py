@@ -1,0 +1,115 @@
+"""Faster than real time: the scaled inventory, the power model's invariance, and records in real time."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, small_inventory
+
+from harness.campaign.campaign import start_campaign
+from harness.config.inventory import load_inventory
+from harness.config.load import parse_model
+from harness.config.scenario import Scenario
+from harness.errors import ConfigError
+from harness.meters.power import PowerModel
+from harness.testbeds.clean import clean_prefix
+from harness.testbeds.speedup import check_speedup, scale_inventory
+
+
+def test_scaled_inventory_multiplies_rates_divides_times_and_keeps_buffers_in_bytes():
+    inv = load_inventory(REPO / "inventory" / "emulated.yaml")
+    before = inv.model_dump(mode="json")
+    fast = scale_inventory(inv, 8)
+    assert inv.model_dump(mode="json") == before  # the original is untouched
+    for rx, frx in zip(inv.receivers, fast.receivers):
+        for radio in ("wifi", "lte"):
+            ch, fch = rx.interfaces[radio].channel, frx.interfaces[radio].channel
+            assert fch.rate_mbit == pytest.approx(8 * ch.rate_mbit)
+            assert fch.delay_ms == pytest.approx(ch.delay_ms / 8)
+            assert fch.buffer_bytes == ch.buffer_bytes  # the BDP in packets is what a slower testbed had
+        assert frx.meter.rate_hz == pytest.approx(80.0)
+    e, fe = inv.emulation, fast.emulation
+    assert fe.wifi_ap.capacity_mbit == pytest.approx(8 * e.wifi_ap.capacity_mbit)
+    assert fe.lte_cell.capacity_mbit == pytest.approx(8 * e.lte_cell.capacity_mbit)
+    assert fe.radio_loop_hz == pytest.approx(8 * e.radio_loop_hz)
+    assert fe.power_profile.lte.tail_s == pytest.approx(e.power_profile.lte.tail_s / 8)
+    assert fe.power_profile.lte.promotion_s == pytest.approx(e.power_profile.lte.promotion_s / 8)
+    assert scale_inventory(inv, 1) is inv
+
+
+def test_the_scaled_power_model_draws_the_same_power_and_a_tail_worth_one_eighth():
+    prof = load_inventory(REPO / "inventory" / "emulated.yaml").emulation.power_profile
+    fast_prof = scale_inventory(load_inventory(REPO / "inventory" / "emulated.yaml"), 8).emulation.power_profile
+    slow, fast = PowerModel(prof), PowerModel(fast_prof)
+    # 12 Mbit/s on LTE and 5 on WiFi for 2 s of testbed time: the same power at every matching instant
+    for k in range(40):
+        t = k * 0.05
+        assert fast.power_w(t / 8, {"lte": 96.0, "wifi": 40.0}) == pytest.approx(
+            slow.power_w(t, {"lte": 12.0, "wifi": 5.0}))
+    s_slow, j_slow = slow.tail_remaining(2.0)
+    s_fast, j_fast = fast.tail_remaining(2.0 / 8)
+    assert s_fast == pytest.approx(s_slow / 8, abs=2e-3)
+    assert j_fast == pytest.approx(j_slow / 8, rel=0.01)  # x 8 in the record: the same tail energy
+
+
+@pytest.mark.parametrize("inv_name, policies, why", [
+    ("lab.example.yaml", False, "is a lab"),
+    ("emulated.yaml", True, "controller policies are not scaled"),
+])
+def test_speedup_is_refused_where_time_cannot_be_scaled(inv_name, policies, why):
+    inv = load_inventory(REPO / "inventory" / inv_name)
+    with pytest.raises(ConfigError, match=why):
+        check_speedup(inv, 4, policies=policies)
+    check_speedup(inv, 1, policies=policies)  # real time is always fine
+
+
+def test_run_refuses_speedup_on_a_lab_and_on_resume_with_one_line(tmp_path):
+    lab = REPO / "inventory" / "lab.example.yaml"
+    res = subprocess.run([sys.executable, "-m", "mplab", "run", "scenarios/quick.yaml", "--inventory", str(lab),
+                          "--speedup", "4", "--dry-run"], cwd=REPO, capture_output=True, text=True)
+    assert res.returncode == 2 and "lab" in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    res = subprocess.run([sys.executable, "-m", "mplab", "run", "--resume", str(tmp_path), "--speedup", "4"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert res.returncode == 2 and "--speedup" in res.stderr, res.stderr
+
+
+@pytest.mark.root
+def test_a_campaign_at_speedup_4_records_real_time_figures(tmp_path, prefix):
+    # One receiver alone: its LTE channel (8 Mbit/s here) is its throughput in real time, whatever S.
+    inv = small_inventory(prefix, [(20, 8)], lte_tail_s=2.0)
+    sc = parse_model(Scenario, {"name": "fast", "congestion_controls": ["cubic"], "receiver_counts": [1],
+                                "modes": ["lte"], "samples_per_case": 1, "file_size": "4M", "speedup": 4,
+                                "retries": 0}, "test")
+    try:
+        c = start_campaign(sc, inv, tmp_path / "runs", campaign_id="fast")
+    finally:
+        clean_prefix(prefix, nested=False)
+    (r,) = c.records()
+    assert r["status"] == "ok", r["error"]
+    assert r["speedup"] == 4
+    assert 6.0 < r["throughput_mbit"] < 8.2, r["throughput_mbit"]  # x 4 on the wire, / 4 in the record
+    assert r["duration_s"] == pytest.approx(4 * 2**20 * 8 / 1e6 / r["throughput_mbit"], rel=0.05)
+    # energy is in real time too: power (unchanged) x the real-time duration
+    assert r["energy_j"] == pytest.approx(r["mean_power_w"] * r["duration_s"], rel=0.05)
+    prof = inv.emulation.power_profile
+    assert r["tail_energy_j"] == pytest.approx((prof.base_w + prof.lte.tail_mw / 1000) * 2.0, rel=0.1)
+    manifest = json.loads((c.path / "manifest.json").read_text())
+    assert manifest["scenario"]["speedup"] == 4 and manifest["testbed"]["speedup"] == 4
+
+
+def test_auto_takes_the_lowest_validated_speedup_of_the_scenarios_ccs_and_1_for_an_unvalidated_one(tmp_path):
+    from harness.testbeds.speedup import validated_speedup
+    table = tmp_path / "speedup.json"
+    table.write_text(json.dumps({"highest": {"cubic": 16, "lia": 4}}))
+    assert validated_speedup(["cubic"], table)[0] == 16
+    assert validated_speedup(["cubic", "lia"], table)[0] == 4
+    s, why = validated_speedup(["cubic", "olia"], table)
+    assert s == 1 and "olia not validated" in why
+    with pytest.raises(ConfigError, match="no validation table"):
+        validated_speedup(["cubic"], tmp_path / "missing.json")
+    table.write_text("{")
+    with pytest.raises(ConfigError, match="not a bench/speedup.py table"):
+        validated_speedup(["cubic"], table)
