@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -26,6 +28,8 @@ from harness.campaign.runner import SampleOutcome
 from harness.config.scenario import load_scenario, scenario_inventory, with_model_resolved
 from harness.campaign.store import Campaign, check_campaign_id
 from harness.campaign.summary import summarize
+from harness.campaign.progress import (campaign_progress, compute, format_duration, lock_holder_pid, read_events,
+                                       sample_statuses, sessions_from_events)
 
 console = Console()
 log = logging.getLogger("mplab")
@@ -53,14 +57,24 @@ def _hooks(progress: Progress) -> RunHooks:
     def on_start(campaign: Campaign, plans) -> None:
         done = len(campaign.completed())
         state["task"] = progress.add_task(f"{campaign.id}", total=done + len(plans), completed=done)
+        # Progress is counted from the records in memory (the ones on disk when the session began, then each
+        # sample's as it is appended): the same computation as `mplab status` and `mplab watch`, without
+        # rereading samples.jsonl after every sample.
+        state["campaign"], state["records"] = campaign, campaign.records()
         console.print(f"campaign [bold]{campaign.id}[/]: {len(plans)} sample(s) to run, {done} already recorded "
                       f"-> {campaign.path}")
 
     def on_sample(o: SampleOutcome) -> None:
         style = "green" if o.status == "ok" else "red"
+        state["records"].extend(o.records)
+        c: Campaign = state["campaign"]
+        sessions = sessions_from_events(read_events(c.path / "sessions.jsonl"), os.getpid())
+        prog = compute(c.manifest["plan"], state["records"], sessions, last_append_at=time.time())
         rates = ", ".join(f"{r['receiver']} {_fmt(r['throughput_mbit'], '.1f')}" for r in o.records)
+        # One line per sample carries n/N, rate and ETA: a log that is not a terminal has no progress bar.
         progress.console.print(f"[{style}]{o.status:6}[/] {o.plan.sample_id:28} {o.wall_s:6.1f} s  "
-                               f"Mbit/s: {rates}" + (f"  (attempts {o.attempts})" if o.attempts > 1 else ""))
+                               f"Mbit/s: {rates}" + (f"  (attempts {o.attempts})" if o.attempts > 1 else "")
+                               + f"  [{prog.line()}]", soft_wrap=True)
         progress.advance(state["task"])
 
     return RunHooks(on_start, on_sample)
@@ -179,29 +193,29 @@ def campaign_status(c: Campaign) -> dict:
     """What `mplab status` reports, as data (its --json form)."""
     records = c.records()
     planned = c.manifest["plan"]
-    samples = {r["sample_id"]: r["sample_status"] for r in records}
-    sessions_path = c.path / "sessions.jsonl"
-    sessions = []
-    if sessions_path.exists():
-        for line in sessions_path.read_text().splitlines():
-            try:
-                sessions.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a torn session line tells nothing
-    ok = sum(1 for s in samples.values() if s == "ok")
+    prog, sessions = campaign_progress(c.path, planned, records)
+    events = read_events(c.path / "sessions.jsonl")
+    running = sessions[-1].pid if prog.running and sessions else None
     return {
         "campaign": c.id,
         "path": str(c.path),
         "testbed": c.manifest["testbed"]["kind"],
-        "planned": len(planned),
-        "recorded": len(samples),
-        "ok": ok,
-        "failed": len(samples) - ok,
-        "failed_samples": sorted(sid for sid, s in samples.items() if s != "ok"),
-        "pending": len(planned) - len(samples),
-        "running_pid": c.running_pid(),
-        "last_session": sessions[-1] if sessions else None,
+        "planned": prog.planned,
+        "recorded": prog.recorded,
+        "ok": prog.ok,
+        "failed": prog.failed,
+        "flagged": prog.flagged,
+        "failed_samples": sorted(sid for sid, (s, _) in sample_statuses(records).items() if s != "ok"),
+        "pending": prog.pending,
+        "rate_samples_per_h": prog.rate_per_h,
+        "eta_s": prog.eta_s,
+        "eta_at": prog.eta_at,
+        # The lock's holder from /proc/locks (never a probe of the lock itself); the session's pid if unknown.
+        "running_pid": lock_holder_pid(c.path / ".lock") or running,
+        "last_session": events[-1] if events else None,
+        # Runs and resumes (a session is a start/resume line and the end line after it).
         "sessions": len(sessions),
+        "session_list": [asdict(s) for s in sessions],
     }
 
 
@@ -215,7 +229,12 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
         print(json.dumps(st, indent=1))
         return
     console.print(f"campaign {c.id}: {st['recorded']}/{st['planned']} samples recorded ({st['ok']} ok, "
-                  f"{st['failed']} failed); testbed {st['testbed']}")
+                  f"{st['failed']} failed, {st['flagged']} flagged); testbed {st['testbed']}")
+    if st["rate_samples_per_h"] is not None:
+        rate = f"{st['rate_samples_per_h']:.1f} samples/h in the last session"
+        console.print(rate + (f", ETA {format_duration(st['eta_s'])} (about "
+                              f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(st['eta_at']))})"
+                              if st["eta_s"] is not None else ""))
     if st["running_pid"]:
         console.print(f"running now (pid {st['running_pid']})")
     if st["last_session"]:
