@@ -5,10 +5,14 @@ turned into exit codes by ``mplab.cli.main`` (usage errors: 2).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
@@ -51,10 +55,12 @@ def summary_table(records: list[dict], title: str) -> Table:
     return t
 
 
-def _hooks(progress: Progress) -> RunHooks:
+def _hooks(progress: Progress, watcher: WatchChild | None = None) -> RunHooks:
     state: dict = {}
 
     def on_start(campaign: Campaign, plans) -> None:
+        if watcher is not None:
+            watcher.start(campaign.path)
         done = len(campaign.completed())
         state["task"] = progress.add_task(f"{campaign.id}", total=done + len(plans), completed=done)
         # Progress is counted from the records in memory (the ones on disk when the session began, then each
@@ -80,6 +86,41 @@ def _hooks(progress: Progress) -> RunHooks:
     return RunHooks(on_start, on_sample)
 
 
+class WatchChild:
+    """`mplab run --watch`: `mplab watch` on the campaign in a process of its own while the run lasts.
+
+    A separate process, so serving the page never takes the runner's CPU time or its GIL; it only
+    reads the store. Stopped (SIGTERM, by its pid) when the run ends, however it ends.
+    """
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, path: Path) -> None:
+        if self.proc is None:
+            self.proc = subprocess.Popen([sys.executable, "-m", "mplab", "watch", str(path), "--port", str(self.port)])
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@contextlib.contextmanager
+def _watching(port: int | None) -> Iterator[WatchChild | None]:
+    child = WatchChild(port) if port is not None else None
+    try:
+        yield child
+    finally:
+        if child is not None:
+            child.stop()
+
+
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("ETA"), TimeRemainingColumn(), console=console)
@@ -100,6 +141,8 @@ def run(
                                                         "(`uv sync --extra cluster`; docs/cluster.md)")] = None,
     shard_size: Annotated[Optional[int], typer.Option(help="--cluster: samples per shard (default: plan/50, "
                                                            "at most 20)")] = None,
+    watch: Annotated[bool, typer.Option(help="serve the live page (`mplab watch`) on 127.0.0.1 while it runs")] = False,
+    watch_port: Annotated[int, typer.Option(help="--watch: the page's port")] = 8765,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
     # mplab.cli puts the controller's factory here (the harness never imports a controller).
@@ -109,12 +152,13 @@ def run(
     if resume is not None:
         if scenario is not None:
             raise ConfigError("give either a scenario or --resume, not both")
-        with _progress() as progress:
+        with _watching(watch_port if watch else None) as watcher, _progress() as progress:
             if cluster:
-                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress), shard_size=shard_size,
+                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress, watcher),
+                                                   shard_size=shard_size,
                                                    control_factory=control_factory)
             else:
-                campaign = resume_campaign(resume, _hooks(progress), testbeds=testbeds, force=force,
+                campaign = resume_campaign(resume, _hooks(progress, watcher), testbeds=testbeds, force=force,
                                            access_kinds=_access_kinds(ctx),
                                            control_factory=control_factory)
     else:
@@ -137,14 +181,14 @@ def run(
             console.print(f"estimated wall time: {eta / 60:.1f} min" + (
                 f" on one testbed, at best {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
             return
-        with _progress() as progress:
+        with _watching(watch_port if watch else None) as watcher, _progress() as progress:
             if cluster:
                 campaign = start_cluster_campaign(sc, inv, runs_dir, cluster, campaign_id=campaign_id,
-                                                  scenario_source=str(scenario), hooks=_hooks(progress),
+                                                  scenario_source=str(scenario), hooks=_hooks(progress, watcher),
                                                   shard_size=shard_size, control_factory=control_factory)
             else:
                 campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
-                                          hooks=_hooks(progress), testbeds=testbeds, force=force,
+                                          hooks=_hooks(progress, watcher), testbeds=testbeds, force=force,
                                           access_kinds=_access_kinds(ctx),
                                           control_factory=control_factory)
     records = campaign.records()
