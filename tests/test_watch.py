@@ -270,3 +270,51 @@ def test_the_page_follows_a_running_campaign_and_shows_a_failure_with_its_reason
                 p.kill()
                 p.wait()
         clean_prefix(prefix, nested=False)
+
+
+def test_listening_beyond_loopback_warns_and_a_port_in_use_is_exit_2(tmp_path, capsys):
+    import socket
+
+    from harness.campaign.store import Campaign
+
+    c = Campaign.create(tmp_path, "p", {"plan": ["a-s001"], "testbed": {"kind": "emulated"}})
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        assert mplab_run(["watch", str(c.path), "--listen", "0.0.0.0", "--port", str(port)]) == 2
+    finally:
+        busy.close()
+    err = capsys.readouterr().err
+    assert "has no authentication" in err and f"cannot listen on 0.0.0.0 port {port}" in err
+
+
+def test_the_view_reads_appends_incrementally_and_shows_decisions_and_failures(tmp_path):
+    from harness.campaign.store import Campaign
+    from harness.watch.state import CampaignView
+
+    plan = ["cubic-n2-policy-ref-is-s001", "cubic-n2-policy-ref-is-s002"]
+    c = Campaign.create(tmp_path, "v", {"plan": plan, "testbed": {"kind": "lab", "energy_source": "measured"}})
+    view = CampaignView(c.path, c.manifest)
+    assert view.poll() and view.snapshot()["progress"]["recorded"] == 0
+    assert view.live()["running"] is False  # nobody holds the lock
+    pol = {"policy": "ref-is", "assignment": "lte", "predicted_energy_j": {"wifi": 3.0, "lte": 2.0},
+           "caps_mbit": None, "steering": "nftables"}
+    c.append([{**_rec(plan[0], "n1", n=2), **pol}, {**_rec(plan[0], "n2", n=2), **pol, "assignment": "wifi"}])
+    assert view.poll()
+    snap = view.snapshot()
+    assert snap["energy"] == "measured" and snap["progress"]["recorded"] == 1
+    assert [(d["receiver"], d["assignment"]) for d in snap["decisions"]] == [("n2", "wifi"), ("n1", "lte")]
+    # A torn append (one receiver's record of two) is not a recorded sample until the rest lands.
+    bad = {**_rec(plan[1], "n1", status="failed", n=2), "error": "timeout: no result after 60 s"}
+    with open(c.samples_path, "a") as f:
+        f.write(json.dumps(bad) + "\n")
+    assert view.poll() and view.snapshot()["progress"]["recorded"] == 1
+    with open(c.samples_path, "a") as f:
+        f.write(json.dumps({**bad, "receiver": "n2", "error": None}) + "\n")
+    assert view.poll()
+    snap = view.snapshot()
+    assert snap["progress"]["failed"] == 1
+    assert snap["events"][1]["text"] == "timeout: no result after 60 s"  # newest first: n2's, then n1's reason
+    assert not view.poll()  # nothing new
