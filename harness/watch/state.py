@@ -33,6 +33,8 @@ from harness.campaign.summary import summarize
 
 #: Seconds of meter trace kept for the running sample's chart.
 LIVE_WINDOW_S = 90.0
+#: How much of a meter trace's end is read when the watcher opens it (its older readings are not shown).
+TRACE_TAIL_BYTES = 4 * 1024 * 1024
 #: At most this many points per receiver are pushed (the page needs no more for a 90 s chart).
 MAX_POINTS = 400
 #: At most this many failures, flags, repairs and decisions are pushed (newest kept).
@@ -55,6 +57,8 @@ class _Tail:
 
     path: Path
     offset: int = 0
+    #: Started mid-file: the first line read is a partial one.
+    skip_first: bool = False
     rest: bytes = b""
 
     def new_lines(self) -> list[bytes]:
@@ -68,7 +72,11 @@ class _Tail:
         data = self.rest + data
         keep = data.rfind(b"\n") + 1
         self.rest = data[keep:]
-        return data[:keep].splitlines()
+        lines = data[:keep].splitlines()
+        if self.skip_first and lines:
+            self.skip_first = False
+            lines = lines[1:]
+        return lines
 
 
 @dataclass
@@ -88,7 +96,9 @@ class _Trace:
         newest = files[-1].stat().st_mtime
         for path in files:
             if path not in self.tails and newest - path.stat().st_mtime < 60:  # this session's (parallel copies)
-                self.tails[path] = _Tail(path)
+                # A trace grows by ~1 MB per meter-hour: start near its end, enough for LIVE_WINDOW_S of 9+ meters.
+                size = path.stat().st_size
+                self.tails[path] = _Tail(path, offset=max(0, size - TRACE_TAIL_BYTES), skip_first=size > TRACE_TAIL_BYTES)
         for tail in self.tails.values():
             for line in tail.new_lines():
                 self._add(line)
@@ -235,7 +245,23 @@ class CampaignView:
                 "energy_kind": "measured" if energy_label(self.manifest) == "measured" else "emulated",
                 "progress": prog.as_dict(),
                 "sessions": [s.__dict__ for s in sessions], "cases": _cases(recs), "events": _events(recs),
-                "decisions": _decisions(recs), "samples": _samples(recs), "last_sample": _last_sample(self.path, recs)}
+                "decisions": _decisions(recs), "samples": _samples(recs), "last_sample": self._last_sample(recs)}
+
+    def _last_sample(self, recs: list[dict]) -> dict | None:
+        """``_last_sample``, its power from the session's trace when it still holds the transfer and the tail
+        (the sample's own meter CSV covers only the transfer window +- 1 s)."""
+        last = _last_sample(self.path, recs)
+        if last is None:
+            return None
+        self._trace.update(self.path / "meters")
+        for rx in last["receivers"]:
+            span = [t for w in (rx["transfer"], rx["tail"]) if w for t in w if t]
+            if not span:
+                continue
+            pts = [p for p in self._trace.points.get(rx["receiver"], ()) if min(span) - 2 <= p[0] <= max(span) + 1]
+            if pts and pts[0][0] <= min(span):
+                rx["power"] = _thin(pts)
+        return last
 
 
 def _planned_receivers(manifest: dict) -> dict[str, list[str]]:

@@ -61,7 +61,7 @@ function renderHeader(st) {
 }
 
 function renderCases(st) {
-  table($("cases"), ["case", "ok", "failed", "flagged", "Mbit/s (per receiver)", "95% interval", "n",
+  table($("cases"), ["case", "ok", "failed", "flagged records", "Mbit/s (per receiver)", "95% interval", "n",
     `energy J (${energyKind})`, "95% interval", "n", `power W (${energyKind})`],
     st.cases.map((c) => [esc(c.case), c.ok, c.failed ? `<span class="failed">${c.failed}</span>` : 0, c.flagged,
       num(c.throughput_mbit), ci(c.throughput_ci), c.n_throughput, num(c.energy_j), ci(c.energy_ci), c.n_energy,
@@ -111,7 +111,16 @@ function sampleCharts(title, receivers, power, iperf, shapes) {
     yaxis: { title: { text: unit }, rangemode: "tozero" }, xaxis: { type: "date" }, shapes, showlegend: true,
     legend: { orientation: "h", y: -0.2 } });
   Plotly.react("power", traces(power), layout(`Meter power (W), ${energyKind}: ${title}`, "W"), PLOT);
-  Plotly.react("iperf", traces(iperf), layout(`iperf3 intervals (Mbit/s): ${title}`, "Mbit/s"), PLOT);
+  // Both charts over the same time span; until iperf3's JSON lands (at client exit) the throughput chart says so.
+  const times = Object.values(power).flat().map((p) => p[0]);
+  const ip = layout(`iperf3 intervals (Mbit/s): ${title}`, "Mbit/s");
+  if (times.length) ip.xaxis.range = [date(Math.min(...times)), date(Math.max(...times))];
+  if (!Object.values(iperf).some((v) => v && v.length)) {
+    ip.annotations = [{ text: receivers.length ? "no iperf3 intervals yet: iperf3 writes them when its transfer ends"
+      : "no sample yet", xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false }];
+    ip.yaxis.range = [0, 1];
+  }
+  Plotly.react("iperf", traces(iperf), ip, PLOT);
 }
 function band(win, color) {
   return win && win[0] && win[1] ? { type: "rect", xref: "x", yref: "paper", x0: date(win[0]), x1: date(win[1]),
