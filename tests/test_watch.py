@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -234,6 +235,10 @@ def test_the_page_follows_a_running_campaign_and_shows_a_failure_with_its_reason
             shown_s = time.monotonic() - written
             page.wait_for_function(f"document.getElementById('n').textContent === '{N}/{N}'", timeout=120_000)
             assert run.wait(120) == 3, run.stderr.read()[-2000:]  # samples failed: exit 3
+            # Its output went to a pipe, not a terminal (no progress bar): each sample's line carries n/N and ETA.
+            progress = re.findall(r"\[(\d+)/(\d+) \((\d+) ok, (\d+) failed, \d+ flagged\)(.*)\]", run.stdout.read())
+            assert [(int(n), int(total)) for n, total, *_ in progress] == [(k, N) for k in range(1, N + 1)], progress
+            assert all("samples/h, ETA" in rest for *_, rest in progress[1:-1]), progress
             page.wait_for_function("document.getElementById('status').textContent.includes('finished') || "
                                    "document.getElementById('status').textContent.includes('interrupted')",
                                    timeout=10_000)

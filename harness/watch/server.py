@@ -32,8 +32,10 @@ from harness.watch.state import CampaignView
 
 log = logging.getLogger("mplab.watch")
 
+#: How often the store is checked for changes (stat calls; reading only what was appended).
 POLL_S = 0.1
-LIVE_S = 0.5
+#: How often the running sample's view is refreshed and pushed (when it changed).
+LIVE_S = 1.0
 PAGE = Path(__file__).parent / "page"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 STATIC = {"watch.js": (PAGE / "watch.js", "text/javascript"), "watch.css": (PAGE / "watch.css", "text/css"),
@@ -49,6 +51,7 @@ class Hub:
         self.state_version = -1
         self.live: str = json.dumps({"running": False})
         self.live_version = 0
+        self._live_body = ""
         self.stopping = asyncio.Event()
 
     def refresh(self, with_live: bool) -> None:
@@ -57,8 +60,12 @@ class Hub:
             self.state = json.dumps(self.view.snapshot(), default=str)
             self.state_version = self.view.version
         if with_live:
-            self.live = json.dumps(self.view.live(), default=str)
-            self.live_version += 1
+            live = self.view.live()
+            body = json.dumps({k: v for k, v in live.items() if k != "now"}, default=str)
+            if body != self._live_body:  # an idle campaign pushes nothing
+                self._live_body = body
+                self.live = json.dumps(live, default=str)
+                self.live_version += 1
 
     async def run(self) -> None:
         ticks = 0

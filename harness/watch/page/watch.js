@@ -7,6 +7,7 @@ const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"
 let energyLabel = "";  // the full label (with the power profile), in the header and on every energy chart
 let energyKind = "";   // "emulated" or "measured", in every energy column's header
 let lastState = null;
+let live = { running: false };
 
 function esc(s) {
   return String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
@@ -161,23 +162,30 @@ function renderLastSample() {
       r.tail ? num(r.tail[1] - r.tail[0]) : "-", esc([...(r.flags || []), r.error].filter(Boolean).join("; "))]));
 }
 
+// Text first (n/N, the events with their reasons), charts after: drawing them is the slow part and must not
+// hold up what a reader looks for first.
+let chartsPending = false;
 function renderState(st) {
   lastState = st;
   energyLabel = st.energy;
   energyKind = st.energy_kind;
+  document.body.dataset.stateNow = st.now;
   renderHeader(st);
-  renderCases(st);
   renderEvents(st);
-  renderDecisions(st);
   renderSessions(st);
+  renderDecisions(st);
   document.body.dataset.version = st.version;
+  if (!chartsPending) {
+    chartsPending = true;
+    setTimeout(() => {
+      chartsPending = false;
+      renderCases(lastState);
+      if (!live.running) renderLastSample();
+    }, 0);
+  }
 }
 
 const source = new EventSource("/events");
-let live = { running: false };
-source.addEventListener("state", (ev) => {
-  renderState(JSON.parse(ev.data));
-  if (!live.running) renderLastSample();
-});
+source.addEventListener("state", (ev) => renderState(JSON.parse(ev.data)));
 source.addEventListener("live", (ev) => { live = JSON.parse(ev.data); if (lastState) renderLive(live); });
 source.onerror = () => { $("updated").textContent = "disconnected from mplab watch (reconnecting)"; };
