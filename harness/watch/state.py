@@ -36,7 +36,7 @@ LIVE_WINDOW_S = 90.0
 #: How much of a meter trace's end is read when the watcher opens it (its older readings are not shown).
 TRACE_TAIL_BYTES = 4 * 1024 * 1024
 #: At most this many points per receiver are pushed (the page needs no more for a 90 s chart).
-MAX_POINTS = 400
+MAX_POINTS = 200
 #: At most this many failures, flags, repairs and decisions are pushed (newest kept).
 MAX_EVENTS = 200
 

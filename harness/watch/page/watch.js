@@ -130,6 +130,7 @@ function band(win, color) {
 
 function renderLive(lv) {
   if (!lv.running) { renderLastSample(); return; }
+  drawn.lastSample = null;  // the panel now shows the running sample
   $("sample").firstElementChild.firstChild.textContent = "Running sample ";
   $("sample-id").textContent = `${lv.sample_id} (attempt ${lv.attempt})`;
   $("phase").textContent = `${lv.phase}; started ${duration(lv.now - lv.started_at)} ago; receivers ${lv.receivers.join(", ")}`;
@@ -140,6 +141,9 @@ function renderLive(lv) {
 
 function renderLastSample() {
   const ls = lastState && lastState.last_sample;
+  const key = JSON.stringify(ls);
+  if (key === drawn.lastSample) return;
+  drawn.lastSample = key;
   $("sample").firstElementChild.firstChild.textContent = "Last sample ";
   if (!ls) {
     $("sample-id").textContent = "";
@@ -165,6 +169,7 @@ function renderLastSample() {
 // Text first (n/N, the events with their reasons), charts after: drawing them is the slow part and must not
 // hold up what a reader looks for first.
 let chartsPending = false;
+const drawn = { cases: null, lastSample: null };
 function renderState(st) {
   lastState = st;
   energyLabel = st.energy;
@@ -179,7 +184,9 @@ function renderState(st) {
     chartsPending = true;
     setTimeout(() => {
       chartsPending = false;
-      renderCases(lastState);
+      // Redraw only what changed: a chart costs the browser 50-200 ms on a busy machine.
+      const cases = JSON.stringify(lastState.cases);
+      if (cases !== drawn.cases) { drawn.cases = cases; renderCases(lastState); }
       if (!live.running) renderLastSample();
     }, 0);
   }
