@@ -19,6 +19,7 @@ Needs root (namespaces). Run one heavy thing at a time:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -58,6 +59,31 @@ def proc_cpu_s(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` (itself only)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class StreamClock:
+    """An event-stream client beside the page: when each n/N first arrived (the watcher's side of the latency)."""
+
+    def __init__(self, url: str) -> None:
+        self.arrived: dict[int, float] = {}
+        self.thread = threading.Thread(target=self._run, args=(url + "events",), daemon=True)
+        self.thread.start()
+
+    def _run(self, url: str) -> None:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(url, timeout=600) as resp:
+                event = ""
+                for raw in resp:
+                    line = raw.decode().rstrip("\r\n")
+                    if line.startswith("event:"):
+                        event = line.split(":", 1)[1].strip()
+                    elif line.startswith("data:") and event == "state":
+                        n = json.loads(line[5:])["progress"]["recorded"]
+                        self.arrived.setdefault(n, time.time())
+        except OSError:
+            return  # the watcher stopped
 
 
 class AppendClock:
@@ -108,7 +134,11 @@ def run_campaign(sc: Path, runs: Path, cid: str, watch: bool, shots: Path | None
     if watch:
         watcher = watchrig.start_watcher(run_dir)
         cpu0 = proc_cpu_s(watcher.proc.pid)
-        with watchrig.chromium_page(watcher.url, height=1400) as (page, problems):
+        with contextlib.ExitStack() as stack:
+            stack.callback(watcher.stop)  # also when the browser fails
+            stream = StreamClock(watcher.url)
+            stream_from = time.time() + 1.0  # connected by then
+            page, problems = stack.enter_context(watchrig.chromium_page(watcher.url, height=1400))
             attached = page.evaluate("""() => { window.seen = [];
                 new MutationObserver(() => window.seen.push([Date.now() / 1000,
                     document.getElementById('n').textContent, Number(document.body.dataset.stateNow)]))
@@ -127,8 +157,7 @@ def run_campaign(sc: Path, runs: Path, cid: str, watch: bool, shots: Path | None
                 page.screenshot(path=str(shots / "watch-finished.png"), full_page=True)
             seen = page.evaluate("window.seen")
             out["problems"] = problems.all
-        out["watcher_cpu_s"] = proc_cpu_s(watcher.proc.pid) - cpu0
-        watcher.stop()
+            out["watcher_cpu_s"] = proc_cpu_s(watcher.proc.pid) - cpu0
         shown: dict[int, float] = {}
         made: dict[int, float] = {}  # when the watcher made the snapshot that showed it
         for t, text, state_now in seen:
@@ -139,6 +168,8 @@ def run_campaign(sc: Path, runs: Path, cid: str, watch: bool, shots: Path | None
         out["not_shown"] = [k + 1 for k, t in enumerate(clock.times) if k + 1 not in shown and t > attached]
         out["before_page"] = sum(1 for t in clock.times if t <= attached)
         out["server_s"] = [made[k + 1] - t for k, t in enumerate(clock.times) if k + 1 in made and t > attached]
+        out["pushed_s"] = [stream.arrived[k + 1] - t for k, t in enumerate(clock.times)
+                           if k + 1 in stream.arrived and t > stream_from]
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     clock.stop.set()
@@ -194,6 +225,9 @@ def report(results: list[dict]) -> None:
     srv = [x for r in results if r["watch"] for x in r["server_s"]]
     print(f"  of which: append -> the watcher's snapshot p50 {pct(srv, .5):.3f} s, p95 {pct(srv, .95):.3f} s; "
           "the rest is the push and the browser")
+    pushed = [x for r in results if r["watch"] for x in r["pushed_s"]]
+    print(f"  append -> received by an event-stream client (no browser), {len(pushed)} samples: p50 "
+          f"{pct(pushed, .5):.3f} s, p95 {pct(pushed, .95):.3f} s, max {max(pushed):.3f} s")
     for watch in (False, True):
         rs = [r for r in results if r["watch"] == watch]
         cpu = [r["cpu_s"] / r["samples"] for r in rs]

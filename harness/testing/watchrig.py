@@ -111,7 +111,7 @@ def chromium_page(url: str, width: int = 1280, height: int = 1000) -> Iterator[t
                     problems.failed_requests.append(f"{r.url}: {r.failure}"))
             page.on("response", lambda r: problems.failed_requests.append(f"{r.url}: HTTP {r.status}")
                     if r.status >= 400 else None)
-            page.goto(url)
+            page.goto(url, timeout=120_000)  # plotly.min.js is 4.8 MB: slow to parse on a busy machine
             yield page, problems
         finally:
             browser.close()
