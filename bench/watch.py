@@ -61,31 +61,6 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class StreamClock:
-    """An event-stream client beside the page: when each n/N first arrived (the watcher's side of the latency)."""
-
-    def __init__(self, url: str) -> None:
-        self.arrived: dict[int, float] = {}
-        self.thread = threading.Thread(target=self._run, args=(url + "events",), daemon=True)
-        self.thread.start()
-
-    def _run(self, url: str) -> None:
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(url, timeout=600) as resp:
-                event = ""
-                for raw in resp:
-                    line = raw.decode().rstrip("\r\n")
-                    if line.startswith("event:"):
-                        event = line.split(":", 1)[1].strip()
-                    elif line.startswith("data:") and event == "state":
-                        n = json.loads(line[5:])["progress"]["recorded"]
-                        self.arrived.setdefault(n, time.time())
-        except OSError:
-            return  # the watcher stopped
-
-
 class AppendClock:
     """Polls samples.jsonl and notes when each sample's records were appended (wall clock)."""
 
@@ -136,8 +111,6 @@ def run_campaign(sc: Path, runs: Path, cid: str, watch: bool, shots: Path | None
         cpu0 = proc_cpu_s(watcher.proc.pid)
         with contextlib.ExitStack() as stack:
             stack.callback(watcher.stop)  # also when the browser fails
-            stream = StreamClock(watcher.url)
-            stream_from = time.time() + 1.0  # connected by then
             page, problems = stack.enter_context(watchrig.chromium_page(watcher.url, height=1400))
             attached = page.evaluate("""() => { window.seen = [];
                 new MutationObserver(() => window.seen.push([Date.now() / 1000,
@@ -168,8 +141,6 @@ def run_campaign(sc: Path, runs: Path, cid: str, watch: bool, shots: Path | None
         out["not_shown"] = [k + 1 for k, t in enumerate(clock.times) if k + 1 not in shown and t > attached]
         out["before_page"] = sum(1 for t in clock.times if t <= attached)
         out["server_s"] = [made[k + 1] - t for k, t in enumerate(clock.times) if k + 1 in made and t > attached]
-        out["pushed_s"] = [stream.arrived[k + 1] - t for k, t in enumerate(clock.times)
-                           if k + 1 in stream.arrived and t > stream_from]
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     clock.stop.set()
@@ -225,9 +196,6 @@ def report(results: list[dict]) -> None:
     srv = [x for r in results if r["watch"] for x in r["server_s"]]
     print(f"  of which: append -> the watcher's snapshot p50 {pct(srv, .5):.3f} s, p95 {pct(srv, .95):.3f} s; "
           "the rest is the push and the browser")
-    pushed = [x for r in results if r["watch"] for x in r["pushed_s"]]
-    print(f"  append -> received by an event-stream client (no browser), {len(pushed)} samples: p50 "
-          f"{pct(pushed, .5):.3f} s, p95 {pct(pushed, .95):.3f} s, max {max(pushed):.3f} s")
     for watch in (False, True):
         rs = [r for r in results if r["watch"] == watch]
         cpu = [r["cpu_s"] / r["samples"] for r in rs]
