@@ -73,10 +73,10 @@ function renderCases(st) {
       arrayminus: st.cases.map((c) => (c[cikey] ? c[key] - c[cikey][0] : 0)) }, marker: { color: "#3a7bd5" } }];
   Plotly.react("case-energy", bars("energy_j", "energy_ci"), {
     title: { text: `Energy per receiver (J), ${energyLabel}`, font: { size: 13 } },
-    margin: { t: 36, b: 90, l: 50, r: 10 }, yaxis: { rangemode: "tozero" } }, PLOT);
+    margin: { t: 36, b: 40, l: 50, r: 10 }, xaxis: { automargin: true }, yaxis: { rangemode: "tozero" } }, PLOT);
   Plotly.react("case-throughput", bars("throughput_mbit", "throughput_ci"), {
     title: { text: "Throughput per receiver (Mbit/s)", font: { size: 13 } },
-    margin: { t: 36, b: 90, l: 50, r: 10 }, yaxis: { rangemode: "tozero" } }, PLOT);
+    margin: { t: 36, b: 40, l: 50, r: 10 }, xaxis: { automargin: true }, yaxis: { rangemode: "tozero" } }, PLOT);
 }
 
 function renderEvents(st) {
@@ -90,10 +90,10 @@ function renderDecisions(st) {
   $("decisions-section").hidden = st.decisions.length === 0;
   const fmt = (o) => (o ? Object.entries(o).map(([k, v]) => `${esc(k)} ${num(v)}`).join(", ") : "-");
   table($("decisions"), ["sample", "receiver", "policy", "assignment", "predicted energy J (by the model)",
-    "caps Mbit/s", "steering", "decision s"],
+    "caps Mbit/s", "steering", "decision ms"],
     st.decisions.map((d) => [esc(d.sample_id), esc(d.receiver), esc(d.policy), esc(d.assignment),
       fmt(d.predicted_energy_j), fmt(d.caps_mbit) + (d.caps_by ? ` (${esc(d.caps_by)})` : ""), esc(d.steering),
-      num(d.decision_latency_s)]));
+      d.decision_latency_s === null || d.decision_latency_s === undefined ? "-" : num(d.decision_latency_s * 1000)]));
 }
 
 function renderSessions(st) {
