@@ -93,41 +93,40 @@ def test_the_lock_holder_is_read_from_proc_locks_without_taking_the_lock(tmp_pat
     assert lock_holder_pid(lock) is None
 
 
-def _refusals_while_probing(lock: Path, probe) -> int:
-    """How often a runner's non-blocking exclusive lock is refused while ``probe`` runs in a loop beside it."""
-    import threading
-
-    stop, refused = threading.Event(), 0
-
-    def loop():
-        while not stop.is_set():
-            probe(lock)
-
-    t = threading.Thread(target=loop)
-    t.start()
+def _refusals_while_probing(lock: Path, probe: str, seconds: float = 3.0) -> int:
+    """How often a runner's non-blocking exclusive lock is refused while another process runs ``probe``
+    (``module:function``) on the lock in a loop for ``seconds``."""
+    module, func = probe.split(":")
+    prober = subprocess.Popen([sys.executable, "-c", (
+        "import time\n"
+        f"from {module} import {func} as probe\n"
+        "print('go', flush=True)\n"
+        f"end = time.monotonic() + {seconds}\n"
+        f"while time.monotonic() < end: probe(__import__('pathlib').Path({str(lock)!r}))\n")],
+        cwd=REPO, stdout=subprocess.PIPE, text=True)
+    refused = 0
+    fd = os.open(lock, os.O_RDWR)
     try:
-        fd = os.open(lock, os.O_RDWR)
-        for _ in range(20000):
+        assert prober.stdout.readline().strip() == "go"
+        while prober.poll() is None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 fcntl.flock(fd, fcntl.LOCK_UN)
             except BlockingIOError:
                 refused += 1
-        os.close(fd)
     finally:
-        stop.set()
-        t.join()
+        os.close(fd)
+        prober.kill()
+        prober.wait()
     return refused
 
 
 def test_watching_never_makes_a_runner_taking_the_lock_fail(tmp_path):
-    from harness.files import held_lock_text
-
     lock = tmp_path / ".lock"
     lock.write_text("")
-    assert _refusals_while_probing(lock, lock_holder_pid) == 0
+    assert _refusals_while_probing(lock, "harness.campaign.progress:lock_holder_pid") == 0
     # The check catches a probe that takes the lock, however briefly (the store's own running_pid does).
-    assert _refusals_while_probing(lock, held_lock_text) > 0
+    assert _refusals_while_probing(lock, "harness.files:held_lock_text") > 0
 
 
 def test_status_counts_sessions_and_gives_rate_and_eta(tmp_path, capsys):
