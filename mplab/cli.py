@@ -23,6 +23,7 @@ from harness.dataset import cli as dataset_cli
 from harness.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_USAGE, MplabError, is_disk_full
 from harness.meters import cli as meters_cli
 from harness.testbeds import cli as testbeds_cli
+from harness.watch import cli as watch_cli
 from lte import cli as lte_cli
 from lte import realcell
 from wifi import cli as wifi_cli
@@ -43,6 +44,7 @@ dataset_cli.register(app)
 training_cli.register(app)
 controller_cli.register(app)
 analysis_cli.register(app)
+watch_cli.register(app)
 
 
 def _version(value: bool) -> None:

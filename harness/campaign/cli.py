@@ -5,9 +5,15 @@ turned into exit codes by ``mplab.cli.main`` (usage errors: 2).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -28,6 +34,8 @@ from harness.config.scenario import Scenario, load_scenario, scenario_inventory,
 from harness.testbeds.speedup import DEFAULT_TABLE, check_speedup, validated_speedup
 from harness.campaign.store import Campaign, check_campaign_id
 from harness.campaign.summary import summarize
+from harness.campaign.progress import (campaign_progress, compute, format_duration, lock_holder_pid, read_events,
+                                       sample_statuses, sessions_from_events)
 
 console = Console()
 log = logging.getLogger("mplab")
@@ -49,23 +57,70 @@ def summary_table(records: list[dict], title: str) -> Table:
     return t
 
 
-def _hooks(progress: Progress) -> RunHooks:
+def _hooks(progress: Progress, watcher: WatchChild | None = None) -> RunHooks:
     state: dict = {}
 
     def on_start(campaign: Campaign, plans) -> None:
+        if watcher is not None:
+            watcher.start(campaign.path)
         done = len(campaign.completed())
         state["task"] = progress.add_task(f"{campaign.id}", total=done + len(plans), completed=done)
+        # Progress is counted from the records in memory (the ones on disk when the session began, then each
+        # sample's as it is appended): the same computation as `mplab status` and `mplab watch`, without
+        # rereading samples.jsonl after every sample.
+        state["campaign"], state["records"] = campaign, campaign.records()
         console.print(f"campaign [bold]{campaign.id}[/]: {len(plans)} sample(s) to run, {done} already recorded "
                       f"-> {campaign.path}")
 
     def on_sample(o: SampleOutcome) -> None:
         style = "green" if o.status == "ok" else "red"
+        state["records"].extend(o.records)
+        c: Campaign = state["campaign"]
+        sessions = sessions_from_events(read_events(c.path / "sessions.jsonl"), os.getpid())
+        prog = compute(c.manifest["plan"], state["records"], sessions, last_append_at=time.time())
         rates = ", ".join(f"{r['receiver']} {_fmt(r['throughput_mbit'], '.1f')}" for r in o.records)
+        # One line per sample carries n/N, rate and ETA: a log that is not a terminal has no progress bar.
         progress.console.print(f"[{style}]{o.status:6}[/] {o.plan.sample_id:28} {o.wall_s:6.1f} s  "
-                               f"Mbit/s: {rates}" + (f"  (attempts {o.attempts})" if o.attempts > 1 else ""))
+                               f"Mbit/s: {rates}" + (f"  (attempts {o.attempts})" if o.attempts > 1 else "")
+                               + f"  [{prog.line()}]", soft_wrap=True)
         progress.advance(state["task"])
 
     return RunHooks(on_start, on_sample)
+
+
+class WatchChild:
+    """`mplab run --watch`: `mplab watch` on the campaign in a process of its own while the run lasts.
+
+    A separate process, so serving the page never takes the runner's CPU time or its GIL; it only
+    reads the store. Stopped (SIGTERM, by its pid) when the run ends, however it ends.
+    """
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, path: Path) -> None:
+        if self.proc is None:
+            self.proc = subprocess.Popen([sys.executable, "-m", "mplab", "watch", str(path), "--port", str(self.port)])
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@contextlib.contextmanager
+def _watching(port: int | None) -> Iterator[WatchChild | None]:
+    child = WatchChild(port) if port is not None else None
+    try:
+        yield child
+    finally:
+        if child is not None:
+            child.stop()
 
 
 def _progress() -> Progress:
@@ -95,6 +150,8 @@ def run(
                                                         "highest S this machine's bench/speedup.py table "
                                                         "validated for the scenario's congestion controls")] = None,
     speedup_table: Annotated[Path, typer.Option(help="--speedup auto: the validation table to read")] = DEFAULT_TABLE,
+    watch: Annotated[bool, typer.Option(help="serve the live page (`mplab watch`) on 127.0.0.1 while it runs")] = False,
+    watch_port: Annotated[int, typer.Option(help="--watch: the page's port")] = 8765,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
     # mplab.cli puts the controller's factory here (the harness never imports a controller).
@@ -107,12 +164,13 @@ def run(
         if speedup is not None:
             raise ConfigError("--resume runs at the speedup the campaign started with (its manifest); "
                               "drop --speedup")
-        with _progress() as progress:
+        with _watching(watch_port if watch else None) as watcher, _progress() as progress:
             if cluster:
-                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress), shard_size=shard_size,
+                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress, watcher),
+                                                   shard_size=shard_size,
                                                    control_factory=control_factory)
             else:
-                campaign = resume_campaign(resume, _hooks(progress), testbeds=testbeds, force=force,
+                campaign = resume_campaign(resume, _hooks(progress, watcher), testbeds=testbeds, force=force,
                                            access_kinds=_access_kinds(ctx),
                                            control_factory=control_factory)
     else:
@@ -141,14 +199,14 @@ def run(
             console.print(f"estimated wall time: {eta / 60:.1f} min" + (
                 f" on one testbed, at best {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
             return
-        with _progress() as progress:
+        with _watching(watch_port if watch else None) as watcher, _progress() as progress:
             if cluster:
                 campaign = start_cluster_campaign(sc, inv, runs_dir, cluster, campaign_id=campaign_id,
-                                                  scenario_source=str(scenario), hooks=_hooks(progress),
+                                                  scenario_source=str(scenario), hooks=_hooks(progress, watcher),
                                                   shard_size=shard_size, control_factory=control_factory)
             else:
                 campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
-                                          hooks=_hooks(progress), testbeds=testbeds, force=force,
+                                          hooks=_hooks(progress, watcher), testbeds=testbeds, force=force,
                                           access_kinds=_access_kinds(ctx),
                                           control_factory=control_factory)
     records = campaign.records()
@@ -214,30 +272,30 @@ def campaign_status(c: Campaign) -> dict:
     """What `mplab status` reports, as data (its --json form)."""
     records = c.records()
     planned = c.manifest["plan"]
-    samples = {r["sample_id"]: r["sample_status"] for r in records}
-    sessions_path = c.path / "sessions.jsonl"
-    sessions = []
-    if sessions_path.exists():
-        for line in sessions_path.read_text().splitlines():
-            try:
-                sessions.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a torn session line tells nothing
-    ok = sum(1 for s in samples.values() if s == "ok")
+    prog, sessions = campaign_progress(c.path, planned, records)
+    events = read_events(c.path / "sessions.jsonl")
+    running = sessions[-1].pid if prog.running and sessions else None
     return {
         "campaign": c.id,
         "path": str(c.path),
         "testbed": c.manifest["testbed"]["kind"],
-        "planned": len(planned),
-        "recorded": len(samples),
-        "ok": ok,
-        "failed": len(samples) - ok,
-        "failed_samples": sorted(sid for sid, s in samples.items() if s != "ok"),
-        "pending": len(planned) - len(samples),
-        "running_pid": c.running_pid(),
-        "last_session": sessions[-1] if sessions else None,
+        "planned": prog.planned,
+        "recorded": prog.recorded,
+        "ok": prog.ok,
+        "failed": prog.failed,
+        "flagged": prog.flagged,
+        "failed_samples": sorted(sid for sid, (s, _) in sample_statuses(records).items() if s != "ok"),
+        "pending": prog.pending,
+        "rate_samples_per_h": prog.rate_per_h,
+        "eta_s": prog.eta_s,
+        "eta_at": prog.eta_at,
+        # The lock's holder from /proc/locks (never a probe of the lock itself); the session's pid if unknown.
+        "running_pid": lock_holder_pid(c.path / ".lock") or running,
+        "last_session": events[-1] if events else None,
+        # Runs and resumes (a session is a start/resume line and the end line after it).
         "sessions": len(sessions),
         **damaged_status(c),
+        "session_list": [asdict(s) for s in sessions],
     }
 
 
@@ -263,7 +321,12 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
         print(json.dumps(st, indent=1))
         return
     console.print(f"campaign {c.id}: {st['recorded']}/{st['planned']} samples recorded ({st['ok']} ok, "
-                  f"{st['failed']} failed); testbed {st['testbed']}")
+                  f"{st['failed']} failed, {st['flagged']} flagged); testbed {st['testbed']}")
+    if st["rate_samples_per_h"] is not None:
+        rate = f"{st['rate_samples_per_h']:.1f} samples/h in the last session"
+        console.print(rate + (f", ETA {format_duration(st['eta_s'])} (about "
+                              f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(st['eta_at']))})"
+                              if st["eta_s"] is not None else ""))
     if st["running_pid"]:
         console.print(f"running now (pid {st['running_pid']})")
     if st["last_session"]:

@@ -17,10 +17,28 @@ class CaseSummary:
     mean_throughput_mbit: float | None
     mean_energy_j: float | None
     mean_power_w: float | None
+    #: 95% intervals of the per-receiver means (Student's t; the lower end never below 0, as neither
+    #: quantity can be negative); None with fewer than two values.
+    throughput_ci_mbit: tuple[float, float] | None = None
+    energy_ci_j: tuple[float, float] | None = None
+    #: How many per-receiver values each mean is over.
+    n_throughput: int = 0
+    n_energy: int = 0
 
 
 def _mean(xs: list[float]) -> float | None:
     return statistics.fmean(xs) if xs else None
+
+
+def mean_interval(xs: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """The ``level`` t-interval of the mean of ``xs``, clipped at 0 (non-negative quantities); None if n < 2."""
+    if len(xs) < 2:
+        return None
+    from scipy.stats import t  # a few ms to import: only when there is an interval to compute
+
+    m = statistics.fmean(xs)
+    half = t.ppf(0.5 + level / 2, len(xs) - 1) * statistics.stdev(xs) / len(xs) ** 0.5
+    return max(0.0, m - half), m + half
 
 
 def summarize(records: list[dict]) -> list[CaseSummary]:
@@ -36,12 +54,14 @@ def summarize(records: list[dict]) -> list[CaseSummary]:
             samples[r["sample_id"]] = r["sample_status"]
         ok = [r for r in rs if r["sample_status"] == "ok"]
         clean = [r for r in ok if not r["flags"]]
+        rates = [r["throughput_mbit"] for r in ok if r["throughput_mbit"] is not None]
+        energies = [r["energy_j"] for r in clean if r["energy_j"] is not None]
         out.append(CaseSummary(
             cid, rs[0]["cc"], rs[0]["n_receivers"], rs[0]["mode"],
             sum(1 for s in samples.values() if s == "ok"), sum(1 for s in samples.values() if s != "ok"),
             sum(1 for r in ok if r["flags"]),
-            _mean([r["throughput_mbit"] for r in ok if r["throughput_mbit"] is not None]),
-            _mean([r["energy_j"] for r in clean if r["energy_j"] is not None]),
+            _mean(rates), _mean(energies),
             _mean([r["mean_power_w"] for r in clean if r["mean_power_w"] is not None]),
+            mean_interval(rates), mean_interval(energies), len(rates), len(energies),
         ))
     return out
