@@ -50,7 +50,10 @@ def test_resolve_picks_the_implementation_for_the_kernel_flavour():
     for a in COUPLED:
         up = resolve(a)
         assert isinstance(up, BpfCC)
-        assert (up.sock_name, up.implementation) == (f"mplab_{a}", f"bpf:mplab_{a}")
+        assert up.sock_name == f"mplab_{a}"
+        digest = bpfcc.file_digest(bpfcc.object_path(a))
+        # The record names the build: the object's SHA-256 prefix once it is built.
+        assert up.implementation == (f"bpf:mplab_{a}@sha256:{digest}" if digest else f"bpf:mplab_{a}")
         org = resolve(a, "multipath-tcp.org")
         assert isinstance(org, MptcpOrgCC)
         assert (org.sock_name, org.implementation) == (a, f"mptcp.org:{a}")
@@ -60,6 +63,18 @@ def test_resolve_picks_the_implementation_for_the_kernel_flavour():
     with pytest.raises(PreflightError, match="no MPTCP"):
         nothing.check(ROOT)
     assert set(COUPLED) | {"cubic"} <= set(ALGORITHMS)
+
+
+def test_cc_impl_names_the_build(tmp_path):
+    """Two builds of one algorithm never share a cc_impl; an unbuilt one has no digest."""
+    cc = BpfCC("olia", build_dir=tmp_path)
+    assert cc.implementation == "bpf:mplab_olia" and bpfcc.object_digest(cc) is None
+    (tmp_path / "olia.bpf.o").write_bytes(b"build one")
+    first = cc.implementation
+    (tmp_path / "olia.bpf.o").write_bytes(b"build two")
+    assert first.startswith("bpf:mplab_olia@sha256:") and cc.implementation != first
+    assert len(first.rsplit(":", 1)[1]) == bpfcc.DIGEST_HEX
+    assert bpfcc.object_digest(resolve("cubic")) is None
 
 
 def test_bpftool_argvs():
@@ -204,7 +219,8 @@ def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_m
         assert r["status"] == "ok", (a, r["error"])
         assert r["bytes"] == sc.file_bytes, a
         assert r["sender_cc"] == sock, a
-        assert r["cc_impl"] == (f"bpf:{sock}" if a in COUPLED else "kernel:cubic")
+        want = (f"bpf:{sock}@sha256:{bpfcc.file_digest(bpfcc.object_path(a))}" if a in COUPLED else "kernel:cubic")
+        assert r["cc_impl"] == want
         if a in ("lia", "olia", "balia"):
             wifi, lte = r["iface_bytes"]["wifi"], r["iface_bytes"]["lte"]
             # Coupling must not starve a disjoint path: each carries a real part of the file.
