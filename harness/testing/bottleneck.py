@@ -131,8 +131,14 @@ def parse_ss(text: str, t_s: float) -> list[SocketSample]:
     """The data sockets of the rig's sender in ``ss -tinH state established`` output (control sockets,
     which have moved next to nothing, are left out)."""
     out: list[SocketSample] = []
-    lines = text.splitlines()
-    for head, info in zip(lines[::2], lines[1::2]):
+    # A socket is a header line and indented detail lines (an MPTCP subflow adds a tcp-ulp-mptcp one).
+    socks: list[list[str]] = []
+    for line in text.splitlines():
+        if line[:1].isspace() and socks:
+            socks[-1][1] += " " + line.strip()
+        elif line.strip():
+            socks.append([line, ""])
+    for head, info in socks:
         cols = head.split()
         if cols and not cols[0].isdigit():
             cols = cols[1:]   # a State column (absent when ss filters on one state)

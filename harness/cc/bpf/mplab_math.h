@@ -567,6 +567,47 @@ MPLAB_GLOBAL __u32 mplab_balia_ssthresh(const struct mplab_conn *c, int me, __u3
 	return balia_loss_ssthresh(c->sf, me, cwnd, mss);
 }
 
+/* The arithmetic alone, for calc.bpf.c's outputs (the tests compare it with the reference's). */
+MPLAB_GLOBAL __u64 mplab_lia_alpha(const struct mplab_conn *c)
+{
+	return c ? lia_alpha(c->sf) : 0;
+}
+
+MPLAB_GLOBAL __u32 mplab_lia_ai_cnt(const struct mplab_conn *c, __u32 cwnd)
+{
+	return c ? lia_ai_cnt(c->sf, cwnd) : 0;
+}
+
+/* OLIA's epsilon packed as (num + 1) << 32 | den. */
+MPLAB_GLOBAL __u64 mplab_olia_epsilon(const struct mplab_conn *c, int me)
+{
+	__s32 num;
+	__u32 den;
+
+	if (!c)
+		return 0;
+	olia_epsilon(c->sf, me, &num, &den);
+	return ((__u64)(__u32)(num + 1) << 32) | den;
+}
+
+MPLAB_GLOBAL __s64 mplab_olia_inc(const struct mplab_conn *c, int me, __u32 cwnd)
+{
+	return c ? olia_inc(c->sf, me, cwnd) : 0;
+}
+
+struct balia_out {
+	__u64 ai;
+	__u64 md;
+};
+
+MPLAB_GLOBAL int mplab_balia_params(const struct mplab_conn *c, int me, __u32 cwnd, __u32 mss, struct balia_out *out)
+{
+	if (!c || !out)
+		return 0;
+	balia_params(c->sf, me, cwnd, mss, &out->ai, &out->md);
+	return 0;
+}
+
 MPLAB_GLOBAL int mplab_wvegas_round(struct mplab_win *w, struct wvegas_state *st, const struct mplab_conn *c,
 				    int me, __u32 acked)
 {
