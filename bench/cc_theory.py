@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.cc import resolve  # noqa: E402
-from harness.cc.bpfcc import object_digest  # noqa: E402
+from harness.cc.bpfcc import COUPLED, BpfCC, object_digest  # noqa: E402
 from harness.testing.bottleneck import Competition, SharedBottleneck  # noqa: E402
 
 PREFIX = "mplab-bench-cct-"
@@ -62,6 +62,29 @@ def flow_means(c: Competition) -> dict:
             out[flow] = {k: round(statistics.mean(getattr(s, k) for s in ss), 1)
                          for k in ("cwnd", "unacked", "notsent_bytes", "send_q_bytes", "rtt_ms")}
             out[flow]["retrans"] = ss[-1].retrans_total
+            out[flow]["rwnd_limited_pct"] = ss[-1].rwnd_limited_pct
+            out[flow]["sndbuf_limited_pct"] = ss[-1].sndbuf_limited_pct
+    return out
+
+
+def loss_events(c: Competition) -> dict:
+    """Per flow, the sampling intervals in which its ssthresh changed (a congestion event), and how
+    many of those intervals saw every flow react at once (losses synchronised by the drop-tail FIFO)."""
+    by_t: dict[float, dict[str, int | None]] = {}
+    for s in c.samples:
+        by_t.setdefault(s.t_s, {})[s.flow] = s.ssthresh
+    times = sorted(by_t)
+    events: dict[str, set[int]] = {}
+    for k in range(1, len(times)):
+        for flow, th in by_t[times[k]].items():
+            prev = by_t[times[k - 1]].get(flow)
+            if prev is not None and th is not None and th != prev:
+                events.setdefault(flow, set()).add(k)
+    flows = sorted(events)
+    out = {f: len(v) for f, v in events.items()}
+    if len(flows) >= 2:
+        out["all_at_once"] = len(set.intersection(*(events[f] for f in flows)))
+    out["intervals"] = len(times) - 1
     return out
 
 
@@ -70,7 +93,9 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
     rtt_ms = 2 * delay_ms if delay_ms else 1.0
     buf = buffer_bytes(args.rate, rtt_ms, bdp)
     paths = (2 * delay_ms, 4 * delay_ms if rtt == "unequal" else 2 * delay_ms)
-    algos = [resolve(a) for a in args.algorithms]
+    # --build-dir: another build of the BPF programs (an earlier commit's, for before/after tables).
+    algos = [BpfCC(a, build_dir=args.build_dir) if args.build_dir and a in COUPLED else resolve(a)
+             for a in args.algorithms]
     comps = {c: resolve(c) for c in competitors}
     ccs = {cc.sock_name: cc for cc in algos + list(comps.values())}
     results: dict[tuple[str, str], list[Competition]] = {}
@@ -90,6 +115,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            "link_use": round((c.mptcp_bytes + c.tcp_bytes) * 8 / args.duration / args.rate / 1e6, 3),
                            "mptcp_retransmits": c.mptcp_retransmits, "tcp_retransmits": c.tcp_retransmits,
                            "coupled_subflows": c.coupled_subflows, "flows": flow_means(c),
+                           "counters": c.counters, "loss_events": loss_events(c),
                            "sysctls": dict(args.sysctl), "time": time.time()}
                     log(rec)
                     print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} {cc.algorithm:6} vs {comp_name:5} "
@@ -117,6 +143,8 @@ def main() -> None:
     ap.add_argument("--sysctl", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
                     help="key=value set in the sender's namespace (repeatable)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
+    ap.add_argument("--build-dir", type=Path, help="load the coupled algorithms' BPF objects from here "
+                    "(default: harness/cc/bpf/build); records name each object's SHA-256")
     args = ap.parse_args()
     args.algorithms = args.algorithms.split(",")
 

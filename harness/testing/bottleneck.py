@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl, bpfcc
 from harness.machine import allow_ccs, write_state
@@ -83,6 +83,9 @@ class Competition:
     tcp_retransmits: int | None = None
     #: Samples of the sender's sockets during the run (``probe=True``): see ``SocketSample``.
     samples: tuple = ()
+    #: Counters that moved during the run (``probe=True``): ``nstat`` in the sender's and the
+    #: receiver's namespaces, names prefixed ``snd:`` and ``rcv:`` (MPTcpExt*, TcpExt*, Tcp*).
+    counters: dict = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -122,9 +125,13 @@ class SocketSample:
     notsent_bytes: int
     send_q_bytes: int
     cc: str
+    #: Share of the socket's busy time it was limited by the peer's window / its send buffer (tcp_info).
+    rwnd_limited_pct: float = 0.0
+    sndbuf_limited_pct: float = 0.0
 
 
 _SS_FIELD = re.compile(r"(\w+):(\S+)")
+_SS_LIMITED = re.compile(r"(rwnd|sndbuf)_limited:\d+ms\(([\d.]+)%\)")
 
 
 def parse_ss(text: str, t_s: float) -> list[SocketSample]:
@@ -144,7 +151,8 @@ def parse_ss(text: str, t_s: float) -> list[SocketSample]:
             cols = cols[1:]   # a State column (absent when ss filters on one state)
         if len(cols) < 4:
             continue
-        send_q, local, peer = int(cols[1]), cols[2], cols[3]
+        # iperf3 listens on IPv6 with v4-mapped peers: [::ffff:10.77.1.2]:51278
+        send_q, local, peer = int(cols[1]), cols[2], cols[3].replace("[::ffff:", "").replace("]", "")
         port = int(local.rsplit(":", 1)[1])
         if port not in (MPTCP_PORT, TCP_PORT):
             continue
@@ -155,9 +163,10 @@ def parse_ss(text: str, t_s: float) -> list[SocketSample]:
         flow = "tcp" if port == TCP_PORT else ("sf1" if peer.startswith("10.77.1.") else "sf2")
         rtt = float(f.get("rtt", "0/0").split("/")[0])
         retrans = int(f.get("retrans", "0/0").split("/")[1]) if "/" in f.get("retrans", "") else 0
+        limited = {k: float(v) for k, v in _SS_LIMITED.findall(info)}
         out.append(SocketSample(t_s, flow, int(f.get("cwnd", 0)), int(f["ssthresh"]) if "ssthresh" in f else None,
                                 int(f.get("unacked", 0)), rtt, acked, retrans, int(f.get("notsent", 0)), send_q,
-                                info.split()[0]))
+                                info.split()[0], limited.get("rwnd", 0.0), limited.get("sndbuf", 0.0)))
     return out
 
 
@@ -278,6 +287,7 @@ class SharedBottleneck:
             "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s, omit_s,
                                                         tcp_cc.sock_name, mptcp=False), gated=True, label="tcp"),
         }
+        before = self._counters() if probe else {}
         for p in procs.values():
             p.release()
         peak = None
@@ -293,6 +303,8 @@ class SharedBottleneck:
                 out = self.snd.run(["ss", "-tinH", "state", "established"], check=False).stdout
                 samples += parse_ss(out, time.monotonic() - t0)
             time.sleep(0.5)
+        after = self._counters() if probe else {}
+        moved = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
         got, retrans = {}, {}
         for name, p in procs.items():
             res = p.wait(5.0) if p.poll() is not None else p.stop()
@@ -304,7 +316,22 @@ class SharedBottleneck:
                 raise TrafficError(f"{name} flow under {cc.sock_name}: no result "
                                    f"({(res.stderr or res.stdout).strip()[-300:]!r})") from None
         return Competition(cc.algorithm, got["mptcp"], got["tcp"], peak, tcp_cc.algorithm,
-                           retrans["mptcp"], retrans["tcp"], tuple(samples))
+                           retrans["mptcp"], retrans["tcp"], tuple(samples), moved)
+
+    def _counters(self) -> dict[str, int]:
+        """Absolute TCP and MPTCP counters of the sender's and receiver's namespaces (nstat, no history file)."""
+        out: dict[str, int] = {}
+        for side, host in (("snd", self.snd), ("rcv", self.rcv)):
+            res = host.run(["nstat", "-asz", "--json"], check=False)
+            try:
+                doc = json.loads(res.stdout or "{}")
+            except json.JSONDecodeError:
+                continue
+            for table in doc.values():
+                for name, value in table.items():
+                    if name.startswith(("MPTcpExt", "TcpExt", "Tcp")):
+                        out[f"{side}:{name}"] = int(value)
+        return out
 
     def close(self) -> None:
         for p in self._servers:
