@@ -100,7 +100,8 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
     ccs = {cc.sock_name: cc for cc in algos + list(comps.values())}
     results: dict[tuple[str, str], list[Competition]] = {}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
-                          path_delay_ms=paths, sender_sysctls=dict(args.sysctl)) as bn:
+                          path_delay_ms=paths, sender_sysctls=dict(args.sysctl),
+                          receiver_sysctls=dict(args.rcv_sysctl), random_loss_pct=args.loss_pct) as bn:
         for rnd in range(args.runs):
             order = algos if rnd % 2 == 0 else algos[::-1]
             for cc in order:
@@ -116,7 +117,9 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            "mptcp_retransmits": c.mptcp_retransmits, "tcp_retransmits": c.tcp_retransmits,
                            "coupled_subflows": c.coupled_subflows, "flows": flow_means(c),
                            "counters": c.counters, "loss_events": loss_events(c),
-                           "sysctls": dict(args.sysctl), "time": time.time()}
+                           "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
+                           "random_loss_pct": args.loss_pct,
+                           "time": time.time()}
                     log(rec)
                     print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} {cc.algorithm:6} vs {comp_name:5} "
                           f"round {rnd}: {c.ratio:.2f} (link {rec['link_use']:.2f})", flush=True)
@@ -142,6 +145,11 @@ def main() -> None:
     ap.add_argument("--probe", action="store_true", help="sample the sender's sockets (ss) twice a second")
     ap.add_argument("--sysctl", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
                     help="key=value set in the sender's namespace (repeatable)")
+    ap.add_argument("--rcv-sysctl", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
+                    help="key=value set in the receiver's namespace (repeatable)")
+    ap.add_argument("--loss-pct", type=float, default=0.0,
+                    help="independent random loss on the bottleneck (with --buffers large enough that the FIFO "
+                         "never overflows, losses are then random rather than tail drops)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--build-dir", type=Path, help="load the coupled algorithms' BPF objects from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")

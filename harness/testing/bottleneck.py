@@ -40,7 +40,7 @@ from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.ready import wait_until
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
-    radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
+    radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
 from harness.testbeds import delayline
 from harness.traffic import Iperf3
@@ -158,7 +158,7 @@ def parse_ss(text: str, t_s: float) -> list[SocketSample]:
             continue
         f = dict(_SS_FIELD.findall(info))
         acked = int(f.get("bytes_acked", 0))
-        if acked < 1_000_000:
+        if acked < 100_000:   # iperf3's control connections move a few hundred bytes
             continue
         flow = "tcp" if port == TCP_PORT else ("sf1" if peer.startswith("10.77.1.") else "sf2")
         rtt = float(f.get("rtt", "0/0").split("/")[0])
@@ -176,7 +176,8 @@ class SharedBottleneck:
     def __init__(self, prefix: str, ccs: list[CongestionControl], rate_mbit: float = 20.0,
                  buffer_bytes: int = 50_000, base_delay_ms: float = 0.0, *, qdisc: str = "tbf",
                  path_delay_ms: tuple[float, float] | None = None,
-                 sender_sysctls: dict[str, str | int] | None = None) -> None:
+                 sender_sysctls: dict[str, str | int] | None = None,
+                 receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0) -> None:
         self.prefix = prefix
         #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
         self.base_delay_ms = base_delay_ms
@@ -187,6 +188,9 @@ class SharedBottleneck:
         self.qdisc = qdisc
         #: sysctls set in the sender's namespace (buffer sizes and the like), applied before the servers start.
         self.sender_sysctls = dict(sender_sysctls or {})
+        self.receiver_sysctls = dict(receiver_sysctls or {})
+        #: Independent random loss on the shaped link (nftables numgen), for comparing tail drops with it.
+        self.random_loss_pct = random_loss_pct
         self.ccs = list(ccs)
         self.rate_mbit = rate_mbit
         self.buffer_bytes = buffer_bytes
@@ -250,8 +254,12 @@ class SharedBottleneck:
                 bn.run(argv)
         else:
             bn.run(tbf_argv("b1", self.rate_mbit, self.buffer_bytes))
-        for key, value in self.sender_sysctls.items():
-            snd.run(sysctl_argv(key, value))
+        if self.random_loss_pct > 0:
+            for argv in radio_loss_argvs([("b1", self.random_loss_pct)]):
+                bn.run(argv)
+        for host, sysctls in ((snd, self.sender_sysctls), (rcv, self.receiver_sysctls)):
+            for key, value in sysctls.items():
+                host.run(sysctl_argv(key, value))
         snd.run(mptcp_limits_argv(8, 8))
         rcv.run(mptcp_limits_argv(2, 2))
         rcv.run(mptcp_endpoint_argv("10.77.2.2", "c2", ("subflow",)))
