@@ -62,6 +62,7 @@ def flow_means(c: Competition) -> dict:
             out[flow] = {k: round(statistics.mean(getattr(s, k) for s in ss), 1)
                          for k in ("cwnd", "unacked", "notsent_bytes", "send_q_bytes", "rtt_ms")}
             out[flow]["retrans"] = ss[-1].retrans_total
+            out[flow]["first_seen_s"] = min(s.t_s for s in c.samples if s.flow == flow)
             out[flow]["rwnd_limited_pct"] = ss[-1].rwnd_limited_pct
             out[flow]["sndbuf_limited_pct"] = ss[-1].sndbuf_limited_pct
     return out
@@ -131,6 +132,38 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
     return lines
 
 
+def loss_per_packet(rec: dict) -> tuple[float, float] | None:
+    """Retransmitted segments per segment delivered, MPTCP (both subflows) and TCP, from the probe's last samples."""
+    flows = rec.get("flows") or {}
+    if "tcp" not in flows or not rec["tcp_bytes"] or not rec["mptcp_bytes"]:
+        return None
+    mp = sum(v["retrans"] for k, v in flows.items() if k.startswith("sf"))
+    return mp / (rec["mptcp_bytes"] / 1448), flows["tcp"]["retrans"] / (rec["tcp_bytes"] / 1448)
+
+
+def table_from(paths: list[Path]) -> str:
+    """The README table from recorded runs (``--out`` files): one row per cell, algorithm and build."""
+    cells: dict[tuple, list[dict]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), r["competitor"],
+                   r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
+            cells.setdefault(key, []).append(r)
+    rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | competitor | MPTCP | build | run (s) | "
+            "MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key in sorted(cells):
+        runs = cells[key]
+        ratios = sorted(r["ratio"] for r in runs)
+        lpp = [x for x in (loss_per_packet(r) for r in runs) if x and x[1] > 0]
+        lr = f"{statistics.median(a / b for a, b in lpp):.2f}" if lpp else "-"
+        d, bdp, rtt, loss, comp, algo, build, dur = key
+        rows.append(f"| {d:g} | {bdp:g} | {rtt} | {loss:g} | {comp} | {algo} | {build} | {dur} | "
+                    f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {len(ratios)} | {lr} |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delays", default="20,50", help="one-way base delays, ms (0, 20, 50)")
@@ -153,7 +186,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--build-dir", type=Path, help="load the coupled algorithms' BPF objects from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")
+    ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     args = ap.parse_args()
+    if args.table:
+        print(table_from(args.table))
+        return
     args.algorithms = args.algorithms.split(",")
 
     def log(rec: dict) -> None:
