@@ -29,8 +29,8 @@ CASES = [(0, 2, False), (1, 3, False), (2, 2, True), (3, 3, True)]
 
 @pytest.fixture(scope="module")
 def host_calc(tmp_path_factory) -> HostCalculator:
-    if not (shutil.which("clang") or shutil.which("cc")):
-        pytest.skip("no C compiler (make setup installs clang)")
+    if not shutil.which("clang"):
+        pytest.skip("no clang (make setup installs it)")
     return HostCalculator.build(tmp_path_factory.mktemp("calc"))
 
 
@@ -59,8 +59,8 @@ PLANTS = {
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_a_planted_change_of_the_arithmetic_is_caught(tmp_path, algorithm):
-    if not (shutil.which("clang") or shutil.which("cc")):
-        pytest.skip("no C compiler")
+    if not shutil.which("clang"):
+        pytest.skip("no clang (make setup installs it)")
     src = tmp_path / "bpf"
     shutil.copytree(BPF_DIR, src, ignore=shutil.ignore_patterns("build"))
     old, new = PLANTS[algorithm]

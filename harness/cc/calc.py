@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -124,8 +123,8 @@ class BpfCalculator:
 
 def host_library_argv(out: Path, src_dir: Path = BPF_DIR, defines: tuple[str, ...] = ()) -> list[str]:
     """The compiler command that builds ``calc.bpf.c`` for this machine into the shared library ``out``."""
-    cc = shutil.which("clang") or shutil.which("cc") or "cc"
-    return [cc, "-O2", "-shared", "-fPIC", "-DMPLAB_HOST", *(f"-D{d}" for d in defines),
+    # clang: what `make bpf` builds the BPF object with (harness/tools.py), so one compiler reads the source.
+    return ["clang", "-O2", "-shared", "-fPIC", "-DMPLAB_HOST", *(f"-D{d}" for d in defines),
             "-o", str(out), str(src_dir / "calc.bpf.c")]
 
 
