@@ -164,6 +164,28 @@ def table_from(paths: list[Path]) -> str:
     return "\n".join(rows)
 
 
+def compare_table(before: Path, after: Path) -> str:
+    """Before/after per cell: median (range) of MPTCP/TCP over the runs of each recorded file."""
+    def cells(path: Path) -> dict[tuple, list[float]]:
+        out: dict[tuple, list[float]] = {}
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            out.setdefault((r["delay_ms"], r["bdp"], r["rtt"], r["competitor"], r["algorithm"]), []).append(r["ratio"])
+        return out
+
+    def fmt(xs: list[float] | None) -> str:
+        return f"{statistics.median(xs):.2f} ({min(xs):.2f}-{max(xs):.2f})" if xs else "-"
+
+    b, a = cells(before), cells(after)
+    rows = ["| delay (ms each way) | buffer (BDP) | RTTs | competitor | MPTCP | before | after | runs |",
+            "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(set(a) | set(b), key=lambda k: (k[0], k[3], k[4])):
+        n = f"{len(b.get(key, []))}/{len(a.get(key, []))}"
+        d, bdp, rtt, comp, algo = key
+        rows.append(f"| {d:g} | {bdp:g} | {rtt} | {comp} | {algo} | {fmt(b.get(key))} | {fmt(a.get(key))} | {n} |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delays", default="20,50", help="one-way base delays, ms (0, 20, 50)")
@@ -187,9 +209,14 @@ def main() -> None:
     ap.add_argument("--build-dir", type=Path, help="load the coupled algorithms' BPF objects from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
+    ap.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="print a before/after table of two recorded files and exit")
     args = ap.parse_args()
     if args.table:
         print(table_from(args.table))
+        return
+    if args.compare:
+        print(compare_table(*args.compare))
         return
     args.algorithms = args.algorithms.split(",")
 
