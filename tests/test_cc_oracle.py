@@ -10,7 +10,6 @@ BPF_PROG_TEST_RUN.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 

@@ -13,7 +13,7 @@ drives this model and mplab's C arithmetic with identical events and compares th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 U64 = (1 << 64) - 1
 U32 = (1 << 32) - 1
@@ -306,7 +306,6 @@ class WvState:
     alpha: int = WVEGAS_INITIAL_ALPHA
     queue_delay: int = 0
     doing: int = 1
-    samples: list[int] = field(default_factory=list)
 
 
 def wvegas_sample(st: WvState, rtt_us: int) -> None:
