@@ -59,7 +59,7 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("modprobe", "kmod", "loading kernel congestion-control modules"),
     _t("modinfo", "kmod", "finding kernel congestion-control modules"),
     _t("bpftool", "bpftool", "vmlinux.h, registering/unregistering BPF struct_ops congestion controls"),
-    _t("clang", "clang", "compiling the BPF congestion controls (make bpf); the real-LTE rig's SCTP shim"),
+    _t("clang", "clang", "compiling the BPF congestion controls (make bpf) and their host copy for the replay tests; the real-LTE rig's SCTP shim"),
     _t("git", "git", "the commit and dirty flag recorded in every manifest"),
     _t("ping", "iputils-ping", "reachability checks through the LTE tunnel"),
     # OpenFlow steering (controller/steering/openflow.py): a real Open vSwitch run by hand

@@ -55,7 +55,10 @@ def test_resolve_picks_the_implementation_for_the_kernel_flavour():
     for a in COUPLED:
         up = resolve(a)
         assert isinstance(up, BpfCC)
-        assert (up.sock_name, up.implementation) == (f"mplab_{a}", f"bpf:mplab_{a}")
+        assert up.sock_name == f"mplab_{a}"
+        digest = bpfcc.file_digest(bpfcc.object_path(a))
+        # The record names the build: the object's SHA-256 prefix once it is built.
+        assert up.implementation == (f"bpf:mplab_{a}@sha256:{digest}" if digest else f"bpf:mplab_{a}")
         org = resolve(a, "multipath-tcp.org")
         assert isinstance(org, MptcpOrgCC)
         assert (org.sock_name, org.implementation) == (a, f"mptcp.org:{a}")
@@ -65,6 +68,18 @@ def test_resolve_picks_the_implementation_for_the_kernel_flavour():
     with pytest.raises(PreflightError, match="no MPTCP"):
         nothing.check(ROOT)
     assert set(COUPLED) | {"cubic"} <= set(ALGORITHMS)
+
+
+def test_cc_impl_names_the_build(tmp_path):
+    """Two builds of one algorithm never share a cc_impl; an unbuilt one has no digest."""
+    cc = BpfCC("olia", build_dir=tmp_path)
+    assert cc.implementation == "bpf:mplab_olia" and bpfcc.object_digest(cc) is None
+    (tmp_path / "olia.bpf.o").write_bytes(b"build one")
+    first = cc.implementation
+    (tmp_path / "olia.bpf.o").write_bytes(b"build two")
+    assert first.startswith("bpf:mplab_olia@sha256:") and cc.implementation != first
+    assert len(first.rsplit(":", 1)[1]) == bpfcc.DIGEST_HEX
+    assert bpfcc.object_digest(resolve("cubic")) is None
 
 
 def test_bpftool_argvs():
@@ -85,50 +100,6 @@ def test_scenarios_name_all_five():
 
 
 # ---------------------------------------------------------------- kernel
-
-@pytest.mark.root
-@needs_build
-def test_window_arithmetic_matches_the_equations():
-    """mplab_math.h, run in the kernel, against the papers' equations in floating point."""
-    from harness.cc.calc import (BpfCalculator, Subflow, reference_balia, reference_lia_cnt,
-                                 reference_olia_inc, reference_wvegas_alpha, reference_wvegas_diff)
-
-    def rate(w: int, rtt: int) -> int:
-        return (w << 16) // rtt
-
-    cases = [
-        [Subflow(10, 20_000, 5_000), Subflow(10, 20_000, 5_000)],                 # twins
-        [Subflow(10, 20_000, 5_000), Subflow(30, 60_000, 9_000)],                 # same rate, RTT x3
-        [Subflow(40, 10_000, 90_000), Subflow(8, 80_000, 1_000)],                 # fast and slow path
-        [Subflow(25, 15_000, 30_000), Subflow(25, 30_000, 30_000), Subflow(5, 5_000, 40_000)],
-        [Subflow(120, 2_000, 400_000), Subflow(300, 150_000, 200_000)],           # LTE-like vs WiFi-like
-        [Subflow(17, 33_000, 0)],                                                  # one subflow: Reno
-    ]
-    checked = 0
-    with BpfCalculator(bpfcc.BUILD_DIR / "calc.bpf.o") as bpf:
-        for sf in cases:
-            sf = [Subflow(s.cwnd, s.srtt_us, s.loss_int, rate(s.cwnd, s.srtt_us)) for s in sf]
-            for me in range(len(sf)):
-                got = bpf.run(sf, me, cwnd=sf[me].cwnd, base_rtt_us=sf[me].srtt_us // 2, rtt_us=sf[me].srtt_us)
-                # Integer arithmetic truncates: allow one unit or 2 % (3 % for BALIA's two quotients).
-                ref = reference_lia_cnt(sf, me)
-                assert got.lia_cnt == pytest.approx(ref, rel=0.02, abs=1), ("lia", sf, me)
-                if len(sf) > 1:
-                    ref = reference_olia_inc(sf, me) * 2**16
-                    assert got.olia_inc == pytest.approx(ref, rel=0.02, abs=2), ("olia", sf, me)
-                ai, md = reference_balia(sf, me)
-                assert got.balia_cnt == pytest.approx(ai, rel=0.03, abs=1), ("balia ai", sf, me)
-                assert got.balia_md == pytest.approx(md, abs=1), ("balia md", sf, me)
-                assert got.wvegas_alpha == int(reference_wvegas_alpha(sf, me)), ("wvegas alpha", sf, me)
-                assert got.wvegas_diff == int(reference_wvegas_diff(sf[me].cwnd, sf[me].srtt_us // 2,
-                                                                    sf[me].srtt_us)), ("wvegas diff", sf, me)
-                checked += 1
-    assert checked == 12
-    # The coupled increase is gentler than Reno's on every path of a two-path connection.
-    with BpfCalculator(bpfcc.BUILD_DIR / "calc.bpf.o") as bpf:
-        twins = [Subflow(10, 20_000, 0, rate(10, 20_000))] * 2
-        assert bpf.run(twins, 0).lia_cnt == 40 > twins[0].cwnd
-
 
 @pytest.mark.root
 @needs_build
@@ -317,7 +288,8 @@ def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_m
         assert r["status"] == "ok", (a, r["error"])
         assert r["bytes"] == sc.file_bytes, a
         assert r["sender_cc"] == sock, a
-        assert r["cc_impl"] == (f"bpf:{sock}" if a in COUPLED else "kernel:cubic")
+        want = (f"bpf:{sock}@sha256:{bpfcc.file_digest(bpfcc.object_path(a))}" if a in COUPLED else "kernel:cubic")
+        assert r["cc_impl"] == want
         if a in ("lia", "olia", "balia"):
             wifi, lte = r["iface_bytes"]["wifi"], r["iface_bytes"]["lte"]
             # Coupling must not starve a disjoint path: each carries a real part of the file.
@@ -352,3 +324,31 @@ def test_lia_couples_both_subflows_at_a_shared_bottleneck_without_starving_them(
     assert c.mptcp_bytes > 0 and c.tcp_bytes > 0
     assert not list_namespaces(ROOT, prefix)
     assert _wait_map_empty("lia") in (0, None)
+
+
+#: MPTCP/Reno goodput at bench/cc_theory.py's cell 20 ms each way, 1 BDP (100 kB) FIFO under HTB
+#: 20 Mbit/s, equal RTTs, one 15 s run after 3 s of warm-up. The bench's spread there (6 runs of 15-20 s):
+#: lia 0.40-0.70, olia 0.41-0.90, balia 0.54-0.81 (the previous build: up to 1.10, and 1.17 in one run
+#: of this test), wvegas 0.28-0.32; two uncoupled subflows 1.29-2.16. Bounds: that spread widened by
+#: about half, upper ends below the uncoupled 1.29 (README, "Coupled congestion control against theory").
+#: Single 15 s runs vary this much: the test catches a starving or an uncoupled algorithm, not a 20 % drift.
+SHARE_BOUNDS = {"lia": (0.2, 1.1), "olia": (0.2, 1.15), "balia": (0.25, 1.25), "wvegas": (0.15, 0.6)}
+
+
+@pytest.mark.root
+@needs_build
+@pytest.mark.parametrize("algorithm", COUPLED)
+def test_share_against_reno_at_the_bench_cell(prefix, algorithm):
+    """One run of the bench's 20 ms / 1 BDP / Reno cell: the ratio within the bench's spread (under 40 s)."""
+    from harness.testing.bottleneck import SharedBottleneck
+
+    _skip_if_shared(algorithm)
+    cc, reno = resolve(algorithm), resolve("reno")
+    with SharedBottleneck(prefix, [cc, reno], rate_mbit=20, buffer_bytes=100_000, qdisc="htb",
+                          path_delay_ms=(40.0, 40.0)) as bn:
+        c = bn.compete(cc, duration_s=15, omit_s=3, tcp_cc=reno)
+    low, high = SHARE_BOUNDS[algorithm]
+    print(algorithm, "MPTCP/Reno", round(c.ratio, 2), "coupled subflows", c.coupled_subflows)
+    assert c.coupled_subflows == 2, "the coupling map did not hold both subflows"
+    assert low <= c.ratio <= high, f"{algorithm}: {c.ratio:.2f} of a Reno flow, outside the bench's {low}-{high}"
+    assert not list_namespaces(ROOT, prefix)

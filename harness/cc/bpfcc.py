@@ -4,7 +4,9 @@ Upstream Linux MPTCP has no coupled congestion control, so on an upstream kernel
 registers its own BPF ``tcp_congestion_ops`` (``harness/cc/bpf/*.bpf.c``, built by
 ``make bpf``) under prefixed names (``mplab_lia``, ...). On a multipath-tcp.org kernel
 the in-kernel ``lia``/``olia``/``balia``/``wvegas`` run instead, with that kernel's
-sysctls. Which one ran is each record's ``cc_impl``.
+sysctls. Which one ran is each record's ``cc_impl``: for mplab's programs the name and the
+SHA-256 of the object that was registered (``bpf:mplab_olia@sha256:<16 hex digits>``), so two
+builds of one algorithm never share a label.
 
 Registration is global to the machine (not per namespace): ``setup`` registers unless
 the name is already registered (idempotent; another live testbed may share it). Who registered
@@ -17,6 +19,7 @@ and nobody recorded (a lab host's), and only if no live mplab testbed still need
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -45,6 +48,23 @@ MPTCP_ORG_SYSCTLS = {"net.mptcp.mptcp_enabled": "1", "net.mptcp.mptcp_path_manag
 def object_path(algorithm: str) -> Path:
     """The compiled struct_ops object of ``algorithm``."""
     return BUILD_DIR / f"{algorithm}.bpf.o"
+
+
+#: Hex digits of the object's SHA-256 kept in ``cc_impl`` (64 bits: no accidental collisions between builds).
+DIGEST_HEX = 16
+
+
+def file_digest(path: Path) -> str | None:
+    """The first DIGEST_HEX hex digits of ``path``'s SHA-256 (None if it does not exist)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:DIGEST_HEX]
+    except FileNotFoundError:
+        return None
+
+
+def object_digest(cc: object) -> str | None:
+    """The digest of the BPF object behind ``cc`` (None for anything that is not mplab's BPF)."""
+    return cc.digest() if isinstance(cc, BpfCC) else None
 
 
 def map_name(algorithm: str) -> str:
@@ -135,10 +155,21 @@ class BpfCC:
             raise KeyError(algorithm)
         self.algorithm = algorithm
         self.sock_name = f"{PREFIX}{algorithm}"
-        self.implementation = f"bpf:{self.sock_name}"
         self.obj = (build_dir or BUILD_DIR) / f"{algorithm}.bpf.o"
         #: hosts on which this object registered the name without a record (a lab host's); teardown's to undo
         self._unrecorded: set[str] = set()
+        #: Digest of the object as ``setup`` registered it (until then, of the file as it is now).
+        self._registered_digest: str | None = None
+
+    def digest(self) -> str | None:
+        """SHA-256 prefix of the object this implementation stands for (None: not built)."""
+        return self._registered_digest or file_digest(self.obj)
+
+    @property
+    def implementation(self) -> str:
+        """``bpf:mplab_<algo>@sha256:<digest>``, or without the digest while the object is not built."""
+        d = self.digest()
+        return f"bpf:{self.sock_name}@sha256:{d}" if d else f"bpf:{self.sock_name}"
 
     def _missing(self, host: Host) -> str | None:
         """Why this cannot load on ``host`` (None if nothing static is missing)."""
@@ -193,7 +224,10 @@ class BpfCC:
         why = self._missing(host)
         if why:
             raise PreflightError(f"[{host.name}] {self.implementation}: {why}")
+        self._registered_digest = file_digest(self.obj)
         if owner is not None:
+            # Already registered by another live testbed of this machine (this checkout's build as a rule):
+            # the record names the object this process would have registered.
             if machine.join_struct_ops(self.sock_name, owner, lambda: self.sock_name in _available(host)):
                 self._register(host)
             return

@@ -1,33 +1,61 @@
-"""Run the coupled congestion controls' window arithmetic in the kernel, and the papers' equations in Python.
+"""Run mplab's coupled-congestion-control C (``bpf/mplab_math.h`` through ``bpf/calc.bpf.c``) on chosen inputs.
 
-``BpfCalculator`` loads ``calc.bpf.o`` (the functions of ``bpf/mplab_math.h`` that the
-struct_ops programs call) with libbpf through ctypes and runs its syscall program with
-``BPF_PROG_TEST_RUN`` on chosen windows and RTTs. The ``reference_*`` functions are the
-equations of RFC 6356 (LIA), Khalili et al. (OLIA), Peng et al. (BALIA) and Cao et al.
-(wVegas) in floating point; tests compare the two.
+Two backends run the very same source:
+
+- ``BpfCalculator`` loads ``calc.bpf.o`` with libbpf (ctypes) and runs its syscall programs with
+  ``BPF_PROG_TEST_RUN``: the arithmetic as the kernel's BPF JIT executes it (needs root).
+- ``HostCalculator`` compiles ``calc.bpf.c`` for this machine (``-DMPLAB_HOST``) into a shared
+  library and calls the same functions: no root, so the replay tests run anywhere a C compiler does.
+
+Both take and return a ``CalcCtx`` (``struct calc_ctx``). ``harness.cc.replay`` feeds them events.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from dataclasses import dataclass
+import subprocess
 from pathlib import Path
 
 from harness.errors import PreflightError
 
 MAX_SF = 8
+BPF_DIR = Path(__file__).resolve().parent / "bpf"
+PROGRAMS = ("lia", "olia", "balia", "wvegas")
+EV_ACK, EV_LOSS, EV_SAMPLE, EV_ROUND = 0, 1, 2, 3
 
 
-class _Sf(ctypes.Structure):
-    _fields_ = [("sk", ctypes.c_uint64), ("cwnd", ctypes.c_uint32), ("srtt_us", ctypes.c_uint32),
-                ("rate", ctypes.c_uint64), ("loss_int", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+class SfC(ctypes.Structure):
+    """struct mplab_sf."""
+
+    _fields_ = [("sk", ctypes.c_uint64), ("cwnd", ctypes.c_uint32), ("srtt", ctypes.c_uint32),
+                ("rate", ctypes.c_uint64), ("loss_int", ctypes.c_uint32), ("sampling", ctypes.c_uint32)]
 
 
-class _Ctx(ctypes.Structure):
-    _fields_ = [("sf", _Sf * MAX_SF), ("me", ctypes.c_uint32), ("total_alpha", ctypes.c_uint32),
-                ("cwnd", ctypes.c_uint32), ("base_rtt_us", ctypes.c_uint32), ("rtt_us", ctypes.c_uint32),
-                ("lia_cnt", ctypes.c_uint32), ("balia_cnt", ctypes.c_uint32), ("balia_md", ctypes.c_uint32),
-                ("wvegas_alpha", ctypes.c_uint32), ("wvegas_diff", ctypes.c_uint32), ("olia_inc", ctypes.c_int64)]
+class WinC(ctypes.Structure):
+    """struct mplab_win."""
+
+    _fields_ = [("cwnd", ctypes.c_uint32), ("ssthresh", ctypes.c_uint32), ("cnt", ctypes.c_uint32),
+                ("clamp", ctypes.c_uint32), ("olia_cnt", ctypes.c_int32), ("mss", ctypes.c_uint32)]
+
+
+class WvC(ctypes.Structure):
+    """struct wvegas_state."""
+
+    _fields_ = [("rate", ctypes.c_uint64), ("weight", ctypes.c_uint64), ("base_rtt", ctypes.c_uint32),
+                ("sampled_rtt", ctypes.c_uint32), ("cnt_rtt", ctypes.c_uint32), ("alpha", ctypes.c_uint32),
+                ("queue_delay", ctypes.c_uint32), ("doing", ctypes.c_uint32)]
+
+
+class CalcCtx(ctypes.Structure):
+    """struct calc_ctx: inputs, the window updated in place, and the arithmetic's outputs."""
+
+    _fields_ = [("sf", SfC * MAX_SF), ("win", WinC), ("wv", WvC),
+                ("me", ctypes.c_uint32), ("event", ctypes.c_uint32), ("acked", ctypes.c_uint32),
+                ("rtt_us", ctypes.c_uint32), ("loss1", ctypes.c_uint32), ("loss2", ctypes.c_uint32),
+                ("loss3", ctypes.c_uint32), ("retransmits", ctypes.c_uint32),
+                ("lia_alpha", ctypes.c_uint64), ("lia_cnt", ctypes.c_uint32), ("balia_pad", ctypes.c_uint32),
+                ("balia_ai", ctypes.c_uint64), ("balia_md", ctypes.c_uint64), ("olia_inc", ctypes.c_int64),
+                ("olia_num", ctypes.c_int32), ("olia_den", ctypes.c_uint32)]
 
 
 class _TestRunOpts(ctypes.Structure):
@@ -40,28 +68,10 @@ class _TestRunOpts(ctypes.Structure):
                 ("flags", ctypes.c_uint32), ("cpu", ctypes.c_uint32), ("batch_size", ctypes.c_uint32)]
 
 
-@dataclass(frozen=True)
-class Subflow:
-    """One subflow's inputs: window (packets), smoothed RTT (us), and the per-algorithm extras."""
-
-    cwnd: int
-    srtt_us: int
-    loss_int: int = 0      # OLIA: bytes between the last two losses
-    rate: int = 0          # wVegas: cwnd/rtt in 2^-16 packets per microsecond
-
-
-@dataclass(frozen=True)
-class Result:
-    lia_cnt: int
-    olia_inc: int
-    balia_cnt: int
-    balia_md: int
-    wvegas_alpha: int
-    wvegas_diff: int
-
-
 class BpfCalculator:
-    """The BPF arithmetic, loaded once; use as a context manager."""
+    """``calc.bpf.o`` in the kernel, run by BPF_PROG_TEST_RUN; use as a context manager (root)."""
+
+    name = "bpf"
 
     def __init__(self, obj: Path) -> None:
         name = ctypes.util.find_library("bpf")
@@ -86,28 +96,18 @@ class BpfCalculator:
         if err:
             self.close()
             raise PreflightError(f"the kernel refused {obj} (error {err}); see `bpftool prog load {obj} ...`")
-        self._fds = {}
-        for algo in ("lia", "olia", "balia_ai", "balia_md", "wvegas"):
-            prog = lib.bpf_object__find_program_by_name(self._obj, f"calc_{algo}".encode())
-            self._fds[algo] = lib.bpf_program__fd(prog)
+        self._fds = {p: lib.bpf_program__fd(lib.bpf_object__find_program_by_name(self._obj, f"calc_{p}".encode()))
+                     for p in PROGRAMS}
 
-    def run(self, subflows: list[Subflow], me: int, *, total_alpha: int = 10, cwnd: int = 0,
-            base_rtt_us: int = 0, rtt_us: int = 0) -> Result:
-        """Every function of mplab_math.h for subflow ``me`` of ``subflows``."""
-        ctx = _Ctx()
-        for i, s in enumerate(subflows):
-            ctx.sf[i] = _Sf(0x1000 + i, s.cwnd, s.srtt_us, s.rate, s.loss_int, 0)
-        ctx.me, ctx.total_alpha = me, total_alpha
-        ctx.cwnd, ctx.base_rtt_us, ctx.rtt_us = cwnd, base_rtt_us, rtt_us
-        for fd in self._fds.values():
-            opts = _TestRunOpts(sz=ctypes.sizeof(_TestRunOpts))
-            opts.ctx_in = ctypes.cast(ctypes.pointer(ctx), ctypes.c_void_p)
-            opts.ctx_size_in = ctypes.sizeof(ctx)
-            err = self._lib.bpf_prog_test_run_opts(fd, ctypes.byref(opts))
-            if err:
-                raise OSError(ctypes.get_errno(), f"BPF_PROG_TEST_RUN failed ({err})")
-        # A syscall program's context is copied back into ctx_in.
-        return Result(ctx.lia_cnt, ctx.olia_inc, ctx.balia_cnt, ctx.balia_md, ctx.wvegas_alpha, ctx.wvegas_diff)
+    def call(self, program: str, ctx: CalcCtx) -> CalcCtx:
+        """Run ``calc_<program>`` on ``ctx``; a syscall program's context is copied back into it."""
+        opts = _TestRunOpts(sz=ctypes.sizeof(_TestRunOpts))
+        opts.ctx_in = ctypes.cast(ctypes.pointer(ctx), ctypes.c_void_p)
+        opts.ctx_size_in = ctypes.sizeof(ctx)
+        err = self._lib.bpf_prog_test_run_opts(self._fds[program], ctypes.byref(opts))
+        if err:
+            raise OSError(ctypes.get_errno(), f"BPF_PROG_TEST_RUN of calc_{program} failed ({err})")
+        return ctx
 
     def close(self) -> None:
         if self._obj:
@@ -121,55 +121,41 @@ class BpfCalculator:
         self.close()
 
 
-# ---------------------------------------------------------------- reference equations (floating point)
-
-def reference_lia_cnt(sf: list[Subflow], me: int) -> float:
-    """RFC 6356: ACKed packets per +1 packet on subflow ``me`` = 1 / min(alpha/cwnd_total, 1/cwnd_me)."""
-    if len(sf) <= 1:
-        return float(sf[me].cwnd)
-    total = sum(s.cwnd for s in sf)
-    alpha = total * max(s.cwnd / s.srtt_us ** 2 for s in sf) / sum(s.cwnd / s.srtt_us for s in sf) ** 2
-    return 1.0 / min(alpha / total, 1.0 / sf[me].cwnd)
+def host_library_argv(out: Path, src_dir: Path = BPF_DIR, defines: tuple[str, ...] = ()) -> list[str]:
+    """The compiler command that builds ``calc.bpf.c`` for this machine into the shared library ``out``."""
+    # clang: what `make bpf` builds the BPF object with (harness/tools.py), so one compiler reads the source.
+    return ["clang", "-O2", "-shared", "-fPIC", "-DMPLAB_HOST", *(f"-D{d}" for d in defines),
+            "-o", str(out), str(src_dir / "calc.bpf.c")]
 
 
-def reference_olia_inc(sf: list[Subflow], me: int) -> float:
-    """Khalili et al.: per-ACK increase of w_r, in packets (w_r/rtt_r^2 / (sum w_p/rtt_p)^2 + eps_r/w_r)."""
-    r = sf[me]
-    n = len(sf)
-    first = (r.cwnd / r.srtt_us ** 2) / sum(s.cwnd / s.srtt_us for s in sf) ** 2
-    max_w = max(s.cwnd for s in sf)
-    quality = [s.loss_int / s.srtt_us ** 2 for s in sf]
-    best = max(quality)
-    in_m = [s.cwnd == max_w for s in sf]
-    in_bm = [q == best and not m for q, m in zip(quality, in_m)]
-    eps = 0.0
-    if any(in_bm):
-        if in_bm[me]:
-            eps = 1.0 / (n * sum(in_bm))
-        elif in_m[me]:
-            eps = -1.0 / (n * sum(in_m))
-    return first + eps / r.cwnd
+class HostCalculator:
+    """The same C compiled for this machine (no BPF, no root): ``calc_<program>(ctx)`` called directly."""
 
+    name = "host"
 
-def reference_balia(sf: list[Subflow], me: int) -> tuple[float, float]:
-    """Peng et al.: (ACKed packets per +1 packet, packets removed on a loss) for subflow ``me``."""
-    r = sf[me]
-    if len(sf) <= 1:
-        return float(r.cwnd), r.cwnd / 2
-    x = [s.cwnd / s.srtt_us for s in sf]
-    xr, total = x[me], sum(x)
-    alpha = max(x) / xr
-    inc = (xr / (r.srtt_us * total ** 2)) * (1 + alpha) / 2 * (4 + alpha) / 5
-    return 1.0 / inc, r.cwnd / 2 * min(alpha, 1.5)
+    def __init__(self, library: Path) -> None:
+        self._lib = ctypes.CDLL(str(library))
+        for p in PROGRAMS:
+            getattr(self._lib, f"calc_{p}").argtypes = [ctypes.POINTER(CalcCtx)]
 
+    @classmethod
+    def build(cls, out_dir: Path, src_dir: Path = BPF_DIR) -> HostCalculator:
+        """Compile ``calc.bpf.c`` from ``src_dir`` into ``out_dir`` and load it."""
+        out = out_dir / "libmplab_calc.so"
+        res = subprocess.run(host_library_argv(out, src_dir), capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise PreflightError(f"cannot build the host copy of calc.bpf.c: {res.stderr.strip()[-500:]}")
+        return cls(out)
 
-def reference_wvegas_alpha(sf: list[Subflow], me: int, total_alpha: int = 10) -> float:
-    """Cao et al.: alpha_r = max(2, total_alpha * rate_r / sum rate)."""
-    total = sum(s.rate for s in sf)
-    weight = sf[me].rate / total if total and sf[me].rate else 1.0
-    return max(2.0, weight * total_alpha)
+    def call(self, program: str, ctx: CalcCtx) -> CalcCtx:
+        getattr(self._lib, f"calc_{program}")(ctypes.byref(ctx))
+        return ctx
 
+    def close(self) -> None:
+        """Nothing to release (the library stays mapped until the process ends)."""
 
-def reference_wvegas_diff(cwnd: int, base_rtt_us: int, rtt_us: int) -> float:
-    """Vegas backlog: cwnd * (rtt - base_rtt) / rtt."""
-    return max(0.0, cwnd * (rtt_us - base_rtt_us) / rtt_us)
+    def __enter__(self) -> HostCalculator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

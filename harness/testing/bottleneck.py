@@ -9,7 +9,11 @@ for. This builds the textbook topology instead (namespaces ``<prefix>snd``,
 
 This kernel has neither netem nor fq, so the FIFO's depth is the only source of RTT unless
 ``base_delay_ms`` adds a one-way delay towards the receiver with the user-space delay line
-(``harness.testbeds.delayline``) in ``rtr``.
+(``harness.testbeds.delayline``) in ``rtr`` (``path_delay_ms`` gives each receiver path its own).
+The delay line holds only the downlink: "20 ms each way" is 40 ms on the downlink here, the same
+round trip (TCP's dynamics see the RTT, not how it splits).
+The shaper is a TBF (``qdisc="tbf"``) or, as a router would, HTB at the rate over a byte FIFO
+(``qdisc="htb"``).
 The bottleneck sits on a router (``bn``), not on the sender's own device: a queue on
 the sender's device counts against each socket's TCP Small Queues budget (about 1 ms
 of its pacing rate), which throttles flows with small windows and makes the shares a
@@ -24,8 +28,9 @@ congestion control on each subflow takes about two shares out of three.
 from __future__ import annotations
 
 import json
+import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl, bpfcc
 from harness.machine import allow_ccs, write_state
@@ -35,7 +40,7 @@ from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.ready import wait_until
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
-    route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
+    radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
 from harness.testbeds import delayline
 from harness.traffic import Iperf3
@@ -48,6 +53,11 @@ def tbf_argv(dev: str, rate_mbit: float, limit_bytes: int) -> list[str]:
     """One FIFO bottleneck of ``rate_mbit`` holding ``limit_bytes`` (no netem here: delay is queueing)."""
     return ["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{round(rate_mbit * 1000)}kbit",
             "burst", "3028", "limit", str(limit_bytes)]
+
+
+def htb_bottleneck_argvs(dev: str, rate_mbit: float, limit_bytes: int) -> list[list[str]]:
+    """HTB at ``rate_mbit`` over a byte FIFO of ``limit_bytes``: a router's shaped link."""
+    return radio_qdisc_argvs(dev, rate_mbit, limit_bytes)
 
 
 def competing_client_argv(iperf3: Iperf3, port: int, duration_s: int, omit_s: int, cc: str, *,
@@ -66,6 +76,16 @@ class Competition:
     tcp_bytes: int
     #: Largest number of subflows seen together in one coupling-map entry (None: not a BPF CC).
     coupled_subflows: int | None
+    #: The competing TCP flow's congestion control.
+    tcp_cc: str = ""
+    #: Sender retransmissions of the MPTCP connection's subflows and of the TCP flow (iperf3's count).
+    mptcp_retransmits: int | None = None
+    tcp_retransmits: int | None = None
+    #: Samples of the sender's sockets during the run (``probe=True``): see ``SocketSample``.
+    samples: tuple = ()
+    #: Counters that moved during the run (``probe=True``): ``nstat`` in the sender's and the
+    #: receiver's namespaces, names prefixed ``snd:`` and ``rcv:`` (MPTcpExt*, TcpExt*, Tcp*).
+    counters: dict = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -90,14 +110,87 @@ def coupled_subflows(host, algorithm: str) -> int | None:
     return best
 
 
+@dataclass(frozen=True)
+class SocketSample:
+    """One sender socket at one instant, from ``ss -tin``: which flow, its window and what is in flight."""
+
+    t_s: float
+    flow: str          # "tcp", "sf1" (path 1), "sf2" (path 2)
+    cwnd: int
+    ssthresh: int | None
+    unacked: int
+    rtt_ms: float
+    bytes_acked: int
+    retrans_total: int
+    notsent_bytes: int
+    send_q_bytes: int
+    cc: str
+    #: Share of the socket's busy time it was limited by the peer's window / its send buffer (tcp_info).
+    rwnd_limited_pct: float = 0.0
+    sndbuf_limited_pct: float = 0.0
+
+
+_SS_FIELD = re.compile(r"(\w+):(\S+)")
+_SS_LIMITED = re.compile(r"(rwnd|sndbuf)_limited:\d+ms\(([\d.]+)%\)")
+
+
+def parse_ss(text: str, t_s: float) -> list[SocketSample]:
+    """The data sockets of the rig's sender in ``ss -tinH state established`` output (control sockets,
+    which have moved next to nothing, are left out)."""
+    out: list[SocketSample] = []
+    # A socket is a header line and indented detail lines (an MPTCP subflow adds a tcp-ulp-mptcp one).
+    socks: list[list[str]] = []
+    for line in text.splitlines():
+        if line[:1].isspace() and socks:
+            socks[-1][1] += " " + line.strip()
+        elif line.strip():
+            socks.append([line, ""])
+    for head, info in socks:
+        cols = head.split()
+        if cols and not cols[0].isdigit():
+            cols = cols[1:]   # a State column (absent when ss filters on one state)
+        if len(cols) < 4:
+            continue
+        # iperf3 listens on IPv6 with v4-mapped peers: [::ffff:10.77.1.2]:51278
+        send_q, local, peer = int(cols[1]), cols[2], cols[3].replace("[::ffff:", "").replace("]", "")
+        port = int(local.rsplit(":", 1)[1])
+        if port not in (MPTCP_PORT, TCP_PORT):
+            continue
+        f = dict(_SS_FIELD.findall(info))
+        acked = int(f.get("bytes_acked", 0))
+        if acked < 100_000:   # iperf3's control connections move a few hundred bytes
+            continue
+        flow = "tcp" if port == TCP_PORT else ("sf1" if peer.startswith("10.77.1.") else "sf2")
+        rtt = float(f.get("rtt", "0/0").split("/")[0])
+        retrans = int(f.get("retrans", "0/0").split("/")[1]) if "/" in f.get("retrans", "") else 0
+        limited = {k: float(v) for k, v in _SS_LIMITED.findall(info)}
+        out.append(SocketSample(t_s, flow, int(f.get("cwnd", 0)), int(f["ssthresh"]) if "ssthresh" in f else None,
+                                int(f.get("unacked", 0)), rtt, acked, retrans, int(f.get("notsent", 0)), send_q,
+                                info.split()[0], limited.get("rwnd", 0.0), limited.get("sndbuf", 0.0)))
+    return out
+
+
 class SharedBottleneck:
     """The topology above; a context manager that removes everything it made."""
 
     def __init__(self, prefix: str, ccs: list[CongestionControl], rate_mbit: float = 20.0,
-                 buffer_bytes: int = 50_000, base_delay_ms: float = 0.0) -> None:
+                 buffer_bytes: int = 50_000, base_delay_ms: float = 0.0, *, qdisc: str = "tbf",
+                 path_delay_ms: tuple[float, float] | None = None,
+                 sender_sysctls: dict[str, str | int] | None = None,
+                 receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0) -> None:
         self.prefix = prefix
         #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
         self.base_delay_ms = base_delay_ms
+        #: Downlink delay of path 1 (the TCP flow and subflow 1) and path 2 (subflow 2); overrides the base.
+        self.path_delay_ms = path_delay_ms or (base_delay_ms, base_delay_ms)
+        if qdisc not in ("tbf", "htb"):
+            raise ValueError(f"qdisc must be tbf or htb, not {qdisc!r}")
+        self.qdisc = qdisc
+        #: sysctls set in the sender's namespace (buffer sizes and the like), applied before the servers start.
+        self.sender_sysctls = dict(sender_sysctls or {})
+        self.receiver_sysctls = dict(receiver_sysctls or {})
+        #: Independent random loss on the shaped link (nftables numgen), for comparing tail drops with it.
+        self.random_loss_pct = random_loss_pct
         self.ccs = list(ccs)
         self.rate_mbit = rate_mbit
         self.buffer_bytes = buffer_bytes
@@ -156,12 +249,22 @@ class SharedBottleneck:
         rcv.run(route_add_argv("default", via="10.77.1.1", dev="c1"))
         rcv.run(route_add_argv("default", via="10.77.2.1", dev="c2", table=102))
         rcv.run(rule_add_argv("10.77.2.2", 102, 1001))
-        bn.run(tbf_argv("b1", self.rate_mbit, self.buffer_bytes))
+        if self.qdisc == "htb":
+            for argv in htb_bottleneck_argvs("b1", self.rate_mbit, self.buffer_bytes):
+                bn.run(argv)
+        else:
+            bn.run(tbf_argv("b1", self.rate_mbit, self.buffer_bytes))
+        if self.random_loss_pct > 0:
+            for argv in radio_loss_argvs([("b1", self.random_loss_pct)]):
+                bn.run(argv)
+        for host, sysctls in ((snd, self.sender_sysctls), (rcv, self.receiver_sysctls)):
+            for key, value in sysctls.items():
+                host.run(sysctl_argv(key, value))
         snd.run(mptcp_limits_argv(8, 8))
         rcv.run(mptcp_limits_argv(2, 2))
         rcv.run(mptcp_endpoint_argv("10.77.2.2", "c2", ("subflow",)))
-        if self.base_delay_ms > 0:
-            delays = {"10.77.1.2": self.base_delay_ms, "10.77.2.2": self.base_delay_ms}
+        delays = {dst: ms for dst, ms in zip(("10.77.1.2", "10.77.2.2"), self.path_delay_ms) if ms > 0}
+        if delays:
             self._servers.append(delayline.start(rtr, delays, uplink_dev="t0"))
         self.iperf3 = Iperf3.check(root)
         self._servers += [snd.start(self.iperf3.server_argv(MPTCP_PORT, mptcp=True), label="iperf3-mptcp"),
@@ -173,9 +276,15 @@ class SharedBottleneck:
         wait_until(listening, 10, f"iperf3 servers on {MPTCP_PORT} and {TCP_PORT} in the shared-bottleneck topology",
                    poll_s=0.05)
 
-    def compete(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3) -> Competition:
-        """MPTCP (2 subflows) and TCP, both with ``cc``, started together; bytes after the warm-up."""
+    def compete(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3, *,
+                tcp_cc: CongestionControl | None = None, probe: bool = False) -> Competition:
+        """MPTCP (2 subflows, ``cc``) and TCP (``tcp_cc``, default ``cc``), started together.
+
+        Returns the bytes each received after the warm-up; with ``probe``, the sender's sockets
+        (``ss -ti``) and the MPTCP-level counters every half second.
+        """
         assert self.iperf3 is not None
+        tcp_cc = tcp_cc or cc
         for host in (self.snd, self.rcv):
             # The namespace default covers iperf3's control connections (BBR, this machine's
             # default, is not what we measure); -C sets the data sockets.
@@ -184,28 +293,53 @@ class SharedBottleneck:
             "mptcp": self.rcv.start(competing_client_argv(self.iperf3, MPTCP_PORT, duration_s, omit_s,
                                                           cc.sock_name, mptcp=True), gated=True, label="mptcp"),
             "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s, omit_s,
-                                                        cc.sock_name, mptcp=False), gated=True, label="tcp"),
+                                                        tcp_cc.sock_name, mptcp=False), gated=True, label="tcp"),
         }
+        before = self._counters() if probe else {}
         for p in procs.values():
             p.release()
         peak = None
-        deadline = time.monotonic() + duration_s + omit_s + 20
+        samples: list[SocketSample] = []
+        t0 = time.monotonic()
+        deadline = t0 + duration_s + omit_s + 20
         while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
             if cc.algorithm in bpfcc.COUPLED and cc.implementation.startswith("bpf:"):
                 seen = coupled_subflows(self.root, cc.algorithm)
                 if seen is not None:
                     peak = max(peak or 0, seen)
+            if probe:
+                out = self.snd.run(["ss", "-tinH", "state", "established"], check=False).stdout
+                samples += parse_ss(out, time.monotonic() - t0)
             time.sleep(0.5)
-        got = {}
+        after = self._counters() if probe else {}
+        moved = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+        got, retrans = {}, {}
         for name, p in procs.items():
             res = p.wait(5.0) if p.poll() is not None else p.stop()
             try:
                 doc = json.loads(res.stdout)
                 got[name] = int(doc["end"]["sum_received"]["bytes"])
+                retrans[name] = doc["end"].get("sum_sent", {}).get("retransmits")
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 raise TrafficError(f"{name} flow under {cc.sock_name}: no result "
                                    f"({(res.stderr or res.stdout).strip()[-300:]!r})") from None
-        return Competition(cc.algorithm, got["mptcp"], got["tcp"], peak)
+        return Competition(cc.algorithm, got["mptcp"], got["tcp"], peak, tcp_cc.algorithm,
+                           retrans["mptcp"], retrans["tcp"], tuple(samples), moved)
+
+    def _counters(self) -> dict[str, int]:
+        """Absolute TCP and MPTCP counters of the sender's and receiver's namespaces (nstat, no history file)."""
+        out: dict[str, int] = {}
+        for side, host in (("snd", self.snd), ("rcv", self.rcv)):
+            res = host.run(["nstat", "-asz", "--json"], check=False)
+            try:
+                doc = json.loads(res.stdout or "{}")
+            except json.JSONDecodeError:
+                continue
+            for table in doc.values():
+                for name, value in table.items():
+                    if name.startswith(("MPTcpExt", "TcpExt", "Tcp")):
+                        out[f"{side}:{name}"] = int(value)
+        return out
 
     def close(self) -> None:
         for p in self._servers:

@@ -10,23 +10,21 @@
 
 MPLAB_CC_SKELETON(balia)
 MPLAB_PLAIN_INIT(balia)
-MPLAB_LINKED_INCREASE(balia, balia_ai_cnt)
+MPLAB_LINKED_INCREASE(balia, mplab_balia_on_ack)
 
-/* The coupled decrease: cwnd - md, at least 2 packets (Reno for plain TCP). */
+/* The coupled decrease: cwnd - md (mplab_math.h: balia_loss_ssthresh); Reno for plain TCP. */
 SEC("struct_ops")
 __u32 BPF_PROG(balia_ssthresh, struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct mplab_conn *c;
-	__u32 md;
 	int me = 0;
 
 	c = mplab_attach(&balia_conns, sk, ca_of(sk), &me);
 	if (!c)
 		return tcp_reno_ssthresh(sk);
 	mplab_publish(c, me, sk, tp->snd_cwnd);
-	md = balia_md(c->sf, me);
-	return tp->snd_cwnd > md + 2 ? tp->snd_cwnd - md : 2;
+	return mplab_balia_ssthresh(c, me, tp->snd_cwnd, tp->mss_cache);
 }
 
 SEC(".struct_ops")

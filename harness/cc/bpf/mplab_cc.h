@@ -30,24 +30,15 @@ char _license[] SEC("license") = "GPL";
 
 #define MPLAB_MAX_CONNS 4096
 
-struct mplab_conn {
-	struct mplab_sf sf[MPLAB_MAX_SF];
-};
-
 /* Per-socket state in icsk_ca_priv (104 bytes available). slot is index+1 (0: none). */
 struct mplab_ca {
 	__u64 conn;
 	__u32 slot;
-	__s32 cnt;          /* OLIA: fractional window, 2^-16 packets */
+	__s32 cnt;          /* OLIA: fractional window, 2^-10 packets */
 	__u32 loss1, loss2, loss3;  /* OLIA: snd_una at the last losses and now */
 	/* wVegas */
 	__u32 beg_snd_nxt;
-	__u32 base_rtt;
-	__u32 sampled_rtt;
-	__u32 cnt_rtt;
-	__u32 alpha;
-	__u32 queue_delay;
-	__u8 doing_vegas;
+	struct wvegas_state wv;
 };
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
@@ -90,14 +81,40 @@ static __always_inline int tcp_in_slow_start(const struct tcp_sock *tp)
 	return tp->snd_cwnd < tp->snd_ssthresh;
 }
 
+/* include/net/tcp.h's tcp_is_cwnd_limited (the flag first, as the kernel asks it). */
 static __always_inline int tcp_is_cwnd_limited(const struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 
+	if (BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited))
+		return 1;
 	/* If in slow start, ensure cwnd grows to twice what was ACKed. */
 	if (tcp_in_slow_start(tp))
 		return tp->snd_cwnd < 2 * tp->max_packets_out;
-	return !!BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited);
+	return 0;
+}
+
+/* The socket's window as the pure updates of mplab_math.h take it. */
+static __always_inline void win_load(struct mplab_win *w, const struct sock *sk, __s32 olia_cnt)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	w->cwnd = tp->snd_cwnd;
+	w->ssthresh = tp->snd_ssthresh;
+	w->cnt = tp->snd_cwnd_cnt;
+	w->clamp = tp->snd_cwnd_clamp;
+	w->olia_cnt = olia_cnt;
+	w->mss = tp->mss_cache;
+}
+
+/* Write back what the updates may change (struct_ops may write these three fields). */
+static __always_inline void win_store(const struct mplab_win *w, struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	tp->snd_cwnd = w->cwnd;
+	tp->snd_ssthresh = w->ssthresh;
+	tp->snd_cwnd_cnt = w->cnt;
 }
 
 /* The owning MPTCP socket of a subflow, or 0 for a plain TCP socket. */
@@ -167,9 +184,7 @@ static __always_inline void mplab_publish(struct mplab_conn *c, int me, struct s
 	struct mplab_sf *s = &c->sf[me & (MPLAB_MAX_SF - 1)];
 
 	s->cwnd = cwnd;
-	s->srtt_us = tcp_sk(sk)->srtt_us >> 3;
-	if (!s->srtt_us && tcp_sk(sk)->srtt_us)
-		s->srtt_us = 1;
+	s->srtt = tcp_sk(sk)->srtt_us;   /* the kernel's unit (us << 3), as the reference reads it */
 }
 
 /* Free this subflow's slot; the last subflow out deletes the connection's entry. */
@@ -187,9 +202,10 @@ static __always_inline void mplab_detach(void *map, struct sock *sk, struct mpla
 		for (i = 0; i < MPLAB_MAX_SF; i++) {
 			if (c->sf[i].sk == (__u64)sk) {
 				c->sf[i].cwnd = 0;
-				c->sf[i].srtt_us = 0;
+				c->sf[i].srtt = 0;
 				c->sf[i].rate = 0;
 				c->sf[i].loss_int = 0;
+				c->sf[i].sampling = 0;
 				__sync_val_compare_and_swap(&c->sf[i].sk, (__u64)sk, 0);
 			}
 		}
@@ -265,34 +281,29 @@ static __always_inline struct mplab_conn *mplab_coupled(void *map, struct sock *
 }
 
 /*
- * .cong_avoid of the linked-increase algorithms (multipath-tcp.org's mptcp_coupled.c):
- * only when cwnd-limited; slow start as Reno, then one packet per AI_CNT(sf, me) ACKed
- * packets, AI_CNT being the algorithm's own arithmetic (mplab_math.h) over the windows as
- * published before this ACK. A macro, not a function taking AI_CNT, so that each program
- * calls its arithmetic directly (the verifier sees no indirect call).
+ * .cong_avoid of the linked-increase algorithms (LIA, BALIA): only when cwnd-limited, then
+ * ON_ACK(&win, conn, me, acked), the algorithm's update in mplab_math.h, over the windows as
+ * published with this ACK. A macro, not a function taking ON_ACK, so that each program calls
+ * its update directly (the verifier sees no indirect call).
  */
-#define MPLAB_LINKED_INCREASE(NAME, AI_CNT)                                   \
+#define MPLAB_LINKED_INCREASE(NAME, ON_ACK)                                   \
 	SEC("struct_ops")                                                         \
 	void BPF_PROG(NAME##_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) \
 	{                                                                         \
-		struct tcp_sock *tp = tcp_sk(sk);                                     \
 		struct mplab_conn *c;                                                 \
+		struct mplab_win w;                                                   \
 		int me = 0;                                                           \
                                                                               \
 		c = mplab_coupled(&NAME##_conns, sk, ack, acked, &me);                \
 		if (!c)                                                               \
 			return;                                                           \
-		mplab_publish(c, me, sk, tp->snd_cwnd);                               \
+		mplab_publish(c, me, sk, tcp_sk(sk)->snd_cwnd);                       \
 		if (!tcp_is_cwnd_limited(sk))                                         \
 			return;                                                           \
-		if (tcp_in_slow_start(tp)) {                                          \
-			acked = tcp_slow_start(tp, acked);                                \
-			if (!acked)                                                       \
-				goto out;                                                     \
-		}                                                                     \
-		tcp_cong_avoid_ai(tp, AI_CNT(c->sf, me), acked);                      \
-	out:                                                                      \
-		mplab_publish(c, me, sk, tp->snd_cwnd);                               \
+		win_load(&w, sk, 0);                                                  \
+		ON_ACK(&w, c, me, acked);                                         \
+		win_store(&w, sk);                                                    \
+		mplab_publish(c, me, sk, w.cwnd);                                     \
 	}
 
 /*

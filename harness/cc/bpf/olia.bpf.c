@@ -5,7 +5,8 @@
  * multipath-tcp.org's mptcp_olia.c: each subflow tracks the bytes ACKed between its
  * last losses (snd_una at the last three losses), the increase per ACK is
  * w_r/rtt_r^2 / (sum w_p/rtt_p)^2 + eps_r/w_r, and a fractional counter turns it into
- * +1/-1 packet steps. Slow start and halving as Reno; plain TCP sockets are Reno.
+ * +1/-1 packet steps (mplab_math.h's olia_inc and olia_on_ack). Slow start and halving as
+ * Reno; plain TCP sockets are Reno.
  */
 #include "mplab_cc.h"
 
@@ -36,11 +37,8 @@ void BPF_PROG(olia_set_state, struct sock *sk, __u8 new_state)
 	if (!ca->conn)
 		return;
 	/* A new loss: shift the inter-loss markers (not for a repeated timeout). */
-	if ((new_state == TCP_CA_Loss || new_state == TCP_CA_Recovery || new_state == TCP_CA_CWR) &&
-	    ca->loss3 != ca->loss2 && !inet_csk(sk)->icsk_retransmits) {
-		ca->loss1 = ca->loss2;
-		ca->loss2 = ca->loss3;
-	}
+	if (new_state == TCP_CA_Loss || new_state == TCP_CA_Recovery || new_state == TCP_CA_CWR)
+		olia_on_loss(&ca->loss1, &ca->loss2, ca->loss3, inet_csk(sk)->icsk_retransmits);
 }
 
 /* The window without fast recovery's artificial inflation (RFC 5681). */
@@ -53,10 +51,8 @@ static __always_inline __u32 olia_crt_cwnd(struct sock *sk)
 
 static __always_inline void olia_publish(struct mplab_conn *c, int me, struct sock *sk, struct mplab_ca *ca)
 {
-	__u32 a = ca->loss3 - ca->loss2, b = ca->loss2 - ca->loss1;
-
 	mplab_publish(c, me, sk, olia_crt_cwnd(sk));
-	c->sf[me & (MPLAB_MAX_SF - 1)].loss_int = a > b ? a : b;
+	c->sf[me & (MPLAB_MAX_SF - 1)].loss_int = olia_loss_int(ca->loss1, ca->loss2, ca->loss3);
 }
 
 SEC("struct_ops")
@@ -65,7 +61,7 @@ void BPF_PROG(olia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct mplab_ca *ca = ca_of(sk);
 	struct mplab_conn *c;
-	__s64 inc;
+	struct mplab_win w;
 	int me = 0;
 
 	c = mplab_coupled(&olia_conns, sk, ack, acked, &me);
@@ -75,25 +71,10 @@ void BPF_PROG(olia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	olia_publish(c, me, sk, ca);
 	if (!tcp_is_cwnd_limited(sk))
 		return;
-	if (tcp_in_slow_start(tp)) {
-		tcp_slow_start(tp, acked);
-		olia_publish(c, me, sk, ca);
-		return;
-	}
-	inc = olia_inc(c->sf, me) * (__s64)acked;
-	if (inc > (1LL << 30))
-		inc = 1LL << 30;
-	else if (inc < -(1LL << 30))
-		inc = -(1LL << 30);
-	ca->cnt += (__s32)inc;
-	if (ca->cnt >= (1 << OLIA_SCALE) - 1) {
-		if (tp->snd_cwnd < tp->snd_cwnd_clamp)
-			tp->snd_cwnd++;
-		ca->cnt = 0;
-	} else if (ca->cnt <= -(1 << OLIA_SCALE) + 1) {
-		tp->snd_cwnd = tp->snd_cwnd > 2 ? tp->snd_cwnd - 1 : 2;
-		ca->cnt = 0;
-	}
+	win_load(&w, sk, ca->cnt);
+	mplab_olia_on_ack(&w, c, me, acked);
+	win_store(&w, sk);
+	ca->cnt = w.olia_cnt;
 	olia_publish(c, me, sk, ca);
 }
 

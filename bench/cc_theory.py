@@ -1,0 +1,238 @@
+"""Coupled congestion control against theory at a router bottleneck (harness/testing/bottleneck.py).
+
+One MPTCP connection (two subflows on disjoint access links) and one single-path TCP flow share
+one router link: HTB at ``--rate`` Mbit/s over a byte FIFO of ``--buffers`` x BDP, with a base
+delay from the project's delay line (``--delays``: one-way ms; the line holds the downlink for
+twice that, so the round trip is the same as "that much each way"). Each MPTCP algorithm (coupled
+LIA/OLIA/BALIA/wVegas, and ``cubic``: two uncoupled Cubic subflows) runs against each competitor
+(``--competitors``: reno, cubic), with equal subflow RTTs or the second path's doubled
+(``--rtts equal,unequal``). Rounds alternate the algorithms (``--runs`` rounds), so slow drifts of
+the machine's load hit every algorithm alike. Prints the median and range of MPTCP/TCP goodput per
+cell; ``--out`` appends every run (with per-flow socket counters when ``--probe``) as JSON lines.
+
+Theory (RFC 6356's goal; Khalili et al.; Peng et al.): a coupled connection takes about one TCP
+share (0.8-1.25 of a Reno flow is the bench's goal), two uncoupled subflows about two.
+
+    nice -n 10 uv run --frozen python bench/cc_theory.py --delays 20,50 --buffers 1 \\
+        --competitors reno,cubic --algorithms lia,olia,balia,cubic --runs 3 --duration 20
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.cc import resolve  # noqa: E402
+from harness.cc.bpfcc import COUPLED, BpfCC, object_digest  # noqa: E402
+from harness.testing.bottleneck import Competition, SharedBottleneck  # noqa: E402
+
+PREFIX = "mplab-bench-cct-"
+MSS_WIRE = 1514
+#: Smallest FIFO (bytes): at 0 ms the BDP is a few packets, and a FIFO shallower than ~10
+#: packets measures the burstiness of the scheduler, not congestion control.
+MIN_BUFFER = 15 * MSS_WIRE
+
+
+def buffer_bytes(rate_mbit: float, rtt_ms: float, bdp: float) -> int:
+    """``bdp`` x the bandwidth-delay product of the link at round trip ``rtt_ms`` (at least MIN_BUFFER)."""
+    return max(MIN_BUFFER, int(rate_mbit * 1e6 / 8 * rtt_ms / 1000 * bdp))
+
+
+def summarise(runs: list[Competition]) -> dict:
+    """Median and range of the MPTCP/TCP ratio, and the link use, over one cell's runs."""
+    ratios = [c.ratio for c in runs]
+    return {"n": len(ratios), "median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+
+
+def flow_means(c: Competition) -> dict:
+    """Mean window, in-flight and unsent bytes per flow over the probe's samples (second half of the run)."""
+    out: dict[str, dict] = {}
+    if not c.samples:
+        return out
+    t_end = max(s.t_s for s in c.samples)
+    for flow in sorted({s.flow for s in c.samples}):
+        ss = [s for s in c.samples if s.flow == flow and s.t_s >= t_end / 2]
+        if ss:
+            out[flow] = {k: round(statistics.mean(getattr(s, k) for s in ss), 1)
+                         for k in ("cwnd", "unacked", "notsent_bytes", "send_q_bytes", "rtt_ms")}
+            out[flow]["retrans"] = ss[-1].retrans_total
+            out[flow]["first_seen_s"] = min(s.t_s for s in c.samples if s.flow == flow)
+            out[flow]["rwnd_limited_pct"] = ss[-1].rwnd_limited_pct
+            out[flow]["sndbuf_limited_pct"] = ss[-1].sndbuf_limited_pct
+    return out
+
+
+def loss_events(c: Competition) -> dict:
+    """Per flow, the sampling intervals in which its ssthresh changed (a congestion event), and how
+    many of those intervals saw every flow react at once (losses synchronised by the drop-tail FIFO)."""
+    by_t: dict[float, dict[str, int | None]] = {}
+    for s in c.samples:
+        by_t.setdefault(s.t_s, {})[s.flow] = s.ssthresh
+    times = sorted(by_t)
+    events: dict[str, set[int]] = {}
+    for k in range(1, len(times)):
+        for flow, th in by_t[times[k]].items():
+            prev = by_t[times[k - 1]].get(flow)
+            if prev is not None and th is not None and th != prev:
+                events.setdefault(flow, set()).add(k)
+    flows = sorted(events)
+    out = {f: len(v) for f, v in events.items()}
+    if len(flows) >= 2:
+        out["all_at_once"] = len(set.intersection(*(events[f] for f in flows)))
+    out["intervals"] = len(times) - 1
+    return out
+
+
+def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str], log) -> list[str]:
+    """Every (algorithm, competitor) of one rig (delay, buffer, RTT shape), ``--runs`` alternated rounds."""
+    rtt_ms = 2 * delay_ms if delay_ms else 1.0
+    buf = buffer_bytes(args.rate, rtt_ms, bdp)
+    paths = (2 * delay_ms, 4 * delay_ms if rtt == "unequal" else 2 * delay_ms)
+    # --build-dir: another build of the BPF programs (an earlier commit's, for before/after tables).
+    algos = [BpfCC(a, build_dir=args.build_dir) if args.build_dir and a in COUPLED else resolve(a)
+             for a in args.algorithms]
+    comps = {c: resolve(c) for c in competitors}
+    ccs = {cc.sock_name: cc for cc in algos + list(comps.values())}
+    results: dict[tuple[str, str], list[Competition]] = {}
+    with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
+                          path_delay_ms=paths, sender_sysctls=dict(args.sysctl),
+                          receiver_sysctls=dict(args.rcv_sysctl), random_loss_pct=args.loss_pct) as bn:
+        for rnd in range(args.runs):
+            order = algos if rnd % 2 == 0 else algos[::-1]
+            for cc in order:
+                for comp_name, comp in comps.items():
+                    c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp, probe=args.probe)
+                    results.setdefault((cc.algorithm, comp_name), []).append(c)
+                    rec = {"delay_ms": delay_ms, "bdp": bdp, "buffer_bytes": buf, "rtt": rtt, "round": rnd,
+                           "algorithm": cc.algorithm, "cc_impl": cc.implementation,
+                           "cc_object_sha256": object_digest(cc), "competitor": comp_name,
+                           "duration_s": args.duration, "omit_s": args.omit, "rate_mbit": args.rate,
+                           "mptcp_bytes": c.mptcp_bytes, "tcp_bytes": c.tcp_bytes, "ratio": round(c.ratio, 3),
+                           "link_use": round((c.mptcp_bytes + c.tcp_bytes) * 8 / args.duration / args.rate / 1e6, 3),
+                           "mptcp_retransmits": c.mptcp_retransmits, "tcp_retransmits": c.tcp_retransmits,
+                           "coupled_subflows": c.coupled_subflows, "flows": flow_means(c),
+                           "counters": c.counters, "loss_events": loss_events(c),
+                           "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
+                           "random_loss_pct": args.loss_pct,
+                           "time": time.time()}
+                    log(rec)
+                    print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} {cc.algorithm:6} vs {comp_name:5} "
+                          f"round {rnd}: {c.ratio:.2f} (link {rec['link_use']:.2f})", flush=True)
+    lines = []
+    for (algo, comp), runs in results.items():
+        s = summarise(runs)
+        lines.append(f"| {delay_ms:g} | {bdp:g} | {rtt} | {comp} | {algo} | {s['median']:.2f} | "
+                     f"{s['min']:.2f}-{s['max']:.2f} | {s['n']} |")
+    return lines
+
+
+def loss_per_packet(rec: dict) -> tuple[float, float] | None:
+    """Retransmitted segments per segment delivered, MPTCP (both subflows) and TCP, from the probe's last samples."""
+    flows = rec.get("flows") or {}
+    if "tcp" not in flows or not rec["tcp_bytes"] or not rec["mptcp_bytes"]:
+        return None
+    mp = sum(v["retrans"] for k, v in flows.items() if k.startswith("sf"))
+    return mp / (rec["mptcp_bytes"] / 1448), flows["tcp"]["retrans"] / (rec["tcp_bytes"] / 1448)
+
+
+def table_from(paths: list[Path]) -> str:
+    """The README table from recorded runs (``--out`` files): one row per cell, algorithm and build."""
+    cells: dict[tuple, list[dict]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), r["competitor"],
+                   r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
+            cells.setdefault(key, []).append(r)
+    rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | competitor | MPTCP | build | run (s) | "
+            "MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key in sorted(cells):
+        runs = cells[key]
+        ratios = sorted(r["ratio"] for r in runs)
+        lpp = [x for x in (loss_per_packet(r) for r in runs) if x and x[1] > 0]
+        lr = f"{statistics.median(a / b for a, b in lpp):.2f}" if lpp else "-"
+        d, bdp, rtt, loss, comp, algo, build, dur = key
+        rows.append(f"| {d:g} | {bdp:g} | {rtt} | {loss:g} | {comp} | {algo} | {build} | {dur} | "
+                    f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {len(ratios)} | {lr} |")
+    return "\n".join(rows)
+
+
+def compare_table(before: Path, after: Path) -> str:
+    """Before/after per cell: median (range) of MPTCP/TCP over the runs of each recorded file."""
+    def cells(path: Path) -> dict[tuple, list[float]]:
+        out: dict[tuple, list[float]] = {}
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            out.setdefault((r["delay_ms"], r["bdp"], r["rtt"], r["competitor"], r["algorithm"]), []).append(r["ratio"])
+        return out
+
+    def fmt(xs: list[float] | None) -> str:
+        return f"{statistics.median(xs):.2f} ({min(xs):.2f}-{max(xs):.2f})" if xs else "-"
+
+    b, a = cells(before), cells(after)
+    rows = ["| delay (ms each way) | buffer (BDP) | RTTs | competitor | MPTCP | before | after | runs |",
+            "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(set(a) | set(b), key=lambda k: (k[0], k[3], k[4])):
+        n = f"{len(b.get(key, []))}/{len(a.get(key, []))}"
+        d, bdp, rtt, comp, algo = key
+        rows.append(f"| {d:g} | {bdp:g} | {rtt} | {comp} | {algo} | {fmt(b.get(key))} | {fmt(a.get(key))} | {n} |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--delays", default="20,50", help="one-way base delays, ms (0, 20, 50)")
+    ap.add_argument("--buffers", default="1", help="FIFO depths in BDPs (0.5, 1, 2)")
+    ap.add_argument("--competitors", default="reno,cubic")
+    ap.add_argument("--algorithms", default="lia,olia,balia,wvegas,cubic")
+    ap.add_argument("--rtts", default="equal", help="equal, unequal (the second path's delay doubled)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=20, help="measured seconds per run")
+    ap.add_argument("--omit", type=int, default=5, help="warm-up seconds left out of each run")
+    ap.add_argument("--rate", type=float, default=20.0, help="bottleneck Mbit/s")
+    ap.add_argument("--probe", action="store_true", help="sample the sender's sockets (ss) twice a second")
+    ap.add_argument("--sysctl", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
+                    help="key=value set in the sender's namespace (repeatable)")
+    ap.add_argument("--rcv-sysctl", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
+                    help="key=value set in the receiver's namespace (repeatable)")
+    ap.add_argument("--loss-pct", type=float, default=0.0,
+                    help="independent random loss on the bottleneck (with --buffers large enough that the FIFO "
+                         "never overflows, losses are then random rather than tail drops)")
+    ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
+    ap.add_argument("--build-dir", type=Path, help="load the coupled algorithms' BPF objects from here "
+                    "(default: harness/cc/bpf/build); records name each object's SHA-256")
+    ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
+    ap.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="print a before/after table of two recorded files and exit")
+    args = ap.parse_args()
+    if args.table:
+        print(table_from(args.table))
+        return
+    if args.compare:
+        print(compare_table(*args.compare))
+        return
+    args.algorithms = args.algorithms.split(",")
+
+    def log(rec: dict) -> None:
+        if args.out:
+            with args.out.open("a") as f:
+                f.write(json.dumps(rec) + "\n")
+
+    table = ["| delay (ms, each way) | buffer (BDP) | RTTs | competitor | MPTCP | MPTCP/TCP median | range | runs |",
+             "|---|---|---|---|---|---|---|---|"]
+    for delay in (float(d) for d in args.delays.split(",")):
+        for bdp in (float(b) for b in args.buffers.split(",")):
+            for rtt in args.rtts.split(","):
+                table += run_cell(args, delay, bdp, rtt, args.competitors.split(","), log)
+    print("\n".join(table))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""The shared-bottleneck rig's pure parts: its qdisc commands and its reading of `ss` (captured output)."""
+from __future__ import annotations
+
+import pytest
+
+from harness.testing.bottleneck import SharedBottleneck, htb_bottleneck_argvs, parse_ss
+
+#: ``ss -tinH state established`` in the rig's sender during an OLIA run (trimmed): the control
+#: connections (a few bytes), both subflows of the data connection (v4-mapped peers, one with the
+#: tcp-ulp-mptcp line on its own) and the competing TCP flow.
+SS = """\
+0      0      [::ffff:10.77.0.1]:5301 [::ffff:10.77.2.2]:47757
+\t mplab_olia wscale:10,10 rto:244 rtt:40.023/11.288 mss:1448 cwnd:10 bytes_sent:2 bytes_acked:2 tcp-ulp-mptcp flags:Jec
+0      133888 [::ffff:10.77.0.1]:5301 [::ffff:10.77.1.2]:51278
+\t mplab_olia wscale:10,10 rto:272 rtt:70.405/0.83 ato:40 mss:1448 cwnd:9 ssthresh:6 bytes_acked:7934648 busy:17536ms unacked:9 retrans:0/74 rcv_space:14480
+\t tcp-ulp-mptcp flags:Mmec token:0000(id:0)/1c5c6c43(id:0) seq:4f1d2 sfseq:7914000 ssnoff:0 maplen:1448
+0      233764 [::ffff:10.77.0.1]:5301 [::ffff:10.77.2.2]:59077
+\t mplab_olia wscale:10,10 rto:272 rtt:71.809/0.935 mss:1448 cwnd:33 ssthresh:21 bytes_acked:9629860 busy:17184ms sndbuf_limited:172ms(1.0%) unacked:33 retrans:0/42 notsent:101360
+0      370688 [::ffff:10.77.0.1]:5302 [::ffff:10.77.1.2]:43396
+\t cubic wscale:10,10 rto:272 rtt:70.794/1.747 cwnd:77 ssthresh:58 bytes_acked:23671040 busy:17528ms rwnd_limited:52ms(0.3%) unacked:75 retrans:0/16
+"""
+
+
+def test_ss_gives_each_flow_its_window_and_limits():
+    got = {s.flow: s for s in parse_ss(SS, 2.5)}
+    assert set(got) == {"sf1", "sf2", "tcp"}      # control connections left out
+    assert (got["sf1"].cwnd, got["sf1"].ssthresh, got["sf1"].retrans_total, got["sf1"].cc) == (9, 6, 74, "mplab_olia")
+    assert (got["sf2"].cwnd, got["sf2"].notsent_bytes, got["sf2"].sndbuf_limited_pct) == (33, 101360, 1.0)
+    assert (got["tcp"].cwnd, got["tcp"].send_q_bytes, got["tcp"].rwnd_limited_pct, got["tcp"].cc) == (77, 370688, 0.3, "cubic")
+    assert all(s.t_s == 2.5 for s in got.values())
+
+
+def test_htb_bottleneck_is_a_rate_over_a_byte_fifo():
+    argvs = htb_bottleneck_argvs("b1", 20, 100_000)
+    assert argvs[0][:7] == ["tc", "qdisc", "replace", "dev", "b1", "root", "handle"]
+    assert "htb" in argvs[0] and "20000kbit" in argvs[1]
+    assert argvs[2][-3:] == ["bfifo", "limit", "100000"]
+
+
+def test_unknown_qdisc_is_refused():
+    with pytest.raises(ValueError, match="tbf or htb"):
+        SharedBottleneck("mplab-test-x-", [], qdisc="red")
