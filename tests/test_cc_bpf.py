@@ -7,6 +7,7 @@ in the resolve test (this machine runs an upstream kernel; only the name is chec
 from __future__ import annotations
 
 import shutil
+import re
 import subprocess
 import sys
 import time
@@ -154,7 +155,8 @@ def _renamed_lia(tmp_path: Path, tag: str) -> tuple[Path, str]:
     """mplab's LIA built under the struct_ops name ``mplab_<tag>``: a registration no other testbed on this
     machine shares (theirs use the four real names), so the test can assert on it whatever else runs."""
     src = (bpfcc.BPF_DIR / "lia.bpf.c").read_text()
-    src = src.replace("(lia)", f"({tag})").replace("(lia,", f"({tag},").replace("mplab_lia", f"mplab_{tag}")
+    # The struct_ops and its programs are renamed; the shared update (mplab_math.h's mplab_lia_on_ack) is not.
+    src = re.sub(r"\bmplab_lia\b", f"mplab_{tag}", src.replace("(lia)", f"({tag})").replace("(lia,", f"({tag},"))
     (tmp_path / f"{tag}.bpf.c").write_text(src)
     obj = tmp_path / f"{tag}.bpf.o"
     subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wno-unused-variable",
@@ -173,7 +175,7 @@ def _renamed_cc(tmp_path: Path, tag: str) -> BpfCC:
     """A ``BpfCC`` of LIA under the name ``mplab_<tag>``, which no other testbed on this machine uses."""
     obj, name = _renamed_lia(tmp_path, tag)
     cc = BpfCC("lia")
-    cc.obj, cc.sock_name, cc.implementation = obj, name, f"bpf:{name}"
+    cc.obj, cc.sock_name = obj, name  # its implementation label follows (bpf:<name>@sha256:<the object's>)
     return cc
 
 
