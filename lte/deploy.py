@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.deploy.files import Pushed, push_files
-from harness.deploy.services import ServiceManager, StepError, Systemd, restart_and_wait
+from harness.deploy.services import ServiceManager, Systemd, restart_and_wait
 from harness.errors import CommandError, MplabError
 from harness.hosts.local import Host
 from harness.config.inventory import Inventory
@@ -25,16 +25,12 @@ from lte.services import Unit, cell_units
 from lte.srsepc import SqnMerge, render_srsepc
 from lte.subscribers import Collection, ProvisionResult, inventory_documents, provision
 from lte.version import Open5gsVersion, detect_version, parse_version
+from lte.verify import (LteStepError, StartMarks, await_s1, check_restarts, take_marks,  # noqa: F401
+                         verify_mongo_on_host)
 
 log = logging.getLogger("mplab.lte")
 
 OGSTUN = "ogstun"
-
-
-class LteStepError(StepError):
-    """A named step of bringing the cell up or down failed on a named host."""
-
-    what = "LTE"
 
 
 @dataclass
@@ -86,11 +82,13 @@ class UpReport:
     started: tuple[str, ...]
     duration_s: float
     sqn: SqnMerge | None = None
+    s1: str = ""
+    marks: StartMarks | None = None
 
 
 def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
            collection: Callable[[], Collection] | None, *, start_deadline_s: float = 30.0,
-           settle_s: float = 0.5, stamp: str | None = None) -> UpReport:
+           settle_s: float = 0.5, stamp: str | None = None, s1_deadline_s: float = 30.0) -> UpReport:
     """Configure and start the cell: push, ogstun, subscribers, restart in dependency order.
 
     Args:
@@ -98,18 +96,20 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
         collection: opens the subscribers collection (``lte.subscribers.open_collection``).
         start_deadline_s: how long each daemon may take to become active.
         settle_s: how long a daemon must stay active to count as started (catches instant crashes).
+        s1_deadline_s: how long srsenb and the MME may take to report S1 Setup (``lte.verify``).
     """
     assert inv.lte is not None, "inventory has no lte section"
     t0 = time.monotonic()
     stamp = stamp or time.strftime("%Y%m%dT%H%M%S")
     lte = inv.lte
     if lte.epc.kind == "srsepc":
-        return _srsepc_up(inv, hosts, secrets, start_deadline_s, settle_s, stamp, t0)
+        return _srsepc_up(inv, hosts, secrets, start_deadline_s, settle_s, stamp, t0, s1_deadline_s)
     try:
         version = resolve_version(inv, hosts.epc)
     except MplabError as exc:
         raise LteStepError("detect Open5GS version", hosts.epc.name, str(exc)) from exc
     files = render_all(inv, version)
+    coll = _subscriber_store(inv, hosts, collection)       # verified before anything is pushed
     pushed: list[Pushed] = []
     for role in ("enb", "epc"):
         host = hosts.host(role)
@@ -123,22 +123,52 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
     except CommandError as exc:
         raise LteStepError("set up ogstun (UE pool gateway)", hosts.epc.name, str(exc)) from exc
     result = None
-    if collection is not None and secrets is not None:
+    if coll is not None and secrets is not None:
         try:
-            result = provision(collection(), inventory_documents(inv, secrets))
+            result = provision(coll, inventory_documents(inv, secrets))
         except MplabError as exc:
             raise LteStepError("provision subscribers", hosts.epc.name, str(exc)) from exc
     else:
         log.warning("subscriber provisioning skipped (no secrets file or no database)")
+    marks = take_marks(inv, hosts.epc)
+    started = _start_all(inv, hosts, start_deadline_s, settle_s)
+    s1 = _verify_started(inv, hosts, marks, s1_deadline_s)
+    return UpReport(str(version), tuple(pushed), result, tuple(started), time.monotonic() - t0, s1=s1, marks=marks)
+
+
+def _subscriber_store(inv: Inventory, hosts: LteHosts, collection: Callable[[], Collection] | None):
+    """The opened (pinged) subscribers collection, or None; ``LteStepError`` when MongoDB is down."""
+    if collection is not None:
+        try:
+            return collection()
+        except MplabError as exc:
+            raise LteStepError("reach MongoDB (the subscriber store) before pushing anything", hosts.epc.name,
+                               str(exc)) from exc
+    if not verify_mongo_on_host(hosts.epc, inv.lte.epc.db_uri):
+        log.warning("[%s] MongoDB not verified: neither mongosh nor mongo is installed there", hosts.epc.name)
+    return None
+
+
+def _start_all(inv: Inventory, hosts: LteHosts, deadline_s: float, settle_s: float) -> list[str]:
     started = []
     for unit in cell_units(inv):
-        _start(hosts, unit, start_deadline_s, settle_s)
+        _start(hosts, unit, deadline_s, settle_s)
         started.append(unit.name)
-    return UpReport(str(version), tuple(pushed), result, tuple(started), time.monotonic() - t0)
+    return started
+
+
+def _verify_started(inv: Inventory, hosts: LteHosts, marks: StartMarks, s1_deadline_s: float) -> str:
+    """S1 Setup seen from both ends in this start's output, and no EPC daemon restarted meanwhile."""
+    enb_unit = inv.lte.enb.unit
+    detail = await_s1(inv, hosts.enb, hosts.epc, marks, lambda: hosts.services["enb"].logs(enb_unit, 300),
+                      s1_deadline_s)
+    check_restarts(hosts.epc, marks)
+    log.info("S1: %s", detail)
+    return detail
 
 
 def _srsepc_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None, start_deadline_s: float, settle_s: float,
-               stamp: str, t0: float) -> UpReport:
+               stamp: str, t0: float, s1_deadline_s: float) -> UpReport:
     """srsEPC: stop it (it writes the SQNs back on exit), carry the SQNs over, push, start srsepc then srsenb."""
     lte = inv.lte
     enb_files = render_srsenb(inv)                     # an unknown srsRAN release is refused before any push
@@ -147,7 +177,9 @@ def _srsepc_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None, start_d
                                                                 "pass --secrets (or set lab.secrets_file)")
     epc_unit = cell_units(inv)[0]
     try:
-        hosts.services["epc"].stop(epc_unit.name)
+        # Only a running srsepc has SQNs to write back; a unit that does not exist (yet) has nothing to stop.
+        if hosts.services["epc"].is_active(epc_unit.name):
+            hosts.services["epc"].stop(epc_unit.name)
     except MplabError as exc:
         raise LteStepError(f"stop srsEPC ({epc_unit.name}) so that it writes its SQNs back", hosts.epc.name,
                            str(exc)) from exc
@@ -164,11 +196,10 @@ def _srsepc_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None, start_d
             pushed += push_files(host, files, stamp)
         except (MplabError, OSError) as exc:
             raise LteStepError(f"push {len(files)} config file(s) to {role}", host.name, str(exc)) from exc
-    started = []
-    for unit in cell_units(inv):
-        _start(hosts, unit, start_deadline_s, settle_s)
-        started.append(unit.name)
-    return UpReport("srsepc", tuple(pushed), None, tuple(started), time.monotonic() - t0, merge)
+    marks = take_marks(inv, hosts.epc)
+    started = _start_all(inv, hosts, start_deadline_s, settle_s)
+    s1 = _verify_started(inv, hosts, marks, s1_deadline_s)
+    return UpReport("srsepc", tuple(pushed), None, tuple(started), time.monotonic() - t0, merge, s1=s1, marks=marks)
 
 
 def _start(hosts: LteHosts, unit: Unit, deadline_s: float, settle_s: float) -> None:

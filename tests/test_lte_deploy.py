@@ -281,8 +281,9 @@ def test_srsepc_up_keeps_the_sqn_it_wrote_back(s1, tmp_path):
         assert rep2.sqn.kept == tuple(f"00101000000000{i} 000000000020" for i in (1, 2, 3))
         assert db.read_text().count(",000000000020,9,") == 3 and "mplab" in db.read_text()
         # each `up` stops srsepc before reading the file (so that it has written its SQNs), then starts in order
-        assert _controls(s1["dir"]) == ["stop srsepc", "restart srsepc", "restart srsenb", "stop srsenb",
-                                        "stop srsepc", "stop srsepc", "restart srsepc", "restart srsenb"]
+        # (srsepc is stopped only when it runs: the first `up` finds no running unit to stop)
+        assert _controls(s1["dir"]) == ["restart srsepc", "restart srsenb", "stop srsenb",
+                                        "stop srsepc", "restart srsepc", "restart srsenb"]
     finally:
         lte_down(inv, hosts)
 
@@ -311,3 +312,80 @@ def test_unknown_open5gs_version_refused_before_anything_is_pushed(tmp_path):
     with pytest.raises(ConfigError, match="Open5GS 2.5.9 is not a version mplab knows"):
         lte_up(inv, LteHosts(enb=LocalHost("enb"), epc=LocalHost("epc")), None, None)
     assert not (tmp_path / "enb").exists() and not (tmp_path / "epc").exists()
+
+
+def _with_enb_tac(inv: Inventory, tac: int) -> Inventory:
+    """``inv`` whose eNB broadcasts ``tac`` (bypassing the inventory's agreement check: a lab whose eNB config
+    drifted from the MME's, which is what S1 Setup failures look like in the field)."""
+    return inv.model_copy(update={"lte": inv.lte.model_copy(update={"enb": inv.lte.enb.model_copy(
+        update={"tac": tac})})})
+
+
+@pytest.mark.root
+def test_up_fails_when_s1_setup_fails(s1, tmp_path):
+    inv = _with_enb_tac(_inventory(tmp_path), 8)           # the MME serves TAC 7 only
+    tools = _install(s1["dir"], inv)
+    hosts = _hosts("netns", s1, tools, None)
+    try:
+        with pytest.raises(LteStepError) as ei:
+            lte_up(inv, hosts, None, None, settle_s=0.2, s1_deadline_s=10)
+        e = ei.value
+        assert e.step == "S1 Setup between eNB and MME" and e.host == "epc"
+        assert "S1 Setup Failure, cause unknown-PLMN" in str(e) and "likely side: EPC" in str(e)
+        # every daemon is active: only the S1 check tells the cell is not up
+        assert all(st.active for st in lte_status(inv, hosts))
+        chk = check_s1(inv, hosts.epc)
+        assert not chk.ok and "Cannot find Served TAI" in chk.detail and chk.fix.startswith("EPC side")
+    finally:
+        lte_down(inv, hosts)
+
+
+@pytest.mark.root
+def test_check_fails_once_the_enb_has_left(s1, tmp_path):
+    import time
+    inv = _inventory(tmp_path)
+    tools = _install(s1["dir"], inv)
+    hosts = _hosts("netns", s1, tools, None)
+    try:
+        rep = lte_up(inv, hosts, None, None, settle_s=0.2)
+        assert "S1Setup procedure completed successfully" in rep.s1 and check_s1(inv, hosts.epc).ok
+        hosts.services["enb"].stop("srsenb")
+        mme_log = tmp_path / "epc" / "log" / "mme.log"
+        end = time.monotonic() + 10
+        while "[Removed]" not in mme_log.read_text() and time.monotonic() < end:
+            time.sleep(0.1)
+        chk = check_s1(inv, hosts.epc)
+        assert not chk.ok and chk.detail == "eNB 192.168.30.2 was accepted and later removed (eNBs now 0)"
+        assert chk.fix.startswith("eNB side")
+    finally:
+        lte_down(inv, hosts)
+
+
+def test_mongodb_down_refused_before_anything_is_pushed(tmp_path):
+    from lte.subscribers import SubscriberError
+
+    def down():
+        raise SubscriberError("cannot reach MongoDB at mongodb://127.0.0.1:1/open5gs: connection refused")
+    inv = _inventory(tmp_path)
+    h = LocalHost("epc")
+    with pytest.raises(LteStepError, match=r"reach MongoDB \(the subscriber store\) before pushing anything.*"
+                                           r"connection refused"):
+        lte_up(inv, LteHosts(enb=h, epc=h), None, down)
+    assert not list((tmp_path / "epc" / "etc").iterdir()) and not list((tmp_path / "enb" / "etc").iterdir())
+
+
+def test_a_daemon_that_restarted_during_the_start_fails(tmp_path):
+    from lte.verify import check_restarts, take_marks
+    inv = _inventory(tmp_path)
+    hss = tmp_path / "epc" / "log" / "hss.log"
+    hss.write_text("11/25 10:00:00.000: [app] INFO: Configuration: '/etc/open5gs/hss.yaml' (../lib/app/ogs-init.c:133)\n")
+    h = LocalHost("epc")
+    marks = take_marks(inv, h)
+    check_restarts(h, marks)                                # the earlier start does not count
+    start = "11/26 10:00:0{}.000: [app] INFO: Configuration: '/etc/open5gs/hss.yaml' (../lib/app/ogs-init.c:133)\n"
+    with hss.open("a") as f:
+        f.write(start.format(1) + "11/26 10:00:01.100: [dbi] ERROR: Failed to connect to server "
+                "[mongodb://localhost/open5gs] (../lib/dbi/ogs-mongoc.c:123)\n" + start.format(2))
+    with pytest.raises(LteStepError, match=r"hss.log shows 2 starts since `lte up` began: the daemon restarted 1 "
+                                           r"time\(s\) \(the HSS exits when it cannot reach MongoDB"):
+        check_restarts(h, marks)
