@@ -389,3 +389,59 @@ def test_a_daemon_that_restarted_during_the_start_fails(tmp_path):
     with pytest.raises(LteStepError, match=r"hss.log shows 2 starts since `lte up` began: the daemon restarted 1 "
                                            r"time\(s\) \(the HSS exits when it cannot reach MongoDB"):
         check_restarts(h, marks)
+
+
+def _source_build(bindir, version="23.04.0"):
+    """A "source build" directory: srsenb and srsepc wrappers around the stand-ins, answering --version."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    for prog in ("srsenb", "srsepc"):
+        argv = " ".join(standins.daemon_argv(prog, "CONFIG")[:-1])
+        p = bindir / prog
+        p.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "Version {version}"; exit 0; fi\n'
+                     f'exec {argv} "$1"\n')
+        p.chmod(0o755)
+
+
+@pytest.mark.root
+def test_source_built_srsran_runs_under_mplabs_own_units(s1, tmp_path):
+    """No srsenb/srsepc units exist on the hosts (a source build): `lte up` writes mplab-srsepc/mplab-srsenb,
+    reloads systemd and starts them, and never stops a unit that does not exist."""
+    d = lab_data()
+    e, c = d["lte"]["enb"], d["lte"]["epc"]
+    e.update(config_dir=str(tmp_path / "enb" / "etc"), log_path=str(tmp_path / "enb" / "enb.log"),
+             bin_dir=str(tmp_path / "bin"))
+    c.update(kind="srsepc", config_dir=str(tmp_path / "epc" / "etc"), log_dir=str(tmp_path / "epc" / "log"),
+             user_db=str(tmp_path / "epc" / "etc" / "user_db.csv"), bin_dir=str(tmp_path / "bin"))
+    for p in ("enb/etc", "epc/etc", "epc/log", "units"):
+        (tmp_path / p).mkdir(parents=True, exist_ok=True)
+    inv = Inventory.model_validate(d)
+    assert (inv.lte.enb.unit, inv.lte.epc.unit) == ("mplab-srsenb", "mplab-srsepc")
+    _source_build(tmp_path / "bin")
+    tools = standins.install(s1["dir"], {})                     # no distribution units at all
+    (s1["dir"] / "unit_dir").write_text(str(tmp_path / "units"))
+    hosts = _hosts("netns", s1, tools, None)
+    secrets = load_secrets(write_secrets(tmp_path / "s.yaml"))
+    try:
+        rep = lte_up(inv, hosts, secrets, None, settle_s=0.2, unit_dir=str(tmp_path / "units"))
+        assert rep.started == ("mplab-srsepc", "mplab-srsenb") and "S1 Setup Response" in rep.s1
+        unit = (tmp_path / "units" / "mplab-srsenb.service").read_text()
+        assert f"ExecStart={tmp_path}/bin/srsenb {tmp_path}/enb/etc/enb.conf" in unit and "Restart=no" in unit
+        # one reload per host whose unit changed (the eNB and the EPC here), then the start order
+        assert _controls(s1["dir"]) == ["daemon-reload -"] * 2 + ["restart mplab-srsepc", "restart mplab-srsenb"]
+    finally:
+        lte_down(inv, hosts)
+
+
+@pytest.mark.root
+def test_srsran_release_pinned_differently_from_the_host_is_refused(s1, tmp_path):
+    d = lab_data()
+    d["lte"]["enb"].update(config_dir=str(tmp_path / "enb"), bin_dir=str(tmp_path / "bin"), version="22.10")
+    inv = Inventory.model_validate(d)
+    _source_build(tmp_path / "bin", version="23.04.0")
+    tools = standins.install(s1["dir"], {})
+    hosts = _hosts("netns", s1, tools, None)
+    from harness.errors import ConfigError
+    with pytest.raises(ConfigError, match=r"lte.enb.version: srsRAN 4G 22.10 is pinned but host enb runs 23.04.0 "
+                                          r"\(srsenb --version\)") as ei:
+        lte_up(inv, hosts, None, None)
+    assert ei.value.exit_code == 2 and not (tmp_path / "enb").exists()           # nothing pushed

@@ -87,7 +87,17 @@ class Enb(Reach):
                                   "unknown releases are refused before anything is pushed")
     config_dir: Path_ = "/etc/srsran"
     log_path: Path_ = "/tmp/enb.log"
-    unit: str = Field(default="srsenb", description="systemd unit running srsenb")
+    unit: str = Field(default="srsenb", description="systemd unit running srsenb (mplab-srsenb with bin_dir)")
+    bin_dir: Path_ | None = Field(
+        default=None, description="srsRAN built from source: the directory holding srsenb; mplab then writes and "
+                                  "runs its own unit (mplab-srsenb) instead of assuming a package's")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_unit_for_source_builds(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("bin_dir") and "unit" not in data:
+            data = {**data, "unit": "mplab-srsenb"}
+        return data
 
     @model_validator(mode="after")
     def _band_known(self) -> Enb:
@@ -124,8 +134,9 @@ class Epc(Reach):
     apn: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$")] = "internet"
     dns: list[ipaddress.IPv4Address] = Field(default_factory=list)
     mtu: int = Field(default=1400, ge=576, le=9000)
-    version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")] | None = Field(
-        default=None, description="pin the Open5GS version (else detected with `open5gs-mmed -v`)")
+    version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$")] | None = Field(
+        default=None, description="the Open5GS version the EPC runs: 2.7.2, or 2.6 for the newest 2.6.x mplab "
+                                  "knows; checked against `open5gs-mmed -v` on the EPC host (a mismatch is refused)")
     db_uri: str = Field(default="mongodb://localhost/open5gs", description="MongoDB URI the daemons use")
     provision_uri: str | None = Field(
         default=None, description="MongoDB URI mplab provisions subscribers through (default: db_uri, "
@@ -144,7 +155,17 @@ class Epc(Reach):
 
     user_db: Path_ = Field(default="/etc/srsran/user_db.csv",
                            description="srsepc: its subscriber CSV (srsepc writes SQNs back into it on exit)")
-    unit: str = Field(default="srsepc", description="srsepc: systemd unit running srsepc")
+    unit: str = Field(default="srsepc", description="srsepc: systemd unit running srsepc (mplab-srsepc with bin_dir)")
+    bin_dir: Path_ | None = Field(
+        default=None, description="srsepc built from source: the directory holding srsepc; mplab then writes and "
+                                  "runs its own unit (mplab-srsepc)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_unit_for_source_builds(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("bin_dir") and "unit" not in data:
+            data = {**data, "unit": "mplab-srsepc"}
+        return data
 
     @property
     def ue_gateway(self) -> ipaddress.IPv4Address:
