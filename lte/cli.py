@@ -25,7 +25,7 @@ from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
 from lte.render import render_all
 from lte.subscribers import open_collection
 from lte.tunnel import LocalForward
-from lte.version import parse_version
+from lte.version import decide_open5gs, parse_version
 
 console = Console()
 app = typer.Typer(name="lte", no_args_is_help=True, help="The lab's LTE cell: srsRAN eNodeB + Open5GS EPC.")
@@ -88,7 +88,8 @@ def parse_mongo_uri(uri: str) -> tuple[str, int, str]:
 
 @app.command()
 def render(inventory: InventoryArg,
-           version: Annotated[str, typer.Option(help="Open5GS version whose schema to write")] = "2.7.2",
+           version: Annotated[Optional[str], typer.Option(
+               help="the Open5GS version the EPC runs (checked against lte.epc.version; default: the pin)")] = None,
            secrets: SecretsOpt = None,
            out: Annotated[Path, typer.Option(help="directory to write into (one subdirectory per machine)")] =
            Path("lte-rendered")) -> None:
@@ -102,7 +103,11 @@ def render(inventory: InventoryArg,
         if sec is None:
             console.print("user_db.csv needs the SIM keys: pass --secrets to render it too")
     else:
-        files = render_all(inv, parse_version(version, source="--version"))
+        # the same decision `lte up` makes, with --version standing in for what the EPC host reports
+        installed = parse_version(version, source="--version") if version else None
+        v = decide_open5gs(inv.lte.epc.version, installed, "--version")
+        console.print(f"Open5GS {v} ({'--version' if installed else 'lte.epc.version'}): its template set")
+        files = render_all(inv, v)
     for f in files:
         p = out / f.machine / f.path.lstrip("/")
         p.parent.mkdir(parents=True, exist_ok=True)

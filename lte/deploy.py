@@ -77,7 +77,7 @@ def resolve_version(inv: Inventory, epc: Host) -> Open5gsVersion:
             raise
         installed = None
         log.warning("%s; writing the pinned lte.epc.version %s unverified", exc, inv.lte.epc.version)
-    return decide_open5gs(inv.lte.epc.version, installed, f"host {epc.name}")
+    return decide_open5gs(inv.lte.epc.version, installed, f"host {epc.name} (open5gs-mmed -v)")
 
 
 def enb_program(inv: Inventory) -> str:

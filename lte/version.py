@@ -140,7 +140,8 @@ def parse_pin(text: str, source: str = "lte.epc.version") -> tuple[Open5gsVersio
     return OPEN5GS_NEWEST[(major, minor)], True
 
 
-def decide_open5gs(pinned: str | None, installed: Open5gsVersion | None, where: str = "the EPC host") -> Open5gsVersion:
+def decide_open5gs(pinned: str | None, installed: Open5gsVersion | None,
+                   where: str = "the EPC host (open5gs-mmed -v)") -> Open5gsVersion:
     """The one Open5GS version `lte render`, `lte up` and `check-configs` write for.
 
     The installed version wins when known; a pin that disagrees with it is refused naming both (a 2.6 file
@@ -149,15 +150,15 @@ def decide_open5gs(pinned: str | None, installed: Open5gsVersion | None, where: 
     """
     if pinned is None:
         if installed is None:
-            raise ConfigError("no Open5GS version: pin lte.epc.version (e.g. 2.7.2) or let mplab read it from the "
-                              "EPC host (`open5gs-mmed -v`)", source="lte.epc.version")
+            raise ConfigError("no Open5GS version: pin lte.epc.version (e.g. 2.7.2 or 2.6), or give --version / let "
+                              "mplab read it from the EPC host (`open5gs-mmed -v`)", source="lte.epc.version")
         return installed
     want, series = parse_pin(pinned)
     if installed is None:
         return want
     same = (installed.major, installed.minor) == (want.major, want.minor) if series else installed == want
     if not same:
-        raise ConfigError(f"Open5GS {pinned} is pinned but {where} runs {installed} (open5gs-mmed -v): pin {installed} (or "
+        raise ConfigError(f"Open5GS {pinned} is pinned but {where} has {installed}: pin {installed} (or "
                           f"{installed.major}.{installed.minor}), or install {pinned} there", source="lte.epc.version")
     return installed
 
