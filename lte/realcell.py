@@ -140,6 +140,7 @@ class SrsranZmqCell:
         self.phy_deadline_s = phy_deadline_s
         self.attach_deadline_s = attach_deadline_s
         self._procs: list[BackgroundProcess] = []
+        self._link: LteLink | None = None
         self.attach_s: float | None = None
 
     def check(self, root: Host) -> list[Check]:
@@ -187,6 +188,7 @@ class SrsranZmqCell:
             self.down()
             raise
         self.attach_s = time.monotonic() - t0
+        self._link = link
         log.info("real cell up for %s in %.1f s (%s)", link.receiver, self.attach_s, sctp)
 
     def _start(self, host: Host, argv: list[str], label: str) -> BackgroundProcess:
@@ -216,10 +218,29 @@ class SrsranZmqCell:
             except Exception as exc:  # noqa: BLE001 - teardown goes on to the next process
                 log.warning("real cell: stopping %s: %s", p.label, exc)
         self._procs.clear()
+        self._link = None
 
     def describe(self) -> dict:
         return {"kind": self.kind, "n_prb": self.spec.n_prb, "radio": "srsRAN 4G over ZeroMQ (not emulated radio)",
-                "s1_sctp": sctp_situation()[1]}
+                "s1_sctp": sctp_situation()[1],
+                "attach_s": None if self.attach_s is None else round(self.attach_s, 3)}
+
+    def health(self) -> str | None:
+        """srsepc, srsenb and srsUE still running, and the UE still holding its address."""
+        if self._link is None:
+            return "real cell: not up"
+        for p in self._procs:
+            code = p.poll()
+            if code is not None:
+                return f"real cell: {p.label} exited (code {code}); its output ends: {output_tail(p, 300)}"
+        link = self._link
+        res = link.receiver_host.run(["ip", "-j", "-4", "addr", "show", "dev", link.ifname], check=False)
+        addrs = [a["local"] for ln in json.loads(res.stdout or "[]") for a in ln.get("addr_info", [])] \
+            if res.returncode == 0 else []
+        if link.address not in addrs:
+            return (f"real cell: the UE is no longer attached ({link.ifname} in {link.receiver_netns} has "
+                    f"{', '.join(addrs) or 'no address'}, not {link.address})")
+        return None
 
 
 #: The access kinds ``lte`` provides; the CLI passes this into the emulated testbed.

@@ -185,3 +185,31 @@ def test_wait_line_ends_when_the_program_exits_naming_it():
     with pytest.raises(NotReady, match=r"(?s)real cell: srsenb printing /eNodeB started/: srsenb exited \(2\).*"
                                        r"Error parsing rr.conf"):
         wait_line(bad, r"eNodeB started", 60)
+
+
+def test_real_cell_health_between_samples(tmp_path):
+    """The health check a campaign runs before each sample: every cell process alive and the UE's address
+    still on its interface; otherwise a reason, which flags the sample (``Health.broken``)."""
+    from harness.hosts.local import LocalHost
+    from harness.testbeds.access import LteLink
+    from harness.config.inventory import RealCell
+    from lte.realcell import SrsranZmqCell
+
+    here = LocalHost("here")
+    cell = SrsranZmqCell(RealCell(kind="srsran-zmq", n_prb=6), None)
+    assert cell.health() == "real cell: not up"
+    link = LteLink("n1", 1, here, "enb", "rx", here, "lo", "127.0.0.1", "127.0.0.2", tmp_path)
+    procs = [here.start(["sleep", "30"], label=name) for name in ("srsepc", "srsenb", "srsue")]
+    cell._procs, cell._link, cell.attach_s = list(procs), link, 0.4412
+    try:
+        assert cell.health() is None
+        assert cell.describe()["attach_s"] == 0.441
+        procs[1].stop()
+        assert cell.health().startswith("real cell: srsenb exited")
+        cell._procs = [procs[0], procs[2]]
+        cell._link = LteLink("n1", 1, here, "enb", "rx", here, "lo", "10.20.1.2", "10.20.1.1", tmp_path)
+        assert cell.health().startswith("real cell: the UE is no longer attached (lo in rx has 127.0.0.1, "
+                                        "not 10.20.1.2)")
+    finally:
+        for p in procs:
+            p.stop()

@@ -537,5 +537,6 @@ class Runner:
             mplab_version=harness.__version__,
             power_profile=self.meta.get("power_profile"),
             lte_access=(a.kind if (a := getattr(tb, "lte_access", {}).get(o.receiver)) else None),
+            lte_attach_s=a.describe().get("attach_s") if a else None,
             **{k: o.control.get(k) for k in CONTROL_FIELDS},
         ).to_json()
