@@ -204,7 +204,10 @@ def logs(inventory: InventoryArg,
 @app.command("check-configs")
 def check_configs(inventory: InventoryArg,
                   keep: Annotated[Optional[Path], typer.Option(
-                      help="render into this directory and keep it (default: a temporary one)")] = None) -> None:
+                      help="render into this directory and keep it (default: a temporary one)")] = None,
+                  on_hosts: Annotated[bool, typer.Option(
+                      "--hosts", help="check each daemon on the host that will run it (over SSH), with the "
+                                      "versions installed there")] = False) -> None:
     """Start each installed srsRAN/Open5GS daemon on the rendered configs in a scratch namespace; a daemon
     passes when it gets past parsing. Programs: $MPLAB_LTE_BIN, then PATH. Exit 1 if one refuses its file."""
     import os
@@ -212,18 +215,29 @@ def check_configs(inventory: InventoryArg,
     from lte.realcheck import BIN_ENV, check_configs as run_check
 
     inv = lte_inventory(inventory)
+    if on_hosts:
+        from lte.hostcheck import check_hosts
+        with cell_hosts(inv) as hosts:
+            verdicts = check_hosts(inv, hosts, f"mplab-ltecheck-{os.getpid()}")
+        _print_verdicts(verdicts)
+        return
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     plan, verdicts = run_check(inv, f"mplab-ltecheck-{os.getpid()}", keep.resolve() if keep else None)
     if plan.open5gs_version:
         console.print(f"Open5GS schema of {plan.open5gs_version}")
+    if all(v.ok is None for v in verdicts):
+        console.print(f"nothing checked: no srsRAN 4G or Open5GS program found (install them, or point "
+                      f"{BIN_ENV} at their bin directory; see docs/lte.md)")
+    _print_verdicts(verdicts)
+
+
+def _print_verdicts(verdicts) -> None:
+    """One line per daemon; ``MplabError`` (exit 1) naming every refusal."""
     colour = {"ok": "green", "FAIL": "red", "absent": "yellow"}
     for v in verdicts:
         console.print(f"[{colour[v.word]}]{v.word:6}[/] ", end="")
         console.print(f"{v.name:16} {v.detail}", markup=False, highlight=False, soft_wrap=True)
-    if all(v.ok is None for v in verdicts):
-        console.print(f"nothing checked: no srsRAN 4G or Open5GS program found (install them, or point "
-                      f"{BIN_ENV} at their bin directory; see docs/lte.md)")
     bad = [v for v in verdicts if v.ok is False]
     if bad:
         raise MplabError(f"{len(bad)} daemon(s) refused mplab's configuration: "
