@@ -200,6 +200,9 @@ def srsepc_trial(inv: Inventory, where: Path, dirs: Sequence[str], trials: list[
         return
     variant = srsepc_variant(inv)
     if variant is None:
+        # a verdict all the same: the lab should see why its cell cannot move to srsEPC
+        absent.append(Verdict("srsepc (other core)", None, f"not tried: srsepc's MME serves one TAC and this "
+                                                          f"cell's MME serves {inv.lte.epc.tacs}"))
         return
     epc = variant.lte.epc.model_copy(update={"config_dir": str(where / "srsepc"), "log_dir": str(where / "srsepc"),
                                              "user_db": str(where / "srsepc" / "user_db.csv")})
