@@ -49,6 +49,8 @@ SHIM_ENV = "MPLAB_SCTP_SHIM"
 ENB_S1, EPC_S1 = "127.0.1.1", "127.0.1.100"
 #: coreutils' stdbuf preload: line-buffered stdout, so that readiness lines arrive as printed.
 STDBUF = "/usr/libexec/coreutils/libstdbuf.so"
+#: srsenb's console when its MAC refuses the cell's PUCCH/PRACH layout (srsenb/src/stack/mac/sched_helpers.cc).
+CELL_REFUSED_RE = re.compile(r"Invalid (?:PUCCH|PRACH) configuration[^\n]*")
 #: Test PLMN 001/01, band 7 (the lab reference inventory's cell).
 MCC, MNC, TAC, DL_EARFCN = "001", "01", 7, 3100
 
@@ -180,6 +182,10 @@ class SrsranZmqCell:
             enb = self._start(link.enb, env + [progs["srsenb"], str(where / "enb" / "enb.conf")], "srsenb")
             wait_line(enb, r"==== eNodeB started ===", 60)
             wait_line(epc, r"S1 Setup Response", 20)
+            # srsenb survives a cell its MAC refused (and S1 succeeds): say so now, not after the attach deadline
+            refused = CELL_REFUSED_RE.search("".join(enb.output_so_far()))
+            if refused:
+                raise PreflightError(f"real cell for {link.receiver}: srsenb refused the cell: {refused.group(0)}")
             ue = self._start(link.enb, env + [progs["srsue"], str(where / "enb" / "ue.conf")], "srsue")
             wait_line(ue, r"Waiting PHY to initialize \.\.\. done", self.phy_deadline_s)
             wait_line(ue, r"Network attach successful", self.attach_deadline_s)
