@@ -96,7 +96,8 @@ def mme_attach(mme_log: str, imsi: str) -> str | None:
 
 #: srsEPC's MME (srsepc/src/mme/s1ap_mngmt_proc.cc): the request, then a response or a failure with its cause.
 SRSEPC_S1_RE = re.compile(r"(Received S1 Setup Request|Sending S1 Setup Response|"
-                          r"Sending S1 Setup Failure - (?P<cause>[^\n]*))")
+                          r"Sending S1 Setup Failure - (?P<cause>[^\n]*)|"
+                          r"Deleting eNB context\. eNB Id: (?P<gone>0x[0-9a-fA-F]+))")
 
 
 def srsepc_s1_seen(epc_log: str) -> tuple[bool, str]:
@@ -105,6 +106,8 @@ def srsepc_s1_seen(epc_log: str) -> tuple[bool, str]:
     if not events:
         return False, "no 'Received S1 Setup Request' in srsepc's log"
     last = events[-1]
+    if last.group("gone"):
+        return False, f"srsepc deleted eNB {last.group('gone')}'s context after S1 Setup (the eNB left)"
     if last.group("cause"):
         return False, f"srsepc refused the eNB's S1 Setup: {last.group('cause').strip()}"
     if last.group(1) == "Sending S1 Setup Response":
@@ -144,7 +147,7 @@ def check_s1(inv: Inventory, epc: Host, mme_log: str | None = None) -> Check:
         return Check(epc.name, "s1-setup", True, detail, "")
     if "refused" in detail:
         fix = "EPC side: the MME's PLMN/TAC (mme.yaml tai/gummei, epc.conf) must match the eNB's enb.conf/rr.conf"
-    elif "removed" in detail:
+    elif "removed" in detail or "left" in detail:
         fix = "eNB side: srsenb left after S1 Setup; is it still running? see its log and journal"
     else:
         fix = (f"eNB side: is srsenb running with mme_addr = {epc_cfg.address}, and S1 (SCTP 36412) reachable "

@@ -73,7 +73,7 @@ def s1_state(inv: Inventory, epc: Host, marks: StartMarks, enb_text: str) -> tup
         mme_ok, mme_detail = srsepc_s1_seen(mme_text)
     else:
         mme_ok, mme_detail = s1_setup_seen(mme_text, str(inv.lte.enb.address))
-    if "refused" in mme_detail or "removed" in mme_detail:
+    if any(w in mme_detail for w in ("refused", "removed", "left")):
         return False, mme_detail, "EPC (PLMN/TAC)" if "refused" in mme_detail else "eNB (it left)"
     if enb_ok and mme_ok:
         return True, f"{enb_detail}; MME: {mme_detail}", ""

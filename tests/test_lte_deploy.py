@@ -445,3 +445,67 @@ def test_srsran_release_pinned_differently_from_the_host_is_refused(s1, tmp_path
                                           r"\(srsenb --version\)") as ei:
         lte_up(inv, hosts, None, None)
     assert ei.value.exit_code == 2 and not (tmp_path / "enb").exists()           # nothing pushed
+
+
+def _real_srs_units(inv, tmp_path):
+    """Units running the real srsepc and srsenb (S1 over the test rigs' SCTP-over-UDP shim when the kernel has
+    no SCTP); skip when they are not installed."""
+    import shutil
+    from harness.deploy.trial import find_program
+    from harness.testing.sctpshim import build_shim, kernel_has_sctp
+    from lte.realcheck import bin_dirs
+    progs = {p: find_program(p, bin_dirs()) for p in ("srsepc", "srsenb")}
+    if None in progs.values():
+        pytest.skip(f"{', '.join(p for p, x in progs.items() if x is None)} not installed (PATH or $MPLAB_LTE_BIN)")
+    env = ["env", "LD_PRELOAD=/usr/libexec/coreutils/libstdbuf.so", "_STDBUF_O=L"]
+    if not kernel_has_sctp():
+        if shutil.which("clang") is None:
+            pytest.skip("no kernel SCTP and no clang for the test rigs' SCTP-over-UDP shim")
+        shim = build_shim(tmp_path / "shim")
+        env = ["env", f"LD_PRELOAD={shim} /usr/libexec/coreutils/libstdbuf.so", "_STDBUF_O=L"]
+    return {"srsepc": [*env, progs["srsepc"], f"{inv.lte.epc.config_dir}/epc.conf"],
+            "srsenb": [*env, progs["srsenb"], f"{inv.lte.enb.config_dir}/enb.conf"]}
+
+
+def _srsepc_inventory(tmp_path) -> Inventory:
+    d = lab_data()
+    e, c = d["lte"]["enb"], d["lte"]["epc"]
+    e.update(config_dir=str(tmp_path / "enb" / "etc"), log_path=str(tmp_path / "enb" / "enb.log"), n_prb=6,
+             rf={"device_name": "zmq", "device_args": "tx_port=tcp://*:2000,rx_port=tcp://localhost:2001,"
+                                                      "base_srate=1.92e6"})
+    c.update(kind="srsepc", config_dir=str(tmp_path / "epc" / "etc"), log_dir=str(tmp_path / "epc" / "log"),
+             user_db=str(tmp_path / "epc" / "etc" / "user_db.csv"))
+    for p in ("enb/etc", "epc/etc", "epc/log"):
+        (tmp_path / p).mkdir(parents=True, exist_ok=True)
+    return Inventory.model_validate(d)
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+@pytest.mark.parametrize("enb_tac", [7, 8])
+def test_real_srsepc_and_srsenb_up_waits_for_s1_and_fails_when_it_fails(s1, tmp_path, enb_tac):
+    """`lte up` with the real srsepc and srsenb (the stand-in systemctl only runs them): S1 Setup seen from
+    both ends with the right TAC; with a TAC the MME does not serve, `lte up` fails naming the EPC side."""
+    inv = _srsepc_inventory(tmp_path)
+    inv = _with_enb_tac(inv, enb_tac) if enb_tac != 7 else inv
+    tools = standins.install(s1["dir"], _real_srs_units(inv, tmp_path))
+    hosts = _hosts("netns", s1, tools, None)
+    secrets = load_secrets(write_secrets(tmp_path / "s.yaml"))
+    try:
+        if enb_tac == 7:
+            rep = lte_up(inv, hosts, secrets, None, settle_s=0.5, s1_deadline_s=60)
+            assert "srsenb: S1Setup procedure completed successfully" in rep.s1 and "S1 Setup Response" in rep.s1
+            hosts.services["enb"].stop("srsenb")                   # the eNB leaves: `lte check` must fail
+            import time
+            end = time.monotonic() + 15
+            while check_s1(inv, hosts.epc).ok and time.monotonic() < end:
+                time.sleep(0.2)
+            chk = check_s1(inv, hosts.epc)
+            assert not chk.ok and "the eNB left" in chk.detail, chk.detail
+        else:
+            with pytest.raises(LteStepError) as ei:
+                lte_up(inv, hosts, secrets, None, settle_s=0.5, s1_deadline_s=60)
+            assert ei.value.step == "S1 Setup between eNB and MME", str(ei.value)
+            assert "likely side: EPC" in str(ei.value), str(ei.value)
+    finally:
+        lte_down(inv, hosts)

@@ -114,7 +114,8 @@ def test_sctp_situation_kernel_or_shim(tmp_path, monkeypatch):
 
 @pytest.mark.root
 @pytest.mark.real_lte
-def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch):
+@pytest.mark.parametrize("n_prb", [6, 25, 100])
+def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch, n_prb):
     from harness.campaign.campaign import start_campaign
     from harness.config.scenario import Scenario
     from harness.testbeds.clean import clean_prefix
@@ -128,7 +129,7 @@ def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch):
         if shutil.which("clang") is None:
             pytest.skip("no kernel SCTP and no clang for the test rigs' SCTP-over-UDP shim")
         monkeypatch.setenv("MPLAB_SCTP_SHIM", str(build_shim(tmp_path / "shim")))
-    inv = Inventory.model_validate(_with_cell(prefix))
+    inv = Inventory.model_validate(_with_cell(prefix, cell={"kind": "srsran-zmq", "n_prb": n_prb}))
     sc = Scenario(name="cell", congestion_controls=["cubic"], receiver_counts=[1], modes=["lte"],
                   samples_per_case=1, file_size="2M", settle_s=0, seed=1, retries=0)
     try:
@@ -143,7 +144,8 @@ def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch):
         assert r["lte_access"] == "srsran-zmq"
         tb = json.loads((campaign.path / "manifest.json").read_text())["testbed"]
         cell = tb["lte_access"]["n1"]
-        assert cell["kind"] == "srsran-zmq" and cell["n_prb"] == 25 and "not emulated radio" in cell["radio"]
+        assert cell["kind"] == "srsran-zmq" and cell["n_prb"] == n_prb and "not emulated radio" in cell["radio"]
+        assert cell["attach_s"] > 0 and r["lte_attach_s"] == cell["attach_s"]
         assert cell["s1_sctp"] == "kernel SCTP" if kernel_has_sctp() else "shim of the test rigs" in cell["s1_sctp"]
     finally:
         clean_prefix(prefix)

@@ -111,6 +111,8 @@ def test_srsepc_s1_log_lines():
     bad = ok + "[MME ] [I] Received S1 Setup Request.\n[MME ] [W] Sending S1 Setup Failure - No matching TAC\n"
     assert srsepc_s1_seen(bad) == (False, "srsepc refused the eNB's S1 Setup: No matching TAC")
     assert srsepc_s1_seen("HSS Initialized.\n")[0] is False
+    left = ok + "2026-11-26T03:05:00.000 [S1AP   ] [I] Deleting eNB context. eNB Id: 0x19b\n"
+    assert srsepc_s1_seen(left) == (False, "srsepc deleted eNB 0x19b's context after S1 Setup (the eNB left)")
 
 
 def test_two_tac_cell_gets_a_srsepc_verdict(tmp_path):
