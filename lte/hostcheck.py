@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.deploy.trial import Trial, Verdict, run_trial
+from harness.testbeds.base import Check
 from harness.errors import ConfigError, MplabError
 from harness.hosts.local import BackgroundProcess, CommandResult, Host
 from harness.config.inventory import Inventory
@@ -169,3 +170,33 @@ def check_hosts(inv: Inventory, hosts: LteHosts, netns: str) -> list[Verdict]:
             out.append(Verdict(f"{role} @{host.name}", False, f"cannot check on {host.name}: {exc}"))
     return out
 
+
+
+def version_checks(inv: Inventory, hosts: LteHosts | None = None) -> list[Check]:
+    """Preflight's LTE lines: the srsRAN and Open5GS versions on the hosts against the pins (`lte up`'s rule).
+
+    ``hosts``: the cell's hosts (default: from the inventory, closed afterwards).
+    """
+    from harness.deploy.machines import host_for
+    own = hosts is None
+    hosts = hosts or LteHosts(enb=host_for(inv, inv.lte.enb.host), epc=host_for(inv, inv.lte.epc.host))
+    out: list[Check] = []
+    try:
+        enb, epc = hosts.enb, hosts.epc
+        try:
+            prog = program(enb, "srsenb", inv.lte.enb.bin_dir) or "srsenb"
+            v = decide_srsran(inv.lte.enb.version, detect_srsran(enb, prog), f"host {enb.name}")
+            out.append(Check(enb.name, "LTE: srsRAN 4G version", True, f"{v or 'not reported by srsenb --version'}"))
+        except (ConfigError, MplabError) as exc:
+            out.append(Check(enb.name, "LTE: srsRAN 4G version", False, str(exc), "pin what the host runs"))
+        if inv.lte.epc.kind == "open5gs":
+            try:
+                v5 = decide_open5gs(inv.lte.epc.version, detect_version(epc), f"host {epc.name} (open5gs-mmed -v)")
+                out.append(Check(epc.name, "LTE: Open5GS version", True, str(v5)))
+            except (ConfigError, MplabError) as exc:
+                out.append(Check(epc.name, "LTE: Open5GS version", False, str(exc), "pin what the host runs"))
+    finally:
+        if own:
+            hosts.enb.close()
+            hosts.epc.close()
+    return out

@@ -76,3 +76,38 @@ def test_real_srsenb_checked_on_its_host_over_ssh(rig, prefix, tmp_path):
         hosts.epc.close()
     assert verdicts["srsenb version @enb"].ok and "runs srsRAN 4G 23.04" in verdicts["srsenb version @enb"].detail
     assert verdicts["srsenb @enb"].ok, verdicts["srsenb @enb"].detail
+
+
+@pytest.mark.root
+def test_preflight_version_lines_from_the_hosts(prefix, tmp_path):
+    from harness.testing.sshrig import SshdRig
+    from lte.hostcheck import version_checks
+    _stub(tmp_path / "bin" / "srsenb", "23.04.0")
+    mmed = tmp_path / "o5" / "open5gs-mmed"
+    mmed.parent.mkdir()
+    mmed.write_text("#!/bin/sh\necho 'Open5GS daemon v2.7.2'\n")
+    mmed.chmod(0o755)
+    d = lab_data()
+    d["lte"]["enb"].update(bin_dir=str(tmp_path / "bin"), version="23.04")
+    d["lte"]["epc"].update(version="2.6")
+    inv = Inventory.model_validate(d)
+    root = LocalHost("root")
+    rig = SshdRig(prefix)
+    try:
+        for name in ("enb", "epc"):
+            root.run(["ip", "netns", "add", f"{prefix}{name}"])
+        rig.add("enb", f"{prefix}enb")
+        # the EPC host's PATH has that open5gs-mmed
+        rig.add("epc", f"{prefix}epc", env={"PATH": f"{mmed.parent}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"})
+        hosts = LteHosts(enb=rig.ssh_host("enb"), epc=rig.ssh_host("epc"))
+        try:
+            checks = {c.name: c for c in version_checks(inv, hosts)}
+        finally:
+            hosts.enb.close()
+            hosts.epc.close()
+    finally:
+        rig.close()
+        clean_prefix(prefix)
+    assert checks["LTE: srsRAN 4G version"].ok and checks["LTE: srsRAN 4G version"].detail == "23.04.0"
+    o5 = checks["LTE: Open5GS version"]
+    assert not o5.ok and "Open5GS 2.6 is pinned but host epc (open5gs-mmed -v) has 2.7.2" in o5.detail
