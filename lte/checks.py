@@ -24,8 +24,8 @@ from lte.startlog import last_start
 #: ``S1-Setup failure:`` and the reason on the next line (src/mme/s1ap-handler.c).
 S1_ACCEPTED_RE = re.compile(r"eNB-S1 accepted\[(?P<addr>[0-9.]+)\]")
 ENB_COUNT_RE = re.compile(r"Number of eNBs is now (?P<n>\d+)")
-S1_FAILURE_RE = re.compile(r"S1-Setup failure:[^\n]*\n[^\n]*?(?:WARNING|ERROR|INFO): +(?P<why>[^\n]*?)\s*(?:\(\.\./[^\n]*)?$",
-                           re.MULTILINE)
+S1_FAILURE_RE = re.compile(r"S1-Setup failure:[^\n]*\n[^\n]*?(?:WARNING|ERROR|INFO): +(?P<why>[^\n]*?)"
+                           r"\s*(?:\(\.\./[^\n]*)?$", re.MULTILINE)
 
 
 def s1_setup_seen(mme_log: str, enb_address: str) -> tuple[bool, str]:

@@ -178,7 +178,8 @@ def detect_srsran(host: Host, program: str = "srsenb") -> SrsranVersion | None:
     return SrsranVersion(int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
-def decide_srsran(pinned: str | None, installed: SrsranVersion | None, where: str = "the eNB host") -> SrsranVersion | None:
+def decide_srsran(pinned: str | None, installed: SrsranVersion | None,
+                  where: str = "the eNB host") -> SrsranVersion | None:
     """The srsRAN 4G release: a pin that disagrees (year.month) with what ``where`` runs is refused naming both."""
     want = None if pinned is None else parse_srsran_version(pinned, source="lte.enb.version")
     if want is not None and installed is not None and (want.major, want.minor) != (installed.major, installed.minor):

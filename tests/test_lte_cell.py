@@ -138,7 +138,8 @@ def _load(tmp_path, data):
     ({"band": 20, "dl_earfcn": 6160, "n_prb": 100}, r"outside band 20 for n_prb 100 \(valid: 6250..6350"),
     ({"band": 6, "dl_earfcn": 2700, "n_prb": 100}, r"n_prb: 100 PRB \(20 MHz\) does not fit in band 6"),
     ({"band": 38, "dl_earfcn": 38000}, r"band 38 is a TDD band: mplab renders FDD cells only"),
-    ({"band": 99, "dl_earfcn": 38000}, r"band 99 is not an E-UTRA band srsRAN 4G knows; FDD bands mplab renders: 1, 2, 3"),
+    ({"band": 99, "dl_earfcn": 38000},
+     r"band 99 is not an E-UTRA band srsRAN 4G knows; FDD bands mplab renders: 1, 2, 3"),
     ({"band": 22, "dl_earfcn": 7000}, r"band 22: srsRAN 4G's band table puts band 22 at 3500 MHz"),
     ({"band": 66, "dl_earfcn": 67300}, r"valid: 66486..67086"),       # the 70 MHz uplink bounds band 66
 ])

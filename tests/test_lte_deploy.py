@@ -378,7 +378,8 @@ def test_a_daemon_that_restarted_during_the_start_fails(tmp_path):
     from lte.verify import check_restarts, take_marks
     inv = _inventory(tmp_path)
     hss = tmp_path / "epc" / "log" / "hss.log"
-    hss.write_text("11/25 10:00:00.000: [app] INFO: Configuration: '/etc/open5gs/hss.yaml' (../lib/app/ogs-init.c:133)\n")
+    hss.write_text("11/25 10:00:00.000: [app] INFO: Configuration: '/etc/open5gs/hss.yaml' "
+                   "(../lib/app/ogs-init.c:133)\n")
     h = LocalHost("epc")
     marks = take_marks(inv, h)
     check_restarts(h, marks)                                # the earlier start does not count
