@@ -225,13 +225,26 @@ def check_ping(inv: Inventory, receiver: Receiver, host: Host) -> Check:
                                                             "to the UE pool")
 
 
-def run_checks(inv: Inventory, epc: Host, receivers: Mapping[str, Host], mme_log: str | None = None) -> list[Check]:
-    """S1 setup, then per receiver attach and (if attached) ping, all against this start's MME log."""
+def check_enb_s1(inv: Inventory, enb: Host) -> Check:
+    """srsenb's own S1 outcome and cell complaints, from its log file (srsenb truncates it at each start)."""
+    path = inv.lte.enb.log_path
+    try:
+        text = enb.read_file(path).decode(errors="replace")
+    except (OSError, MplabError) as exc:
+        return Check(enb.name, "enb-s1", False, f"cannot read {path}: {exc}", "eNB side: is srsenb running?")
+    ok, detail, side = srsenb_s1_verdict(text)
+    return Check(enb.name, "enb-s1", bool(ok), detail, "" if ok else f"likely side: {side}")
+
+
+def run_checks(inv: Inventory, epc: Host, receivers: Mapping[str, Host], mme_log: str | None = None,
+               enb: Host | None = None) -> list[Check]:
+    """S1 setup (the MME's side, and srsenb's own when ``enb`` is given), then per receiver attach and (if
+    attached) ping, all against this start's logs."""
     try:
         mme_log = this_start(inv, epc, mme_log)
     except (OSError, MplabError):
         mme_log = None
-    checks = [check_s1(inv, epc, mme_log)]
+    checks = [check_s1(inv, epc, mme_log)] + ([check_enb_s1(inv, enb)] if enb is not None else [])
     for r in inv.receivers:
         host = receivers[r.name]
         att = check_attach(inv, r, host, mme_log if inv.lte.epc.kind == "open5gs" else None)

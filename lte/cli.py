@@ -179,7 +179,7 @@ def check(inventory: InventoryArg) -> None:
     hosts = lte_hosts(inv)
     rx = receiver_hosts(inv)
     try:
-        checks = run_checks(inv, hosts.epc, rx)
+        checks = run_checks(inv, hosts.epc, rx, enb=hosts.enb)
     finally:
         for h in [hosts.enb, hosts.epc, *rx.values()]:
             h.close()

@@ -176,3 +176,16 @@ def test_checks_against_the_kernel(prefix, tmp_path):
     assert ("n2", "ping") not in by                         # no ping without an attach
     msg = diagnose(checks)
     assert msg.startswith("LTE check 'attach' failed on host 'n2'") and "IMSI 001010000000002" in msg
+
+
+def test_enb_s1_check_reads_srsenbs_own_log(tmp_path):
+    from harness.hosts.local import LocalHost
+    from lte.checks import check_enb_s1
+    inv = lab_inventory()
+    inv = inv.model_copy(update={"lte": inv.lte.model_copy(update={"enb": inv.lte.enb.model_copy(
+        update={"log_path": str(tmp_path / "enb.log")})})})
+    (tmp_path / "enb.log").write_text(S1_OK)
+    assert check_enb_s1(inv, LocalHost("enb")).ok
+    (tmp_path / "enb.log").write_text("S1 Setup Failure. Cause: unknown-PLMN\n")
+    c = check_enb_s1(inv, LocalHost("enb"))
+    assert not c.ok and c.detail == "srsenb: S1 Setup Failure, cause unknown-PLMN" and "EPC" in c.fix
