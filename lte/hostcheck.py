@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.deploy.trial import Trial, Verdict, run_trial
+from harness.deploy.trial import Trial, Verdict, decide, last_words
 from harness.testbeds.base import Check
 from harness.errors import ConfigError, MplabError
 from harness.hosts.local import BackgroundProcess, CommandResult, Host
@@ -137,6 +137,19 @@ def epc_trials(inv: Inventory, host: Host, where: str) -> tuple[list[Trial], lis
     return trials, found
 
 
+def run_bounded(host: Host, trial: Trial, seconds: int = 15) -> Verdict:
+    """``trial`` on ``host`` for at most ``seconds`` (then SIGINT, as srsRAN and Open5GS stop cleanly on it),
+    judged on its whole output: an SSH host shows a process's output only once it has exited."""
+    res = host.run(["timeout", "-s", "INT", "-k", "5", str(seconds), *trial.argv], check=False,
+                   timeout=seconds + 20)
+    both = res.stdout + "\n" + res.stderr
+    got = decide(res.stdout, res.stderr, trial)
+    if got is None:
+        return Verdict(trial.name, False, f"no verdict within {seconds} s (exit {res.returncode}): "
+                                          f"{last_words(both, 2)}", trial.argv, both)
+    return Verdict(trial.name, got[0], got[1], trial.argv, both)
+
+
 def check_on_host(host: Host, role: str, inv: Inventory, netns: str, addresses: list[str]) -> list[Verdict]:
     """Versions and trials of the daemons ``role`` ("enb" or "epc") runs, on ``host``; scratch removed after."""
     where = host.run(["mktemp", "-d", "/tmp/mplab-ltecheck-XXXXXX"]).stdout.strip()
@@ -151,7 +164,7 @@ def check_on_host(host: Host, role: str, inv: Inventory, netns: str, addresses: 
             for a in dict.fromkeys(addresses):
                 if not a.startswith("127."):
                     ns.run(["ip", "addr", "add", f"{a}/32", "dev", "lo"])
-            verdicts += [run_trial(ns, t) for t in trials]
+            verdicts += [run_bounded(ns, t) for t in trials]
         return [Verdict(f"{v.name} @{host.name}", v.ok, v.detail, v.argv, v.output) for v in verdicts]
     finally:
         if made:

@@ -93,7 +93,7 @@ SRSRAN_RELEASES = ((22, 4), (22, 10), (23, 4), (23, 11))
 
 @dataclass(frozen=True, order=True)
 class SrsranVersion:
-    """A srsRAN 4G release number (``srsenb --version`` prints "Version 23.04.0")."""
+    """A srsRAN 4G release number (``srsenb --version`` prints "Version 23.4.0" for 23.04)."""
 
     major: int
     minor: int

@@ -100,5 +100,5 @@ def test_version_decision_rules():
     with pytest.raises(ConfigError, match="Open5GS 2.5 is not a series mplab has templates for"):
         decide_open5gs("2.5", None)
     with pytest.raises(ConfigError, match=r"srsRAN 4G 22.10 is pinned but the eNB host runs 23.04.0"):
-        decide_srsran("22.10", parse_srsran_version("Version 23.04.0"))
-    assert str(decide_srsran("23.04", parse_srsran_version("Version 23.04.1"))) == "23.04.1"
+        decide_srsran("22.10", parse_srsran_version("Version 23.4.0"))
+    assert str(decide_srsran("23.04", parse_srsran_version("Version 23.4.1"))) == "23.04.1"

@@ -392,7 +392,7 @@ def test_a_daemon_that_restarted_during_the_start_fails(tmp_path):
         check_restarts(h, marks)
 
 
-def _source_build(bindir, version="23.04.0"):
+def _source_build(bindir, version="23.4.0"):
     """A "source build" directory: srsenb and srsepc wrappers around the stand-ins, answering --version."""
     bindir.mkdir(parents=True, exist_ok=True)
     for prog in ("srsenb", "srsepc"):
@@ -438,7 +438,7 @@ def test_srsran_release_pinned_differently_from_the_host_is_refused(s1, tmp_path
     d = lab_data()
     d["lte"]["enb"].update(config_dir=str(tmp_path / "enb"), bin_dir=str(tmp_path / "bin"), version="22.10")
     inv = Inventory.model_validate(d)
-    _source_build(tmp_path / "bin", version="23.04.0")
+    _source_build(tmp_path / "bin", version="23.4.0")
     tools = standins.install(s1["dir"], {})
     hosts = _hosts("netns", s1, tools, None)
     from harness.errors import ConfigError

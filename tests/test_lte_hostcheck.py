@@ -40,7 +40,7 @@ def _stub(path, version):
 
 @pytest.mark.root
 def test_version_on_the_enb_host_against_the_pin(rig, prefix, tmp_path):
-    _stub(tmp_path / "bin" / "srsenb", "23.04.0")
+    _stub(tmp_path / "bin" / "srsenb", "23.4.0")
     d = lab_data()
     d["lte"]["enb"].update(bin_dir=str(tmp_path / "bin"), version="22.10")
     d["lte"]["epc"].update(version="2.7.2")
@@ -82,7 +82,7 @@ def test_real_srsenb_checked_on_its_host_over_ssh(rig, prefix, tmp_path):
 def test_preflight_version_lines_from_the_hosts(prefix, tmp_path):
     from harness.testing.sshrig import SshdRig
     from lte.hostcheck import version_checks
-    _stub(tmp_path / "bin" / "srsenb", "23.04.0")
+    _stub(tmp_path / "bin" / "srsenb", "23.4.0")
     mmed = tmp_path / "o5" / "open5gs-mmed"
     mmed.parent.mkdir()
     mmed.write_text("#!/bin/sh\necho 'Open5GS daemon v2.7.2'\n")
