@@ -130,8 +130,9 @@ def this_start(inv: Inventory, epc: Host, mme_log: str | None = None) -> str:
     return text if inv.lte.epc.kind == "srsepc" else last_start(text)
 
 
-def check_s1(inv: Inventory, epc: Host, mme_log: str | None = None) -> Check:
-    """S1 setup of the inventory's eNodeB in this start's MME log (srsepc's own log for srsEPC)."""
+def check_s1(inv: Inventory, epc: Host, mme_log: str | None = None, epc_console: str = "") -> Check:
+    """S1 setup of the inventory's eNodeB in this start's MME log (srsepc's own log for srsEPC, with its console
+    ``epc_console``: srsepc's log file is stdio-buffered, its console is not)."""
     assert inv.lte is not None
     epc_cfg = inv.lte.epc
     srsepc = epc_cfg.kind == "srsepc"
@@ -142,6 +143,9 @@ def check_s1(inv: Inventory, epc: Host, mme_log: str | None = None) -> Check:
         return Check(epc.name, "s1-setup", False, f"cannot read {path}: {exc}",
                      "EPC side: is srsepc running and logging there ([log] filename)?" if srsepc else
                      "EPC side: is open5gs-mmed running and logging there?")
+    if srsepc:
+        cut = epc_console.rfind("Software Radio Systems EPC")
+        text += "\n" + (epc_console[cut:] if cut >= 0 else epc_console)
     ok, detail = srsepc_s1_seen(text) if srsepc else s1_setup_seen(text, str(inv.lte.enb.address))
     if ok:
         return Check(epc.name, "s1-setup", True, detail, "")
@@ -233,18 +237,20 @@ def check_enb_s1(inv: Inventory, enb: Host) -> Check:
     except (OSError, MplabError) as exc:
         return Check(enb.name, "enb-s1", False, f"cannot read {path}: {exc}", "eNB side: is srsenb running?")
     ok, detail, side = srsenb_s1_verdict(text)
-    return Check(enb.name, "enb-s1", bool(ok), detail, "" if ok else f"likely side: {side}")
+    if ok is None:      # srslog buffers the file: no line yet is not a failure (the MME's side decides then)
+        return Check(enb.name, "enb-s1", True, "no S1 outcome in srsenb's log yet (the file is buffered)", "")
+    return Check(enb.name, "enb-s1", ok, detail, "" if ok else f"likely side: {side}")
 
 
 def run_checks(inv: Inventory, epc: Host, receivers: Mapping[str, Host], mme_log: str | None = None,
-               enb: Host | None = None) -> list[Check]:
+               enb: Host | None = None, epc_console: str = "") -> list[Check]:
     """S1 setup (the MME's side, and srsenb's own when ``enb`` is given), then per receiver attach and (if
     attached) ping, all against this start's logs."""
     try:
         mme_log = this_start(inv, epc, mme_log)
     except (OSError, MplabError):
         mme_log = None
-    checks = [check_s1(inv, epc, mme_log)] + ([check_enb_s1(inv, enb)] if enb is not None else [])
+    checks = [check_s1(inv, epc, mme_log, epc_console)] + ([check_enb_s1(inv, enb)] if enb is not None else [])
     for r in inv.receivers:
         host = receivers[r.name]
         att = check_attach(inv, r, host, mme_log if inv.lte.epc.kind == "open5gs" else None)

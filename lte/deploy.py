@@ -197,8 +197,10 @@ def _start_all(inv: Inventory, hosts: LteHosts, deadline_s: float, settle_s: flo
 def _verify_started(inv: Inventory, hosts: LteHosts, marks: StartMarks, s1_deadline_s: float) -> str:
     """S1 Setup seen from both ends in this start's output, and no EPC daemon restarted meanwhile."""
     enb_unit = inv.lte.enb.unit
+    epc_console = (lambda: hosts.services["epc"].logs(inv.lte.epc.unit, 300)) if inv.lte.epc.kind == "srsepc" \
+        else (lambda: "")
     detail = await_s1(inv, hosts.enb, hosts.epc, marks, lambda: hosts.services["enb"].logs(enb_unit, 300),
-                      s1_deadline_s)
+                      s1_deadline_s, epc_console=epc_console)
     check_restarts(hosts.epc, marks)
     log.info("S1: %s", detail)
     return detail

@@ -29,6 +29,7 @@ log = logging.getLogger("mplab.lte")
 
 #: srsenb's console banner at each start (srsenb/src/main.cc): its journal is cut there.
 SRSENB_BANNER_RE = re.compile(r"Software Radio Systems LTE eNodeB")
+SRSEPC_BANNER_RE = re.compile(r"Software Radio Systems EPC")
 
 
 class LteStepError(StepError):
@@ -62,26 +63,33 @@ def enb_output(inv: Inventory, enb: Host, console: str) -> str:
     return text + "\n" + (console[hits[-1].start():] if hits else console)
 
 
-def s1_state(inv: Inventory, epc: Host, marks: StartMarks, enb_text: str) -> tuple[bool | None, str, str]:
-    """(ok, detail, side) of S1 from both ends; ok None while undecided."""
+def s1_state(inv: Inventory, epc: Host, marks: StartMarks, enb_text: str,
+             epc_console: str = "") -> tuple[bool | None, str, str]:
+    """(ok, detail, side) of S1 from both ends; ok None while undecided. ``epc_console``: srsepc's console of
+    this start (its log file is stdio-buffered like srsenb's; the console is not)."""
     enb_ok, enb_detail, enb_side = srsenb_s1_verdict(enb_text)
     if enb_ok is False:
         return False, enb_detail, enb_side
     name = "epc" if inv.lte.epc.kind == "srsepc" else "mme"
     mme_text = since(epc, marks.epc[name])
     if inv.lte.epc.kind == "srsepc":
-        mme_ok, mme_detail = srsepc_s1_seen(mme_text)
+        hits = list(SRSEPC_BANNER_RE.finditer(epc_console))
+        mme_ok, mme_detail = srsepc_s1_seen(mme_text + "\n" + (epc_console[hits[-1].start():] if hits else ""))
     else:
         mme_ok, mme_detail = s1_setup_seen(mme_text, str(inv.lte.enb.address))
     if any(w in mme_detail for w in ("refused", "removed", "left")):
         return False, mme_detail, "EPC (PLMN/TAC)" if "refused" in mme_detail else "eNB (it left)"
     if enb_ok and mme_ok:
         return True, f"{enb_detail}; MME: {mme_detail}", ""
+    if enb_ok is None and mme_ok:
+        # srsenb's log file is stdio-buffered (srslog flushes it on exit or its "flush" console command), so
+        # its success line can lag for minutes; its console (line-buffered) would have shown any S1 failure.
+        return True, f"MME: {mme_detail}; srsenb: no S1 failure on its console (its log file is buffered)", ""
     return None, enb_detail if not enb_ok else f"MME: {mme_detail}", enb_side or "EPC"
 
 
 def await_s1(inv: Inventory, enb: Host, epc: Host, marks: StartMarks, console, deadline_s: float,
-             poll_s: float = 0.5) -> str:
+             poll_s: float = 0.5, epc_console=lambda: "") -> str:
     """Wait until both ends report S1 Setup; ``LteStepError`` naming the side on failure or at the deadline.
 
     Args:
@@ -89,7 +97,7 @@ def await_s1(inv: Inventory, enb: Host, epc: Host, marks: StartMarks, console, d
     """
     end = time.monotonic() + deadline_s
     while True:
-        ok, detail, side = s1_state(inv, epc, marks, enb_output(inv, enb, console()))
+        ok, detail, side = s1_state(inv, epc, marks, enb_output(inv, enb, console()), epc_console())
         if ok:
             return detail
         if ok is False or time.monotonic() >= end:
