@@ -145,7 +145,8 @@ def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch, 
         tb = json.loads((campaign.path / "manifest.json").read_text())["testbed"]
         cell = tb["lte_access"]["n1"]
         assert cell["kind"] == "srsran-zmq" and cell["n_prb"] == n_prb and "not emulated radio" in cell["radio"]
-        assert cell["attach_s"] > 0 and r["lte_attach_s"] == cell["attach_s"]
+        # the attach time: in each record (the manifest is written before the testbed, and its cell, is up)
+        assert r["lte_attach_s"] > 0, r
         assert cell["s1_sctp"] == "kernel SCTP" if kernel_has_sctp() else "shim of the test rigs" in cell["s1_sctp"]
     finally:
         clean_prefix(prefix)
