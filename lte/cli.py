@@ -25,7 +25,7 @@ from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
 from lte.render import render_all
 from lte.subscribers import open_collection
 from lte.tunnel import LocalForward
-from lte.version import parse_version
+from lte.version import decide_open5gs, parse_version
 
 console = Console()
 app = typer.Typer(name="lte", no_args_is_help=True, help="The lab's LTE cell: srsRAN eNodeB + Open5GS EPC.")
@@ -88,7 +88,8 @@ def parse_mongo_uri(uri: str) -> tuple[str, int, str]:
 
 @app.command()
 def render(inventory: InventoryArg,
-           version: Annotated[str, typer.Option(help="Open5GS version whose schema to write")] = "2.7.2",
+           version: Annotated[Optional[str], typer.Option(
+               help="the Open5GS version the EPC runs (checked against lte.epc.version; default: the pin)")] = None,
            secrets: SecretsOpt = None,
            out: Annotated[Path, typer.Option(help="directory to write into (one subdirectory per machine)")] =
            Path("lte-rendered")) -> None:
@@ -106,7 +107,11 @@ def render(inventory: InventoryArg,
         # --secrets file is still read, so that a group-readable or invalid one is refused as on the srsEPC path.
         if secrets is not None:
             secrets_for(inv, inventory, secrets, required=False)
-        files = render_all(inv, parse_version(version, source="--version"))
+        # the same decision `lte up` makes, with --version standing in for what the EPC host reports
+        installed = parse_version(version, source="--version") if version else None
+        v = decide_open5gs(inv.lte.epc.version, installed, "--version")
+        console.print(f"Open5GS {v} ({'--version' if installed else 'lte.epc.version'}): its template set")
+        files = render_all(inv, v)
     for f in files:
         p = out / f.machine / f.path.lstrip("/")
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -178,7 +183,8 @@ def check(inventory: InventoryArg) -> None:
     hosts = lte_hosts(inv)
     rx = receiver_hosts(inv)
     try:
-        checks = run_checks(inv, hosts.epc, rx)
+        console = hosts.services["epc"].logs(inv.lte.epc.unit, 300) if inv.lte.epc.kind == "srsepc" else ""
+        checks = run_checks(inv, hosts.epc, rx, enb=hosts.enb, epc_console=console)
     finally:
         for h in [hosts.enb, hosts.epc, *rx.values()]:
             h.close()
@@ -203,7 +209,10 @@ def logs(inventory: InventoryArg,
 @app.command("check-configs")
 def check_configs(inventory: InventoryArg,
                   keep: Annotated[Optional[Path], typer.Option(
-                      help="render into this directory and keep it (default: a temporary one)")] = None) -> None:
+                      help="render into this directory and keep it (default: a temporary one)")] = None,
+                  on_hosts: Annotated[bool, typer.Option(
+                      "--hosts", help="check each daemon on the host that will run it (over SSH), with the "
+                                      "versions installed there")] = False) -> None:
     """Start each installed srsRAN/Open5GS daemon on the rendered configs in a scratch namespace; a daemon
     passes when it gets past parsing. Programs: $MPLAB_LTE_BIN, then PATH. Exit 1 if one refuses its file."""
     import os
@@ -211,18 +220,29 @@ def check_configs(inventory: InventoryArg,
     from lte.realcheck import BIN_ENV, check_configs as run_check
 
     inv = lte_inventory(inventory)
+    if on_hosts:
+        from lte.hostcheck import check_hosts
+        with cell_hosts(inv) as hosts:
+            verdicts = check_hosts(inv, hosts, f"mplab-ltecheck-{os.getpid()}")
+        _print_verdicts(verdicts)
+        return
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     plan, verdicts = run_check(inv, f"mplab-ltecheck-{os.getpid()}", keep.resolve() if keep else None)
     if plan.open5gs_version:
         console.print(f"Open5GS schema of {plan.open5gs_version}")
+    if all(v.ok is None for v in verdicts):
+        console.print(f"nothing checked: no srsRAN 4G or Open5GS program found (install them, or point "
+                      f"{BIN_ENV} at their bin directory; see docs/lte.md)")
+    _print_verdicts(verdicts)
+
+
+def _print_verdicts(verdicts) -> None:
+    """One line per daemon; ``MplabError`` (exit 1) naming every refusal."""
     colour = {"ok": "green", "FAIL": "red", "absent": "yellow"}
     for v in verdicts:
         console.print(f"[{colour[v.word]}]{v.word:6}[/] ", end="")
         console.print(f"{v.name:16} {v.detail}", markup=False, highlight=False, soft_wrap=True)
-    if all(v.ok is None for v in verdicts):
-        console.print(f"nothing checked: no srsRAN 4G or Open5GS program found (install them, or point "
-                      f"{BIN_ENV} at their bin directory; see docs/lte.md)")
     bad = [v for v in verdicts if v.ok is False]
     if bad:
         raise MplabError(f"{len(bad)} daemon(s) refused mplab's configuration: "

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.deploy.files import Pushed, push_files
-from harness.deploy.services import ServiceManager, StepError, Systemd, restart_and_wait
-from harness.errors import CommandError, MplabError
+from harness.deploy.services import ServiceManager, Systemd, restart_and_wait
+from harness.errors import CommandError, MplabError, PreflightError
 from harness.hosts.local import Host
 from harness.config.inventory import Inventory
 from lte.render import render_all, render_srsenb
@@ -24,17 +24,15 @@ from lte.secrets import Secrets
 from lte.services import Unit, cell_units
 from lte.srsepc import SqnMerge, render_srsepc
 from lte.subscribers import Collection, ProvisionResult, inventory_documents, provision
-from lte.version import Open5gsVersion, detect_version, parse_version
+from lte.version import (Open5gsVersion, SrsranVersion, decide_open5gs, decide_srsran, detect_srsran,
+                         detect_version)
+from lte.units import UNIT_DIR, render_units
+from lte.verify import (LteStepError, StartMarks, await_s1, check_restarts, take_marks,  # noqa: F401
+                         verify_mongo_on_host)
 
 log = logging.getLogger("mplab.lte")
 
 OGSTUN = "ogstun"
-
-
-class LteStepError(StepError):
-    """A named step of bringing the cell up or down failed on a named host."""
-
-    what = "LTE"
 
 
 @dataclass
@@ -69,11 +67,31 @@ def ensure_ogstun(host: Host, gateway: str, prefixlen: int) -> None:
 
 
 def resolve_version(inv: Inventory, epc: Host) -> Open5gsVersion:
-    """The pinned ``lte.epc.version``, else what the EPC host has installed."""
+    """What the EPC host runs (``open5gs-mmed -v``), checked against the pin ``lte.epc.version``: the one
+    decision ``lte render`` and ``check-configs`` make too (``lte.version.decide_open5gs``)."""
     assert inv.lte is not None
-    if inv.lte.epc.version:
-        return parse_version(inv.lte.epc.version, source="lte.epc.version")
-    return detect_version(epc)
+    try:
+        installed = detect_version(epc)
+    except (PreflightError, CommandError) as exc:
+        if not inv.lte.epc.version:
+            raise
+        installed = None
+        log.warning("%s; writing the pinned lte.epc.version %s unverified", exc, inv.lte.epc.version)
+    return decide_open5gs(inv.lte.epc.version, installed, f"host {epc.name} (open5gs-mmed -v)")
+
+
+def enb_program(inv: Inventory) -> str:
+    """srsenb as the eNB host runs it: from ``lte.enb.bin_dir`` (a source build), else PATH."""
+    bin_dir = inv.lte.enb.bin_dir
+    return f"{bin_dir}/srsenb" if bin_dir else "srsenb"
+
+
+def check_srsran_version(inv: Inventory, enb: Host) -> SrsranVersion | None:
+    """``srsenb --version`` on the eNB host against the pin ``lte.enb.version`` (a mismatch is refused)."""
+    installed = detect_srsran(enb, enb_program(inv))
+    if installed is None:
+        log.warning("[%s] srsenb --version did not answer; srsRAN release not verified", enb.name)
+    return decide_srsran(inv.lte.enb.version, installed, f"host {enb.name}")  # ConfigError: exit 2, names both
 
 
 @dataclass(frozen=True)
@@ -86,11 +104,14 @@ class UpReport:
     started: tuple[str, ...]
     duration_s: float
     sqn: SqnMerge | None = None
+    s1: str = ""
+    marks: StartMarks | None = None
 
 
 def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
            collection: Callable[[], Collection] | None, *, start_deadline_s: float = 30.0,
-           settle_s: float = 0.5, stamp: str | None = None) -> UpReport:
+           settle_s: float = 0.5, stamp: str | None = None, s1_deadline_s: float = 30.0,
+           unit_dir: str = UNIT_DIR) -> UpReport:
     """Configure and start the cell: push, ogstun, subscribers, restart in dependency order.
 
     Args:
@@ -98,18 +119,23 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
         collection: opens the subscribers collection (``lte.subscribers.open_collection``).
         start_deadline_s: how long each daemon may take to become active.
         settle_s: how long a daemon must stay active to count as started (catches instant crashes).
+        s1_deadline_s: how long srsenb and the MME may take to report S1 Setup (``lte.verify``).
+        unit_dir: where mplab's own units for source-built srsRAN go (``lte.units``).
     """
     assert inv.lte is not None, "inventory has no lte section"
     t0 = time.monotonic()
     stamp = stamp or time.strftime("%Y%m%dT%H%M%S")
     lte = inv.lte
     if lte.epc.kind == "srsepc":
-        return _srsepc_up(inv, hosts, secrets, start_deadline_s, settle_s, stamp, t0)
+        return _srsepc_up(inv, hosts, secrets, start_deadline_s, settle_s, stamp, t0, s1_deadline_s, unit_dir)
+    check_srsran_version(inv, hosts.enb)
     try:
-        version = resolve_version(inv, hosts.epc)
-    except MplabError as exc:
+        version = resolve_version(inv, hosts.epc)     # a pin that disagrees with the host: ConfigError, exit 2
+    except (PreflightError, CommandError) as exc:
         raise LteStepError("detect Open5GS version", hosts.epc.name, str(exc)) from exc
-    files = render_all(inv, version)
+    units = render_units(inv, unit_dir)
+    files = render_all(inv, version) + units
+    coll = _subscriber_store(inv, hosts, collection)       # verified before anything is pushed
     pushed: list[Pushed] = []
     for role in ("enb", "epc"):
         host = hosts.host(role)
@@ -118,42 +144,90 @@ def lte_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None,
             pushed += push_files(host, mine, stamp)
         except (MplabError, OSError) as exc:
             raise LteStepError(f"push {len(mine)} config file(s) to {role}", host.name, str(exc)) from exc
+    _reload_units(hosts, units, pushed)
     try:
         ensure_ogstun(hosts.epc, str(lte.epc.ue_gateway), lte.epc.ue_pool.prefixlen)
     except CommandError as exc:
         raise LteStepError("set up ogstun (UE pool gateway)", hosts.epc.name, str(exc)) from exc
     result = None
-    if collection is not None and secrets is not None:
+    if coll is not None and secrets is not None:
         try:
-            result = provision(collection(), inventory_documents(inv, secrets))
+            result = provision(coll, inventory_documents(inv, secrets))
         except MplabError as exc:
             raise LteStepError("provision subscribers", hosts.epc.name, str(exc)) from exc
     else:
         log.warning("subscriber provisioning skipped (no secrets file or no database)")
+    marks = take_marks(inv, hosts.epc)
+    started = _start_all(inv, hosts, start_deadline_s, settle_s)
+    s1 = _verify_started(inv, hosts, marks, s1_deadline_s)
+    return UpReport(str(version), tuple(pushed), result, tuple(started), time.monotonic() - t0, s1=s1, marks=marks)
+
+
+def _subscriber_store(inv: Inventory, hosts: LteHosts, collection: Callable[[], Collection] | None):
+    """The opened (pinged) subscribers collection, or None; ``LteStepError`` when MongoDB is down."""
+    if collection is not None:
+        try:
+            return collection()
+        except MplabError as exc:
+            raise LteStepError("reach MongoDB (the subscriber store) before pushing anything", hosts.epc.name,
+                               str(exc)) from exc
+    if not verify_mongo_on_host(hosts.epc, inv.lte.epc.db_uri):
+        log.warning("[%s] MongoDB not verified: neither mongosh nor mongo is installed there", hosts.epc.name)
+    return None
+
+
+def _reload_units(hosts: LteHosts, units: list, pushed: list[Pushed]) -> None:
+    """``systemctl daemon-reload`` on each host whose mplab-written unit file changed."""
+    role_of = {u.path: u.machine for u in units}
+    for role in sorted({role_of[p.path] for p in pushed if p.changed and p.path in role_of}):
+        try:
+            hosts.services[role].reload()
+        except MplabError as exc:
+            raise LteStepError("reload systemd (mplab's srsRAN units)", hosts.host(role).name, str(exc)) from exc
+
+
+def _start_all(inv: Inventory, hosts: LteHosts, deadline_s: float, settle_s: float) -> list[str]:
     started = []
     for unit in cell_units(inv):
-        _start(hosts, unit, start_deadline_s, settle_s)
+        _start(hosts, unit, deadline_s, settle_s)
         started.append(unit.name)
-    return UpReport(str(version), tuple(pushed), result, tuple(started), time.monotonic() - t0)
+    return started
+
+
+def _verify_started(inv: Inventory, hosts: LteHosts, marks: StartMarks, s1_deadline_s: float) -> str:
+    """S1 Setup seen from both ends in this start's output, and no EPC daemon restarted meanwhile."""
+    enb_unit = inv.lte.enb.unit
+    epc_console = (lambda: hosts.services["epc"].logs(inv.lte.epc.unit, 300)) if inv.lte.epc.kind == "srsepc" \
+        else (lambda: "")
+    detail = await_s1(inv, hosts.enb, hosts.epc, marks, lambda: hosts.services["enb"].logs(enb_unit, 300),
+                      s1_deadline_s, epc_console=epc_console)
+    check_restarts(hosts.epc, marks)
+    log.info("S1: %s", detail)
+    return detail
 
 
 def _srsepc_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None, start_deadline_s: float, settle_s: float,
-               stamp: str, t0: float) -> UpReport:
+               stamp: str, t0: float, s1_deadline_s: float, unit_dir: str) -> UpReport:
     """srsEPC: stop it (it writes the SQNs back on exit), carry the SQNs over, push, start srsepc then srsenb."""
     lte = inv.lte
-    enb_files = render_srsenb(inv)                     # an unknown srsRAN release is refused before any push
+    check_srsran_version(inv, hosts.enb)
+    units = render_units(inv, unit_dir)
+    enb_files = render_srsenb(inv) + [u for u in units if u.machine == "enb"]
     if secrets is None:
         raise LteStepError("render user_db.csv", hosts.epc.name, "srsepc keeps the SIM keys in user_db.csv: "
                                                                 "pass --secrets (or set lab.secrets_file)")
     epc_unit = cell_units(inv)[0]
     try:
-        hosts.services["epc"].stop(epc_unit.name)
+        # Only a running srsepc has SQNs to write back; a unit that does not exist (yet) has nothing to stop.
+        if hosts.services["epc"].is_active(epc_unit.name):
+            hosts.services["epc"].stop(epc_unit.name)
     except MplabError as exc:
         raise LteStepError(f"stop srsEPC ({epc_unit.name}) so that it writes its SQNs back", hosts.epc.name,
                            str(exc)) from exc
     try:
         existing = hosts.epc.read_file(lte.epc.user_db).decode() if hosts.epc.exists(lte.epc.user_db) else None
         epc_files, merge = render_srsepc(inv, secrets, existing)
+        epc_files = epc_files + [u for u in units if u.machine == "epc"]
     except MplabError as exc:
         raise LteStepError("read user_db.csv (SQNs)", hosts.epc.name, str(exc)) from exc
     if merge.reset:
@@ -164,11 +238,11 @@ def _srsepc_up(inv: Inventory, hosts: LteHosts, secrets: Secrets | None, start_d
             pushed += push_files(host, files, stamp)
         except (MplabError, OSError) as exc:
             raise LteStepError(f"push {len(files)} config file(s) to {role}", host.name, str(exc)) from exc
-    started = []
-    for unit in cell_units(inv):
-        _start(hosts, unit, start_deadline_s, settle_s)
-        started.append(unit.name)
-    return UpReport("srsepc", tuple(pushed), None, tuple(started), time.monotonic() - t0, merge)
+    _reload_units(hosts, units, pushed)
+    marks = take_marks(inv, hosts.epc)
+    started = _start_all(inv, hosts, start_deadline_s, settle_s)
+    s1 = _verify_started(inv, hosts, marks, s1_deadline_s)
+    return UpReport("srsepc", tuple(pushed), None, tuple(started), time.monotonic() - t0, merge, s1=s1, marks=marks)
 
 
 def _start(hosts: LteHosts, unit: Unit, deadline_s: float, settle_s: float) -> None:

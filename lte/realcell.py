@@ -49,6 +49,8 @@ SHIM_ENV = "MPLAB_SCTP_SHIM"
 ENB_S1, EPC_S1 = "127.0.1.1", "127.0.1.100"
 #: coreutils' stdbuf preload: line-buffered stdout, so that readiness lines arrive as printed.
 STDBUF = "/usr/libexec/coreutils/libstdbuf.so"
+#: srsenb's console when its MAC refuses the cell's PUCCH/PRACH layout (srsenb/src/stack/mac/sched_helpers.cc).
+CELL_REFUSED_RE = re.compile(r"Invalid (?:PUCCH|PRACH) configuration[^\n]*")
 #: Test PLMN 001/01, band 7 (the lab reference inventory's cell).
 MCC, MNC, TAC, DL_EARFCN = "001", "01", 7, 3100
 
@@ -140,6 +142,7 @@ class SrsranZmqCell:
         self.phy_deadline_s = phy_deadline_s
         self.attach_deadline_s = attach_deadline_s
         self._procs: list[BackgroundProcess] = []
+        self._link: LteLink | None = None
         self.attach_s: float | None = None
 
     def check(self, root: Host) -> list[Check]:
@@ -179,6 +182,10 @@ class SrsranZmqCell:
             enb = self._start(link.enb, env + [progs["srsenb"], str(where / "enb" / "enb.conf")], "srsenb")
             wait_line(enb, r"==== eNodeB started ===", 60)
             wait_line(epc, r"S1 Setup Response", 20)
+            # srsenb survives a cell its MAC refused (and S1 succeeds): say so now, not after the attach deadline
+            refused = CELL_REFUSED_RE.search("".join(enb.output_so_far()))
+            if refused:
+                raise PreflightError(f"real cell for {link.receiver}: srsenb refused the cell: {refused.group(0)}")
             ue = self._start(link.enb, env + [progs["srsue"], str(where / "enb" / "ue.conf")], "srsue")
             wait_line(ue, r"Waiting PHY to initialize \.\.\. done", self.phy_deadline_s)
             wait_line(ue, r"Network attach successful", self.attach_deadline_s)
@@ -187,6 +194,7 @@ class SrsranZmqCell:
             self.down()
             raise
         self.attach_s = time.monotonic() - t0
+        self._link = link
         log.info("real cell up for %s in %.1f s (%s)", link.receiver, self.attach_s, sctp)
 
     def _start(self, host: Host, argv: list[str], label: str) -> BackgroundProcess:
@@ -216,10 +224,29 @@ class SrsranZmqCell:
             except Exception as exc:  # noqa: BLE001 - teardown goes on to the next process
                 log.warning("real cell: stopping %s: %s", p.label, exc)
         self._procs.clear()
+        self._link = None
 
     def describe(self) -> dict:
         return {"kind": self.kind, "n_prb": self.spec.n_prb, "radio": "srsRAN 4G over ZeroMQ (not emulated radio)",
-                "s1_sctp": sctp_situation()[1]}
+                "s1_sctp": sctp_situation()[1],
+                "attach_s": None if self.attach_s is None else round(self.attach_s, 3)}
+
+    def health(self) -> str | None:
+        """srsepc, srsenb and srsUE still running, and the UE still holding its address."""
+        if self._link is None:
+            return "real cell: not up"
+        for p in self._procs:
+            code = p.poll()
+            if code is not None:
+                return f"real cell: {p.label} exited (code {code}); its output ends: {output_tail(p, 300)}"
+        link = self._link
+        res = link.receiver_host.run(["ip", "-j", "-4", "addr", "show", "dev", link.ifname], check=False)
+        addrs = [a["local"] for ln in json.loads(res.stdout or "[]") for a in ln.get("addr_info", [])] \
+            if res.returncode == 0 else []
+        if link.address not in addrs:
+            return (f"real cell: the UE is no longer attached ({link.ifname} in {link.receiver_netns} has "
+                    f"{', '.join(addrs) or 'no address'}, not {link.address})")
+        return None
 
 
 #: The access kinds ``lte`` provides; the CLI passes this into the emulated testbed.

@@ -32,7 +32,7 @@ from harness.config.inventory import Inventory
 from harness.deploy.secrets import Secrets
 from harness.deploy.files import ConfigFile
 from lte.render import EPC_DAEMONS, render_open5gs, render_srsenb
-from lte.version import Open5gsVersion, parse_version
+from lte.version import Open5gsVersion, decide_open5gs, parse_version
 
 #: Environment variable naming extra directories with the LTE programs (before PATH).
 BIN_ENV = "MPLAB_LTE_BIN"
@@ -156,10 +156,11 @@ def plan(inv: Inventory, where: Path, dirs: Sequence[str] = (), netns: str = "mp
                                                    f"under ${BIN_ENV})"))
     else:
         first = next(p for p in daemons.values() if p)
-        pinned = inv.lte.epc.version
-        v = parse_version(pinned, source="lte.epc.version") if pinned else installed_open5gs_version(
-            daemons["mme"] or first)
-        version = v or parse_version("2.7.2")
+        prog = daemons["mme"] or first
+        installed = installed_open5gs_version(prog)
+        # the decision `lte up` and `lte render` make: a pin that disagrees with the program is refused
+        version = decide_open5gs(inv.lte.epc.version, installed, f"{prog} -v") if (
+            installed or inv.lte.epc.version) else parse_version("2.7.2")
         inv_e = redirected(inv, where, freediameter_dir(first))
         files = render_open5gs(inv_e, version)
         write(files)
@@ -199,6 +200,9 @@ def srsepc_trial(inv: Inventory, where: Path, dirs: Sequence[str], trials: list[
         return
     variant = srsepc_variant(inv)
     if variant is None:
+        # a verdict all the same: the lab should see why its cell cannot move to srsEPC
+        absent.append(Verdict("srsepc (other core)", None, f"not tried: srsepc's MME serves one TAC and this "
+                                                          f"cell's MME serves {inv.lte.epc.tacs}"))
         return
     epc = variant.lte.epc.model_copy(update={"config_dir": str(where / "srsepc"), "log_dir": str(where / "srsepc"),
                                              "user_db": str(where / "srsepc" / "user_db.csv")})

@@ -15,9 +15,10 @@ from typing import Literal
 import jinja2
 
 from harness.config.inventory import Inventory
-from harness.config.radio import SIB2_UE_TIMERS, dl_freq_mhz, ul_earfcn
+from harness.config.radio import SIB2_UE_TIMERS, dl_freq_mhz, ul_earfcn, ul_freq_mhz
 from harness.deploy.files import ConfigFile
 from harness.errors import ConfigError
+from lte import cell
 from lte.version import Open5gsVersion, SrsranVersion, parse_srsran_version
 
 #: Which machine of the cell a file is for.
@@ -73,12 +74,25 @@ def render_srsenb(inv: Inventory) -> list[ConfigFile[Role]]:
     enb = inv.lte.enb
     tdir = srsran_templates(inv)
     ctx.update(dl_mhz=dl_freq_mhz(enb.band, enb.dl_earfcn),
-               ul_mhz=dl_freq_mhz(enb.band, enb.dl_earfcn) - 120.0,
+               ul_mhz=ul_freq_mhz(enb.band, enb.dl_earfcn),
                ul_earfcn=ul_earfcn(enb.band, enb.dl_earfcn),
-               prach_freq_offset=0 if enb.n_prb == 6 else 2, ue_timers=SIB2_UE_TIMERS)
+               cell=cell.derive(enb.n_prb), ue_timers=SIB2_UE_TIMERS)
     env = _env()
-    return [ConfigFile("enb", f"{enb.config_dir}/{name}", env.get_template(f"{tdir}/{name}.j2").render(ctx))
-            for name in SRSENB_FILES]
+    files = [ConfigFile("enb", f"{enb.config_dir}/{name}", env.get_template(f"{tdir}/{name}.j2").render(ctx))
+             for name in SRSENB_FILES]
+    check_cell_files(enb.n_prb, files)
+    return files
+
+
+def check_cell_files(n_prb: int, files: list[ConfigFile[Role]]) -> None:
+    """``ConfigError`` when the sib.conf/rr.conf among ``files`` break srsRAN's PUCCH/PRACH/SI rules."""
+    text = {f.path.rsplit("/", 1)[-1]: f.text for f in files}
+    try:
+        bad = cell.violations(cell.read_back(n_prb, text["sib.conf"], text["rr.conf"]))
+    except ValueError as exc:
+        raise ConfigError(str(exc), source="sib.conf") from None
+    if bad:
+        raise ConfigError("srsenb would not serve this cell: " + "; ".join(bad), source="sib.conf")
 
 
 def render_open5gs(inv: Inventory, version: Open5gsVersion) -> list[ConfigFile[Role]]:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.errors import ConfigError, PreflightError
+from harness.errors import ConfigError, MplabError, PreflightError
 from harness.hosts.local import Host
 
 Schema = Literal["2.6", "2.7"]
@@ -93,7 +93,7 @@ SRSRAN_RELEASES = ((22, 4), (22, 10), (23, 4), (23, 11))
 
 @dataclass(frozen=True, order=True)
 class SrsranVersion:
-    """A srsRAN 4G release number (``srsenb --version`` prints "Version 23.04.0")."""
+    """A srsRAN 4G release number (``srsenb --version`` prints "Version 23.4.0" for 23.04)."""
 
     major: int
     minor: int
@@ -119,3 +119,74 @@ def parse_srsran_version(text: str, source: str = "version") -> SrsranVersion:
     if not m:
         raise ConfigError(f"no srsRAN version (yy.mm[.p]) in {text.strip()[:200]!r}", source=source)
     return SrsranVersion(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+
+#: The newest release of each Open5GS series whose configuration mplab's templates were checked against:
+#: a pin of "2.6" means this one (the 2.6 template set at its newest patch level).
+OPEN5GS_NEWEST = {(2, 6): Open5gsVersion(2, 6, 6), (2, 7): Open5gsVersion(2, 7, 2), (2, 8): Open5gsVersion(2, 8, 0)}
+
+
+def parse_pin(text: str, source: str = "lte.epc.version") -> tuple[Open5gsVersion, bool]:
+    """An Open5GS pin: "2.7.2" exactly, or "2.6" for the newest 2.6.x mplab knows. Returns (version, series-only)."""
+    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+    if not m:
+        raise ConfigError(f"Open5GS version {text!r} is not x.y or x.y.z (e.g. 2.6 or 2.7.2)", source=source)
+    major, minor = int(m.group(1)), int(m.group(2))
+    if m.group(3) is not None:
+        return Open5gsVersion(major, minor, int(m.group(3))), False
+    if (major, minor) not in OPEN5GS_NEWEST:
+        known = ", ".join(f"{a}.{b}" for a, b in OPEN5GS_NEWEST)
+        raise ConfigError(f"Open5GS {major}.{minor} is not a series mplab has templates for ({known})", source=source)
+    return OPEN5GS_NEWEST[(major, minor)], True
+
+
+def decide_open5gs(pinned: str | None, installed: Open5gsVersion | None,
+                   where: str = "the EPC host (open5gs-mmed -v)") -> Open5gsVersion:
+    """The one Open5GS version `lte render`, `lte up` and `check-configs` write for.
+
+    The installed version wins when known; a pin that disagrees with it is refused naming both (a 2.6 file
+    on a 2.7.2 host makes every daemon abort). Without an installed version the pin decides; without either,
+    ``ConfigError``.
+    """
+    if pinned is None:
+        if installed is None:
+            raise ConfigError("no Open5GS version: pin lte.epc.version (e.g. 2.7.2 or 2.6), or give --version / let "
+                              "mplab read it from the EPC host (`open5gs-mmed -v`)", source="lte.epc.version")
+        return installed
+    want, series = parse_pin(pinned)
+    if installed is None:
+        return want
+    same = (installed.major, installed.minor) == (want.major, want.minor) if series else installed == want
+    if not same:
+        raise ConfigError(f"Open5GS {pinned} is pinned but {where} has {installed}: pin {installed} (or "
+                          f"{installed.major}.{installed.minor}), or install {pinned} there", source="lte.epc.version")
+    return installed
+
+
+def srsran_version_argv() -> list[str]:
+    """srsenb prints its release ("Version 23.04.0") and exits."""
+    return ["srsenb", "--version"]
+
+
+def detect_srsran(host: Host, program: str = "srsenb") -> SrsranVersion | None:
+    """``srsenb --version`` on ``host`` (None when srsenb is not there or does not say)."""
+    try:
+        res = host.run([program, "--version"], check=False, timeout=15)
+    except (OSError, MplabError):                    # absent: "unknown", reported by the caller
+        return None
+    m = re.search(r"Version (\d+)\.(\d+)\.(\d+)", res.stdout + res.stderr)
+    return SrsranVersion(int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def decide_srsran(pinned: str | None, installed: SrsranVersion | None,
+                  where: str = "the eNB host") -> SrsranVersion | None:
+    """The srsRAN 4G release: a pin that disagrees (year.month) with what ``where`` runs is refused naming both."""
+    want = None if pinned is None else parse_srsran_version(pinned, source="lte.enb.version")
+    if want is not None and installed is not None and (want.major, want.minor) != (installed.major, installed.minor):
+        raise ConfigError(f"srsRAN 4G {pinned} is pinned but {where} runs {installed} (srsenb --version): "
+                          f"pin {installed.major}.{installed.minor:02d}, or install {pinned} there",
+                          source="lte.enb.version")
+    v = installed or want
+    if v is not None:
+        v.templates                                                  # an unknown release is refused here
+    return v

@@ -26,6 +26,7 @@ from harness.testbeds import cli as testbeds_cli
 from harness.watch import cli as watch_cli
 from lte import cli as lte_cli
 from lte import realcell
+from lte.hostcheck import version_checks as lte_version_checks
 from wifi import cli as wifi_cli
 from training import cli as training_cli
 from controller import cli as controller_cli
@@ -60,7 +61,8 @@ def _main(ctx: typer.Context,
                                        help="print mplab's version and exit")) -> None:
     # The one place that knows every side: an emulated inventory's real_cell receivers get lte's driver,
     # and the harness reaches the controller only through this factory (harness.campaign.control).
-    ctx.obj = {"access_kinds": realcell.ACCESS_KINDS, "control_factory": control_factory}
+    ctx.obj = {"access_kinds": realcell.ACCESS_KINDS, "control_factory": control_factory,
+               "lte_preflight": lte_version_checks}
     level = logging.DEBUG if verbose else getattr(logging, os.environ.get("MPLAB_LOG", "WARNING").upper(), 30)
     logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(show_path=False)])
 

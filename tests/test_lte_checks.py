@@ -15,7 +15,9 @@ from harness.testbeds.clean import clean_prefix
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.netcmd import veth_argv
 from harness.testbeds.base import Check
-from lte.checks import attach_state, diagnose, ping_argv, run_checks, s1_setup_seen
+from lte.checks import (attach_hint, attach_state, diagnose, ping_argv, run_checks, s1_setup_seen,
+                        srsenb_s1_verdict)
+from lte.startlog import last_start, starts
 from lte_fixtures import lab_inventory
 
 # Captured from open5gs/open5gs issue #902 (v2.2.x MME log), addresses as logged there.
@@ -36,6 +38,66 @@ def test_s1_setup_from_a_real_mme_log():
     ok, detail = s1_setup_seen(MME_LOG, "192.168.88.99")
     assert not ok and "accepted only from 192.168.88.21" in detail
     assert s1_setup_seen("", "10.0.0.1") == (False, "no 'eNB-S1 accepted' from 10.0.0.1")
+
+
+# Open5GS 2.7 lines for the same events (src/mme/mme-sm.c, mme-context.c, s1ap-handler.c, lib/app/ogs-init.c).
+BANNER = "11/26 03:00:00.000: [app] INFO: Configuration: '/etc/open5gs/mme.yaml' (../lib/app/ogs-init.c:133)\n"
+ACCEPTED = ("11/26 03:00:02.329: [mme] INFO: eNB-S1 accepted[192.168.30.2]:36412 in s1_path module "
+            "(../src/mme/mme-sm.c:108)\n"
+            "11/26 03:00:02.329: [mme] INFO: [Added] Number of eNBs is now 1 (../src/mme/mme-context.c:2842)\n")
+REMOVED = ("11/26 03:05:00.000: [mme] INFO: eNB-S1[192.168.30.2] connection refused!!! (../src/mme/mme-sm.c:173)\n"
+           "11/26 03:05:00.000: [mme] INFO: [Removed] Number of eNBs is now 0 (../src/mme/mme-context.c:2876)\n")
+REFUSED = ("11/26 03:00:02.330: [mme] WARNING: S1-Setup failure: (../src/mme/s1ap-handler.c:245)\n"
+           "11/26 03:00:02.330: [mme] WARNING:     Cannot find Served TAI. Check 'mme.tai' configuration "
+           "(../src/mme/s1ap-handler.c:246)\n")
+
+
+@pytest.mark.parametrize("log, ok, detail", [
+    (BANNER + ACCEPTED, True, "eNB 192.168.30.2 accepted, no S1-Setup failure; eNBs now 1"),
+    (BANNER + ACCEPTED + REMOVED, False, "eNB 192.168.30.2 was accepted and later removed (eNBs now 0)"),
+    (BANNER + ACCEPTED + REFUSED, False, "the MME refused S1 Setup from eNB 192.168.30.2: Cannot find Served TAI. "
+                                         "Check 'mme.tai' configuration"),
+    (BANNER + ACCEPTED + REMOVED + ACCEPTED, True, "eNB 192.168.30.2 accepted, no S1-Setup failure; eNBs now 1"),
+])
+def test_s1_verdict_on_this_starts_mme_log(log, ok, detail):
+    assert s1_setup_seen(log, "192.168.30.2") == (ok, detail)
+
+
+def test_an_earlier_starts_accept_does_not_pass_todays_check():
+    # mme.log appended across starts: yesterday the eNB was accepted; today's start has no eNB at all.
+    log = BANNER + ACCEPTED + BANNER.replace("03:00:00", "09:00:00")
+    assert s1_setup_seen(log, "192.168.30.2")[0] is True            # the whole file would pass ...
+    assert s1_setup_seen(last_start(log), "192.168.30.2") == (False, "no 'eNB-S1 accepted' from 192.168.30.2")
+    assert starts(log) == 2 and starts(last_start(log)) == 1
+
+
+# srsenb 23.04's lines (srsenb/src/stack/s1ap/s1ap.cc, srsenb/src/stack/mac/sched_helpers.cc).
+S1_OK = '2026-11-26T03:00:02.331 [S1AP   ] [I] Proc "S1Setup" - S1Setup procedure completed successfully\n'
+
+
+@pytest.mark.parametrize("text, ok, words", [
+    ("", None, "has not logged S1 Setup yet"),
+    (S1_OK, True, "S1Setup procedure completed successfully"),
+    ("S1 Setup Failure. Cause: unknown-PLMN\n", False, "S1 Setup Failure, cause unknown-PLMN"),
+    ("Failed to initiate S1 connection. Attempting reconnection in 10 seconds\n", False, "retrying every 10 s"),
+    (S1_OK + "SCTP Association Shutdown. Association: 5\n", False, "S1 lost after setup"),
+    ("Invalid PUCCH configuration: nrb_pucch=2 does not allow space for Msg3 transmission..\n" + S1_OK, False,
+     "srsenb: Invalid PUCCH configuration: nrb_pucch=2 does not allow space for Msg3"),
+])
+def test_srsenb_s1_verdict(text, ok, words):
+    got, detail, side = srsenb_s1_verdict(text)
+    assert got is ok and words in detail
+    if ok is False and "PUCCH" in text:
+        assert side.startswith("eNB")
+
+
+def test_attach_hint_names_the_likely_side():
+    imsi = "001010000000001"
+    assert attach_hint(imsi, BANNER + ACCEPTED).startswith("radio side: IMSI 001010000000001 never reached the MME")
+    rej = BANNER + ACCEPTED + f"11/26 03:00:05.000: [emm] INFO: [{imsi}] Attach reject [OGS_NAS_EMM_CAUSE:8]\n"
+    assert attach_hint(imsi, rej).startswith("EPC side: the MME rejected IMSI")
+    done = BANNER + ACCEPTED + f"11/26 03:00:05.000: [emm] INFO: [{imsi}] Attach complete (../src/mme/emm-sm.c:1407)\n"
+    assert attach_hint(imsi, done).startswith("UE side")
 
 
 def _link(state="UP", flags=("BROADCAST", "UP", "LOWER_UP"), addrs=(("10.45.0.11", 16),)):
@@ -114,3 +176,16 @@ def test_checks_against_the_kernel(prefix, tmp_path):
     assert ("n2", "ping") not in by                         # no ping without an attach
     msg = diagnose(checks)
     assert msg.startswith("LTE check 'attach' failed on host 'n2'") and "IMSI 001010000000002" in msg
+
+
+def test_enb_s1_check_reads_srsenbs_own_log(tmp_path):
+    from harness.hosts.local import LocalHost
+    from lte.checks import check_enb_s1
+    inv = lab_inventory()
+    inv = inv.model_copy(update={"lte": inv.lte.model_copy(update={"enb": inv.lte.enb.model_copy(
+        update={"log_path": str(tmp_path / "enb.log")})})})
+    (tmp_path / "enb.log").write_text(S1_OK)
+    assert check_enb_s1(inv, LocalHost("enb")).ok
+    (tmp_path / "enb.log").write_text("S1 Setup Failure. Cause: unknown-PLMN\n")
+    c = check_enb_s1(inv, LocalHost("enb"))
+    assert not c.ok and c.detail == "srsenb: S1 Setup Failure, cause unknown-PLMN" and "EPC" in c.fix

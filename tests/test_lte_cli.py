@@ -67,3 +67,38 @@ def test_zmq_command_without_srsran_says_why():
     res = _mplab("lte", "zmq", str(LAB), "--receiver", "n1")
     assert res.returncode == 1
     assert "needs srsRAN 4G, but srsenb, srsue is not installed" in res.stderr
+
+
+def test_render_and_up_share_one_version_decision(tmp_path):
+    import yaml
+    from lte_fixtures import lab_data
+    d = lab_data()
+    d["lte"]["epc"]["version"] = "2.6"                       # the newest 2.6.x template set
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(yaml.safe_dump(d))
+    ok = _mplab("lte", "render", str(inv), "--out", str(tmp_path / "a"))
+    assert ok.returncode == 0, ok.stderr
+    assert "Open5GS 2.6.6 (lte.epc.version)" in ok.stdout
+    assert (tmp_path / "a/epc/etc/open5gs/mme.yaml").read_text() == (GOLDEN / "open5gs-2.6" / "mme.yaml").read_text()
+    d["lte"]["epc"]["version"] = "2.6.6"
+    inv.write_text(yaml.safe_dump(d))
+    bad = _mplab("lte", "render", str(inv), "--version", "2.7.2", "--out", str(tmp_path / "b"))
+    assert bad.returncode == 2
+    assert "lte.epc.version: Open5GS 2.6.6 is pinned but --version has 2.7.2" in bad.stderr
+    assert "Traceback" not in bad.stderr and not (tmp_path / "b").exists()
+
+
+def test_version_decision_rules():
+    import pytest
+    from harness.errors import ConfigError
+    from lte.version import decide_open5gs, decide_srsran, parse_srsran_version, parse_version
+    assert str(decide_open5gs("2.6", parse_version("2.6.4"))) == "2.6.4"       # the series matches: the host's
+    assert str(decide_open5gs("2.7", None)) == "2.7.2"
+    assert str(decide_open5gs(None, parse_version("2.7.1"))) == "2.7.1"
+    with pytest.raises(ConfigError, match=r"Open5GS 2.6 is pinned but the EPC host \(open5gs-mmed -v\) has 2.7.2"):
+        decide_open5gs("2.6", parse_version("2.7.2"))
+    with pytest.raises(ConfigError, match="Open5GS 2.5 is not a series mplab has templates for"):
+        decide_open5gs("2.5", None)
+    with pytest.raises(ConfigError, match=r"srsRAN 4G 22.10 is pinned but the eNB host runs 23.04.0"):
+        decide_srsran("22.10", parse_srsran_version("Version 23.4.0"))
+    assert str(decide_srsran("23.04", parse_srsran_version("Version 23.4.1"))) == "23.04.1"

@@ -38,7 +38,7 @@ def test_band7_arithmetic_matches_reference_table():
     (lambda d: d["lte"]["epc"]["plmn"].update(mnc="02"), "PLMN mismatch: eNB broadcasts 001/01 but the MME serves 001/02"),
     (lambda d: d["lte"]["enb"]["plmn"].update(mcc="999"), "PLMN mismatch"),
     (lambda d: d["lte"]["enb"].update(tac=8), r"TAC mismatch: eNB tac 8 is not among the MME's TACs \[7\]"),
-    (lambda d: d["lte"]["enb"].update(dl_earfcn=3401), r"dl_earfcn: 3401 is outside band 7 for n_prb 50 \(valid: 2800..3400\)"),
+    (lambda d: d["lte"]["enb"].update(dl_earfcn=3401), r"dl_earfcn: 3401 is outside band 7 for n_prb 50 \(valid: 2800..3400;"),
     (lambda d: d["lte"]["enb"].update(dl_earfcn=2700), "outside band 7"),
     (lambda d: d["lte"]["enb"].update(n_prb=100, dl_earfcn=3400), r"valid: 2850..3350"),
     (lambda d: d["lte"]["epc"].update(ue_pool="192.168.10.0/25"), "overlaps wifi AP rx-ap subnet 192.168.10.0/24"),

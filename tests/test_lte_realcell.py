@@ -114,7 +114,8 @@ def test_sctp_situation_kernel_or_shim(tmp_path, monkeypatch):
 
 @pytest.mark.root
 @pytest.mark.real_lte
-def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch):
+@pytest.mark.parametrize("n_prb", [6, 25, 100])
+def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch, n_prb):
     from harness.campaign.campaign import start_campaign
     from harness.config.scenario import Scenario
     from harness.testbeds.clean import clean_prefix
@@ -128,7 +129,7 @@ def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch):
         if shutil.which("clang") is None:
             pytest.skip("no kernel SCTP and no clang for the test rigs' SCTP-over-UDP shim")
         monkeypatch.setenv("MPLAB_SCTP_SHIM", str(build_shim(tmp_path / "shim")))
-    inv = Inventory.model_validate(_with_cell(prefix))
+    inv = Inventory.model_validate(_with_cell(prefix, cell={"kind": "srsran-zmq", "n_prb": n_prb}))
     sc = Scenario(name="cell", congestion_controls=["cubic"], receiver_counts=[1], modes=["lte"],
                   samples_per_case=1, file_size="2M", settle_s=0, seed=1, retries=0)
     try:
@@ -143,7 +144,9 @@ def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch):
         assert r["lte_access"] == "srsran-zmq"
         tb = json.loads((campaign.path / "manifest.json").read_text())["testbed"]
         cell = tb["lte_access"]["n1"]
-        assert cell["kind"] == "srsran-zmq" and cell["n_prb"] == 25 and "not emulated radio" in cell["radio"]
+        assert cell["kind"] == "srsran-zmq" and cell["n_prb"] == n_prb and "not emulated radio" in cell["radio"]
+        # the attach time: in each record (the manifest is written before the testbed, and its cell, is up)
+        assert r["lte_attach_s"] > 0, r
         assert cell["s1_sctp"] == "kernel SCTP" if kernel_has_sctp() else "shim of the test rigs" in cell["s1_sctp"]
     finally:
         clean_prefix(prefix)
@@ -185,3 +188,31 @@ def test_wait_line_ends_when_the_program_exits_naming_it():
     with pytest.raises(NotReady, match=r"(?s)real cell: srsenb printing /eNodeB started/: srsenb exited \(2\).*"
                                        r"Error parsing rr.conf"):
         wait_line(bad, r"eNodeB started", 60)
+
+
+def test_real_cell_health_between_samples(tmp_path):
+    """The health check a campaign runs before each sample: every cell process alive and the UE's address
+    still on its interface; otherwise a reason, which flags the sample (``Health.broken``)."""
+    from harness.hosts.local import LocalHost
+    from harness.testbeds.access import LteLink
+    from harness.config.inventory import RealCell
+    from lte.realcell import SrsranZmqCell
+
+    here = LocalHost("here")
+    cell = SrsranZmqCell(RealCell(kind="srsran-zmq", n_prb=6), None)
+    assert cell.health() == "real cell: not up"
+    link = LteLink("n1", 1, here, "enb", "rx", here, "lo", "127.0.0.1", "127.0.0.2", tmp_path)
+    procs = [here.start(["sleep", "30"], label=name) for name in ("srsepc", "srsenb", "srsue")]
+    cell._procs, cell._link, cell.attach_s = list(procs), link, 0.4412
+    try:
+        assert cell.health() is None
+        assert cell.describe()["attach_s"] == 0.441
+        procs[1].stop()
+        assert cell.health().startswith("real cell: srsenb exited")
+        cell._procs = [procs[0], procs[2]]
+        cell._link = LteLink("n1", 1, here, "enb", "rx", here, "lo", "10.20.1.2", "10.20.1.1", tmp_path)
+        assert cell.health().startswith("real cell: the UE is no longer attached (lo in rx has 127.0.0.1, "
+                                        "not 10.20.1.2)")
+    finally:
+        for p in procs:
+            p.stop()

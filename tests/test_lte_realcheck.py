@@ -124,3 +124,45 @@ def test_srsepc_reads_epc_conf_and_user_db_and_refuses_a_short_row(prefix, tmp_p
         bad = run_trial(ns, trial)
     assert good.ok, good.output[-2000:]
     assert bad.ok is False and "Wrong number of columns" in bad.detail, bad.detail
+
+
+def _enb_started(prefix, tmp_path, n_prb: int, edit=None):
+    """srsenb on mplab's files for ``n_prb`` PRB on the ZeroMQ radio (no SDR here), run until it says
+    "==== eNodeB started ===" — after its MAC checked the cell — or an error line."""
+    from harness.deploy.trial import Trial, find_program
+    from harness.config.inventory import Inventory
+    from lte.realcheck import SRS_FAILED, redirected, write
+    from lte.render import render_srsenb
+    from lte_fixtures import lab_data
+    d = lab_data()
+    d["lte"]["enb"].update(n_prb=n_prb, rf={"device_name": "zmq", "device_args":
+                                            "tx_port=tcp://*:2000,rx_port=tcp://localhost:2001,base_srate=23.04e6"})
+    inv = redirected(Inventory.model_validate(d), tmp_path)
+    files = render_srsenb(inv)
+    write(files)
+    if edit:
+        p = tmp_path / "enb" / "sib.conf"
+        p.write_text(edit(p.read_text()))
+    trial = Trial("srsenb", (find_program("srsenb", bin_dirs()), str(tmp_path / "enb" / "enb.conf")),
+                  (r"^==== eNodeB started ===",), SRS_FAILED, deadline_s=120)
+    with scratch_netns(f"{prefix}lte", scratch_addresses(inv)) as ns:
+        return run_trial(ns, trial)
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+@pytest.mark.parametrize("n_prb", [6, 15, 25, 50, 75, 100])
+def test_srsenb_starts_its_cell_at_every_bandwidth(prefix, tmp_path, n_prb):
+    _need("srsenb")
+    v = _enb_started(prefix, tmp_path, n_prb)
+    assert v.ok, f"{v.detail}\n{v.output[-2000:]}"
+    assert "Invalid PUCCH" not in v.output and "Invalid PRACH" not in v.output, v.output[-2000:]
+
+
+@pytest.mark.root
+@pytest.mark.real_lte
+def test_srsenb_itself_refuses_the_old_6_prb_pucch(prefix, tmp_path):
+    """The check can fail: sib.conf as mplab wrote it before (n_rb_cqi = 2 at 6 PRB)."""
+    _need("srsenb")
+    v = _enb_started(prefix, tmp_path, 6, lambda t: t.replace("n_rb_cqi = 1;", "n_rb_cqi = 2;"))
+    assert v.ok is False and "nrb_pucch=2 does not allow space for Msg3" in v.detail, v.output[-2000:]

@@ -111,3 +111,21 @@ def test_srsepc_s1_log_lines():
     bad = ok + "[MME ] [I] Received S1 Setup Request.\n[MME ] [W] Sending S1 Setup Failure - No matching TAC\n"
     assert srsepc_s1_seen(bad) == (False, "srsepc refused the eNB's S1 Setup: No matching TAC")
     assert srsepc_s1_seen("HSS Initialized.\n")[0] is False
+    left = ok + "2026-11-26T03:05:00.000 [S1AP   ] [I] Deleting eNB context. eNB Id: 0x19b\n"
+    assert srsepc_s1_seen(left) == (False, "srsepc deleted eNB 0x19b's context after S1 Setup (the eNB left)")
+
+
+def test_two_tac_cell_gets_a_srsepc_verdict(tmp_path):
+    """check-configs tries srsepc as the other core; a cell whose MME serves two TACs cannot have it, and says so."""
+    from lte.realcheck import plan
+    from lte_fixtures import lab_data
+    from harness.config.inventory import Inventory
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "srsepc").write_text("#!/bin/sh\nexit 0\n")
+    (bindir / "srsepc").chmod(0o755)
+    d = lab_data()
+    d["lte"]["epc"]["tacs"] = [7, 8]
+    p = plan(Inventory.model_validate(d), tmp_path / "scratch", [str(bindir)])
+    v = next(v for v in p.absent if v.name == "srsepc (other core)")
+    assert v.ok is None and v.detail == "not tried: srsepc's MME serves one TAC and this cell's MME serves [7, 8]"

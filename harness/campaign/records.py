@@ -101,6 +101,8 @@ class SampleRecord(SampleKey):
     speedup: float = Field(default=1.0, ge=1)
     #: the receiver's LTE path: "emulated-channel", or a real cell's kind ("srsran-zmq": srsRAN over ZeroMQ)
     lte_access: str | None = None
+    #: a real cell's attach time (s) from starting its EPC to the UE's address (None: emulated channel)
+    lte_attach_s: float | None = Field(default=None, ge=0)
     # Controller fields (harness.campaign.control.CONTROL_FIELDS): policy samples only, None otherwise.
     policy: str | None = None
     policy_params: dict | None = None

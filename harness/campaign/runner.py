@@ -600,5 +600,6 @@ class Runner:
             power_profile=self.meta.get("power_profile"),
             speedup=s,
             lte_access=(a.kind if (a := getattr(tb, "lte_access", {}).get(o.receiver)) else None),
+            lte_attach_s=a.describe().get("attach_s") if a else None,
             **{k: o.control.get(k) for k in CONTROL_FIELDS},
         ).to_json()

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.config.load import Strict, load_yaml_model
-from harness.config.radio import Lte, Wifi, earfcn_range, srsepc_sgi_subnet
+from harness.config.radio import Lte, Wifi, check_earfcn, srsepc_sgi_subnet
 from harness.config.switch import SwitchPorts
 
 SCHEMA_VERSION = 1
@@ -451,10 +451,7 @@ def check_lte(inv: Inventory) -> None:
                          "set the same mcc/mnc on both sides")
     if enb.tac not in epc.tacs:
         raise ValueError(f"lte: TAC mismatch: eNB tac {enb.tac} is not among the MME's TACs {epc.tacs}")
-    lo, hi = earfcn_range(enb.band, enb.n_prb)
-    if not lo <= enb.dl_earfcn <= hi:
-        raise ValueError(f"lte.enb.dl_earfcn: {enb.dl_earfcn} is outside band {enb.band} for n_prb {enb.n_prb} "
-                         f"(valid: {lo}..{hi})")
+    check_earfcn(enb.band, enb.n_prb, enb.dl_earfcn)
     pool = epc.ue_pool
     if pool.prefixlen > 30:
         raise ValueError(f"lte.epc.ue_pool: {pool} is too small for a gateway and UEs")

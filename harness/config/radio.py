@@ -15,45 +15,18 @@ secrets file (see ``harness.deploy.secrets``).
 from __future__ import annotations
 
 import ipaddress
-import math
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+# The band table and EARFCN arithmetic live in ``harness.config.bands``; re-exported for the renderers.
+from harness.config.bands import (BANDS, PRB_BANDWIDTH_MHZ, check_earfcn, dl_freq_mhz, earfcn_range,  # noqa: F401
+                                  fdd_band, ul_earfcn, ul_freq_mhz)
 from harness.config.load import Strict
 
 HostName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
 IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
 Path_ = Annotated[str, Field(pattern=r"^/[^\x00]*$", description="absolute path on that host")]
-
-#: E-UTRA bands mplab knows: band -> (F_DL_low MHz, N_offs_DL, N_offs_UL, duplex spacing MHz, band width MHz).
-#: Source: srsran/srsRAN_4G lib/src/phy/common/phy_common.c (band 7 entry), 3GPP TS 36.101 table 5.7.3-1.
-BANDS: dict[int, tuple[float, int, int, float, float]] = {
-    7: (2620.0, 2750, 20750, 120.0, 70.0),
-}
-
-#: PRBs -> channel bandwidth (MHz), TS 36.101 table 5.6-1.
-PRB_BANDWIDTH_MHZ: dict[int, float] = {6: 1.4, 15: 3.0, 25: 5.0, 50: 10.0, 75: 15.0, 100: 20.0}
-
-
-def earfcn_range(band: int, n_prb: int) -> tuple[int, int]:
-    """Lowest and highest DL EARFCN whose carrier of ``n_prb`` PRBs fits inside ``band``."""
-    _, n_offs, _, _, width_mhz = BANDS[band]
-    half = PRB_BANDWIDTH_MHZ[n_prb] / 2
-    return n_offs + math.ceil(round(half * 10, 6)), n_offs + math.floor(round((width_mhz - half) * 10, 6))
-
-
-def dl_freq_mhz(band: int, dl_earfcn: int) -> float:
-    """Downlink centre frequency of ``dl_earfcn`` (MHz)."""
-    f_low, n_offs, _, _, _ = BANDS[band]
-    return round(f_low + 0.1 * (dl_earfcn - n_offs), 1)
-
-
-def ul_earfcn(band: int, dl_earfcn: int) -> int:
-    """The paired uplink EARFCN (same offset into the band)."""
-    _, n_offs_dl, n_offs_ul, _, _ = BANDS[band]
-    return dl_earfcn - n_offs_dl + n_offs_ul
-
 
 #: SIB2 ``ue_timers_and_constants`` mplab writes into sib.conf (t3xx in ms, n3xx counts; srsenb's example values).
 SIB2_UE_TIMERS: dict[str, int] = {"t300": 2000, "t301": 100, "t310": 200, "n310": 1, "t311": 10000, "n311": 1}
@@ -102,7 +75,7 @@ class Enb(Reach):
     tac: int = Field(ge=0, le=0xFFFF, description="tracking area code (decimal; rr.conf gets it in hex)")
     cell_id: int = Field(default=1, ge=0, le=0xFF)
     pci: int = Field(default=1, ge=0, le=503)
-    band: Literal[7] = 7
+    band: int = Field(default=7, description="E-UTRA FDD band (harness.config.bands: srsRAN 4G's bands)")
     dl_earfcn: int
     n_prb: Literal[6, 15, 25, 50, 75, 100] = 50
     rf: RfDevice = RfDevice()
@@ -114,7 +87,25 @@ class Enb(Reach):
                                   "unknown releases are refused before anything is pushed")
     config_dir: Path_ = "/etc/srsran"
     log_path: Path_ = "/tmp/enb.log"
-    unit: str = Field(default="srsenb", description="systemd unit running srsenb")
+    unit: str = Field(default="srsenb", description="systemd unit running srsenb (mplab-srsenb with bin_dir)")
+    bin_dir: Path_ | None = Field(
+        default=None, description="srsRAN built from source: the directory holding srsenb; mplab then writes and "
+                                  "runs its own unit (mplab-srsenb) instead of assuming a package's")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_unit_for_source_builds(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("bin_dir") and "unit" not in data:
+            data = {**data, "unit": "mplab-srsenb"}
+        return data
+
+    @model_validator(mode="after")
+    def _band_known(self) -> Enb:
+        try:
+            fdd_band(self.band)
+        except ValueError as exc:
+            raise ValueError(f"lte.enb.band: {exc}") from None
+        return self
 
     @model_validator(mode="after")
     def _inactivity_timer_above_srsenb_minimum(self) -> Enb:
@@ -143,8 +134,9 @@ class Epc(Reach):
     apn: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$")] = "internet"
     dns: list[ipaddress.IPv4Address] = Field(default_factory=list)
     mtu: int = Field(default=1400, ge=576, le=9000)
-    version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")] | None = Field(
-        default=None, description="pin the Open5GS version (else detected with `open5gs-mmed -v`)")
+    version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$")] | None = Field(
+        default=None, description="the Open5GS version the EPC runs: 2.7.2, or 2.6 for the newest 2.6.x mplab "
+                                  "knows; checked against `open5gs-mmed -v` on the EPC host (a mismatch is refused)")
     db_uri: str = Field(default="mongodb://localhost/open5gs", description="MongoDB URI the daemons use")
     provision_uri: str | None = Field(
         default=None, description="MongoDB URI mplab provisions subscribers through (default: db_uri, "
@@ -163,7 +155,17 @@ class Epc(Reach):
 
     user_db: Path_ = Field(default="/etc/srsran/user_db.csv",
                            description="srsepc: its subscriber CSV (srsepc writes SQNs back into it on exit)")
-    unit: str = Field(default="srsepc", description="srsepc: systemd unit running srsepc")
+    unit: str = Field(default="srsepc", description="srsepc: systemd unit running srsepc (mplab-srsepc with bin_dir)")
+    bin_dir: Path_ | None = Field(
+        default=None, description="srsepc built from source: the directory holding srsepc; mplab then writes and "
+                                  "runs its own unit (mplab-srsepc)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_unit_for_source_builds(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("bin_dir") and "unit" not in data:
+            data = {**data, "unit": "mplab-srsepc"}
+        return data
 
     @property
     def ue_gateway(self) -> ipaddress.IPv4Address:

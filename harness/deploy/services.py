@@ -49,6 +49,10 @@ class ServiceManager(Protocol):
 
     def logs(self, unit: str, lines: int = 200) -> str: ...
 
+    def reload(self) -> None:
+        """Re-read unit files (after deploy code wrote its own units)."""
+        ...
+
 
 def systemctl_argv(systemctl: str, verb: str, unit: str) -> list[str]:
     """``systemctl <verb> <unit>`` (``--no-pager`` and ``--quiet`` where they apply)."""
@@ -85,6 +89,9 @@ class Systemd:
     def is_active(self, unit: str) -> bool:
         res = self.host.run(systemctl_argv(self.systemctl, "is-active", unit), check=False, timeout=15)
         return res.returncode == 0
+
+    def reload(self) -> None:
+        self.host.run([self.systemctl, "daemon-reload"], timeout=self.timeout_s)
 
     def logs(self, unit: str, lines: int = 200) -> str:
         res = self.host.run(journalctl_argv(self.journalctl, unit, lines), check=False, timeout=30)

@@ -68,6 +68,10 @@ class LteAccess(Protocol):
         """What records and the manifest say this path was."""
         ...
 
+    def health(self) -> str | None:
+        """Between samples: None while the path still works, else why not (the sample is then flagged)."""
+        ...
+
 
 #: A factory of one access kind: (the receiver's ``real_cell`` option, the inventory) -> an LteAccess.
 AccessFactory = Callable[[RealCell, Inventory], LteAccess]
@@ -98,6 +102,9 @@ class EmulatedChannel:
     def describe(self) -> dict:
         return {"kind": self.kind}
 
+    def health(self) -> str | None:
+        return None                      # the testbed's own link repair covers the veth
+
 
 class MissingAccess:
     """A ``real_cell`` kind nobody registered (the CLI wires ``lte.realcell``): preflight fails, saying so."""
@@ -123,6 +130,9 @@ class MissingAccess:
 
     def describe(self) -> dict:
         return {"kind": self.kind}
+
+    def health(self) -> str | None:
+        return None
 
 
 def lte_access_for(spec: RealCell | None, inventory: Inventory, kinds: AccessKinds | None,

@@ -68,6 +68,10 @@ def preflight(
                                       source=str(inv_path), field="lab.groups")
                 only = groups[group]
             checks = testbed.preflight(ccs, only=only)
+            # the LTE cell's versions on its hosts, by the rule `lte up` applies (lte registers it: see mplab.cli)
+            lte_checks = obj.get("lte_preflight") if isinstance(obj, dict) else None
+            if inv.lte is not None and lte_checks is not None and only is None:
+                checks += lte_checks(inv)
         else:
             if group is not None:
                 raise ConfigError("--group applies to lab inventories only")

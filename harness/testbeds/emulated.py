@@ -428,6 +428,11 @@ class EmulatedTestbed(Testbed):
                 health.repaired += self._repair_node(name)
             except (MplabError, ValueError) as exc:
                 health.broken[name] = str(exc)
+                continue
+            # A real cell is not repaired: a dead srsenb or a detached UE flags the sample instead.
+            why = self.lte_access[name].health()
+            if why:
+                health.broken[name] = why
         return health
 
     def _repair_node(self, name: str) -> list[Repair]:

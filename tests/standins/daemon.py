@@ -1,5 +1,6 @@
 """Stand-in for open5gs-{hss,pcrf,sgwu,upf,sgwc,smf,mme}d, srsepc and srsenb: daemon.py KIND CONFIG."""
 import configparser
+import re
 import signal
 import socket
 import sys
@@ -77,8 +78,11 @@ if kind == "srsenb":
         except OSError as exc:
             fail(f"{key}: {exc}")
     logpath = cp.get("log", "filename")
-    log = open(logpath, "a", buffering=1)
+    log = open(logpath, "w", buffering=1)            # srslog truncates its file at start
+    print("---  Software Radio Systems LTE eNodeB  ---", flush=True)
     log.write("==== eNodeB started ===\n")
+    # The S1 Setup Request carries the eNB's PLMN and TAC (rr.conf's tac, in hex there).
+    tac = int(re.search(r"tac = (0x[0-9A-Fa-f]+)", open(cp.get("enb_files", "rr_config")).read()).group(1), 16)
     mme, bind = cp.get("enb", "mme_addr"), cp.get("enb", "s1c_bind_addr")
     s = None
     end = time.monotonic() + 10
@@ -91,6 +95,15 @@ if kind == "srsenb":
             time.sleep(0.1)
     log.write(f"S1 connected to {mme}\n")
     print(f"[srsenb] S1 connected to {mme}", flush=True)
+    s.sendall(f"S1SETUP {cp.get('enb', 'mcc')}{cp.get('enb', 'mnc')} {tac}\n".encode())
+    s.settimeout(5)
+    reply = s.recv(200).decode().strip()
+    # srsenb/src/stack/s1ap/s1ap.cc's lines for each outcome
+    if reply == "OK":
+        log.write('[S1AP   ] [I] Proc "S1Setup" - S1Setup procedure completed successfully\n')
+    else:
+        log.write(f"[S1AP   ] [E] S1 Setup Failure. Cause: {reply.removeprefix('FAIL ')}\n")
+        print(f"S1 Setup Failure. Cause: {reply.removeprefix('FAIL ')}", flush=True)
     while running:
         time.sleep(0.1)
     sys.exit(0)
@@ -118,7 +131,10 @@ if kind == "srsepc":
         except socket.timeout:
             continue
         peers.append(c)
+        c.settimeout(5)
+        c.recv(200)
         log.write("[MME ] [I] Received S1 Setup Request.\n[MME ] [I] Sending S1 Setup Response\n")
+        c.sendall(b"OK\n")
     with open(db, "w") as f:
         f.write("# written by srsepc on exit\n")
         for r in rows:
@@ -149,11 +165,39 @@ while running:
     if srv is None:
         time.sleep(0.1)
         continue
+    for p, pip in list(peers):              # an eNB that went away is removed, as Open5GS logs it
+        try:
+            p.settimeout(0)
+            gone = p.recv(1) == b""
+        except (BlockingIOError, socket.timeout):
+            gone = False
+        except OSError:
+            gone = True
+        if gone:
+            peers.remove((p, pip))
+            log.write(f"[mme] INFO: eNB-S1[{pip}] connection refused!!!\n")
+            log.write(f"[mme] INFO: [Removed] Number of eNBs is now {len(peers)}\n")
     try:
         c, (ip, port) = srv.accept()
     except socket.timeout:
         continue
-    peers.append(c)
+    peers.append((c, ip))
     log.write(f"[mme] INFO: eNB-S1 accepted[{ip}]:{port} in s1_path module\n")
     log.write(f"[mme] INFO: [Added] Number of eNBs is now {len(peers)}\n")
+    # S1 Setup: Open5GS answers when a served TAI has the eNB's TAC, else logs the failure
+    # (src/mme/s1ap-handler.c) and refuses with cause unknown-PLMN.
+    c.settimeout(5)
+    _, _plmn, enb_tac = c.recv(200).decode().split()
+    tais = dig(doc, "mme", "tai")
+    tais = tais if isinstance(tais, list) else [tais]
+    served = set()
+    for t in tais:
+        served |= set(t["tac"] if isinstance(t["tac"], list) else [t["tac"]])
+    if int(enb_tac) in served:
+        c.sendall(b"OK\n")
+    else:
+        log.write("[mme] WARNING: S1-Setup failure: (../src/mme/s1ap-handler.c:245)\n"
+                  "[mme] WARNING:     Cannot find Served TAI. Check 'mme.tai' configuration "
+                  "(../src/mme/s1ap-handler.c:246)\n")
+        c.sendall(b"FAIL unknown-PLMN\n")
 sys.exit(0)

@@ -49,8 +49,26 @@ def start(unit, units):
     (STATE / f"{unit}.pid").write_text(str(p.pid))
 
 
+def reload():
+    """daemon-reload: units written into the directory named by ``unit_dir`` (beside this file) join the known
+    ones, run by their ExecStart= as systemd would."""
+    with open(STATE / "calls.log", "a") as f:
+        f.write("daemon-reload -\n")
+    where = HERE / "unit_dir"
+    units = json.loads((HERE / "units.json").read_text())
+    if where.exists():
+        for p in Path(where.read_text().strip()).glob("*.service"):
+            for line in p.read_text().splitlines():
+                if line.startswith("ExecStart="):
+                    units[p.stem] = line.split("=", 1)[1].split()
+    (HERE / "units.json").write_text(json.dumps(units, indent=1))
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if args == ["daemon-reload"]:
+        reload()
+        return
     verb, unit = args[0], args[1]
     units = json.loads((HERE / "units.json").read_text())
     with open(STATE / "calls.log", "a") as f:
