@@ -103,6 +103,7 @@ class _RemoteProcess(BackgroundProcess):
         self.pgid: int | None = None
         self._result: ProcessResult | None = None
         self._stopped = False
+        self._released = False
         self._eof_pending = False
         self._lock = threading.Lock()
         command = remote_command(argv, gated, gated and host.has_bash5())
@@ -205,6 +206,7 @@ class _RemoteProcess(BackgroundProcess):
             raise RuntimeError(f"{self.label}: not a gated process")
         self._wait_pgid(30.0)
         self._chan.sendall(b"\n")
+        self._released = True
         # EOF on stdin is sent on the next poll: one packet per release keeps the release loop short.
         self._eof_pending = True
         return time.time()
@@ -255,6 +257,10 @@ class _RemoteProcess(BackgroundProcess):
                 pass
             if self.pgid is None:
                 self._pgid_event.wait(grace_s)  # a gated start still on its way: its id is needed to stop it
+            if self._gated and not self._released and self._chan.status_event.wait(grace_s):
+                # The gate read EOF and exited (97) by itself: a signal sent meanwhile raced that exit
+                # (a loaded host answered with the shell's own status instead of the gate's).
+                return self._finish(self._chan.recv_exit_status())
             try:
                 note = self._host._kill_group(self.pgid, self._chan.status_event, grace_s)
             except Exception as exc:  # noqa: BLE001 - stop must always return; the reason goes to stderr
