@@ -116,7 +116,9 @@ def test_signal_during_setup_tears_down_and_logs_the_reason(tmp_path, prefix, si
 def test_started_with_sigint_ignored_mplab_keeps_ignoring_it_and_stops_on_sigterm(tmp_path, prefix):
     """A background job of a script (``cmd &``) starts with SIGINT ignored: mplab honours that (a Ctrl-C meant
     for the terminal's foreground job does not stop it) and stops cleanly on SIGTERM (docs/exit-codes.md)."""
-    inv, sc_path = _files(tmp_path, prefix)
+    # Enough samples that the run is still going 2 s after the SIGINT (3 finished by then once emulated
+    # radio tails stopped being waited out).
+    inv, sc_path = _files(tmp_path, prefix, samples=40)
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "mplab", "run", str(sc_path), "--runs-dir", str(runs),
                              "--id", "ign"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
