@@ -66,6 +66,13 @@ class RfDevice(Strict):
     time_adv_nsamples: int | None = Field(default=None, description="B210: 100; None = srsenb's default")
 
 
+def own_unit_for_source_builds(data: object, unit: str) -> object:
+    """A source build (``bin_dir``) without a ``unit`` runs mplab's own systemd unit ``unit``."""
+    if isinstance(data, dict) and data.get("bin_dir") and "unit" not in data:
+        data = {**data, "unit": unit}
+    return data
+
+
 class Enb(Reach):
     """The srsRAN 4G eNodeB."""
 
@@ -95,9 +102,7 @@ class Enb(Reach):
     @model_validator(mode="before")
     @classmethod
     def _own_unit_for_source_builds(cls, data: object) -> object:
-        if isinstance(data, dict) and data.get("bin_dir") and "unit" not in data:
-            data = {**data, "unit": "mplab-srsenb"}
-        return data
+        return own_unit_for_source_builds(data, "mplab-srsenb")
 
     @model_validator(mode="after")
     def _band_known(self) -> Enb:
@@ -163,9 +168,7 @@ class Epc(Reach):
     @model_validator(mode="before")
     @classmethod
     def _own_unit_for_source_builds(cls, data: object) -> object:
-        if isinstance(data, dict) and data.get("bin_dir") and "unit" not in data:
-            data = {**data, "unit": "mplab-srsepc"}
-        return data
+        return own_unit_for_source_builds(data, "mplab-srsepc")
 
     @property
     def ue_gateway(self) -> ipaddress.IPv4Address:
