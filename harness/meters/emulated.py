@@ -246,6 +246,31 @@ class Port:
                 raise
 
 
+class WatchedFile:
+    """A control file re-read whenever it changes (inode, mtime or size), answered beside it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.key: tuple | None = None
+
+    def changed(self) -> str | None:
+        """The file's text if it changed since the last call, else None (``FileNotFoundError`` when absent)."""
+        st = os.stat(self.path)
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if key == self.key:
+            return None
+        self.key = key
+        with open(self.path) as f:
+            return f.read()
+
+    def reply(self, suffix: str, text: str) -> None:
+        """Write ``<file><suffix>`` atomically (what the reader waits for)."""
+        tmp = f"{self.path}{suffix}.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, f"{self.path}{suffix}")
+
+
 class Control:
     """The fault mode, re-read from a file when it changes; acknowledged in ``<file>.active``.
 
@@ -254,33 +279,22 @@ class Control:
     """
 
     def __init__(self, path: str | None) -> None:
-        self.path = path
-        self.key: tuple | None = None
+        self.file = WatchedFile(path) if path else None
         self.fault = Fault()
 
-    def _ack(self, text: str) -> None:
-        tmp = f"{self.path}.active.tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, f"{self.path}.active")
-
     def current(self) -> Fault:
-        if self.path:
+        if self.file is not None:
             try:
-                st = os.stat(self.path)
-                key = (st.st_ino, st.st_mtime_ns, st.st_size)
-                if key != self.key:
-                    self.key = key
-                    with open(self.path) as f:
-                        text = f.read()
+                text = self.file.changed()
+                if text is not None:
                     self.fault = Fault.parse(text)
-                    self._ack(text)
+                    self.file.reply(".active", text)
             except FileNotFoundError:
-                if self.key is not None:
-                    self.key, self.fault = None, Fault()  # control file removed: behave again
-                    self._ack("ok\n")
+                if self.file.key is not None:
+                    self.file.key, self.fault = None, Fault()  # control file removed: behave again
+                    self.file.reply(".active", "ok\n")
             except (OSError, ValueError) as exc:
-                print(f"control {self.path}: {exc}", file=sys.stderr)
+                print(f"control {self.file.path}: {exc}", file=sys.stderr)
         return self.fault
 
 
@@ -288,31 +302,21 @@ class TailControl:
     """Requests to fast-forward the radio tail, answered in ``<file>.done`` (module docstring)."""
 
     def __init__(self, path: str | None) -> None:
-        self.path = path
-        self.key: tuple | None = None
+        self.file = WatchedFile(path) if path else None
 
     def poll(self, device: Device, now: float) -> None:
         """Answer a new request in the file, if there is one."""
-        if not self.path:
+        if self.file is None:
             return
         try:
-            st = os.stat(self.path)
-            key = (st.st_ino, st.st_mtime_ns, st.st_size)
-            if key == self.key:
-                return
-            self.key = key
-            with open(self.path) as f:
-                token = f.read().strip()
+            text = self.file.changed()
         except FileNotFoundError:
             return
         except OSError as exc:
-            print(f"tail control {self.path}: {exc}", file=sys.stderr)
+            print(f"tail control {self.file.path}: {exc}", file=sys.stderr)
             return
-        answer = {"token": token, **device.skip_tail(now)}
-        tmp = f"{self.path}.done.tmp"
-        with open(tmp, "w") as f:
-            json.dump(answer, f)
-        os.replace(tmp, f"{self.path}.done")
+        if text is not None:
+            self.file.reply(".done", json.dumps({"token": text.strip(), **device.skip_tail(now)}))
 
 
 def _um_answer(device: Device, fault: Fault, rng: random.Random) -> bytes:
