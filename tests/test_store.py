@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from harness.errors import Busy, StoreError
+from harness.errors import Busy, ConfigError, StoreError
 from harness.campaign.store import SCHEMA_VERSION, Campaign
 
 
@@ -72,8 +72,11 @@ def test_newer_versions_are_refused(tmp_path):
     mf.write_text(json.dumps(doc))
     with pytest.raises(StoreError, match="upgrade mplab"):
         Campaign.open(c.path)
-    with pytest.raises(StoreError, match="not a campaign"):
-        Campaign.open(tmp_path / "nothing")
+    with pytest.raises(ConfigError, match="not a campaign directory"):
+        Campaign.open(tmp_path / "nothing")  # a wrong argument is bad input (exit 2), not a damaged store
+    mf.unlink()
+    with pytest.raises(StoreError, match="without its manifest.json"):
+        Campaign.open(c.path)  # the campaign's records are there: the store is damaged (exit 4)
 
 
 def test_corrupt_middle_line_is_an_error_not_silence(tmp_path):

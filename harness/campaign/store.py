@@ -159,7 +159,10 @@ class Campaign:
         p = Path(path)
         mf = p / "manifest.json"
         if not mf.exists():
-            raise StoreError(f"{p} is not a campaign (no manifest.json)")
+            if any((p / name).exists() for name in ("samples.jsonl", "sessions.jsonl")):
+                # A campaign's own files without its manifest: the store is damaged, not the argument.
+                raise StoreError(f"{p}: a campaign directory without its manifest.json (restore it from a copy)")
+            raise ConfigError(f"{p} is not a campaign directory (no manifest.json)")
         try:
             doc = json.loads(mf.read_text())
         except json.JSONDecodeError as exc:
