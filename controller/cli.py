@@ -374,7 +374,7 @@ def serve(
 
     sw, receivers = serve_target(spec, inventory)
     decisions = serve_decisions(assign, cap, {r.name for r in receivers})
-    info = probe_switch(sw.listen)  # a clear failure now rather than the app's connect deadline
+    info = probe_switch(sw.listen, sw.answer_timeout_s)  # a clear failure now rather than the app's connect deadline
     console.print(f"switch {sw.listen}: {info.describe()}")
     steering = OpenFlowSteering.for_lab(sw, receivers, state_dir)
     meters = None

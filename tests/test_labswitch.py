@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ import yaml
 
 from harness.config.inventory import load_inventory
 from harness.config.scenario import ControlSpec
-from harness.errors import ConfigError
+from harness.config.switch import SwitchPorts
+from harness.errors import ConfigError, PreflightError
 from harness.testbeds.lab import LabTestbed
 from harness.testbeds.ofprobe import (
     OFPT_FEATURES_REQUEST, OFPT_HELLO, OFPT_MULTIPART_REQUEST, features_request_bytes, hello_bytes, hello_versions,
@@ -176,6 +178,21 @@ def test_probe_reads_a_switch_and_refuses_what_is_not_openflow_13():
     with pytest.raises(Exception, match="cannot connect"):
         probe_switch(f"127.0.0.1:{port}", timeout_s=3)
 
+
+
+def test_a_switch_that_accepts_but_never_answers_is_named_with_the_wait_and_the_knob():
+    """A slow switch (a userspace-datapath OVS on a loaded host) is told apart from a dead one by its wait."""
+    srv = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody ever answers
+    t0 = time.monotonic()
+    with pytest.raises(PreflightError, match=r"no OpenFlow answer within 0.5 s \(lab.switch.answer_timeout_s\)"):
+        probe_switch(f"127.0.0.1:{srv.getsockname()[1]}", timeout_s=0.5)
+    assert time.monotonic() - t0 < 3  # the deadline holds even though the connection stays open
+    srv.close()
+    listen = {"listen": "127.0.0.1:6653", "networks": {"wifi": {"up": 1, "down": 2}, "lte": {"up": 3, "down": 4}}}
+    assert SwitchPorts(**listen).answer_timeout_s == 15.0
+    for bad in (0, float("inf"), 1e6):
+        with pytest.raises(ValueError, match="answer_timeout_s"):
+            SwitchPorts(**listen, answer_timeout_s=bad)
 
 def _lab_testbed(tmp_path, **switch) -> LabTestbed:
     doc = _lab_doc(**switch)

@@ -47,6 +47,10 @@ class SwitchPorts(Strict):
                                                                 "over SSH when 'host' is set)")
     host: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,30}$")] | None = Field(
         default=None, description="the lab.infra machine (role switch) running OVS, for preflight over SSH")
+    answer_timeout_s: float = Field(
+        default=15.0, ge=0.5, le=300, allow_inf_nan=False,
+        description="how long the OpenFlow probe (preflight, `controller serve`) waits for the switch's answers: "
+                    "a userspace-datapath OVS on a loaded host took over 5 s")
 
     @model_validator(mode="after")
     def _ports(self) -> SwitchPorts:

@@ -114,7 +114,7 @@ class LabTestbed(Testbed):
             return [Check("switch", "lab.switch", False, "the inventory has no lab.switch section",
                           "add lab.switch: {listen: HOST:PORT, networks: {wifi: {up, down}, lte: {up, down}}}",
                           essential=essential)]
-        check, _ = switch_check(sw.listen, essential=essential, timeout_s=min(10.0, self.lab.command_timeout_s))
+        check, _ = switch_check(sw.listen, essential=essential, timeout_s=sw.answer_timeout_s)
         out = [check]
         host = self.infra.get(sw.host) if sw.host else None
         if host is not None and sw.bridge:

@@ -134,17 +134,21 @@ def parse_meter_features(msg) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
 
 
 class _Conn:
-    def __init__(self, sock: socket.socket, deadline: float, where: str) -> None:
-        self.sock, self.deadline, self.where = sock, deadline, where
+    def __init__(self, sock: socket.socket, deadline: float, where: str, timeout_s: float) -> None:
+        self.sock, self.deadline, self.where, self.timeout_s = sock, deadline, where, timeout_s
 
     def _recv(self, n: int) -> bytes:
         buf = b""
         while len(buf) < n:
             left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise PreflightError(f"switch {self.where}: no OpenFlow answer before the deadline")
-            self.sock.settimeout(left)
-            chunk = self.sock.recv(n - len(buf))
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(n - len(buf))
+            except TimeoutError:  # a slow switch, not a foreign protocol: say how long it had
+                raise PreflightError(f"switch {self.where}: no OpenFlow answer within {self.timeout_s:g} s "
+                                     "(lab.switch.answer_timeout_s)") from None
             if not chunk:
                 raise PreflightError(f"switch {self.where} closed the connection"
                                      + (" mid-message" if buf else ""))
@@ -177,7 +181,7 @@ class _Conn:
                 return msg
 
 
-def probe_switch(listen: str, timeout_s: float = 5.0) -> SwitchInfo:
+def probe_switch(listen: str, timeout_s: float = 15.0) -> SwitchInfo:
     """Handshake with the switch listening at ``listen`` (host:port); ``PreflightError`` saying what went wrong."""
     host, _, port = listen.rpartition(":")
     deadline = time.monotonic() + timeout_s
@@ -188,7 +192,7 @@ def probe_switch(listen: str, timeout_s: float = 5.0) -> SwitchInfo:
         raise PreflightError(f"switch {listen}: cannot connect ({exc})") from None
     with sock:
         try:
-            conn = _Conn(sock, deadline, listen)
+            conn = _Conn(sock, deadline, listen, timeout_s)
             sock.sendall(hello_bytes(xid))
             versions = hello_versions(conn.read(OFPT_HELLO))
             if OFP13 not in versions:
@@ -203,7 +207,7 @@ def probe_switch(listen: str, timeout_s: float = 5.0) -> SwitchInfo:
     return SwitchInfo(dpid, n_tables, versions, max_meter, bands, caps)
 
 
-def switch_check(listen: str, essential: bool = True, timeout_s: float = 5.0) -> tuple[Check, SwitchInfo | None]:
+def switch_check(listen: str, essential: bool = True, timeout_s: float = 15.0) -> tuple[Check, SwitchInfo | None]:
     """The preflight check of a lab switch, and what it said when it answered."""
     try:
         info = probe_switch(listen, timeout_s)
