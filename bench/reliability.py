@@ -29,17 +29,17 @@ import time
 import uuid
 from pathlib import Path
 
+
+import yaml
+
+from harness import machine
+from harness.machine import STATE_ROOT
+from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.hosts.local import LocalHost
+from harness.campaign.store import Campaign, incomplete_tail_start
+from harness.testbeds.claim import claim_path
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import yaml  # noqa: E402
-
-from harness import machine  # noqa: E402
-from harness.machine import STATE_ROOT  # noqa: E402
-from harness.testbeds.clean import clean_prefix, list_namespaces  # noqa: E402
-from harness.hosts.local import LocalHost  # noqa: E402
-from harness.campaign.store import Campaign, incomplete_tail_start  # noqa: E402
-from harness.testbeds.claim import claim_path  # noqa: E402
 
 
 def mplab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -29,14 +29,13 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
 from harness.campaign.campaign import start_campaign  # noqa: E402  (bench imports after the path)
-from harness.config.inventory import Inventory, load_inventory  # noqa: E402
-from harness.config.load import parse_model  # noqa: E402
-from harness.config.scenario import Scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.config.inventory import Inventory, load_inventory
+from harness.config.load import parse_model
+from harness.config.scenario import Scenario
+from harness.testbeds.clean import clean_prefix
+
+REPO = Path(__file__).resolve().parent.parent
 
 #: A cell holds when throughput and energy are within this of S = 1.
 TOLERANCE = 0.03

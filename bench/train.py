@@ -20,22 +20,20 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.dataset.build import build_dataset, load_dataset  # noqa: E402
-from training.evaluate import scores  # noqa: E402
-from training.export import save_onnx, save_pt, write_json  # noqa: E402
-from training.features import FeatureSpec, target  # noqa: E402
-from training.fit import TrainConfig, fit, predict, validation_mask  # noqa: E402
-from training.runtime import OnnxEnergyModel  # noqa: E402
-from harness.testing.synthetic import write_synthetic_campaign  # noqa: E402
+from harness.dataset.build import build_dataset, load_dataset
+from training.evaluate import scores
+from training.export import save_onnx, save_pt, write_json
+from training.features import FeatureSpec, target
+from training.fit import TrainConfig, fit, predict, validation_mask
+from training.runtime import OnnxEnergyModel
+from harness.testing.synthetic import write_synthetic_campaign
 
 
 def sklearn_mlp(x_train: np.ndarray, y_train: np.ndarray, cfg: TrainConfig, defaults: bool):

@@ -34,12 +34,11 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness.testbeds.clean import clean_prefix
+from harness.testing import watchrig
+from tests.conftest import small_inventory
 
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testing import watchrig  # noqa: E402
-from tests.conftest import small_inventory  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 SAMPLE_LINE = re.compile(r"^(ok|failed)\s+(\S+)\s+([\d.]+) s\b", re.M)
 
