@@ -149,7 +149,7 @@ def decision_digest(predict, cases: int = 3000) -> str:
         under = {m.receiver: {"wifi": float(rng.uniform(0, 40)), "lte": float(rng.uniform(0, 40))} for m in meas}
 
         def measure(a: dict[str, Decision]) -> dict[str, dict[str, float]]:
-            return {rx: {r: under[rx][r] * (0.9 if len(d.ifaces) == 2 else 1.0) for r in d.ifaces}
+            return {rx: {r: under[rx][r] * (0.9 if len(d.ifaces) == 2 else 1.0) for r in d.ifaces}  # noqa: B023 - called within this iteration, before the variable moves on
                     for rx, d in a.items()}
         try:
             out = RefISTuned(predict, band=band, base=base).decide(meas, Context(cc, n, 4 * 2**20), measure)

@@ -159,8 +159,8 @@ def sizes(file_sizes: list[str]) -> None:
             st = r["path_stats"]
 
             def path(n: str) -> str:
-                s_ = st.get(n, {})
-                return (f"{r['probe_mbit'][n]:.2f}, {s_.get('rtt_s', 0) * 1000:.1f}, {s_.get('loss', 0):.4f} "
+                s_ = st.get(n, {})  # noqa: B023 - called within this iteration, before the variable moves on
+                return (f"{r['probe_mbit'][n]:.2f}, {s_.get('rtt_s', 0) * 1000:.1f}, {s_.get('loss', 0):.4f} "  # noqa: B023 - called within this iteration, before the variable moves on
                         f"({(s_.get('source') or {}).get('loss')}, {s_.get('loss_pkts')})")
             chosen = r["assignment"] + ("" if {"both": {"wifi", "lte"}}.get(r["assignment"], {r["assignment"]}) == want
                                         else " (pure rule differs!)")

@@ -29,7 +29,7 @@ import time
 import uuid
 from pathlib import Path
 
-from harness.campaign.campaign import start_campaign  # noqa: E402  (bench imports after the path)
+from harness.campaign.campaign import start_campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
 from harness.config.scenario import Scenario
@@ -70,7 +70,7 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
     by_sample: dict[str, list[dict]] = {}
     for r in c.records():
         by_sample.setdefault(r["sample_id"], []).append(r)
-    for sid, recs in by_sample.items():
+    for recs in by_sample.values():
         cell = cells.setdefault(recs[0]["case_id"], {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0})
         if any(r["status"] != "ok" for r in recs):
             cell["failed"] += 1

@@ -174,7 +174,8 @@ def main() -> None:
                     r = run_campaign(sc, Path(tmp) / "runs", f"b{i}{'w' if watch else 'n'}", watch, shots)
                     results.append(r)
                     print(f"run {i} {'with' if watch else 'without'} watcher: rc {r['rc']}, {r['samples']} samples, "
-                          f"runner CPU {r['cpu_s']:.1f} s, flagged records {r['flagged_records']} {r['flags']}, sample wall median {statistics.median(r['wall_s']):.2f} s"
+                          f"runner CPU {r['cpu_s']:.1f} s, flagged records {r['flagged_records']} {r['flags']}, "
+                          f"sample wall median {statistics.median(r['wall_s']):.2f} s"
                           + (f", watcher CPU {r['watcher_cpu_s']:.1f} s, latency p95 {pct(r['latency_s'], .95):.3f} s"
                              if watch else ""), flush=True)
         finally:

@@ -6,7 +6,8 @@ for the schemes that read them, each path's RTT and loss), with any per-path cap
 operator checking a model or a scheme before a campaign: offline, so the throughputs under an
 assignment that ``ref-is-tuned`` would re-measure are estimated from the probes (each allowed path
 at its probe rate) and the output says so. ``--model`` takes a folder or a registered model
-(``models:/NAME@alias``), resolved by ``harness.model_registry``. ``serve`` runs the OpenFlow app against a lab switch (from a switch
+(``models:/NAME@alias``), resolved by ``harness.model_registry``. ``serve`` runs the OpenFlow app
+against a lab switch (from a switch
 spec YAML, or from a lab inventory's ``lab.switch`` with ``--inventory``), first checking that it
 answers as an OpenFlow 1.3 switch; it applies ``--assign NAME=MODE`` and ``--cap NAME:NET=MBIT``
 (OpenFlow meters, as a campaign caps) and prints per-receiver byte counters every second until

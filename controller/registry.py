@@ -101,7 +101,7 @@ PARAM_DOCS: dict[str, str] = {
 }
 
 
-def _no_predict(rows):  # noqa: ANN001, ANN202 - only to read a model policy's defaults; never called
+def _no_predict(rows):  # only to read a model policy's defaults; never called
     raise ConfigError("reading defaults: no model")
 
 

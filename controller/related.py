@@ -341,7 +341,7 @@ class MpSdnEnergy(MpSdn):
                           for m in measurements}
         out = dict(base.assignment)
         removed = []
-        for rx, d in base.assignment.items():
+        for rx in base.assignment:
             sec = next(n for n in IFACES if n != self.primary[rx])
             occ = (ctx.occupancy or {}).get(sec, 1.0)
             at_floor = ctx.epoch > 0 and self.tier2_mbit[sec] <= self.floor_mbit + 1e-9

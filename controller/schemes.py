@@ -235,8 +235,8 @@ def es_mptcp_switch(paths: Mapping[str, PathState], power: Mapping[str, tuple[fl
 # ---------------------------------------------------------------- EE-MPTCP (§4)
 
 
-def _binom_pmf(w: int, l: int, p: float) -> float:
-    return math.comb(w, l) * p**l * (1 - p) ** (w - l)
+def _binom_pmf(w: int, k: int, p: float) -> float:
+    return math.comb(w, k) * p**k * (1 - p) ** (w - k)
 
 
 def loss_outcomes(w: float, p: float) -> tuple[float, float, float]:
@@ -250,8 +250,8 @@ def loss_outcomes(w: float, p: float) -> tuple[float, float, float]:
     p0 = (1 - p) ** n
     if n <= 3:
         return p0, 1 - p0, 0.0
-    p1 = sum(_binom_pmf(n, l, p) for l in range(n - 3, n + 1))
-    p2 = sum(_binom_pmf(n, l, p) for l in range(1, n - 3))
+    p1 = sum(_binom_pmf(n, k, p) for k in range(n - 3, n + 1))
+    p2 = sum(_binom_pmf(n, k, p) for k in range(1, n - 3))
     return p0, p1, p2
 
 

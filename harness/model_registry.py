@@ -89,7 +89,7 @@ def _unreachable(exc: Exception) -> bool:
                                    "Name or service not known", "timed out"))
 
 
-def _version(client, ref: ModelRef):  # noqa: ANN001, ANN202 - MLflow types, imported lazily
+def _version(client, ref: ModelRef):  # MLflow types, imported lazily
     """The ModelVersion a reference names; a clear error (exit 2) when there is none or the server is not there."""
     from mlflow.exceptions import MlflowException
 

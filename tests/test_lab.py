@@ -120,7 +120,8 @@ def test_sweep_over_ssh_has_the_namespace_records_shape(prefix, tmp_path):
     for r in records:
         assert r["status"] == "ok", r["error"]
         assert r["testbed_kind"] == "lab" and r["bytes"] == 1024 * 1024
-        assert r["energy_j"] and r["energy_j"] > 0 and r["meter_readings"] > 0, {k: r[k] for k in ("receiver", "energy_j", "meter_readings", "flags", "window_start", "window_end")}
+        assert r["energy_j"] and r["energy_j"] > 0 and r["meter_readings"] > 0, {
+            k: r[k] for k in ("receiver", "energy_j", "meter_readings", "flags", "window_start", "window_end")}
         assert r["started_at"] is not None
     assert {tuple(sorted(r)) for r in records} == {tuple(sorted(r)) for r in ns_records}
     for a, b in zip(sorted(records, key=lambda r: r["receiver"]), sorted(ns_records, key=lambda r: r["receiver"])):

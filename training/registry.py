@@ -51,7 +51,7 @@ def promote(name: str, version: str, alias: str = "champion", tracking_uri: str 
     client.set_registered_model_alias(name, alias, str(version))
 
 
-def load_energy_model(uri: str | Path, tracking_uri: str | None = None, threads: int = 1):  # noqa: ANN201
+def load_energy_model(uri: str | Path, tracking_uri: str | None = None, threads: int = 1):
     """``OnnxEnergyModel`` for a ``models:/`` URI or a folder (controllers open theirs with
     ``controller.model.EnergyModel.open``, through the same resolver)."""
     from training.runtime import OnnxEnergyModel

@@ -150,7 +150,7 @@ class SteerApp(app_manager.OSKenApp):
         self._meter(ofp.OFPMC_DELETE, ofp.OFPM_ALL)
         for (rx, net), band in self.caps.items():
             self._meter(ofp.OFPMC_ADD, self.meter_ids[(rx, net)], band)
-        for net, ports in self.nets.items():
+        for ports in self.nets.values():
             for a, b in ((ports["up"], ports["down"]), (ports["down"], ports["up"])):
                 self._flow(p.OFPMatch(in_port=a, eth_type=0x0806), b, PRIO_ARP, ofp.OFPFC_ADD)
         for rx in self.receivers:

@@ -302,7 +302,7 @@ def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, Conges
         meters = testbed.meters()
         opened = []
         try:
-            for name, m in meters.items():
+            for m in meters.values():
                 m.open()
                 opened.append(m)
         except MeterError as exc:
