@@ -1,4 +1,4 @@
-"""Why MP-SDN's WiFi primary carries less than its 20 Mbit/s on the lab-switch rig (issue 20 follow-up).
+"""Why MP-SDN's WiFi primary carries less than its 20 Mbit/s on the lab-switch rig (docs/schemes.md, MP-SDN's WiFi primary).
 
     uv run python bench/mpsdn_wifi.py [--files 3M,12M] [--testbed lab-switch|emulated] [--rmem "MIN DEF MAX"]
 

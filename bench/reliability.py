@@ -1,4 +1,4 @@
-"""Reliability figures for README "Reliability" (issue 14): kills survived with resume, bad inputs refused,
+"""Reliability figures for README "Reliability" (the fault guarantees): kills survived with resume, bad inputs refused,
 what a crash leaves and that `mplab clean` removes it, signals, order independence.
 
     sudo uv run --frozen python bench/reliability.py [--kills 10] [--json out.json]

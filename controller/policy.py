@@ -13,7 +13,7 @@ Registry: ``controller.registry.POLICIES`` maps a name to a factory taking the p
 (a dict from the scenario or the command line); the related schemes live in ``controller.related``.
 Adding a scheme is one class and one line there.
 
-Ambiguities of the reference paper resolved here (docs/reference/papers.md §1, register #10 of
+Ambiguities of the reference paper resolved here (docs/reference/papers.md §1, ambiguity `ref-band` of
 docs/reference/ambiguities.md): the 10 % band is ``|R1 - R2| <= band * base(R1, R2)`` with ``base = max`` by default
 (``min`` and ``mean`` selectable; both logged in every record); both probes ~0 fails the node
 rather than assigning "both"; Tuning compares energies predicted from throughputs *measured

@@ -1,5 +1,4 @@
-"""Datasets key rows by campaign, and refuse to mix testbeds, power profiles or energy sources unless asked
-(issue 14 item 3)."""
+"""Datasets key rows by campaign, and refuse to mix testbeds, power profiles or energy sources unless asked."""
 from __future__ import annotations
 
 import pytest
