@@ -91,7 +91,7 @@ def main() -> None:
         # torch._dynamo (~3-4 s here), scikit-learn imports its networks module. Pay both first.
         import torch
         torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
-        import sklearn.neural_network  # noqa: F401
+        import sklearn.neural_network  # noqa: F401 - imported for its first-import cost, paid before the timing
 
         # Interleaved repeats, median time: other processes on a shared machine add noise.
         runs: dict[str, list[dict]] = {"mplab": [], "mplab-bf16": [], "sklearn": [], "sklearn-same-hp": []}

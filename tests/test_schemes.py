@@ -211,7 +211,7 @@ def test_mp_sdn_energy_drops_a_floored_secondary():
     pol = make_policy("mp-sdn-energy", {"initial_mbit": 0.1, "m": 2, "p0_mw": 100})
     assert isinstance(pol, MpSdnEnergy)
     ms = [_m("n1", 20, 8)]
-    ctx = lambda e, occ: Context("cubic", 1, 2**20, epoch=e, occupancy={"wifi": occ, "lte": occ},  # noqa: E731
+    ctx = lambda e, occ: Context("cubic", 1, 2**20, epoch=e, occupancy={"wifi": occ, "lte": occ},  # noqa: E731 - this test's Context factory, one line per epoch
                                  capacity_mbit={"wifi": 40, "lte": 36})
     assert pol.decide(ms, ctx(0, 0.9)).assignment["n1"].ifaces == {"wifi", "lte"}
     assert pol.decide(ms, ctx(1, 0.9)).assignment["n1"].ifaces == {"wifi", "lte"}

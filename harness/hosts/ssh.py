@@ -421,7 +421,7 @@ class SSHHost(Host):
         if self._sftp is not None:
             try:
                 self._sftp.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - closing a dead connection is best effort
                 pass
             self._sftp = None
         for conn in self._conns:

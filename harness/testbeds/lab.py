@@ -276,7 +276,7 @@ class LabTestbed(Testbed):
         for name, cc in self._saved_cc.items():
             try:
                 hosts[name].run(sysctl_argv(DEFAULT_CC, cc), timeout=10.0)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - restoring is best effort: every host is tried, each failure logged
                 log.warning("[%s] could not restore %s=%s: %s", name, DEFAULT_CC, cc, exc)
         self._saved_cc.clear()
         for h in self.all_hosts().values():
