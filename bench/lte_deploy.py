@@ -25,7 +25,7 @@ from harness.deploy.files import push_file, push_files
 from lte.deploy import LteHosts, lte_down, lte_up
 from lte.render import render_all
 from lte.version import parse_version
-from test_lte_deploy import DAEMON_KIND, _inventory
+from test_lte_deploy import DAEMON_KIND, deploy_inventory
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -45,7 +45,7 @@ def main() -> None:
             for argv in (["ip", "addr", "add", addr, "dev", "s1"], ["ip", "link", "set", "s1", "up"],
                          ["ip", "link", "set", "lo", "up"]):
                 h.run(argv)
-        inv = _inventory(tmp)
+        inv = deploy_inventory(tmp)
         units = {u: standins.daemon_argv(k, f"{inv.lte.epc.config_dir}/{k}.yaml") for u, k in DAEMON_KIND.items()}
         units["srsenb"] = standins.daemon_argv("srsenb", f"{inv.lte.enb.config_dir}/enb.conf")
         tools = standins.install(sdir, units)

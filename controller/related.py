@@ -31,7 +31,7 @@ from controller.policy import IFACES, DEAD_MBIT, Context, Decision, Measure, Nod
 
 log = logging.getLogger("mplab.controller.related")
 
-_POWER_KEYS = ("wifi_b", "wifi_theta", "lte_b", "lte_theta")
+POWER_KEYS = ("wifi_b", "wifi_theta", "lte_b", "lte_theta")
 
 
 def _power(params: Mapping) -> dict[str, tuple[float, float]]:
@@ -357,11 +357,11 @@ class MpSdnEnergy(MpSdn):
 
 def _factory(cls: type, allowed: Sequence[str]) -> Callable[..., Policy]:
     def make(**params) -> Policy:
-        unknown = set(params) - set(allowed) - set(_POWER_KEYS)
+        unknown = set(params) - set(allowed) - set(POWER_KEYS)
         if unknown:
-            raise ConfigError(f"{cls.name} parameters are {', '.join([*allowed, *_POWER_KEYS])} "  # type: ignore[attr-defined]
+            raise ConfigError(f"{cls.name} parameters are {', '.join([*allowed, *POWER_KEYS])} "  # type: ignore[attr-defined]
                               f"(got {sorted(unknown)})", field="policies")
-        kw = {k: v for k, v in params.items() if k not in _POWER_KEYS}
+        kw = {k: v for k, v in params.items() if k not in POWER_KEYS}
         try:
             return cls(power=_power(params), **kw)
         except ValueError as exc:
