@@ -36,7 +36,9 @@ import yaml
 
 from harness.testbeds.clean import clean_prefix
 from harness.testing import watchrig
-from tests.conftest import small_inventory
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
+from conftest import small_inventory
 
 REPO = Path(__file__).resolve().parent.parent
 
