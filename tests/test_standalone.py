@@ -14,7 +14,7 @@ from conftest import REPO
 
 # ---------------------------------------------------------------------------------- tracker numbers
 
-#: "issue 14", "register #4", "items 2 and 5", or a bare "#12" where a reader would look for a ticket.
+#: "issue N", "register #N", "items N and M", or a bare "#N" where a reader would look for a ticket.
 #: Users have no tracker: a comment says what the thing is (the ambiguity register's entries have names).
 TRACKER = re.compile(r"\b(?:issues?|tickets?|tracker|items?|register)\s+#?\d+|(?:^|[\s(\[,;])#\d+\b",
                      re.IGNORECASE | re.MULTILINE)
@@ -44,7 +44,7 @@ def test_no_file_cites_a_tracker_number():
 
 def test_the_tracker_check_refuses_each_form():
     n = "1" + "4"  # spelt apart, so this file does not cite one itself
-    planted = [f"# fixed in issue {n}", f"(register #{n})", f"see #{n}.", f"issue {n} items 2 and 5"]
+    planted = [f"# fixed in issue {n}", f"(register #{n})", f"see #{n}.", f"the {'item'}s {n} and 5"]
     assert [len(tracker_citations(p)) for p in planted] == [1, 1, 1, 1]
     fine = ["color:#555", "https://github.com/open5gs/open5gs/issues/902", "Linux 6.18 release_name Lester Gooch #5",
             "ambiguity `zero-loss`", "# 14 receivers"]
