@@ -29,14 +29,14 @@ MODEL ?= models/$(SCENARIO)
 REPORT ?= reports/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: rerun-report setup2 setup2-model setup setup-lab python-lab apt apt-packages doctor python bpf test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
+.PHONY: rerun-report setup2 setup2-model setup setup-lab python-lab apt apt-packages doctor python bpf lint test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
 	@echo "make setup          install system packages (apt), the Python environment (uv) and the BPF congestion controls"
 	@echo "make setup-lab      the same without the training stack (PyTorch, MLflow, scikit-learn: ~5 GB) for sweep-only machines"
 	@echo "make doctor         check this machine: programs, kernel features, Python packages (make setup ends with it)"
 	@echo "make bpf            build the BPF congestion controls (harness/cc/bpf -> harness/cc/bpf/build)"
-	@echo "make test           run the whole test suite (namespace tests need root)"
+	@echo "make test           the linter (make lint: ruff), then the whole test suite (namespace tests need root)"
 	@echo "make experiment     run scenarios/\$$(SCENARIO).yaml on the inventory it names (default: quick, on the calibrated paper-lab; SCENARIO=quick-physics: the physics power profile)"
 	@echo "make rerun-report   the two newest runs/\$$(SCENARIO)-* campaigns side by side: drift beyond noise, manifest differences (\$$(REPORT)-rerun)"
 	@echo "make setup2         Setup II from nothing: training sweep, dataset, model (models/quick-setup2), controller comparison"
@@ -116,11 +116,16 @@ python-lab:
 # rates held to 5 %: machine-wide state or timing that another worker's testbed would disturb).
 TEST_WORKERS ?= 2
 PYTEST_ARGS ?=
-test:
+test: lint
 	@rc=0; \
 	$(UV_RUN) pytest -n $(TEST_WORKERS) --dist loadfile -m "not machine" $(PYTEST_ARGS) || rc=$$?; \
 	$(UV_RUN) pytest -m machine $(PYTEST_ARGS) || rc=$$?; \
 	exit $$rc
+
+# The linter first (seconds, and a failure stops before the ten-minute suite): ruff, configured in
+# pyproject.toml ([tool.ruff]); tests/test_lint.py adds what ruff cannot say (noqa reasons, function length).
+lint:
+	$(UV_RUN) ruff check .
 
 test-unit:
 	$(UV_RUN) pytest -m "not root"

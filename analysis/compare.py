@@ -116,7 +116,8 @@ def summary_line(cases: pd.DataFrame, diff: pd.DataFrame, rerun: Rerun) -> str:
     changed = diff[diff["differs"] == "yes"]["field"].tolist()
     return (f"rerun of scenario {rerun.scenario}: {rerun.b.name} against {rerun.a.name}: {len(drift)} of {len(cases)} "
             "case measure(s) drifted beyond noise"
-            + (f" ({', '.join(f'{r.cc} N={r.n_receivers} {r.scheme} {r.measure} {r.change_pct:+.1f} %' for r in drift.itertuples())})"
+            + (" (" + ", ".join(f"{r.cc} N={r.n_receivers} {r.scheme} {r.measure} {r.change_pct:+.1f} %"
+                                for r in drift.itertuples()) + ")"
                if len(drift) else "")
             + "; manifests differ in " + (", ".join(changed[:8]) + (" ..." if len(changed) > 8 else "")
                                          if changed else "nothing that decides a result"))

@@ -42,7 +42,8 @@ SCHEMES_INTRO = (
     "each scheme, its paper's first headline and the same kind of change computed from these records. A "
     "policy loses to a baseline when its mean is worse on its paper's headline metric (J/Mbit when it has "
     "none); \"within noise\" (in the summary \"(noise)\") when the Welch 95% interval of the difference of "
-    "per-sample means includes zero. The papers' numbers come from their own simulators and testbeds (column \"setting\"): compare "
+    "per-sample means includes zero. The papers' numbers come from their own simulators and testbeds "
+    "(column \"setting\"): compare "
     "directions, not sizes.")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display: reports are built on servers and in tests
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 plt.rcParams.update({"svg.fonttype": "none", "figure.dpi": 100, "savefig.dpi": 110, "font.size": 9,
                      "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,

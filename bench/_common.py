@@ -3,23 +3,21 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness.campaign.campaign import resolve_ccs
+from harness.testbeds.clean import clean_prefix
+from harness.testbeds.emulated import EmulatedTestbed
+from harness.config.inventory import Inventory, load_inventory
+from harness.meters.recorder import Recorder
+from harness.campaign.plan import SamplePlan, case_id
+from harness.campaign.runner import Runner
+from harness.config.scenario import Scenario
+from harness.campaign.store import Campaign
 
-from harness.campaign.campaign import resolve_ccs  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
-from harness.config.inventory import Inventory, load_inventory  # noqa: E402
-from harness.meters.recorder import Recorder  # noqa: E402
-from harness.campaign.plan import SamplePlan, case_id  # noqa: E402
-from harness.campaign.runner import Runner  # noqa: E402
-from harness.config.scenario import Scenario  # noqa: E402
-from harness.campaign.store import Campaign  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def inventory(prefix: str, path: Path = REPO / "inventory" / "emulated.yaml") -> Inventory:

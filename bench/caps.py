@@ -19,22 +19,21 @@ import statistics
 import sys
 from pathlib import Path
 
+from harness.cc import resolve
+from harness.testbeds.clean import clean_prefix
+from harness.testbeds.emulated import EmulatedTestbed
+from harness.testing.pathrate import PAYLOAD_SHARE, PathTransfer
+
+from controller.policy import Decision
+from controller.setup2 import gateway_caps, steered_receivers
+from controller.steering.caps import METER_BURST_S, MeterCaps
+from controller.steering.openflow import OpenFlowSteering
+from controller.steering.ovs import splice_switch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
+from conftest import small_inventory
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from harness.cc import resolve  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
-from harness.testing.pathrate import PAYLOAD_SHARE, PathTransfer  # noqa: E402
-
-from controller.policy import Decision  # noqa: E402
-from controller.setup2 import gateway_caps, steered_receivers  # noqa: E402
-from controller.steering.caps import METER_BURST_S, MeterCaps  # noqa: E402
-from controller.steering.openflow import OpenFlowSteering  # noqa: E402
-from controller.steering.ovs import splice_switch  # noqa: E402
-
-sys.path.insert(0, str(REPO / "tests"))
-from conftest import small_inventory  # noqa: E402
 
 PREFIX = "mplab-bench-caps-"
 WIFI = frozenset({"wifi"})

@@ -27,13 +27,12 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness.campaign.campaign import start_campaign
+from harness.config.load import load_yaml_model
+from harness.config.inventory import Inventory
+from harness.config.scenario import load_scenario, scenario_inventory
 
-from harness.campaign.campaign import start_campaign  # noqa: E402
-from harness.config.load import load_yaml_model  # noqa: E402
-from harness.config.inventory import Inventory  # noqa: E402
-from harness.config.scenario import load_scenario, scenario_inventory  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 TICK_S = 0.05
 

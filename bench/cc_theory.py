@@ -21,16 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from harness.cc import resolve  # noqa: E402
-from harness.cc.bpfcc import COUPLED, BpfCC, object_digest  # noqa: E402
-from harness.testing.bottleneck import Competition, SharedBottleneck  # noqa: E402
+from harness.cc import resolve
+from harness.cc.bpfcc import COUPLED, BpfCC, object_digest
+from harness.testing.bottleneck import Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
 MSS_WIRE = 1514

@@ -27,21 +27,20 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.hosts.local import NamespaceHost
+from harness.testbeds.clean import clean_prefix
+from harness.testbeds.ofprobe import probe_switch
+from harness.testing.pathrate import PathTransfer
+
+from controller.policy import Decision
+from controller.setup2 import steered_receivers
+from controller.steering.caps import MeterCaps
+from controller.steering.openflow import OpenFlowSteering
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
+from labswitch_fixtures import lab_switch_rig
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from harness.hosts.local import NamespaceHost  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testbeds.ofprobe import probe_switch  # noqa: E402
-from harness.testing.pathrate import PathTransfer  # noqa: E402
-
-from controller.policy import Decision  # noqa: E402
-from controller.setup2 import steered_receivers  # noqa: E402
-from controller.steering.caps import MeterCaps  # noqa: E402
-from controller.steering.openflow import OpenFlowSteering  # noqa: E402
-
-sys.path.insert(0, str(REPO / "tests"))
-from labswitch_fixtures import lab_switch_rig  # noqa: E402
 
 PREFIX = "mplab-bench-lsw-"
 

@@ -13,20 +13,21 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
 
-import standins  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.hosts.local import LocalHost, NamespaceHost  # noqa: E402
-from harness.hosts.netcmd import veth_argv  # noqa: E402
-from harness.deploy.services import Systemd  # noqa: E402
-from harness.testing.sshrig import SshdRig  # noqa: E402
-from harness.deploy.files import push_file, push_files  # noqa: E402
-from lte.deploy import LteHosts, lte_down, lte_up  # noqa: E402
-from lte.render import render_all  # noqa: E402
-from lte.version import parse_version  # noqa: E402
-from test_lte_deploy import DAEMON_KIND, _inventory  # noqa: E402
+import standins
+from harness.testbeds.clean import clean_prefix
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.hosts.netcmd import veth_argv
+from harness.deploy.services import Systemd
+from harness.testing.sshrig import SshdRig
+from harness.deploy.files import push_file, push_files
+from lte.deploy import LteHosts, lte_down, lte_up
+from lte.render import render_all
+from lte.version import parse_version
+from test_lte_deploy import DAEMON_KIND, deploy_inventory
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
@@ -44,7 +45,7 @@ def main() -> None:
             for argv in (["ip", "addr", "add", addr, "dev", "s1"], ["ip", "link", "set", "s1", "up"],
                          ["ip", "link", "set", "lo", "up"]):
                 h.run(argv)
-        inv = _inventory(tmp)
+        inv = deploy_inventory(tmp)
         units = {u: standins.daemon_argv(k, f"{inv.lte.epc.config_dir}/{k}.yaml") for u, k in DAEMON_KIND.items()}
         units["srsenb"] = standins.daemon_argv("srsenb", f"{inv.lte.enb.config_dir}/enb.conf")
         tools = standins.install(sdir, units)

@@ -27,20 +27,20 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
 
-from harness.deploy.trial import find_program  # noqa: E402
-from harness.hosts.local import LocalHost, NamespaceHost  # noqa: E402
-from harness.config.inventory import Inventory  # noqa: E402
-from harness.hosts.netcmd import link_up_argv, netns_add_argv, netns_del_argv, route_add_argv  # noqa: E402
-from harness.testing.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
-from lte.realcheck import bin_dirs  # noqa: E402
-from harness.deploy.secrets import load_secrets  # noqa: E402
-from lte.srsepc import render_srsepc  # noqa: E402
-from lte.zmq import FFTW_HOME, UE_TUN, render_zmq  # noqa: E402
-from lte_fixtures import lab_data, write_secrets  # noqa: E402
+from harness.deploy.trial import find_program
+from harness.hosts.local import LocalHost, NamespaceHost
+from harness.config.inventory import Inventory
+from harness.hosts.netcmd import link_up_argv, netns_add_argv, netns_del_argv, route_add_argv
+from harness.testing.sctpshim import build_shim, kernel_has_sctp
+from lte.realcheck import bin_dirs
+from harness.deploy.secrets import load_secrets
+from lte.srsepc import render_srsepc
+from lte.zmq import FFTW_HOME, UE_TUN, render_zmq
+from lte_fixtures import lab_data, write_secrets
+
+REPO = Path(__file__).resolve().parent.parent
 
 PREFIX = "mplab-bench-cell-"
 RX = "n2"

@@ -24,13 +24,12 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
 from harness.config.inventory import PowerProfile
 from harness.meters.drivers import open_meter
 from harness.meters.emulated import device_argv
 from harness.meters.recorder import Recorder
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _cpu_s(pid: int) -> float:

@@ -1,4 +1,4 @@
-"""Why MP-SDN's WiFi primary carries less than its 20 Mbit/s on the lab-switch rig (issue 20 follow-up).
+"""Why MP-SDN's WiFi primary carries less than its 20 Mbit/s on the lab-switch rig (docs/schemes.md, MP-SDN's WiFi primary).
 
     uv run python bench/mpsdn_wifi.py [--files 3M,12M] [--testbed lab-switch|emulated] [--rmem "MIN DEF MAX"]
 
@@ -26,17 +26,17 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
+
+from harness.campaign.campaign import start_campaign
+from harness.config.scenario import Scenario
+from harness.hosts.local import NamespaceHost
+
+from controller.setup2 import control_factory
+
+from labswitch_fixtures import lab_switch_rig
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
-
-from harness.campaign.campaign import start_campaign  # noqa: E402
-from harness.config.scenario import Scenario  # noqa: E402
-from harness.hosts.local import NamespaceHost  # noqa: E402
-
-from controller.setup2 import control_factory  # noqa: E402
-
-from labswitch_fixtures import lab_switch_rig  # noqa: E402
 
 PREFIX = "mplab-mpw-"
 

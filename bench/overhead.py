@@ -4,7 +4,7 @@ Runs N samples with all nine receivers (MPTCP, a small file) through the real Ru
 and reports, from this one run:
   - overhead per sample = sample wall time - transfer time of its slowest receiver (median, p95)
   - start skew = spread of the receivers' actual start times within a sample (p95, max)
-Targets (issue 2): median overhead <= 0.5 s, p95 skew <= 20 ms. Needs root.
+Targets (README, Benchmarks): median overhead <= 0.5 s, p95 skew <= 20 ms. Needs root.
 
     uv run python bench/overhead.py [--samples 12] [--receivers 9]
 """

@@ -29,15 +29,14 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness.campaign.campaign import dry_run_estimate_s, start_campaign
+from harness.campaign.plan import plan_campaign
+from harness.campaign.summary import summarize
+from harness.config.inventory import Inventory, load_inventory
+from harness.config.scenario import Scenario, load_scenario
+from harness.testbeds.clean import clean_prefix
 
-from harness.campaign.campaign import dry_run_estimate_s, start_campaign  # noqa: E402
-from harness.campaign.plan import plan_campaign  # noqa: E402
-from harness.campaign.summary import summarize  # noqa: E402
-from harness.config.inventory import Inventory, load_inventory  # noqa: E402
-from harness.config.scenario import Scenario, load_scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 TOLERANCE = 0.10
 

@@ -33,17 +33,16 @@ import time
 import uuid
 from pathlib import Path
 
+from harness.campaign.campaign import start_campaign
+from harness.config.inventory import Inventory, load_inventory
+from harness.config.scenario import Scenario
+from harness.hosts.local import LocalHost
+from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.testing import leaks
+
+from controller.setup2 import control_factory
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from harness.campaign.campaign import start_campaign  # noqa: E402
-from harness.config.inventory import Inventory, load_inventory  # noqa: E402
-from harness.config.scenario import Scenario  # noqa: E402
-from harness.hosts.local import LocalHost  # noqa: E402
-from harness.testbeds.clean import clean_prefix, list_namespaces  # noqa: E402
-from harness.testing import leaks  # noqa: E402
-
-from controller.setup2 import control_factory  # noqa: E402
 
 POLICIES = ["all-wifi", "all-lte", "all-both", "ref-is", "mp-sdn"]
 #: mp-sdn's epoch (EI) cut from 2 s so that its loop runs during these short transfers.

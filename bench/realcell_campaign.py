@@ -14,20 +14,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness.campaign.campaign import start_campaign
+from harness.config.inventory import Inventory, load_inventory
+from harness.config.scenario import Scenario
+from harness.testbeds.clean import clean_prefix
+from harness.testing.sctpshim import build_shim, kernel_has_sctp
+from lte.realcell import ACCESS_KINDS, realcell_checks
 
-from harness.campaign.campaign import start_campaign  # noqa: E402
-from harness.config.inventory import Inventory, load_inventory  # noqa: E402
-from harness.config.scenario import Scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testing.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
-from lte.realcell import ACCESS_KINDS, realcell_checks  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 PREFIX = "mplab-bench-rcell-"
 

@@ -17,17 +17,14 @@ import argparse
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from harness.artifacts import SUMS_NAME  # noqa: E402
-from harness.dataset.build import build_dataset, load_dataset  # noqa: E402
-from harness.dataset.registry import publish, pull  # noqa: E402
-from harness.testing.synthetic import write_synthetic_campaign  # noqa: E402
+from harness.artifacts import SUMS_NAME
+from harness.dataset.build import build_dataset, load_dataset
+from harness.dataset.registry import publish, pull
+from harness.testing.synthetic import write_synthetic_campaign
 
 
 def timed(fn, repeats: int) -> float:

@@ -17,10 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from analysis.report import build_report
 
-from analysis.report import build_report  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def timed_build(inputs: list[Path], out: Path) -> tuple[float, dict[str, float], int]:

@@ -16,21 +16,21 @@ import sys
 import tempfile
 from pathlib import Path
 
+
+import yaml
+
+from harness.campaign.campaign import start_campaign
+from harness.cc import resolve
+from harness.config.inventory import Inventory
+from harness.config.scenario import ControlSpec, Scenario
+from harness.testbeds.clean import clean_prefix
+from harness.testbeds.emulated import EmulatedTestbed
+
+from controller import schemes
+from controller.policy import Decision
+from controller.setup2 import Setup2Control, control_factory
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import yaml  # noqa: E402
-
-from harness.campaign.campaign import start_campaign  # noqa: E402
-from harness.cc import resolve  # noqa: E402
-from harness.config.inventory import Inventory  # noqa: E402
-from harness.config.scenario import ControlSpec, Scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
-
-from controller import schemes  # noqa: E402
-from controller.policy import Decision  # noqa: E402
-from controller.setup2 import Setup2Control, control_factory  # noqa: E402
 
 
 def inventory(prefix: str, receivers: list[tuple[float, float]], wifi_cap: float | None = None) -> Inventory:
@@ -159,8 +159,8 @@ def sizes(file_sizes: list[str]) -> None:
             st = r["path_stats"]
 
             def path(n: str) -> str:
-                s_ = st.get(n, {})
-                return (f"{r['probe_mbit'][n]:.2f}, {s_.get('rtt_s', 0) * 1000:.1f}, {s_.get('loss', 0):.4f} "
+                s_ = st.get(n, {})  # noqa: B023 - called within this iteration, before the variable moves on
+                return (f"{r['probe_mbit'][n]:.2f}, {s_.get('rtt_s', 0) * 1000:.1f}, {s_.get('loss', 0):.4f} "  # noqa: B023 - called within this iteration, before the variable moves on
                         f"({(s_.get('source') or {}).get('loss')}, {s_.get('loss_pkts')})")
             chosen = r["assignment"] + ("" if {"both": {"wifi", "lte"}}.get(r["assignment"], {r["assignment"]}) == want
                                         else " (pure rule differs!)")

@@ -2,7 +2,7 @@
 
 Per congestion control and receiver count: mean per-receiver throughput (Mbit/s) and energy (J)
 of each policy over ok, unflagged records; the paper's Tables 2-3 are read as per-node means
-(register #12 of docs/reference/ambiguities.md). Then the SDN scheme's energy saving and
+(ambiguity `table-totals` of docs/reference/ambiguities.md). Then the SDN scheme's energy saving and
 throughput gain over plain MPTCP (all-both), as the paper's §1.8 computes them, and how often
 Tuning adopted its assignment.
 

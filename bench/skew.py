@@ -31,17 +31,16 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness.campaign.campaign import RunHooks, start_campaign
+from harness.cc import resolve
+from harness.testbeds.clean import clean_prefix
+from harness.testbeds.emulated import EmulatedTestbed
+from harness.hosts.local import Host
+from harness.config.inventory import Inventory
+from harness.config.scenario import Scenario
+from harness.testing.sshrig import SshdRig, lab_inventory
 
-from harness.campaign.campaign import RunHooks, start_campaign  # noqa: E402
-from harness.cc import resolve  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
-from harness.hosts.local import Host  # noqa: E402
-from harness.config.inventory import Inventory  # noqa: E402
-from harness.config.scenario import Scenario  # noqa: E402
-from harness.testing.sshrig import SshdRig, lab_inventory  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def percentile(xs: list[float], q: float) -> float:

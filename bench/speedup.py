@@ -29,14 +29,13 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness.campaign.campaign import start_campaign
+from harness.config.inventory import Inventory, load_inventory
+from harness.config.load import parse_model
+from harness.config.scenario import Scenario
+from harness.testbeds.clean import clean_prefix
 
-from harness.campaign.campaign import start_campaign  # noqa: E402  (bench imports after the path)
-from harness.config.inventory import Inventory, load_inventory  # noqa: E402
-from harness.config.load import parse_model  # noqa: E402
-from harness.config.scenario import Scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 #: A cell holds when throughput and energy are within this of S = 1.
 TOLERANCE = 0.03
@@ -71,7 +70,7 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
     by_sample: dict[str, list[dict]] = {}
     for r in c.records():
         by_sample.setdefault(r["sample_id"], []).append(r)
-    for sid, recs in by_sample.items():
+    for recs in by_sample.values():
         cell = cells.setdefault(recs[0]["case_id"], {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0})
         if any(r["status"] != "ok" for r in recs):
             cell["failed"] += 1

@@ -20,22 +20,20 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.dataset.build import build_dataset, load_dataset  # noqa: E402
-from training.evaluate import scores  # noqa: E402
-from training.export import save_onnx, save_pt, write_json  # noqa: E402
-from training.features import FeatureSpec, target  # noqa: E402
-from training.fit import TrainConfig, fit, predict, validation_mask  # noqa: E402
-from training.runtime import OnnxEnergyModel  # noqa: E402
-from harness.testing.synthetic import write_synthetic_campaign  # noqa: E402
+from harness.dataset.build import build_dataset, load_dataset
+from training.evaluate import scores
+from training.export import save_onnx, save_pt, write_json
+from training.features import FeatureSpec, target
+from training.fit import TrainConfig, fit, predict, validation_mask
+from training.runtime import OnnxEnergyModel
+from harness.testing.synthetic import write_synthetic_campaign
 
 
 def sklearn_mlp(x_train: np.ndarray, y_train: np.ndarray, cfg: TrainConfig, defaults: bool):
@@ -93,7 +91,7 @@ def main() -> None:
         # torch._dynamo (~3-4 s here), scikit-learn imports its networks module. Pay both first.
         import torch
         torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
-        import sklearn.neural_network  # noqa: F401
+        import sklearn.neural_network  # noqa: F401 - imported for its first-import cost, paid before the timing
 
         # Interleaved repeats, median time: other processes on a shared machine add noise.
         runs: dict[str, list[dict]] = {"mplab": [], "mplab-bf16": [], "sklearn": [], "sklearn-same-hp": []}

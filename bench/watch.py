@@ -34,12 +34,13 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness.testbeds.clean import clean_prefix
+from harness.testing import watchrig
 
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testing import watchrig  # noqa: E402
-from tests.conftest import small_inventory  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
+from conftest import small_inventory
+
+REPO = Path(__file__).resolve().parent.parent
 
 SAMPLE_LINE = re.compile(r"^(ok|failed)\s+(\S+)\s+([\d.]+) s\b", re.M)
 
@@ -175,7 +176,8 @@ def main() -> None:
                     r = run_campaign(sc, Path(tmp) / "runs", f"b{i}{'w' if watch else 'n'}", watch, shots)
                     results.append(r)
                     print(f"run {i} {'with' if watch else 'without'} watcher: rc {r['rc']}, {r['samples']} samples, "
-                          f"runner CPU {r['cpu_s']:.1f} s, flagged records {r['flagged_records']} {r['flags']}, sample wall median {statistics.median(r['wall_s']):.2f} s"
+                          f"runner CPU {r['cpu_s']:.1f} s, flagged records {r['flagged_records']} {r['flags']}, "
+                          f"sample wall median {statistics.median(r['wall_s']):.2f} s"
                           + (f", watcher CPU {r['watcher_cpu_s']:.1f} s, latency p95 {pct(r['latency_s'], .95):.3f} s"
                              if watch else ""), flush=True)
         finally:

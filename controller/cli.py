@@ -6,7 +6,8 @@ for the schemes that read them, each path's RTT and loss), with any per-path cap
 operator checking a model or a scheme before a campaign: offline, so the throughputs under an
 assignment that ``ref-is-tuned`` would re-measure are estimated from the probes (each allowed path
 at its probe rate) and the output says so. ``--model`` takes a folder or a registered model
-(``models:/NAME@alias``), resolved by ``harness.model_registry``. ``serve`` runs the OpenFlow app against a lab switch (from a switch
+(``models:/NAME@alias``), resolved by ``harness.model_registry``. ``serve`` runs the OpenFlow app
+against a lab switch (from a switch
 spec YAML, or from a lab inventory's ``lab.switch`` with ``--inventory``), first checking that it
 answers as an OpenFlow 1.3 switch; it applies ``--assign NAME=MODE`` and ``--cap NAME:NET=MBIT``
 (OpenFlow meters, as a campaign caps) and prints per-receiver byte counters every second until
@@ -189,11 +190,11 @@ def decide(
     cc: Annotated[str, typer.Option(help="congestion control of the transfer")] = "balia",
     rtt: Annotated[list[str], typer.Option(
         help="[NAME:]NET=TIME, a path's base RTT (25ms, 0.065s; bare numbers are ms); without NAME for every "
-             "receiver. es-mptcp and ee-mptcp need it")] = [],  # noqa: B006
+             "receiver. es-mptcp and ee-mptcp need it")] = [],  # noqa: B006 - typer builds a new list per call; never mutated
     loss: Annotated[list[str], typer.Option(
-        help="[NAME:]NET=LOSS, a path's random loss (1% or 0.01); not given: lossless")] = [],  # noqa: B006
+        help="[NAME:]NET=LOSS, a path's random loss (1% or 0.01); not given: lossless")] = [],  # noqa: B006 - typer builds a new list per call; never mutated
     param: Annotated[list[str], typer.Option(
-        help="KEY=VALUE, a policy parameter (see `mplab controller policies`), e.g. band=0.2")] = [],  # noqa: B006
+        help="KEY=VALUE, a policy parameter (see `mplab controller policies`), e.g. band=0.2")] = [],  # noqa: B006 - typer builds a new list per call; never mutated
     file_size: Annotated[Optional[str], typer.Option(
         help="file size of the transfer (60M = 60 MiB; default: the model's, else 60M)")] = None,
     band: Annotated[Optional[float], typer.Option(help="IS band (same as --param band=...)")] = None,
@@ -358,9 +359,9 @@ def serve(
         help="switch spec (YAML: listen host:port, networks' ports, receivers); or use --inventory")] = None,
     inventory: Annotated[Optional[Path], typer.Option(
         help="a lab inventory: the switch from its lab.switch, the receivers from its receivers")] = None,
-    assign: Annotated[list[str], typer.Option(help="NAME=wifi|lte|both, applied once connected")] = [],  # noqa: B006
+    assign: Annotated[list[str], typer.Option(help="NAME=wifi|lte|both, applied once connected")] = [],  # noqa: B006 - typer builds a new list per call; never mutated
     cap: Annotated[list[str], typer.Option(
-        help="NAME:NET=MBIT, a rate cap as an OpenFlow meter on that receiver's path (e.g. n1:wifi=8)")] = [],  # noqa: B006
+        help="NAME:NET=MBIT, a rate cap as an OpenFlow meter on that receiver's path (e.g. n1:wifi=8)")] = [],  # noqa: B006 - typer builds a new list per call; never mutated
     interval_s: Annotated[float, typer.Option(help="seconds between counter prints")] = 1.0,
     state_dir: Annotated[Path, typer.Option(help="where the app's spec and control socket go")] = Path(
         "/tmp/mplab-controller"),

@@ -13,7 +13,7 @@ Registry: ``controller.registry.POLICIES`` maps a name to a factory taking the p
 (a dict from the scenario or the command line); the related schemes live in ``controller.related``.
 Adding a scheme is one class and one line there.
 
-Ambiguities of the reference paper resolved here (docs/reference/papers.md §1, register #10 of
+Ambiguities of the reference paper resolved here (docs/reference/papers.md §1, ambiguity `ref-band` of
 docs/reference/ambiguities.md): the 10 % band is ``|R1 - R2| <= band * base(R1, R2)`` with ``base = max`` by default
 (``min`` and ``mean`` selectable; both logged in every record); both probes ~0 fails the node
 rather than assigning "both"; Tuning compares energies predicted from throughputs *measured
@@ -338,7 +338,8 @@ def timed_decide(policy: Policy, measurements: Sequence[ReceiverMeasurement], ct
     return outcome, latency_s
 
 
-def _fixed(mode: str) -> Callable[..., Policy]:
+def make_fixed(mode: str) -> Callable[..., Policy]:
+    """The registry's factory of ``all-<mode>`` (no parameters)."""
     def make(**params) -> Policy:
         if params:
             raise ConfigError(f"policy all-{mode} takes no parameters (got {sorted(params)})", field="policies")
@@ -346,12 +347,14 @@ def _fixed(mode: str) -> Callable[..., Policy]:
     return make
 
 
-def _ref_is(**params) -> Policy:
+def make_ref_is(**params) -> Policy:
+    """The registry's factory of ``ref-is``: the band parameters checked first."""
     _Band.check_params("ref-is", params)
     return RefIS(**params)
 
 
-def _ref_is_tuned(predict: Predict | None = None, **params) -> Policy:
+def make_ref_is_tuned(predict: Predict | None = None, **params) -> Policy:
+    """The registry's factory of ``ref-is-tuned``: it needs the model's ``predict``."""
     _Band.check_params("ref-is-tuned", params)
     if predict is None:
         raise ConfigError("policy ref-is-tuned needs a model (scenario key `model: models/<name>`)", field="model")

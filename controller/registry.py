@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from harness.errors import ConfigError
 
 from controller import schemes
-from controller.policy import Policy, Predict, _fixed, _ref_is, _ref_is_tuned
-from controller.related import _POWER_KEYS, RELATED
+from controller.policy import Policy, Predict, make_fixed, make_ref_is, make_ref_is_tuned
+from controller.related import POWER_KEYS, RELATED
 
 _BAND = ("band", "base")
 
@@ -38,25 +38,25 @@ class PolicyInfo:
 
 
 POLICIES: dict[str, PolicyInfo] = {
-    "all-wifi": PolicyInfo(_fixed("wifi"), "every receiver on WiFi alone (single-path TCP): a baseline"),
-    "all-lte": PolicyInfo(_fixed("lte"), "every receiver on LTE alone (single-path TCP): a baseline"),
-    "all-both": PolicyInfo(_fixed("both"), "every receiver on both networks (MPTCP, no controller): the reference "
+    "all-wifi": PolicyInfo(make_fixed("wifi"), "every receiver on WiFi alone (single-path TCP): a baseline"),
+    "all-lte": PolicyInfo(make_fixed("lte"), "every receiver on LTE alone (single-path TCP): a baseline"),
+    "all-both": PolicyInfo(make_fixed("both"), "every receiver on both networks (MPTCP, no controller): the reference "
                                            "paper's MPTCP baseline"),
-    "ref-is": PolicyInfo(_ref_is, "Interface Selection: both networks when a receiver's WiFi and LTE probe rates "
+    "ref-is": PolicyInfo(make_ref_is, "Interface Selection: both networks when a receiver's WiFi and LTE probe rates "
                                   "are within the band of each other, else its faster network", _BAND),
-    "ref-is-tuned": PolicyInfo(_ref_is_tuned, "Interface Selection, then Tuning: every receiver IS put on both "
+    "ref-is-tuned": PolicyInfo(make_ref_is_tuned, "Interface Selection, then Tuning: every receiver IS put on both "
                                               "moves to its faster network if the energy model predicts less total "
                                               "energy from throughputs re-measured under each assignment",
                                _BAND, needs_model=True),
     "es-mptcp": PolicyInfo(RELATED["es-mptcp"], "per receiver, the top-k paths by energy per bit (b + theta/x), "
                                                 "k maximising throughput per energy for this file size",
-                           ("objective", "time_mode", "p_floor", "w0", *_POWER_KEYS), needs_paths=True),
+                           ("objective", "time_mode", "p_floor", "w0", *POWER_KEYS), needs_paths=True),
     "ee-mptcp": PolicyInfo(RELATED["ee-mptcp"], "per receiver, the top-k paths by energy per bit, k maximising "
                                                 "throughput minus energy, with a round-by-round window model",
-                           ("w0", "ssthresh0", "objective", "energy_scale", *_POWER_KEYS), needs_paths=True),
+                           ("w0", "ssthresh0", "objective", "energy_scale", *POWER_KEYS), needs_paths=True),
     "eemptcp": PolicyInfo(RELATED["eemptcp"], "per receiver, the split of its rate across paths that maximises "
                                               "bits per joule under an energy cap, enforced as per-path rate caps",
-                          ("emax_mode", "step_mbit", *_POWER_KEYS)),
+                          ("emax_mode", "step_mbit", *POWER_KEYS)),
     "mp-sdn": PolicyInfo(RELATED["mp-sdn"], "each receiver's faster network is its primary; the secondaries on a "
                                             "network share a Tier-2 rate limit regulated every EI from its queue "
                                             "occupancy (per-path caps)",
@@ -65,12 +65,12 @@ POLICIES: dict[str, PolicyInfo] = {
                                                           "dropped; re-admitted when its network calms down and the "
                                                           "second path pays for itself",
                                 ("cth", "alpha", "floor_mbit", "occ_min", "ei_s", "initial_mbit", "m", "margin",
-                                 "p0_mw", *_POWER_KEYS),
+                                 "p0_mw", *POWER_KEYS),
                                 derived="the energy rule is mplab's (MP-SDN has no energy variant)"),
     "marginal-efficiency": PolicyInfo(RELATED["marginal-efficiency"], "the best single path by bits per joule with "
                                                                       "the device's base power, plus the other path "
                                                                       "if it beats that alone",
-                                      ("p0_mw", *_POWER_KEYS), derived="mplab's rule (no paper)"),
+                                      ("p0_mw", *POWER_KEYS), derived="mplab's rule (no paper)"),
 }
 #: Policies whose factory takes the energy model's ``predict``.
 NEEDS_MODEL = frozenset(n for n, i in POLICIES.items() if i.needs_model)
@@ -101,7 +101,7 @@ PARAM_DOCS: dict[str, str] = {
 }
 
 
-def _no_predict(rows):  # noqa: ANN001, ANN202 - only to read a model policy's defaults; never called
+def _no_predict(rows):  # only to read a model policy's defaults; never called
     raise ConfigError("reading defaults: no model")
 
 

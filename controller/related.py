@@ -31,7 +31,7 @@ from controller.policy import IFACES, DEAD_MBIT, Context, Decision, Measure, Nod
 
 log = logging.getLogger("mplab.controller.related")
 
-_POWER_KEYS = ("wifi_b", "wifi_theta", "lte_b", "lte_theta")
+POWER_KEYS = ("wifi_b", "wifi_theta", "lte_b", "lte_theta")
 
 
 def _power(params: Mapping) -> dict[str, tuple[float, float]]:
@@ -100,11 +100,11 @@ class EsMptcp(_Base):
     """ES-MPTCP (Dong et al., Electronics 11(3):490, 2022; docs/reference/papers.md §2).
 
     Per receiver, once before the transfer: rank the paths by effective energy per bit b + theta/x,
-    take the top k maximising O_k (``schemes.es_mptcp``). Resolutions: O_k is a ratio (register #1);
+    take the top k maximising O_k (``schemes.es_mptcp``). Resolutions: O_k is a ratio (ambiguity `objective-form`);
     completion time by the paper's round counting with a loss-aware window model capped at the BDP,
     each path's ranking rate its own predicted average for this file (``time_mode=rounds``, the
-    default; ``size`` uses S / sum X with LIA rates, register #3); loss floored at ``p_floor`` for the
-    LIA fixed point (#4); capacity = the probe rate; decided once per transfer, not every RTT (flow
+    default; ``size`` uses S / sum X with LIA rates, ambiguity `completion-time`); loss floored at ``p_floor`` for the
+    LIA fixed point (ambiguity `zero-loss`); capacity = the probe rate; decided once per transfer, not every RTT (flow
     changes are not free network-side).
 
     What p and RTT mean. The paper's p_r (the LIA fixed point, Eq. 6) is the path's random loss
@@ -148,8 +148,8 @@ class EeMptcp(_Base):
 
     Rank by b + theta/x (x = cwnd/RTT of the sender's subflow, else the probe), then for each top-k
     set count rounds with the expected-window model (binom(w, l), any loss at W <= 3 a timeout,
-    window capped at the BDP: register #4, #5) and take the k maximising the difference
-    sum X - T sum(bX + theta) in (Mbit/s, mJ), the energy term divided by ``energy_scale`` (#2).
+    window capped at the BDP: ambiguities `zero-loss`, `binomial`) and take the k maximising the difference
+    sum X - T sum(bX + theta) in (Mbit/s, mJ), the energy term divided by ``energy_scale`` (ambiguity `objective-units`).
     RTT and loss as for ``EsMptcp`` (base RTT, the path's counted random loss: the round model's p is
     the same per-packet path loss); cwnd/RTT is capped at the probe rate.
     """
@@ -181,10 +181,10 @@ class Eemptcp(_Base):
     """EEMPTCP (Wang, Wang, Wang, IEEE Access 2018; §3) as a network-side rate split.
 
     Per receiver, once: the split maximising sum x / sum(theta + b x) with sum x >= max C, x_r <= C_r,
-    power <= E_max(sum x), by enumeration on a ``step_mbit`` grid (register #7; no GA). C_r = the probe
+    power <= E_max(sum x), by enumeration on a ``step_mbit`` grid (ambiguity `ga-parameters`; no GA). C_r = the probe
     rate (the paper's Mathis rate needs loss, which the probe already reflects). E_max mode
-    ``max_at_aggregate`` by default (#6). The split is enforced as per-path caps (HTB in emulation,
-    OpenFlow meters on OVS), not by the paper's modified LIA (#8).
+    ``max_at_aggregate`` by default (ambiguity `energy-cap`). The split is enforced as per-path caps (HTB in emulation,
+    OpenFlow meters on OVS), not by the paper's modified LIA (ambiguity `window-target`).
     """
 
     emax_mode: str = "max_at_aggregate"
@@ -234,7 +234,7 @@ class MpSdn(_Base):
     reduces to this), its other network is its secondary; each network's Tier-2 limit starts at
     ``initial_mbit`` (default: the network's capacity, i.e. secondaries unrestricted until congestion
     is seen; the paper does not say). Every EI (``ei_s``, 2 s) during the transfer: the network's
-    congestion signal drives Algorithm 2 with the prose's increase rule (register #9: BW (1 + alpha
+    congestion signal drives Algorithm 2 with the prose's increase rule (ambiguity `mpsdn-increase`: BW (1 + alpha
     (CTh - occ)/occ), occ floored at ``occ_min``, capped at the capacity); the limit is split equally
     among the receivers whose secondary is on that network and enforced as each one's per-path cap.
 
@@ -341,7 +341,7 @@ class MpSdnEnergy(MpSdn):
                           for m in measurements}
         out = dict(base.assignment)
         removed = []
-        for rx, d in base.assignment.items():
+        for rx in base.assignment:
             sec = next(n for n in IFACES if n != self.primary[rx])
             occ = (ctx.occupancy or {}).get(sec, 1.0)
             at_floor = ctx.epoch > 0 and self.tier2_mbit[sec] <= self.floor_mbit + 1e-9
@@ -357,11 +357,11 @@ class MpSdnEnergy(MpSdn):
 
 def _factory(cls: type, allowed: Sequence[str]) -> Callable[..., Policy]:
     def make(**params) -> Policy:
-        unknown = set(params) - set(allowed) - set(_POWER_KEYS)
+        unknown = set(params) - set(allowed) - set(POWER_KEYS)
         if unknown:
-            raise ConfigError(f"{cls.name} parameters are {', '.join([*allowed, *_POWER_KEYS])} "  # type: ignore[attr-defined]
+            raise ConfigError(f"{cls.name} parameters are {', '.join([*allowed, *POWER_KEYS])} "  # type: ignore[attr-defined]
                               f"(got {sorted(unknown)})", field="policies")
-        kw = {k: v for k, v in params.items() if k not in _POWER_KEYS}
+        kw = {k: v for k, v in params.items() if k not in POWER_KEYS}
         try:
             return cls(power=_power(params), **kw)
         except ValueError as exc:

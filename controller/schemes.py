@@ -1,7 +1,8 @@
 """The related papers' decision rules as pure functions: numbers in, a path set (and caps) out.
 
 Each rule here is the arithmetic of one scheme of docs/reference/papers.md (section numbers §N there;
-"register #N" is docs/reference/ambiguities.md), with no I/O and no knowledge of receivers, steering or records (``controller.related`` wraps them as policies):
+"ambiguity `name`" is an entry of docs/reference/ambiguities.md), with no I/O and no knowledge of
+receivers, steering or records (``controller.related`` wraps them as policies):
 
 - ``lia_rates``, ``es_mptcp`` (§2): ES-MPTCP's ranking by effective energy per bit and its
   ratio objective over the top-k subflows, with the LIA fixed point as throughput model;
@@ -15,7 +16,7 @@ Each rule here is the arithmetic of one scheme of docs/reference/papers.md (sect
 
 Units: rates in Mbit/s, power in mW, energy in mJ (mW x s), so bits per joule are
 ``1000 * Mbit/s / mW``; RTT in seconds; loss as a probability; windows in segments (MSS).
-Every ambiguity of the register (§9) is resolved in the docstring of the function it touches
+Every ambiguity of docs/reference/ambiguities.md is resolved in the docstring of the function it touches
 and collected in docs/schemes.md.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from itertools import combinations
 #: EEMPTCP §V-A, EE-MPTCP §5.1 (rounded Huang et al. 2012 coefficients; docs/reference/papers.md §6).
 PAPER_POWER: dict[str, tuple[float, float]] = {"wifi": (137.0, 132.9), "lte": (52.0, 1288.0), "3g": (122.1, 817.9)}
 MSS_BYTES = 1460
-#: Loss floor of the LIA fixed point and the Mathis rate (register #4: both diverge at p = 0).
+#: Loss floor of the LIA fixed point and the Mathis rate (ambiguity `zero-loss`: both diverge at p = 0).
 P_FLOOR = 1e-4
 
 
@@ -74,7 +75,7 @@ def lia_rates(paths: Mapping[str, PathState], p_floor: float = P_FLOOR, mss_byte
     ``w_r = (1/p_r) * max_p(sqrt(2/p_p)/rtt_p) / sum_p 1/(rtt_p p_p)``, ``x_r = w_r / rtt_r``: the
     connection gets what one Reno flow gets on its best path, split in proportion to 1/p. The
     square root is restored (plain-text renderings drop it); p is floored at ``p_floor`` and x capped
-    at capacity (register #4). One path alone is plain Reno: sqrt(2/p)/rtt.
+    at capacity (ambiguity `zero-loss`). One path alone is plain Reno: sqrt(2/p)/rtt.
     """
     p = {r: max(s.loss or 0.0, p_floor) for r, s in paths.items()}
     rtt = {r: _rtt(s, r) for r, s in paths.items()}
@@ -91,7 +92,7 @@ def _rtt(s: PathState, name: str) -> float:
 
 
 def bdp_pkts(s: PathState, name: str, mss_bytes: int = MSS_BYTES) -> float:
-    """Bandwidth-delay product in segments (at least 1): the window cap of the round models (register #4)."""
+    """Bandwidth-delay product in segments (at least 1): the window cap of the round models (ambiguity `zero-loss`)."""
     return max(1.0, s.capacity_mbit * _rtt(s, name) / _mbit_per_pkt(mss_bytes))
 
 
@@ -130,7 +131,7 @@ def es_mptcp(paths: Mapping[str, PathState], power: Mapping[str, tuple[float, fl
              mss_bytes: int = MSS_BYTES) -> Choice:
     """ES-MPTCP (§2.1): rank subflows by b'_r, take the top k* maximising O_k.
 
-    Resolutions (register #1, #3, #4):
+    Resolutions (ambiguities `objective-form`, `completion-time`, `zero-loss`):
       * rates: LIA fixed point over the paths *in the candidate set* (``lia_rates``), p floored, x capped at
         capacity; the ranking uses the LIA rates with every path in the set, as the paper's Eq. 8 ranks
         the connection's running subflows;
@@ -235,14 +236,14 @@ def es_mptcp_switch(paths: Mapping[str, PathState], power: Mapping[str, tuple[fl
 # ---------------------------------------------------------------- EE-MPTCP (§4)
 
 
-def _binom_pmf(w: int, l: int, p: float) -> float:
-    return math.comb(w, l) * p**l * (1 - p) ** (w - l)
+def _binom_pmf(w: int, k: int, p: float) -> float:
+    return math.comb(w, k) * p**k * (1 - p) ** (w - k)
 
 
 def loss_outcomes(w: float, p: float) -> tuple[float, float, float]:
     """(P0 no loss, P1 timeout, P2 fast retransmit) for a round of window ``w`` (Eqs. 10-12).
 
-    ``binom(w, l)`` with the arguments the right way round (register #5); the window is rounded to
+    ``binom(w, l)`` with the arguments the right way round (ambiguity `binomial`); the window is rounded to
     a whole number of segments (at least 1) for the binomial; with W <= 3 any loss is a timeout (too
     few segments left for three duplicate ACKs).
     """
@@ -250,8 +251,8 @@ def loss_outcomes(w: float, p: float) -> tuple[float, float, float]:
     p0 = (1 - p) ** n
     if n <= 3:
         return p0, 1 - p0, 0.0
-    p1 = sum(_binom_pmf(n, l, p) for l in range(n - 3, n + 1))
-    p2 = sum(_binom_pmf(n, l, p) for l in range(1, n - 3))
+    p1 = sum(_binom_pmf(n, k, p) for k in range(n - 3, n + 1))
+    p2 = sum(_binom_pmf(n, k, p) for k in range(1, n - 3))
     return p0, p1, p2
 
 
@@ -262,7 +263,7 @@ def rounds_model(rounds: int, p: float, w0: float = 10.0, ssthresh0: float = 64.
     Each round sends the window W and loses W*p on average; the next window is the expectation over
     no loss (W+1 above ssthresh, else 2W), a timeout (back to ``w0``, ssthresh W/2) and a fast
     retransmit (W/2, ssthresh W/2). The window is capped at ``w_cap`` (BDP / receive window,
-    register #4), without which a lossless path's window grows without bound.
+    ambiguity `zero-loss`), without which a lossless path's window grows without bound.
     """
     return RoundsModel(p, w0, ssthresh0, w_cap)(rounds)
 
@@ -296,7 +297,7 @@ def ee_mptcp(paths: Mapping[str, PathState], power: Mapping[str, tuple[float, fl
              energy_scale: float = 1.0, mss_bytes: int = MSS_BYTES) -> Choice:
     """EE-MPTCP (§4.3): rank by b'_r, then for each top-k set predict X and T by counting rounds.
 
-    Resolutions (register #2, #3, #5):
+    Resolutions (ambiguities `objective-units`, `completion-time`, `binomial`):
       * level 1 ranks by b'_r with x_r = cwnd/RTT when a window was measured, else the path's capacity;
       * the objective is the printed difference O_k = sum X - T * sum(b X + theta) in (Mbit/s, mJ),
         the units of the paper's constants; the energy term is divided by ``energy_scale`` (1 = as
@@ -347,7 +348,7 @@ def mathis_mbit(rtt_s: float, loss: float, mss_bytes: int = MSS_BYTES, p_floor: 
 
 
 def emax_mw(power: Mapping[str, tuple[float, float]], paths: Iterable[str], x_total: float, mode: str) -> float:
-    """EEMPTCP's E_max(X): the power if all traffic went over the most energy-hungry path (register #6).
+    """EEMPTCP's E_max(X): the power if all traffic went over the most energy-hungry path (ambiguity `energy-cap`).
 
     ``max_at_aggregate`` (default): max_r(theta_r + b_r X); ``largest_theta``: the path with the largest
     theta carries X; ``largest_b``: the path with the largest b carries X.
@@ -375,7 +376,7 @@ def eemptcp(capacity_mbit: Mapping[str, float], power: Mapping[str, tuple[float,
     """EEMPTCP (§3.1): the rate split maximising sum x / sum(theta + b x) under constraints (5)-(7).
 
     (5) sum x >= R = max_r C_r, (6) 0 < x_r <= C_r on the paths used, (7) power <= E_max(sum x).
-    The GA of the paper (parameters not given, register #7) is replaced by enumeration: every
+    The GA of the paper (parameters not given, ambiguity `ga-parameters`) is replaced by enumeration: every
     non-empty path set, every rate on a ``step_mbit`` grid plus each capacity itself (the objective
     is linear-fractional, so its maximum sits on a vertex, and the capacities are vertices).
     C_r is whatever the caller measured (mplab: the probe rate; the paper: the Mathis rate).
@@ -441,7 +442,7 @@ def mp_sdn_regulate(bw_mbit: float, occupancy: float, capacity_mbit: float, *, c
     """One step of Algorithm 2: the Tier-2 limit of an AP for the next execution interval.
 
     Congested (``occupancy >= cth``): halve, never below ``floor_mbit``. Otherwise raise by
-    ``bw * alpha * (cth - occ) / occ`` (the prose; register #9), with the occupancy floored at
+    ``bw * alpha * (cth - occ) / occ`` (the prose; ambiguity `mpsdn-increase`), with the occupancy floored at
     ``occ_min`` and the result capped at the AP's capacity. ``printed=True`` applies Eq. 4 as
     printed (multiply by ``alpha * (cth - occ) / occ``, which shrinks the limit when that is < 1),
     for comparison only.

@@ -31,7 +31,7 @@ EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"  # MLflow 3's "Machine learning" experiments: runs and models
 
 
-def ensure_experiment(client, name: str, uri: str) -> str:  # noqa: ANN001 - an MlflowClient, imported by callers
+def ensure_experiment(client, name: str, uri: str) -> str:  # an MlflowClient, imported by callers
     """The id of MLflow experiment ``name``, created if absent, tagged as model development.
 
     MLflow 3's UI files runs of untagged experiments under "Evaluations"; the tag makes it open
@@ -53,7 +53,7 @@ def ensure_experiment(client, name: str, uri: str) -> str:  # noqa: ANN001 - an 
     return exp.experiment_id
 
 
-def mlflow_client(tracking_uri: str | None = None):  # noqa: ANN201 - mlflow is optional: not imported at module level
+def mlflow_client(tracking_uri: str | None = None):  # mlflow is optional: not imported at module level
     """An ``MlflowClient`` on ``tracking_uri`` (default ``default_tracking_uri()``); a clear error without MLflow."""
     from harness.errors import ConfigError
 
@@ -97,7 +97,7 @@ def quiet_mlflow() -> Iterator[None]:
             os.environ[env] = before
 
 
-def dataset_source(uri: str, tracking_uri: str):  # noqa: ANN201 - an mlflow DatasetSource or a path string
+def dataset_source(uri: str, tracking_uri: str):  # an mlflow DatasetSource or a path string
     """What ``mlflow.data`` records as a dataset's source for ``uri`` (a local path or an artifact URI).
 
     MLflow resolves local paths and cloud URIs itself but has no resolver for its own proxied

@@ -89,7 +89,7 @@ def _unreachable(exc: Exception) -> bool:
                                    "Name or service not known", "timed out"))
 
 
-def _version(client, ref: ModelRef):  # noqa: ANN001, ANN202 - MLflow types, imported lazily
+def model_version(client, ref: ModelRef):  # MLflow types, imported lazily
     """The ModelVersion a reference names; a clear error (exit 2) when there is none or the server is not there."""
     from mlflow.exceptions import MlflowException
 
@@ -124,7 +124,7 @@ def pull(ref: str | ModelRef, out: Path, tracking_uri: str | None = None,
 
     r = ref if isinstance(ref, ModelRef) else ModelRef.parse(ref)
     client = mlflow_client(tracking_uri)
-    mv = _version(client, r)
+    mv = model_version(client, r)
     expected = (mv.tags or {}).get(SUMS_TAG)
     if not expected:
         raise ChecksumMismatch(f"{r.name} version {mv.version} has no {SUMS_TAG} tag: it was not registered by "
@@ -165,7 +165,7 @@ def pin(ref: str, tracking_uri: str | None = None) -> str:
     r = ModelRef.parse(ref)
     if r.version:
         return f"{SCHEME}{r.name}/{r.version}"
-    mv = _version(mlflow_client(tracking_uri), r)
+    mv = model_version(mlflow_client(tracking_uri), r)
     return f"{SCHEME}{r.name}/{mv.version}"
 
 
@@ -181,7 +181,7 @@ def resolve_model(uri: str | Path, tracking_uri: str | None = None, cache: Path 
         return Path(text).expanduser()
     r = ModelRef.parse(text)
     client = mlflow_client(tracking_uri)
-    mv = _version(client, r)
+    mv = model_version(client, r)
     folder = (cache or cache_root()) / r.name / str(mv.version)
     if (folder / "model.json").exists():
         verify_sums(folder, (mv.tags or {}).get(SUMS_TAG) or None)

@@ -59,7 +59,8 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("modprobe", "kmod", "loading kernel congestion-control modules"),
     _t("modinfo", "kmod", "finding kernel congestion-control modules"),
     _t("bpftool", "bpftool", "vmlinux.h, registering/unregistering BPF struct_ops congestion controls"),
-    _t("clang", "clang", "compiling the BPF congestion controls (make bpf) and their host copy for the replay tests; the real-LTE rig's SCTP shim"),
+    _t("clang", "clang", "compiling the BPF congestion controls (make bpf) and their host copy for the replay tests; "
+                         "the real-LTE rig's SCTP shim"),
     _t("git", "git", "the commit and dirty flag recorded in every manifest"),
     _t("ping", "iputils-ping", "reachability checks through the LTE tunnel"),
     # OpenFlow steering (controller/steering/openflow.py): a real Open vSwitch run by hand
@@ -146,7 +147,7 @@ def package_version(package: str, timeout_s: float = 5.0) -> str | None:
     if shutil.which("dpkg-query") is None:
         return None
     try:
-        cp = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
+        cp = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], check=False, capture_output=True, text=True,
                             timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -19,7 +19,8 @@ from harness.testbeds.base import Check
 from lte.startlog import last_start
 
 #: Open5GS MME log line when an eNodeB's SCTP association is accepted, e.g.
-#: ``[mme] INFO: eNB-S1 accepted[192.168.30.2]:36412 in s1_path module`` (open5gs/open5gs issues #902, #1003).
+#: ``[mme] INFO: eNB-S1 accepted[192.168.30.2]:36412 in s1_path module``
+#: (https://github.com/open5gs/open5gs/issues/902 and /1003).
 #: It comes before S1 Setup: the MME then either answers (nothing logged at INFO) or logs
 #: ``S1-Setup failure:`` and the reason on the next line (src/mme/s1ap-handler.c).
 S1_ACCEPTED_RE = re.compile(r"eNB-S1 accepted\[(?P<addr>[0-9.]+)\]")

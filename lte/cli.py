@@ -133,7 +133,7 @@ def up(inventory: InventoryArg, secrets: SecretsOpt = None,
         collection = None
         if subscribers and inv.lte.epc.kind == "open5gs":
             uri = provision_uri(inv, hosts.epc, stack)
-            collection = lambda: open_collection(uri)  # noqa: E731
+            collection = lambda: open_collection(uri)  # noqa: E731 - None or a factory: one name for both
         rep = lte_up(inv, hosts, sec, collection)
     changed = [p for p in rep.pushed if p.changed]
     core = "srsEPC" if rep.version == "srsepc" else f"Open5GS {rep.version}"

@@ -27,7 +27,7 @@ from lte.subscribers import Collection, ProvisionResult, inventory_documents, pr
 from lte.version import (Open5gsVersion, SrsranVersion, decide_open5gs, decide_srsran, detect_srsran,
                          detect_version)
 from lte.units import UNIT_DIR, render_units
-from lte.verify import (LteStepError, StartMarks, await_s1, check_restarts, take_marks,  # noqa: F401
+from lte.verify import (LteStepError, StartMarks, await_s1, check_restarts, take_marks,
                          verify_mongo_on_host)
 
 log = logging.getLogger("mplab.lte")

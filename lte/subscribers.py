@@ -84,9 +84,9 @@ def inventory_documents(inv: Inventory, secrets: Secrets, source: str = "secrets
 class Collection(Protocol):
     """The two pymongo ``Collection`` methods provisioning uses."""
 
-    def replace_one(self, filter: dict, replacement: dict, upsert: bool = ...) -> Any: ...  # noqa: A002
+    def replace_one(self, filter: dict, replacement: dict, upsert: bool = ...) -> Any: ...
 
-    def find_one(self, filter: dict) -> Any: ...  # noqa: A002
+    def find_one(self, filter: dict) -> Any: ...
 
 
 @dataclass(frozen=True)

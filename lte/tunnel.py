@@ -36,7 +36,7 @@ class LocalForward:
         while not self._closed.is_set():
             try:
                 client, _ = self._sock.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             try:
                 chan = self.host.connect().open_channel("direct-tcpip", self.remote, client.getsockname())

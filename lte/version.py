@@ -188,5 +188,5 @@ def decide_srsran(pinned: str | None, installed: SrsranVersion | None,
                           source="lte.enb.version")
     v = installed or want
     if v is not None:
-        v.templates                                                  # an unknown release is refused here
+        v.templates                                                  # an unknown release is refused here  # noqa: B018 - read for its effect: an unknown release raises here
     return v

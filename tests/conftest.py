@@ -34,7 +34,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 #: The LTE tail of the test power profile (s). The shipped profile's is 11.576 s, and the runner waits
-#: every tail out between samples (issue 14), so each LTE/both sample of a test would cost ~12 s of
+#: every tail out between samples (the idle wait), so each LTE/both sample of a test would cost ~12 s of
 #: waiting. Still several hold windows (0.5 s) and counter periods (0.1 s) long, so a missing or short
 #: wait still shows in the records. Tests of the tail wait itself ask for the shipped tail (``lte_tail_s=None``)
 #: or a longer one.

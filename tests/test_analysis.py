@@ -15,15 +15,15 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from analysis_fixtures import (FAILED_SAMPLE, FLAGGED, paper_campaign, paper_records, quick_slice,  # noqa: E402
+from analysis_fixtures import (FAILED_SAMPLE, FLAGGED, paper_campaign, paper_records, quick_slice,
                                setup1_campaign, write_campaign)
 
-from analysis.load import load_study  # noqa: E402
-from analysis.paper import analog_table, checks_table, load_paper, run_checks  # noqa: E402
-from analysis.report import build_report  # noqa: E402
-from analysis.stats import case_stats, interval  # noqa: E402
-from analysis.tables import sig3  # noqa: E402
-from harness.errors import ConfigError  # noqa: E402
+from analysis.load import load_study
+from analysis.paper import analog_table, checks_table, load_paper, run_checks
+from analysis.report import build_report
+from analysis.stats import case_stats, interval
+from analysis.tables import sig3
+from harness.errors import ConfigError
 
 ALL_FIGURES = {
     "setup1-one-receiver-2", "setup1-one-receiver-3", "setup1-receivers-3",   # quick slice (N=3 only), synthetic

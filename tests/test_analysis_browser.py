@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from analysis_fixtures import paper_campaign, quick_slice, schemes_campaign  # noqa: E402
+from analysis_fixtures import paper_campaign, quick_slice, schemes_campaign
 
-from analysis.report import build_report  # noqa: E402
-from harness.testing.browser import CHROMIUM, open_in_chromium  # noqa: E402
+from analysis.report import build_report
+from harness.testing.browser import CHROMIUM, open_in_chromium
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")

@@ -30,12 +30,13 @@ from controller.policy import Decision
 from controller.setup2 import Setup2Control
 from controller.steering.base import SteeredReceiver
 
-#: A rate measured to 5 % through a meter: `make test` runs this module alone, not beside other transfers.
-pytestmark = pytest.mark.machine
 from controller.steering.openflow import OpenFlowError
 from controller.steering.caps import METER_BURST_S, MeterCaps, caps_for, meter_band
 
 from tests.conftest import small_inventory
+
+#: A rate measured to 5 % through a meter: `make test` runs this module alone, not beside other transfers.
+pytestmark = pytest.mark.machine
 
 FRAME_TOLERANCE = 0.05
 GOODPUT_LOW, GOODPUT_HIGH = 0.90, PAYLOAD_SHARE * (1 + FRAME_TOLERANCE)

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -355,7 +354,7 @@ def test_decide_shows_caps_in_the_table():
                            "n2=6,6", "--param", "step_mbit=0.5", "--json").stdout)
     assert js["caps_mbit"], "eemptcp's split is a per-path cap"
     assert "caps Mbit/s" in res.stdout
-    for rx, caps in js["caps_mbit"].items():
+    for caps in js["caps_mbit"].values():
         for net, mbit in caps.items():
             assert f"{net} <= {mbit:.3g}" in res.stdout
 

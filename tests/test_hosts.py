@@ -39,7 +39,7 @@ def test_stop_kills_the_whole_process_group(tmp_path):
     res = p.stop(grace_s=0.3)
     assert res.stopped and res.returncode is not None
     time.sleep(0.05)
-    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
+    assert not os.path.exists(f"/proc/{child}") or Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
     assert p.stop() is res  # idempotent
 
 

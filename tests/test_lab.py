@@ -120,7 +120,8 @@ def test_sweep_over_ssh_has_the_namespace_records_shape(prefix, tmp_path):
     for r in records:
         assert r["status"] == "ok", r["error"]
         assert r["testbed_kind"] == "lab" and r["bytes"] == 1024 * 1024
-        assert r["energy_j"] and r["energy_j"] > 0 and r["meter_readings"] > 0, {k: r[k] for k in ("receiver", "energy_j", "meter_readings", "flags", "window_start", "window_end")}
+        assert r["energy_j"] and r["energy_j"] > 0 and r["meter_readings"] > 0, {
+            k: r[k] for k in ("receiver", "energy_j", "meter_readings", "flags", "window_start", "window_end")}
         assert r["started_at"] is not None
     assert {tuple(sorted(r)) for r in records} == {tuple(sorted(r)) for r in ns_records}
     for a, b in zip(sorted(records, key=lambda r: r["receiver"]), sorted(ns_records, key=lambda r: r["receiver"])):
@@ -332,7 +333,7 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
         assert epochs[i]["occupancy"]["lte"] >= 0.85
         assert epochs[i]["tier2_mbit"]["lte"] == pytest.approx(max(0.1, prev / 2)), epochs[i]
         assert epochs[i]["caps_mbit"] == {"lte": pytest.approx(epochs[i]["tier2_mbit"]["lte"])}, epochs[i]
-    # The primary is never metered (issue 20 follow-up: its shortfall under MP-SDN is MPTCP's, see
+    # The primary is never metered (docs/schemes.md, MP-SDN's WiFi primary: its shortfall under MP-SDN is MPTCP's, see
     # docs/schemes.md): at the end of the transfer the WiFi downlink entry has no meter, the LTE one has.
     (sdn_flows,) = [f for policy, f in spies[0].flows if policy == "mp-sdn"]
     sdn_down = {net: [ln for ln in sdn_flows.splitlines() if f"nw_dst={addr}" in ln and "meter:" in ln]

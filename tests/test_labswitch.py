@@ -281,7 +281,7 @@ def test_mp_sdn_on_a_lab_squeezes_tier_2_when_the_switch_port_is_saturated():
     out1 = policy.decide(ms, Context("cubic", 1, 3 << 20, epoch=1, occupancy=occ, capacity_mbit=caps))
     assert out1.trace["tier2_mbit"] == {"wifi": 20.0, "lte": 2.0}  # LTE congested: halved
     assert out1.assignment["n1"].caps_mbit == {"lte": 2.0}
-    # Below CTh the limit grows again (the additive reading of register #9).
+    # Below CTh the limit grows again (the additive reading of ambiguity `mpsdn-increase`).
     half = {**PORTS_AFTER, "lte": {**PORTS_AFTER["lte"], "tx_bytes": 402_118 + 123_750}}  # 2 Mbit/s: 0.5
     occ2, _ = port_occupancy(port_readings(PORTS_BEFORE), port_readings(half), caps)
     assert occ2["lte"] == pytest.approx(0.5)

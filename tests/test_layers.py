@@ -7,15 +7,17 @@ The implicit import of a module's own parent packages is not an edge (Python run
 package's ``__init__`` before its submodules, so it would make every ``__init__`` that
 imports a submodule a "cycle").
 
-Rules (``RULES``): ``harness`` knows nothing above it; ``lte`` and ``wifi`` import
-``harness`` only, never each other; ``training`` reads datasets (no lte, wifi,
-controller, analysis, mplab); ``controller`` never imports ``mplab`` or ``analysis``;
-``analysis`` never imports ``mplab`` or ``controller``; nothing imports ``mplab`` (the
+Rules (``RULES``), as docs/architecture.md writes them (``doc_rules`` reads that paragraph and a
+test checks ``RULES`` against it): ``harness`` knows nothing above it; ``lte`` and ``wifi`` import
+``harness`` only, never each other; ``training`` reads datasets (no lte, wifi, controller,
+analysis, mplab); ``controller`` imports ``harness`` only (never ``training``: it reads exported
+models); ``analysis`` never imports ``mplab`` or ``controller``; nothing imports ``mplab`` (the
 command line); nothing outside ``harness.testing`` imports the test and bench rigs in it.
 """
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -27,9 +29,11 @@ RULES: dict[str, set[str]] = {
     "lte": {"wifi", "training", "controller", "analysis", "mplab"},
     "wifi": {"lte", "training", "controller", "analysis", "mplab"},
     "training": {"lte", "wifi", "controller", "analysis", "mplab"},
-    "controller": {"analysis", "mplab"},
+    "controller": {"lte", "wifi", "training", "analysis", "mplab"},
     "analysis": {"controller", "mplab"},
 }
+#: The top-level packages the rules speak of.
+TOPS = {"harness", "lte", "wifi", "training", "controller", "analysis", "mplab"}
 #: Test and bench rigs: only tests, benches and the rigs themselves import them.
 RIGS = "harness.testing"
 NOT_PACKAGES = {"tests", "bench"}
@@ -152,6 +156,48 @@ def test_the_tree_has_no_import_cycles():
 
 def test_the_tree_keeps_the_layer_directions():
     assert layer_breaks(import_graph(REPO)) == []
+
+
+def doc_rules(text: str) -> dict[str, set[str]]:
+    """The import directions the architecture page states, as ``RULES`` spells them.
+
+    Reads the paragraph that starts "Import directions": each clause "`a` [and `b`] never imports
+    `x`, `y` or `z`" forbids those; "`a` [and `b`] import(s) `harness` only" forbids every other package.
+    """
+    para = text[text.index("Import directions"):]
+    para = " ".join(para.split("\n\n")[0].split())
+    rules: dict[str, set[str]] = {}
+    for clause in para.split(";"):
+        m = re.search(r"((?:`\w+`(?: and |, )?)+) (never imports|imports? `harness` only)(.*)", clause)
+        if not m:
+            continue
+        subjects = re.findall(r"`(\w+)`", m[1])
+        for s in subjects:
+            if m[2] == "never imports":
+                rules.setdefault(s, set()).update(re.findall(r"`(\w+)`", m[3].split("(")[0]))
+            else:
+                rules.setdefault(s, set()).update(TOPS - {s, "harness"})
+    return rules
+
+
+def test_the_rules_are_the_ones_the_architecture_page_states():
+    doc = doc_rules((REPO / "docs" / "architecture.md").read_text())
+    assert set(doc) == set(RULES), "a package the page gives rules for has none here, or the other way round"
+    for pkg, forbidden in doc.items():
+        assert RULES[pkg] >= forbidden, f"docs/architecture.md says {pkg} never imports {sorted(forbidden - RULES[pkg])}"
+    assert doc["controller"] >= {"training"} and doc["lte"] >= {"wifi"} and doc["wifi"] >= {"lte"}
+
+
+def test_the_page_reader_reads_each_form_of_rule():
+    text = ("Import directions, enforced by tests: `harness` never imports `lte`, `wifi` or `mplab`; `lte` and "
+            "`wifi`\nimport `harness` only; `controller` imports `harness` only (never `training`: models);\n"
+            "`analysis` never imports `mplab` or `controller`; nothing imports `mplab`.\n\nNext paragraph: "
+            "`training` never imports `harness`.")
+    rules = doc_rules(text)
+    assert rules["harness"] == {"lte", "wifi", "mplab"}
+    assert rules["lte"] == TOPS - {"lte", "harness"} and rules["wifi"] == TOPS - {"wifi", "harness"}
+    assert rules["controller"] == TOPS - {"controller", "harness"} and rules["analysis"] == {"mplab", "controller"}
+    assert "training" not in rules  # another paragraph
 
 
 # ------------------------------------------------------------- the checker on planted trees

@@ -67,7 +67,7 @@ def test_leftovers_finds_namespaces_with_their_qdiscs_and_marked_iperf3(tmp_path
 
 def test_a_test_that_leaks_fails_and_one_that_cleans_passes(tmp_path):
     """The real fixture, in a pytest run of its own: the leaking test errors at teardown, naming the leak."""
-    (tmp_path / "conftest.py").write_text("from tests.conftest import prefix  # noqa: F401\n")
+    (tmp_path / "conftest.py").write_text("from tests.conftest import prefix  # noqa: F401 - a fixture, found by name\n")
     (tmp_path / "test_inner.py").write_text(textwrap.dedent('''
         import subprocess
 

@@ -20,7 +20,7 @@ from lte.checks import (attach_hint, attach_state, diagnose, ping_argv, run_chec
 from lte.startlog import last_start, starts
 from lte_fixtures import lab_inventory
 
-# Captured from open5gs/open5gs issue #902 (v2.2.x MME log), addresses as logged there.
+# Captured from https://github.com/open5gs/open5gs/issues/902 (v2.2.x MME log), addresses as logged there.
 MME_LOG = """\
 04/05 23:07:59.887: [mme] INFO: s1ap_server() [192.168.88.15]:36412 (../src/mme/s1ap-sctp.c:54)
 04/05 23:08:02.329: [mme] INFO: eNB-S1 accepted[192.168.88.21]:36412 in s1_path module (../src/mme/s1ap-sctp.c:106)

@@ -31,7 +31,7 @@ DAEMON_KIND = {"open5gs-hssd": "hss", "open5gs-pcrfd": "pcrf", "open5gs-sgwud": 
                "open5gs-sgwcd": "sgwc", "open5gs-smfd": "smf", "open5gs-mmed": "mme"}
 
 
-def _inventory(tmp_path, version="2.7.2", epc_address="192.168.30.1") -> Inventory:
+def deploy_inventory(tmp_path, version="2.7.2", epc_address="192.168.30.1") -> Inventory:
     d = lab_data()
     e, c = d["lte"]["enb"], d["lte"]["epc"]
     e.update(config_dir=str(tmp_path / "enb" / "etc"), log_path=str(tmp_path / "enb" / "enb.log"))
@@ -104,7 +104,7 @@ def rig_factory(prefix):
 @pytest.mark.root
 @pytest.mark.parametrize("kind", ["netns", "ssh"])
 def test_up_status_logs_down(kind, s1, tmp_path, rig_factory):
-    inv = _inventory(tmp_path)
+    inv = deploy_inventory(tmp_path)
     tools = _install(s1["dir"], inv)
     hosts = _hosts(kind, s1, tools, rig_factory)
     mme_yaml = tmp_path / "epc" / "etc" / "mme.yaml"
@@ -157,7 +157,7 @@ def test_up_status_logs_down(kind, s1, tmp_path, rig_factory):
 @pytest.mark.root
 def test_failed_daemon_names_step_host_and_log(s1, tmp_path):
     # The MME is told to serve S1 on an address its host does not have: it cannot bind and exits.
-    inv = _inventory(tmp_path, epc_address="192.168.30.9")
+    inv = deploy_inventory(tmp_path, epc_address="192.168.30.9")
     tools = _install(s1["dir"], inv)
     hosts = _hosts("netns", s1, tools, None)
     try:
@@ -175,7 +175,7 @@ def test_failed_daemon_names_step_host_and_log(s1, tmp_path):
 @pytest.mark.root
 def test_version_detected_from_the_epc_host(s1, tmp_path, monkeypatch):
     # A stand-in open5gs-mmed that only answers -v, first on PATH.
-    inv = _inventory(tmp_path, version=None)
+    inv = deploy_inventory(tmp_path, version=None)
     tools = _install(s1["dir"], inv)
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -212,7 +212,7 @@ def test_provisioning_tunnel_through_ssh(s1, rig_factory, tmp_path):
          "import socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
          "s.bind(('127.0.0.1',27017));s.listen()\nwhile True:\n c,_=s.accept();c.sendall(c.recv(100).upper());c.close()"],
         label="echo")
-    inv = _inventory(tmp_path)
+    inv = deploy_inventory(tmp_path)
     try:
         with ExitStack() as stack:
             uri = provision_uri(inv, epc, stack)
@@ -323,7 +323,7 @@ def _with_enb_tac(inv: Inventory, tac: int) -> Inventory:
 
 @pytest.mark.root
 def test_up_fails_when_s1_setup_fails(s1, tmp_path):
-    inv = _with_enb_tac(_inventory(tmp_path), 8)           # the MME serves TAC 7 only
+    inv = _with_enb_tac(deploy_inventory(tmp_path), 8)           # the MME serves TAC 7 only
     tools = _install(s1["dir"], inv)
     hosts = _hosts("netns", s1, tools, None)
     try:
@@ -343,7 +343,7 @@ def test_up_fails_when_s1_setup_fails(s1, tmp_path):
 @pytest.mark.root
 def test_check_fails_once_the_enb_has_left(s1, tmp_path):
     import time
-    inv = _inventory(tmp_path)
+    inv = deploy_inventory(tmp_path)
     tools = _install(s1["dir"], inv)
     hosts = _hosts("netns", s1, tools, None)
     try:
@@ -366,7 +366,7 @@ def test_mongodb_down_refused_before_anything_is_pushed(tmp_path):
 
     def down():
         raise SubscriberError("cannot reach MongoDB at mongodb://127.0.0.1:1/open5gs: connection refused")
-    inv = _inventory(tmp_path)
+    inv = deploy_inventory(tmp_path)
     h = LocalHost("epc")
     with pytest.raises(LteStepError, match=r"reach MongoDB \(the subscriber store\) before pushing anything.*"
                                            r"connection refused"):
@@ -376,7 +376,7 @@ def test_mongodb_down_refused_before_anything_is_pushed(tmp_path):
 
 def test_a_daemon_that_restarted_during_the_start_fails(tmp_path):
     from lte.verify import check_restarts, take_marks
-    inv = _inventory(tmp_path)
+    inv = deploy_inventory(tmp_path)
     hss = tmp_path / "epc" / "log" / "hss.log"
     hss.write_text("11/25 10:00:00.000: [app] INFO: Configuration: '/etc/open5gs/hss.yaml' "
                    "(../lib/app/ogs-init.c:133)\n")

@@ -74,7 +74,7 @@ def test_srsenb_and_srsue_accept_the_rendered_files(prefix, tmp_path):
 @pytest.mark.root
 @pytest.mark.real_lte
 def test_srsenb_refuses_an_rb_conf_without_the_5g_sections(prefix, tmp_path):
-    """The check can fail: the rb.conf mplab wrote before issue 15 (no five_qi_config, no 5G SRBs)."""
+    """The check can fail: the rb.conf mplab once wrote (no five_qi_config, no 5G SRBs)."""
     _need("srsenb")
     v = _broken(prefix, tmp_path, "srsenb", "enb/rb.conf", lambda text: text.split("srb1_5g_config")[0])
     assert v.ok is False, v.output[-2000:]
@@ -93,7 +93,7 @@ def test_open5gs_daemons_accept_the_rendered_files(prefix, tmp_path):
 @pytest.mark.root
 @pytest.mark.real_lte
 @pytest.mark.parametrize("schema, daemon, key, error", [
-    ("2.7", "sgwc", "global", "epoll_create() failed"),             # sgwc.yaml as mplab wrote it before issue 15
+    ("2.7", "sgwc", "global", "epoll_create() failed"),             # sgwc.yaml as mplab once wrote it
     ("2.6", "smf", "sbi", "TLS enabled but no server key"),         # smf.yaml as mplab wrote it for 2.6 before
 ])
 def test_open5gs_refuses_a_file_without_the_section_it_needs(prefix, tmp_path, schema, daemon, key, error):

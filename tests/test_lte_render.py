@@ -212,7 +212,7 @@ def test_version_parsing(text, version, schema):
 @pytest.mark.parametrize("text", ["v2.5.6", "3.0.0", "1.3.0"])
 def test_unknown_versions_are_refused(text):
     with pytest.raises(ConfigError, match="not a version mplab knows"):
-        parse_version(text).schema
+        parse_version(text).schema  # noqa: B018 - read for its effect: the property raises
 
 
 def test_no_version_in_text():
@@ -220,7 +220,7 @@ def test_no_version_in_text():
         parse_version("command not found")
 
 
-# --- what the real srsenb, srsUE and Open5GS daemons refused (issue 15), per supported release ------------
+# --- what the real srsenb, srsUE and Open5GS daemons refused in mplab's earlier configs, per supported release ------------
 
 #: Sections srsenb's parse_rb() cannot do without, by release (srsenb/src/enb_cfg_parser.cc at each tag):
 #: five_qi_config is a mandatory section since 22.04; srb1/srb2_5g_config since 22.04.1 ("Optional 5G SRB

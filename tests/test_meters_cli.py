@@ -74,7 +74,7 @@ def test_record_writes_every_reading_to_csv(tmp_path):
         inv = _inventory(tmp_path, [{"kind": "um25c", "port": a.link}, {"kind": "um34c", "port": b.link}])
         res = _mplab("meters", "record", "-i", inv, "--duration-s", "1.0", "-o", str(out))
     assert res.returncode == 0, res.stderr
-    rows = list(csv.DictReader(open(out)))
+    rows = list(csv.DictReader(out.read_text().splitlines()))
     by = {k: [r for r in rows if r["receiver"] == k] for k in ("r1", "r2")}
     assert len(by["r1"]) >= 8 and len(by["r2"]) >= 8
     assert {r["meter_kind"] for r in by["r2"]} == {"um34c"}

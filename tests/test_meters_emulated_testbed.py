@@ -121,7 +121,7 @@ def test_meter_vanishing_during_a_transfer_flags_that_record(tmp_path, prefix):
     assert faults, rec["flags"]                        # ... but its energy is flagged, with the reason
     assert any("read failed" in f or "reopen failed" in f for f in faults)
     (trace,) = (tmp_path / "c2" / "meters").glob("trace-*.csv")
-    rows = list(csv.DictReader(open(trace)))
+    rows = list(csv.DictReader(trace.read_text().splitlines()))
     assert any(r["fault"] for r in rows) and sum(1 for r in rows if not r["fault"]) > 20
 
 
@@ -144,7 +144,7 @@ def test_meters_record_reads_a_testbed_that_is_already_up_and_leaves_it_up(tmp_p
     assert res.returncode == 0, res.stderr
     assert "is up: reading its meter devices" in res.stdout
     assert still_up
-    rows = list(csv.DictReader(open(out)))
+    rows = list(csv.DictReader(Path(out).read_text().splitlines()))
     assert len(rows) >= 8 and {r["meter_kind"] for r in rows} == {"emulated-um25c"}
     assert all(abs(float(r["watts"]) - inv.emulation.power_profile.base_w) < 0.01 for r in rows)
     assert not list_namespaces(LocalHost("root"), prefix)

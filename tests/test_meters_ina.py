@@ -1,7 +1,6 @@
 """INA2xx line bridges: configurable line formats, and the driver against an emulated bridge over a real pty."""
 from __future__ import annotations
 
-import time
 
 import pytest
 from meter_devices import DeviceProcess, default_profile

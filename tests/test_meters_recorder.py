@@ -112,7 +112,7 @@ def test_meter_vanishing_mid_sample_flags_the_sample_reconnects_and_loses_nothin
     assert any("meter-gap" in f for f in sample.flags), sample.flags
     assert stats["reconnects"] >= 1
     assert later.flags == () and later.mean_power_w == pytest.approx(2.0, abs=0.01)
-    rows = list(csv.DictReader(open(tmp_path / "trace.csv")))
+    rows = list(csv.DictReader((tmp_path / "trace.csv").read_text().splitlines()))
     assert sum(1 for r in rows if r["fault"]) >= 1
     assert len([r for r in rows if not r["fault"]]) == len(trace)  # every reading is on disk
 

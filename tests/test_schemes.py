@@ -21,7 +21,7 @@ PAPER_LINKS = {"wifi": PathState(25, 0.025, 0.01), "3g": PathState(5, 0.065, 0.0
 
 
 def test_lia_fixed_point_on_the_es_mptcp_links():
-    # §2.2 Eq. 6 by hand, 3G loss floored at 1e-4 (register #4):
+    # §2.2 Eq. 6 by hand, 3G loss floored at 1e-4 (ambiguity `zero-loss`):
     # best = max(sqrt(2/.01)/.025, sqrt(2/1e-4)/.065) = max(565.7, 2175.7) = 2175.7 pkt/s;
     # denom = 1/(.025*.01) + 1/(.065*1e-4) = 4000 + 153846 = 157846;
     # w_wifi = (1/.01) * 2175.7 / 157846 = 1.378 pkt -> 1.378 / .025 s * 1460 * 8 bit = 0.644 Mbit/s;
@@ -90,7 +90,7 @@ def test_round_model_slow_start_and_caps():
 
 
 def test_loss_outcomes_binomial_and_small_windows():
-    # Eqs. 10-12 with binom(w, l) (register #5): W = 10, p = 0.1: P0 = 0.9^10 = 0.34868;
+    # Eqs. 10-12 with binom(w, l) (ambiguity `binomial`): W = 10, p = 0.1: P0 = 0.9^10 = 0.34868;
     # P1 (>= 7 losses) = sum_{l=7}^{10} C(10,l) .1^l .9^(10-l) = 9.1216e-6; P2 = the rest.
     p0, p1, p2 = schemes.loss_outcomes(10, 0.1)
     assert p0 == pytest.approx(0.34868, abs=1e-5)
@@ -145,7 +145,7 @@ def test_mp_sdn_regulation_steps():
     # §5.2 Algorithm 2, CTh 0.85, alpha 0.5, floor 0.1: congested -> halve; 0.15 -> floor 0.1.
     assert schemes.mp_sdn_regulate(10, 0.9, 40) == 5
     assert schemes.mp_sdn_regulate(0.15, 0.9, 40) == 0.1
-    # Uncongested at occ 0.5: the prose's increase 10 * (1 + 0.5 * 0.35 / 0.5) = 13.5 (register #9);
+    # Uncongested at occ 0.5: the prose's increase 10 * (1 + 0.5 * 0.35 / 0.5) = 13.5 (ambiguity `mpsdn-increase`);
     # as printed, 10 * 0.35 = 3.5 (the bug: the "increase" shrinks the limit).
     assert schemes.mp_sdn_regulate(10, 0.5, 40) == pytest.approx(13.5)
     assert schemes.mp_sdn_regulate(10, 0.5, 40, printed=True) == pytest.approx(3.5)
@@ -211,7 +211,7 @@ def test_mp_sdn_energy_drops_a_floored_secondary():
     pol = make_policy("mp-sdn-energy", {"initial_mbit": 0.1, "m": 2, "p0_mw": 100})
     assert isinstance(pol, MpSdnEnergy)
     ms = [_m("n1", 20, 8)]
-    ctx = lambda e, occ: Context("cubic", 1, 2**20, epoch=e, occupancy={"wifi": occ, "lte": occ},  # noqa: E731
+    ctx = lambda e, occ: Context("cubic", 1, 2**20, epoch=e, occupancy={"wifi": occ, "lte": occ},  # noqa: E731 - this test's Context factory, one line per epoch
                                  capacity_mbit={"wifi": 40, "lte": 36})
     assert pol.decide(ms, ctx(0, 0.9)).assignment["n1"].ifaces == {"wifi", "lte"}
     assert pol.decide(ms, ctx(1, 0.9)).assignment["n1"].ifaces == {"wifi", "lte"}

@@ -10,7 +10,8 @@ import pytest
 from harness.errors import TrafficError
 from harness.testbeds.base import LossCounters, loss_over, parse_loss_counters
 
-from controller.measure import Fifo, fifos, interval_occupancy, mean_occupancy, network_of, occupancy, parse_ss, path_stats, queue_fill
+from controller.measure import (Fifo, fifos, interval_occupancy, mean_occupancy, network_of, occupancy, parse_ss, path_stats,
+                                queue_fill)
 
 DATA = Path(__file__).parent / "data"
 

@@ -15,14 +15,14 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from analysis_fixtures import paper_campaign, schemes_campaign  # noqa: E402
+from analysis_fixtures import paper_campaign, schemes_campaign
 
-from analysis.headlines import HEADLINES_FILE, load_headlines  # noqa: E402
-from analysis.load import load_study  # noqa: E402
-from analysis.paper import load_paper  # noqa: E402
-from analysis.report import build_report  # noqa: E402
-from analysis.schemes import change_pct, diff_interval, headline_rows, side_by_side  # noqa: E402
-from harness.errors import ConfigError  # noqa: E402
+from analysis.headlines import HEADLINES_FILE, load_headlines
+from analysis.load import load_study
+from analysis.paper import load_paper
+from analysis.report import build_report
+from analysis.schemes import change_pct, diff_interval, headline_rows, side_by_side
+from harness.errors import ConfigError
 
 T_975_1 = 12.706204736174707   # Student t, 0.975 quantile, 1 degree of freedom (two samples)
 T_975_2 = 4.302652729911275    # 2 degrees of freedom

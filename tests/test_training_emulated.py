@@ -25,7 +25,7 @@ from training.features import FeatureSpec
 from training.fit import predict
 from training.runtime import OnnxEnergyModel
 
-from conftest import REPO, fail_on_leftovers, small_inventory
+from conftest import fail_on_leftovers, small_inventory
 
 pytestmark = pytest.mark.root
 

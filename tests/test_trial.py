@@ -8,7 +8,7 @@ from lte.realcheck import O5GS_BLOCKED, O5GS_FAILED, O5GS_PASSED, SRS_FAILED, SR
 SRSENB = Trial("srsenb", ("srsenb",), SRS_PASSED, SRS_FAILED, warned=SRS_WARNED)
 O5GS = Trial("open5gs", ("open5gs-hssd",), O5GS_PASSED, O5GS_FAILED, blocked=O5GS_BLOCKED)
 
-# srsenb on the rb.conf mplab wrote before issue 15: stdout is block-buffered, so its lines are not
+# srsenb on the rb.conf mplab once wrote: stdout is block-buffered, so its lines are not
 # interleaved with stderr's in time.
 OLD_RB_STDOUT = """---  Software Radio Systems LTE eNodeB  ---
 

@@ -171,7 +171,7 @@ def test_association_parsing():
 def test_wifi_up_through_namespace_hosts(prefix, tmp_path, secrets):
     d = lab_data()
     d["receivers"] = d["receivers"][:2]
-    for i, ap in enumerate(d["wifi"]["aps"]):
+    for ap in d["wifi"]["aps"]:
         ap["config_path"] = str(tmp_path / ap["host"] / "hostapd.conf")
     d["wifi"]["supplicant_dir"] = str(tmp_path / "rx")
     inv = Inventory.model_validate(d)

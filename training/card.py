@@ -38,7 +38,7 @@ def eval_results(doc: dict) -> list:
             for kind, label, value in metrics]
 
 
-def card_data(doc: dict):  # noqa: ANN201 - huggingface_hub is imported lazily
+def card_data(doc: dict):  # huggingface_hub is imported lazily
     """The card's metadata as ``ModelCardData``."""
     from huggingface_hub import ModelCardData
 

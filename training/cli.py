@@ -29,7 +29,8 @@ def train(
     dataset: Annotated[Path, typer.Argument(help="dataset directory (datasets/<name>)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="model directory (models/<name>)")],
     epochs: Annotated[int, typer.Option(help="maximum epochs")] = 500,
-    patience: Annotated[int, typer.Option(help="epochs without validation improvement before stopping (at least 100 steps)")] = 10,
+    patience: Annotated[int, typer.Option(
+        help="epochs without validation improvement before stopping (at least 100 steps)")] = 10,
     batch_size: Annotated[int, typer.Option(help="minibatch size")] = 1024,
     lr: Annotated[float, typer.Option(help="Adam learning rate")] = 5e-3,
     val_fraction: Annotated[float, typer.Option(help="share of training samples held out for early stopping")] = 0.2,
@@ -65,7 +66,7 @@ def train(
                         transient=True)
     task = progress.add_task("train", total=epochs, val="-")
 
-    def on_epoch(st) -> None:  # noqa: ANN001 - EpochStats
+    def on_epoch(st) -> None:  # EpochStats
         progress.update(task, completed=st.epoch, val=f"{st.val_loss:.4g}")
 
     console.print(f"loading {dataset} and the training stack...")

@@ -1,7 +1,7 @@
 """Features and target: dataset rows -> a float matrix in a fixed, recorded order.
 
 The reference paper relates "the throughput of the interfaces in use" to a receiver's energy
-and does not list its inputs (register #11 in docs/reference/ambiguities.md). We use:
+and does not list its inputs (ambiguity `ref-dnn-inputs` in docs/reference/ambiguities.md). We use:
 
 - ``n_receivers`` (numeric): how many receivers share the cell and the AP in the case;
 - ``cc`` one-hot over the congestion controls seen in training (an unknown one is an error);

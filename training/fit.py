@@ -38,7 +38,7 @@ class TrainConfig:
     width: int = 200
     # Matmuls while training: "fp32", "bf16", or "auto" (bf16 where the CPU has it). fp32 by default:
     # bf16 keeps about 3 significant digits while the target differs by about 1% between cases,
-    # to save a second or two on a quick fit (issue 19).
+    # to save a second or two on a quick fit.
     precision: str = "fp32"
 
     def __post_init__(self) -> None:

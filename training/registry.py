@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.mlflow_store import mlflow_client
-from harness.model_registry import (EXTRA, SUMS_TAG, ModelRef, PulledModel, _version, cache_root, pull,
+from harness.model_registry import (EXTRA, SUMS_TAG, ModelRef, PulledModel, model_version, cache_root, pull,
                                     resolve_model)
 
 __all__ = ["EXTRA", "SUMS_TAG", "ModelRef", "PulledModel", "cache_root", "list_models", "load_energy_model",
@@ -47,11 +47,11 @@ def list_models(tracking_uri: str | None = None) -> list[dict]:
 def promote(name: str, version: str, alias: str = "champion", tracking_uri: str | None = None) -> None:
     """Point ``alias`` at ``version`` of ``name`` (moving it from any other version)."""
     client = mlflow_client(tracking_uri)
-    _version(client, ModelRef(name, version=str(version)))  # a clear error for a missing version
+    model_version(client, ModelRef(name, version=str(version)))  # a clear error for a missing version
     client.set_registered_model_alias(name, alias, str(version))
 
 
-def load_energy_model(uri: str | Path, tracking_uri: str | None = None, threads: int = 1):  # noqa: ANN201
+def load_energy_model(uri: str | Path, tracking_uri: str | None = None, threads: int = 1):
     """``OnnxEnergyModel`` for a ``models:/`` URI or a folder (controllers open theirs with
     ``controller.model.EnergyModel.open``, through the same resolver)."""
     from training.runtime import OnnxEnergyModel

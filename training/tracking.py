@@ -22,8 +22,7 @@ import mlflow
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from harness.mlflow_store import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, default_artifact_root,  # noqa: F401
-                               default_tracking_uri, ensure_experiment, quiet_mlflow)
+from harness.mlflow_store import default_tracking_uri, ensure_experiment, quiet_mlflow
 
 DEFAULT_EXPERIMENT = "mplab-energy"
 # MLflow 3.17's UI chooses its "GenAI" or "Model training" view from this URL parameter (or the

@@ -57,9 +57,9 @@ def _load_spec() -> dict:
 
 
 from os_ken.base import app_manager  # noqa: E402 - the app module must be importable by os-ken's loader
-from os_ken.controller import ofp_event  # noqa: E402
-from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls  # noqa: E402
-from os_ken.ofproto import ofproto_v1_3  # noqa: E402
+from os_ken.controller import ofp_event  # noqa: E402 - after the spec reader, as the first os-ken import
+from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls  # noqa: E402 - after the spec reader, as the first os-ken import
+from os_ken.ofproto import ofproto_v1_3  # noqa: E402 - after the spec reader, as the first os-ken import
 
 
 class SteerApp(app_manager.OSKenApp):
@@ -150,7 +150,7 @@ class SteerApp(app_manager.OSKenApp):
         self._meter(ofp.OFPMC_DELETE, ofp.OFPM_ALL)
         for (rx, net), band in self.caps.items():
             self._meter(ofp.OFPMC_ADD, self.meter_ids[(rx, net)], band)
-        for net, ports in self.nets.items():
+        for ports in self.nets.values():
             for a, b in ((ports["up"], ports["down"]), (ports["down"], ports["up"])):
                 self._flow(p.OFPMatch(in_port=a, eth_type=0x0806), b, PRIO_ARP, ofp.OFPFC_ADD)
         for rx in self.receivers:

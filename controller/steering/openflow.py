@@ -111,7 +111,7 @@ class OpenFlowSteering:
 
     def setup(self) -> None:
         try:
-            import os_ken  # noqa: F401
+            import os_ken  # noqa: F401 - only whether os-ken imports at all
         except ImportError:
             raise PreflightError("os-ken is not installed in this environment (uv sync)") from None
         self.state_dir.mkdir(parents=True, exist_ok=True)

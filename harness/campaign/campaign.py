@@ -182,7 +182,7 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
                                                          "cores_per_testbed": parallel.CORES_PER_TESTBED},
                                        controls=controls)
             campaign.check_writable()
-            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), controls=controls)
+            execute_samples(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), controls=controls)
     return campaign
 
 
@@ -252,8 +252,8 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
                                 d.describe(campaign.samples_path))
                 _clean_earlier_copies(campaign, beds)
             plans = pending_plans(campaign, scenario, inventory)
-            _execute(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True,
-                     controls=controls)
+            execute_samples(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True,
+                            controls=controls)
     return campaign
 
 
@@ -302,7 +302,7 @@ def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, Conges
         meters = testbed.meters()
         opened = []
         try:
-            for name, m in meters.items():
+            for m in meters.values():
                 m.open()
                 opened.append(m)
         except MeterError as exc:
@@ -342,9 +342,9 @@ def _testbed_session(campaign: Campaign, testbed: Testbed, ccs: dict[str, Conges
                 testbed.teardown()
 
 
-def _execute(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbeds: list[Testbed],
-             ccs: dict[str, CongestionControl], plans: list[SamplePlan], hooks: RunHooks,
-             resumed: bool = False, controls: list[SampleControl] | None = None) -> None:
+def execute_samples(campaign: Campaign, scenario: Scenario, inventory: Inventory, testbeds: list[Testbed],
+                    ccs: dict[str, CongestionControl], plans: list[SamplePlan], hooks: RunHooks,
+                    resumed: bool = False, controls: list[SampleControl] | None = None) -> None:
     """Run ``plans`` on ``testbeds``, copy *i* with controller ``controls[i]`` (one each, never shared)."""
     meta = {"kernel": campaign.manifest.get("kernel"),
             "power_profile": inventory.emulation.power_profile.name if inventory.emulation else None}

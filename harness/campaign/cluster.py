@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from harness.campaign.campaign import (
-    RunHooks, _execute, build_control, build_controls, build_testbeds, campaign_inputs, claimed, create_campaign,
+    RunHooks, execute_samples, build_control, build_controls, build_testbeds, campaign_inputs, claimed, create_campaign,
     pending_plans, preflight_or_raise, resolve_ccs, testbed_name,
 )
 from harness.campaign.control import ControlFactory
@@ -125,8 +125,8 @@ def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
             ccs = resolve_ccs(scenario, testbed)
             preflight_or_raise(testbed, ccs, controls[0] if controls else None)
             by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory)}
-            _execute(scratch, scenario, inventory, [testbed], ccs, [by_id[s] for s in sample_ids], RunHooks(),
-                     controls=controls)
+            execute_samples(scratch, scenario, inventory, [testbed], ccs, [by_id[s] for s in sample_ids], RunHooks(),
+                            controls=controls)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             for sid in sample_ids:
@@ -157,7 +157,7 @@ def gather(campaign: Campaign, result: dict, plans: dict[str, SamplePlan], hooks
             if src.exists():
                 partial = campaign.path / "raw" / f".partial-{sid}"
                 if partial.exists():
-                    campaign._aside(partial)  # a driver crash's leftover: kept, never deleted
+                    campaign.set_aside(partial)  # a driver crash's leftover: kept, never deleted
                 os.replace(src, partial)
                 campaign.commit_raw(sid)
             campaign.append(recs)

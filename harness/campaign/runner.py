@@ -63,7 +63,7 @@ def stop_on_signals() -> Iterator[None]:
         yield
         return
 
-    def _raise(signum, frame):  # noqa: ARG001
+    def _raise(signum, frame):
         raise Interrupted(signal_reason(signum), signum)
 
     old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
@@ -82,7 +82,7 @@ def signals_deferred() -> Iterator[list[int]]:
         return
     came: list[int] = []
 
-    def _note(signum, frame):  # noqa: ARG001
+    def _note(signum, frame):
         came.append(signum)
         log.warning("%s during teardown: finishing the teardown first", signal.Signals(signum).name)
 

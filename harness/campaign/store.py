@@ -304,11 +304,12 @@ class Campaign:
         src = self.path / "raw" / f".partial-{sample_id}"
         dst = self.path / "raw" / sample_id
         if dst.exists():
-            self._aside(dst)
+            self.set_aside(dst)
         os.replace(src, dst)
         return dst
 
-    def _aside(self, path: Path) -> Path:
+    def set_aside(self, path: Path) -> Path:
+        """Move ``path`` under raw/.aborted (kept, never deleted); returns where it went."""
         aborted = self.path / "raw" / ".aborted"
         aborted.mkdir(exist_ok=True)
         target = aborted / f"{path.name.removeprefix('.partial-')}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
@@ -336,7 +337,7 @@ class Campaign:
                 continue
             sid = d.name.removeprefix(".partial-")
             if d.name.startswith(".partial-") or sid not in recorded:
-                target = self._aside(d)
+                target = self.set_aside(d)
                 done.append(f"moved unfinished raw output of {sid} to {target.relative_to(self.path)}")
         return done
 

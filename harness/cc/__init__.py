@@ -91,7 +91,7 @@ class KernelCC:
             f"(kernel has: {' '.join(available(host))}); build the kernel with CONFIG_TCP_CONG_"
             f"{self.sock_name.upper()} or install its module")
 
-    def setup(self, host: Host, owner: str | None = None) -> None:  # noqa: ARG002 - nothing machine-wide to record
+    def setup(self, host: Host, owner: str | None = None) -> None:  # nothing machine-wide to record
         if self.sock_name not in available(host):
             try:
                 host.run(["modprobe", f"tcp_{self.sock_name}"])
@@ -125,7 +125,7 @@ class Unavailable:
     def check(self, host: Host) -> None:
         raise PreflightError(f"[{host.name}] congestion control {self.algorithm!r} cannot run: {self.why}")
 
-    def setup(self, host: Host, owner: str | None = None) -> None:  # noqa: ARG002 - protocol signature
+    def setup(self, host: Host, owner: str | None = None) -> None:  # protocol signature
         self.check(host)
 
     def teardown(self, host: Host) -> None:

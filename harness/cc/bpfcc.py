@@ -268,7 +268,7 @@ class MptcpOrgCC:
                                  f"(no module {mod}); build it with CONFIG_TCP_CONG_{self.algorithm.upper()}"
                                  "=y/m (CONFIG_TCP_CONG_COUPLED for lia)")
 
-    def setup(self, host: Host, owner: str | None = None) -> None:  # noqa: ARG002 - modules are not recorded
+    def setup(self, host: Host, owner: str | None = None) -> None:  # modules are not recorded
         if self.sock_name not in _available(host):
             try:
                 host.run(["modprobe", MPTCP_ORG_MODULES[self.algorithm]])

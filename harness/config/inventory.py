@@ -108,7 +108,8 @@ class Ser2Net(Strict):
     device: str = Field(description="the meter's serial device on the receiver (/dev/rfcomm0, /dev/ttyUSB0)")
     tcp_port: Annotated[int, Field(ge=1024, le=65535)] = Field(
         description="TCP port ser2net serves the device on, with RFC 2217 (the meter port is rfc2217://<host>:<tcp_port>)")
-    baud: Annotated[int, Field(gt=0, le=MAX_BAUD)] = Field(default=9600, description="serial speed of the device (UM-series: 9600)")
+    baud: Annotated[int, Field(gt=0, le=MAX_BAUD)] = Field(default=9600,
+                                                           description="serial speed of the device (UM-series: 9600)")
 
 
 class MeterSpec(Strict):
@@ -119,8 +120,10 @@ class MeterSpec(Strict):
                                                        "/dev/ttyUSB0, rfc2217://host:port, socket://host:port")
     baudrate: int = Field(default=9600, gt=0, le=MAX_BAUD, description="serial speed (nominal over RFCOMM; INA bridges: "
                                                           "as the sketch sets it)")
-    timeout_s: Annotated[float, Field(gt=0, le=600)] = Field(default=1.0, description="how long one reading may take before it is a fault")
-    rate_hz: Annotated[float, Field(gt=0, le=1000)] | None = Field(default=None, description="poll rate (default: the device's limit)")
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = Field(
+        default=1.0, description="how long one reading may take before it is a fault")
+    rate_hz: Annotated[float, Field(gt=0, le=1000)] | None = Field(
+        default=None, description="poll rate (default: the device's limit)")
     line_format: LineFormat | None = Field(default=None, description="ina-line only: how the bridge prints a reading")
     noise_ma: float | None = Field(default=None, ge=0, le=10_000, description="emulated-um25c only: current noise, "
                                                                     "standard deviation (mA)")

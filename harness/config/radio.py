@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 # The band table and EARFCN arithmetic live in ``harness.config.bands``; re-exported for the renderers.
-from harness.config.bands import (BANDS, PRB_BANDWIDTH_MHZ, check_earfcn, dl_freq_mhz, earfcn_range,  # noqa: F401
+from harness.config.bands import (BANDS, PRB_BANDWIDTH_MHZ, check_earfcn, dl_freq_mhz, earfcn_range,  # noqa: F401 - re-exported for the renderers
                                   fdd_band, ul_earfcn, ul_freq_mhz)
 from harness.config.load import Strict
 

@@ -62,10 +62,10 @@ class ControlSpec(Strict):
     steering: Literal["nftables", "openflow", "host"] = "nftables"
     probe_s: Annotated[float, Field(gt=0, le=3600)] = Field(default=2.0, description="probing window per network (all on WiFi, "
                                                              "then all on LTE), after warm_s")
-    probe_bytes: Annotated[int, Field(gt=0, le=MAX_FILE_BYTES)] | None = Field(default=None, description="probe by size instead of time: bytes "
-                                                                        "per receiver per network")
-    measure_s: Annotated[float, Field(gt=0, le=3600)] = Field(default=2.0, description="re-measurement window under an assignment "
-                                                               "(ref-is-tuned), after warm_s")
+    probe_bytes: Annotated[int, Field(gt=0, le=MAX_FILE_BYTES)] | None = Field(
+        default=None, description="probe by size instead of time: bytes per receiver per network")
+    measure_s: Annotated[float, Field(gt=0, le=3600)] = Field(
+        default=2.0, description="re-measurement window under an assignment (ref-is-tuned), after warm_s")
     warm_s: Annotated[float, Field(ge=0, le=600)] = Field(default=0.5, description="slow start left out of every window")
 
 

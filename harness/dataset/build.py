@@ -406,12 +406,7 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         raise ConfigError("no campaign given (e.g. `mplab dataset build runs/quick-... -o datasets/quick`)")
     policy = policy or (FolderPolicy.OVERWRITE if force else FolderPolicy.REFUSE)
     check_output(out, "dataset.json", policy, "dataset")
-    campaigns = []
-    for r in runs:
-        try:
-            campaigns.append(Campaign.open(r))
-        except StoreError as exc:
-            raise ConfigError(str(exc), field="RUNS") from None
+    campaigns = _open_campaigns(runs)
     mix = check_mix(campaigns, allow_mixed)
     rows, excluded, spare = collect_rows(campaigns, spec, keep_flagged, skip_damaged)
     if not rows:
@@ -440,27 +435,44 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
         "cases": case_counts(df),
         "excluded": dict(sorted(excluded.items())),
     }
-    from harness.dataset.card import render_card  # the card is presentation; kept apart
-    from harness.dataset.croissant import croissant
-
     with staged_folder(out, policy) as (folder, previous):
-        atomic_write(folder / "data.csv", csv_bytes)
-        split_bytes = {}
-        for s, rel in meta["split_files"].items():
-            (folder / rel).parent.mkdir(exist_ok=True)
-            write_parquet(df[df["split"] == s].reset_index(drop=True), folder / rel)
-            split_bytes[s] = (folder / rel).stat().st_size
-        schema = {"schema_version": SCHEMA_VERSION, "row": DatasetRow.model_json_schema()}
-        atomic_write(folder / "schema.json", (json.dumps(schema, indent=2) + "\n").encode())
-        atomic_write(folder / "dataset.json", (json.dumps(meta, indent=2) + "\n").encode())
-        atomic_write(folder / "croissant.json",
-                     (json.dumps(croissant(folder, meta), indent=2) + "\n").encode())
-        atomic_write(folder / "README.md", render_card(df, meta, split_bytes).encode())
-        meta_sums = write_sums(folder)
+        meta_sums = _write_files(folder, df, csv_bytes, meta)
     res = BuildResult(out, digest, len(df), excluded, meta)
     res.sums_digest = meta_sums
     res.previous = previous[0] if previous else None
     return res
+
+
+def _open_campaigns(runs: Sequence[Path]) -> list[Campaign]:
+    """Each campaign directory opened; one that is not a campaign is a usage error naming it."""
+    campaigns = []
+    for r in runs:
+        try:
+            campaigns.append(Campaign.open(r))
+        except StoreError as exc:
+            raise ConfigError(str(exc), field="RUNS") from None
+    return campaigns
+
+
+def _write_files(folder: Path, df: pd.DataFrame, csv_bytes: bytes, meta: dict) -> str:
+    """The dataset's files in the staged ``folder``: CSV, per-split Parquet, schema, metadata,
+    Croissant, card, and the checksum file last; returns ``write_sums``' digest."""
+    from harness.dataset.card import render_card  # the card is presentation; kept apart
+    from harness.dataset.croissant import croissant
+
+    atomic_write(folder / "data.csv", csv_bytes)
+    split_bytes = {}
+    for s, rel in meta["split_files"].items():
+        (folder / rel).parent.mkdir(exist_ok=True)
+        write_parquet(df[df["split"] == s].reset_index(drop=True), folder / rel)
+        split_bytes[s] = (folder / rel).stat().st_size
+    schema = {"schema_version": SCHEMA_VERSION, "row": DatasetRow.model_json_schema()}
+    atomic_write(folder / "schema.json", (json.dumps(schema, indent=2) + "\n").encode())
+    atomic_write(folder / "dataset.json", (json.dumps(meta, indent=2) + "\n").encode())
+    atomic_write(folder / "croissant.json",
+                 (json.dumps(croissant(folder, meta), indent=2) + "\n").encode())
+    atomic_write(folder / "README.md", render_card(df, meta, split_bytes).encode())
+    return write_sums(folder)
 
 
 def write_parquet(df: pd.DataFrame, path: Path) -> None:

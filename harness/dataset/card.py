@@ -37,7 +37,7 @@ def feature_dtype(column: str) -> str:
     return "int64" if column in INT_COLUMNS else "float64" if column in FLOAT_COLUMNS else "string"
 
 
-def card_data(df: pd.DataFrame, meta: dict, split_bytes: dict[str, int] | None = None):  # noqa: ANN201
+def card_data(df: pd.DataFrame, meta: dict, split_bytes: dict[str, int] | None = None):
     """The card's metadata as ``DatasetCardData`` (what the YAML front matter holds)."""
     from huggingface_hub import DatasetCardData
 
@@ -91,8 +91,8 @@ def _stats(df: pd.DataFrame) -> list[list[object]]:
     rows = []
     for (cc, n, mode), g in df.groupby(["cc", "n_receivers", "mode"], sort=True):
         def ms(col: str) -> str:
-            s = g[col].std() if len(g) > 1 else 0.0
-            return f"{_fmt(g[col].mean())} ± {_fmt(s)}"
+            s = g[col].std() if len(g) > 1 else 0.0  # noqa: B023 - called within this iteration, before the variable moves on
+            return f"{_fmt(g[col].mean())} ± {_fmt(s)}"  # noqa: B023 - called within this iteration, before the variable moves on
         rows.append([cc, n, mode, len(g), ms("energy_j"), ms("throughput_mbit"), ms("wifi_throughput_mbit"),
                      ms("lte_throughput_mbit"), ms("duration_s")])
     return rows

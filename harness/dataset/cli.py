@@ -53,7 +53,8 @@ def build(
                         policy=FolderPolicy.from_flags(force, keep_previous), license=license,
                         allow_mixed=allow_mixed, version=version, url=url, skip_damaged=skip_damaged)
     sp = res.meta["splits"]
-    console.print(f"dataset {res.path} version {res.meta['version']}: {res.rows} rows ({sp['train']} train, {sp['test']} test) in "
+    console.print(f"dataset {res.path} version {res.meta['version']}: {res.rows} rows "
+                  f"({sp['train']} train, {sp['test']} test) in "
                   f"{len(res.meta['cases'])} case(s); digest {res.digest}")
     if res.excluded:
         console.print("excluded: " + ", ".join(f"{k}: {v}" for k, v in sorted(res.excluded.items())))

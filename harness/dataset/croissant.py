@@ -24,7 +24,8 @@ CONTEXT = {
     "fileSet": "cr:fileSet", "format": "cr:format", "includes": "cr:includes", "isLiveDataset": "cr:isLiveDataset",
     "jsonPath": "cr:jsonPath", "key": "cr:key", "md5": "cr:md5", "parentField": "cr:parentField", "path": "cr:path",
     "recordSet": "cr:recordSet", "references": "cr:references", "regex": "cr:regex", "repeated": "cr:repeated",
-    "replace": "cr:replace", "samplingRate": "cr:samplingRate", "equivalentProperty": "cr:equivalentProperty", "sc": "https://schema.org/", "separator": "cr:separator", "source": "cr:source",
+    "replace": "cr:replace", "samplingRate": "cr:samplingRate", "equivalentProperty": "cr:equivalentProperty",
+    "sc": "https://schema.org/", "separator": "cr:separator", "source": "cr:source",
     "subField": "cr:subField", "transform": "cr:transform",
 }
 CSV = "data.csv"

@@ -46,7 +46,7 @@ class DatasetVersion:
     uri: str  # the artifact URI of the published folder
 
 
-def _versions(client, name: str | None = None) -> list[DatasetVersion]:  # noqa: ANN001 - MlflowClient
+def _versions(client, name: str | None = None) -> list[DatasetVersion]:  # MlflowClient
     exp = client.get_experiment_by_name(EXPERIMENT)
     if exp is None:
         return []
@@ -114,12 +114,13 @@ def publish(folder: Path, name: str | None = None, tracking_uri: str | None = No
     return got[0], True
 
 
-def _log_input(client, run_id: str, ds, uri: str) -> None:  # noqa: ANN001
+def _log_input(client, run_id: str, ds, uri: str) -> None:
     """Link the table as the run's input (what the UI shows under "Datasets")."""
     import mlflow.data
     from mlflow.entities import DatasetInput, InputTag
 
-    d = mlflow.data.from_pandas(ds.frame, source=dataset_source(uri, client.tracking_uri), targets="energy_j", name=ds.meta["name"],
+    d = mlflow.data.from_pandas(ds.frame, source=dataset_source(uri, client.tracking_uri), targets="energy_j",
+                                name=ds.meta["name"],
                                 digest=ds.digest.removeprefix("sha256:")[:32])
     # NB: the client API takes entities; _to_mlflow_entity is how mlflow.log_input converts one too.
     client.log_inputs(run_id, datasets=[DatasetInput(d._to_mlflow_entity(),

@@ -18,7 +18,6 @@ import os
 import shlex
 import signal
 import subprocess
-import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -183,7 +182,7 @@ class Host(ABC):
         """This host's wall clock minus the orchestrator's, in seconds (0 on this machine)."""
         return 0.0
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: most hosts hold nothing to release
         """Release connections and other resources held for this host."""
 
 
@@ -198,8 +197,8 @@ class _LocalProcess(BackgroundProcess):
         self._gated = gated
         # Named with our pid: if we are killed outright, `mplab clean` finds and removes it.
         self._dir = owned_temp_dir("proc")
-        self._out = open(os.path.join(self._dir.name, "stdout"), "w+b")
-        self._err = open(os.path.join(self._dir.name, "stderr"), "w+b")
+        self._out = open(os.path.join(self._dir.name, "stdout"), "w+b")  # noqa: SIM115 - the process's output files, closed by wait()/close()
+        self._err = open(os.path.join(self._dir.name, "stderr"), "w+b")  # noqa: SIM115 - the process's output files, closed by wait()/close()
         self._result: ProcessResult | None = None
         self._stopped = False
         try:
@@ -320,7 +319,7 @@ class LocalHost(Host):
         log.debug("[%s] $ %s", self.name, shlex.join(argv))
         t0 = time.monotonic()
         try:
-            cp = subprocess.run(full, input=input, capture_output=True, text=True, timeout=timeout,
+            cp = subprocess.run(full, check=False, input=input, capture_output=True, text=True, timeout=timeout,
                                 stdin=None if input is not None else subprocess.DEVNULL)
         except subprocess.TimeoutExpired as exc:
             err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")

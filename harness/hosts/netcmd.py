@@ -95,7 +95,7 @@ def radio_qdisc_argvs(dev: str, rate_mbit: float, buffer_bytes: int) -> list[lis
             bfifo_argv(dev, "1:1", "10:", buffer_bytes)]
 
 
-#: nftables table of the emulated radios' loss rules (issue 17's steering uses its own tables).
+#: nftables table of the emulated radios' loss rules (the controller's steering uses its own tables).
 RADIO_TABLE = "mplab_radio"
 
 

@@ -79,7 +79,7 @@ class _SaveNewPolicy(paramiko.MissingHostKeyPolicy):
     def __init__(self, known_hosts: Path) -> None:
         self.known_hosts = known_hosts
 
-    def missing_host_key(self, client, hostname, key) -> None:  # noqa: ANN001 - paramiko's signature
+    def missing_host_key(self, client, hostname, key) -> None:  # paramiko's signature
         client.get_host_keys().add(hostname, key.get_name(), key)
         self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
         with open(self.known_hosts, "a") as f:
@@ -421,7 +421,7 @@ class SSHHost(Host):
         if self._sftp is not None:
             try:
                 self._sftp.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - closing a dead connection is best effort
                 pass
             self._sftp = None
         for conn in self._conns:

@@ -300,7 +300,7 @@ class TraceWriter:
         self.path = Path(path)
         self.kinds = kinds
         self._lock = threading.Lock()
-        self._f: IO[str] = open(self.path, "w", newline="", buffering=1)
+        self._f: IO[str] = open(self.path, "w", newline="", buffering=1)  # noqa: SIM115 - kept open for the recording, closed in close()
         self._w = csv.writer(self._f)
         self._w.writerow(self.COLUMNS)
         self.rows = 0

@@ -205,13 +205,13 @@ class Testbed(ABC):
     def teardown(self) -> None:
         """Undo ``setup``; idempotent, best effort, reverse order."""
 
-    def claim(self, owner: str) -> None:
+    def claim(self, owner: str) -> None:  # noqa: B027 - optional hook: a kind with nothing exclusive keeps it empty
         """Hold what this testbed needs exclusively (the emulated namespace prefix) for ``owner``.
 
         Raises ``Busy`` naming the live holder. A lab is one testbed by nature: nothing to claim.
         """
 
-    def release_claim(self) -> None:
+    def release_claim(self) -> None:  # noqa: B027 - optional hook, the pair of claim()
         """Give up what ``claim`` took (idempotent); ``teardown`` does it too."""
 
     @abstractmethod

@@ -333,7 +333,7 @@ def inventory_text(cal: Calibration, prefix: str = "mplab-") -> str:
         "# Table 3 = per-node means (see the module docstring for why). Rates are link rates alone (Mbit/s,",
         "# what HTB shapes; TCP payload is 0.956 of it). Spread (rates alone):",
         *[f"#   {s}" for s in spread_report(caps)],
-        f"# WiFi: DCF (the falling totals of Table 2 are the performance anomaly as slower stations join);",
+        "# WiFi: DCF (the falling totals of Table 2 are the performance anomaly as slower stations join);",
         "# LTE: proportional fair, cell total C(N) falling with the active count. Coexistence: the share each",
         "# radio keeps while both carry a receiver's data, by the number of receivers on both (fitted to the",
         f"# mean of the MPTCP columns; mean {caps.coexistence_factor}: no single factor fits every N within 10%).",

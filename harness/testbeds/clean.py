@@ -3,7 +3,8 @@
 ``clean_prefix`` runs an explicit tuple of cleaners, in order, each ``fn(prefix, root, nested)
 -> list of what it removed``: processes and namespaces, the machine-wide record
 (``harness.machine.forget``: state directories, names added to the allowed list), the BPF
-struct_ops the prefix's testbeds registered (recorded machine-wide) that no live testbed needs, the key directories of crashed SSH rigs, scratch directories
+struct_ops the prefix's testbeds registered (recorded machine-wide) that no live testbed needs, the key
+directories of crashed SSH rigs, scratch directories
 (background processes' output, Ray shards) whose creator was killed outright, and claim files no
 live process holds. Every cleaner is idempotent and touches only names under the prefix (or recorded by mplab, or
 owned by a dead process): it is safe to run twice, after a crash, or with nothing to do.
@@ -132,7 +133,7 @@ def unregister_bpf_ccs(prefix: str, root: Host, nested: bool) -> list[str]:
     return done
 
 
-def unregister_unrecorded_bpf_ccs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001
+def unregister_unrecorded_bpf_ccs(prefix: str, root: Host, nested: bool) -> list[str]:
     """Machine-wide only: every ``mplab_*`` struct_ops no live testbed needs, whoever registered it."""
     done = bpfcc.unregister_all(root, keep=machine.names_needed())
     machine.drop_struct_ops([d.removeprefix("struct_ops ") for d in done])
@@ -140,7 +141,7 @@ def unregister_unrecorded_bpf_ccs(prefix: str, root: Host, nested: bool) -> list
     return done
 
 
-def remove_ssh_rig_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
+def remove_ssh_rig_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # cleaner signature
     """Key directories a crashed SSH rig left in the temp dir (its sshds died with their namespaces)."""
     done = []
     pattern = SSH_RIG_DIR.format(prefix=prefix + ("*" if nested else "")) + "*"
@@ -151,7 +152,7 @@ def remove_ssh_rig_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # 
     return done
 
 
-def remove_orphaned_temp_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
+def remove_orphaned_temp_dirs(prefix: str, root: Host, nested: bool) -> list[str]:  # cleaner signature
     """Scratch directories (background processes' output, Ray shards) whose creator was killed outright.
 
     Not per prefix: they are named with their creator's pid, and only a dead creator's are removed.
@@ -163,12 +164,12 @@ def remove_orphaned_temp_dirs(prefix: str, root: Host, nested: bool) -> list[str
     return done
 
 
-def remove_stale_claims(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
+def remove_stale_claims(prefix: str, root: Host, nested: bool) -> list[str]:  # cleaner signature
     """Claim files under ``prefix`` that no live process holds (a crashed testbed's)."""
     return claims.remove_stale(prefix, nested=nested)
 
 
-def report_live_testbeds(prefix: str, root: Host, nested: bool) -> list[str]:  # noqa: ARG001 - cleaner signature
+def report_live_testbeds(prefix: str, root: Host, nested: bool) -> list[str]:  # cleaner signature
     """Not a cleaner: one line per testbed under ``prefix`` that was left alone because another process holds it."""
     return [f"skipped {p}*: live testbed of {h.describe()}" for p, h in claims.held_under(prefix, nested=nested)]
 

@@ -248,7 +248,7 @@ class LabTestbed(Testbed):
                 continue
             host = self.nodes[rx.name].host
             self._ser2net[rx.name] = host.start(ser2net_argv(cfg, rx.name), label=f"ser2net:{rx.name}")
-            wait_until(lambda: tcp_reachable(port, 0.5)[0], 10, f"[{rx.name}] ser2net serving {port}",
+            wait_until(lambda: tcp_reachable(port, 0.5)[0], 10, f"[{rx.name}] ser2net serving {port}",  # noqa: B023 - waited for within this iteration
                        proc=self._ser2net[rx.name], poll_s=0.05)
 
     def meters(self) -> dict[str, Meter]:
@@ -276,7 +276,7 @@ class LabTestbed(Testbed):
         for name, cc in self._saved_cc.items():
             try:
                 hosts[name].run(sysctl_argv(DEFAULT_CC, cc), timeout=10.0)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - restoring is best effort: every host is tried, each failure logged
                 log.warning("[%s] could not restore %s=%s: %s", name, DEFAULT_CC, cc, exc)
         self._saved_cc.clear()
         for h in self.all_hosts().values():

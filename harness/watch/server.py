@@ -24,7 +24,7 @@ import plotly
 import uvicorn
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from harness.errors import ConfigError
@@ -91,7 +91,7 @@ class Hub:
 def build_app(hub: Hub) -> Starlette:
     """The starlette app serving ``hub``'s campaign."""
 
-    async def page(request) -> Response:  # noqa: ARG001
+    async def page(request) -> Response:
         return FileResponse(PAGE / "index.html", media_type="text/html")
 
     async def static(request) -> Response:
@@ -100,20 +100,20 @@ def build_app(hub: Hub) -> Starlette:
             return Response("not found", status_code=404)
         return FileResponse(found[0], media_type=found[1], headers={"Cache-Control": "max-age=3600"})
 
-    async def api_state(request) -> Response:  # noqa: ARG001
+    async def api_state(request) -> Response:
         return Response(hub.state, media_type="application/json")
 
-    async def api_live(request) -> Response:  # noqa: ARG001
+    async def api_live(request) -> Response:
         return Response(hub.live, media_type="application/json")
 
-    async def events(request) -> Response:  # noqa: ARG001
+    async def events(request) -> Response:
         return EventSourceResponse(hub.events(), ping=15)
 
-    async def favicon(request) -> Response:  # noqa: ARG001
+    async def favicon(request) -> Response:
         return Response(status_code=204)  # no icon: a 404 would be a failed request in the browser
 
     @contextlib.asynccontextmanager
-    async def lifespan(app):  # noqa: ARG001
+    async def lifespan(app):
         task = asyncio.create_task(hub.run())
         try:
             yield
@@ -137,7 +137,7 @@ class _Server(uvicorn.Server):
     hub: Hub
     stopped_by: int | None = None
 
-    def handle_exit(self, sig: int, frame) -> None:  # noqa: ANN001, ARG002
+    def handle_exit(self, sig: int, frame) -> None:
         self.hub.stopping.set()  # the streams end, so the graceful shutdown does not wait for them
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: do not wait for open connections

@@ -337,5 +337,6 @@ def _last_sample(path: Path, recs: list[dict]) -> dict | None:
             "iface_bytes": r.get("iface_bytes"), "iface_throughput_mbit": r.get("iface_throughput_mbit"),
             "throughput_mbit": r.get("throughput_mbit"), "energy_j": r.get("energy_j"),
             "tail_energy_j": r.get("tail_energy_j"), "flags": r.get("flags") or [],
-            "power": meter_csv(adir / f"meter-{rx}.csv"), "iperf": iperf_intervals(adir / f"iperf3-{rx}.json", r.get("window_start"))})
+            "power": meter_csv(adir / f"meter-{rx}.csv"),
+            "iperf": iperf_intervals(adir / f"iperf3-{rx}.json", r.get("window_start"))})
     return out

@@ -1,4 +1,4 @@
-"""Helpers of the fault suite (issue 14): run the real command line in a subprocess."""
+"""Helpers of the fault suite (bad input, kills, signals, disk faults): run the real command line in a subprocess."""
 from __future__ import annotations
 
 import subprocess

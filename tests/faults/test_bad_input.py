@@ -1,4 +1,4 @@
-"""Bad inventories and scenarios exit 2 naming the file and the reason, never with a traceback (issue 14: 4, 11, 12)."""
+"""Bad inventories and scenarios exit 2 naming the file and the reason, never with a traceback."""
 from __future__ import annotations
 
 import shutil
@@ -57,7 +57,7 @@ def test_size_limit_reads_no_more_than_the_limit(tmp_path):
 
 
 def test_zero_base_power_is_valid():
-    """A meter on the radios only reads 0 W at idle (issue 14 item 12)."""
+    """A meter on the radios only reads 0 W at idle: a zero base power is valid."""
     doc = yaml.safe_load((REPO / "inventory" / "emulated.yaml").read_text())
     doc["emulation"]["power_profile"]["base_w"] = 0
     inv = Inventory.model_validate(doc)
@@ -68,7 +68,7 @@ def test_zero_base_power_is_valid():
 
 
 def test_scenario_inventory_is_resolved_from_the_scenario_folder(tmp_path):
-    """`inventory:` in a scenario is relative to the scenario's folder, not to the current directory (item 11)."""
+    """`inventory:` in a scenario is relative to the scenario's folder, not to the current directory."""
     (tmp_path / "scn").mkdir()
     (tmp_path / "inv").mkdir()
     shutil.copy(REPO / "inventory" / "emulated.yaml", tmp_path / "inv" / "lab9.yaml")

@@ -1,5 +1,5 @@
 """The command line: usage errors exit 2 without a traceback, --version/-h, status in words and JSON,
-campaign ids that stay inside the runs directory (issue 14 items 10, 13, 14)."""
+campaign ids that stay inside the runs directory."""
 from __future__ import annotations
 
 import json

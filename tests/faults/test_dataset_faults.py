@@ -1,5 +1,4 @@
-"""Datasets key rows by campaign, and refuse to mix testbeds, power profiles or energy sources unless asked
-(issue 14 item 3)."""
+"""Datasets key rows by campaign, and refuse to mix testbeds, power profiles or energy sources unless asked."""
 from __future__ import annotations
 
 import pytest
@@ -103,7 +102,7 @@ def test_a_damaged_record_is_named_never_counted_and_left_out_only_on_request(tm
     assert st["damaged"][0]["line"] == 1 and st["pending"] == 1
     res = mplab("status", str(c.path))
     assert res.returncode == 0 and f"{c.samples_path}:1: checksum mismatch" in res.stdout.replace("\n", ""), res.stdout
-    with pytest.raises(StoreError, match=rf"samples.jsonl:1: checksum mismatch.*--skip-damaged"):
+    with pytest.raises(StoreError, match=r"samples.jsonl:1: checksum mismatch.*--skip-damaged"):
         build_dataset([c.path], tmp_path / "d")
     res = mplab("dataset", "build", str(c.path), "-o", str(tmp_path / "d"))
     assert res.returncode == 4 and "samples.jsonl:1:" in res.stderr and "Traceback" not in res.stderr

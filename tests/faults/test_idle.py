@@ -1,5 +1,5 @@
 """Waiting for idle between samples, on a meter whose idle power nobody told us (a lab), through the real
-protocol (issue 14 item 1). No root: an emulated meter device on a pty, driven by a rate script."""
+protocol. No root: an emulated meter device on a pty, driven by a rate script."""
 from __future__ import annotations
 
 import time

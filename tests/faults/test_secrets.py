@@ -1,4 +1,4 @@
-"""Secrets never reach an error message or a log (issue 14 item 6)."""
+"""Secrets never reach an error message or a log."""
 from __future__ import annotations
 
 import io

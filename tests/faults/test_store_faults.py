@@ -1,5 +1,4 @@
-"""Nothing lost: a torn multi-receiver sample reruns; an unwritable store is refused before anything runs
-(issue 14 items 2 and 5)."""
+"""Nothing lost: a torn multi-receiver sample reruns; an unwritable store is refused before anything runs."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""One live testbed per namespace prefix; signals at any time leave nothing behind (issue 14 items 7 and 9).
+"""One live testbed per namespace prefix; signals at any time leave nothing behind.
 
 Root-only: these build real namespaces, each test under its own prefix.
 """

@@ -128,7 +128,7 @@ if kind == "srsepc":
     while running:
         try:
             c, _ = srv.accept()
-        except socket.timeout:
+        except TimeoutError:
             continue
         peers.append(c)
         c.settimeout(5)
@@ -169,7 +169,7 @@ while running:
         try:
             p.settimeout(0)
             gone = p.recv(1) == b""
-        except (BlockingIOError, socket.timeout):
+        except (TimeoutError, BlockingIOError):
             gone = False
         except OSError:
             gone = True
@@ -179,7 +179,7 @@ while running:
             log.write(f"[mme] INFO: [Removed] Number of eNBs is now {len(peers)}\n")
     try:
         c, (ip, port) = srv.accept()
-    except socket.timeout:
+    except TimeoutError:
         continue
     peers.append((c, ip))
     log.write(f"[mme] INFO: eNB-S1 accepted[{ip}]:{port} in s1_path module\n")

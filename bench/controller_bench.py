@@ -19,8 +19,8 @@ code and this one's in alternating child processes (``--rounds`` each, same mode
 both see the same machine load, and prints the quantiles of each and their ratios, and whether the two
 decide the same on 3000 fixed inputs (``decision_digest``: assignments and traces, energies bit for bit).
 
-    uv run python bench/controller.py [--decisions 2000] [--changes 40] [--blocks 5] [--model models/quick-setup2]
-    uv run python bench/controller.py --decisions-only [--against /tmp/main-wt --rounds 3]
+    uv run python bench/controller_bench.py [--decisions 2000] [--changes 40] [--blocks 5] [--model models/quick-setup2]
+    uv run python bench/controller_bench.py --decisions-only [--against /tmp/main-wt --rounds 3]
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# _common puts the repository first on sys.path, so `controller` is the package, not this file.
+# This file is controller_bench.py, not controller.py: `import controller` finds the package.
 from _common import REPO, pct
 
 # --code DIR (the child processes of --against): measure DIR's controller code, not this checkout's.
@@ -46,7 +46,6 @@ if CODE != REPO:
         del sys.modules[_name]
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.cc import resolve
@@ -150,7 +149,7 @@ def decision_digest(predict, cases: int = 3000) -> str:
         under = {m.receiver: {"wifi": float(rng.uniform(0, 40)), "lte": float(rng.uniform(0, 40))} for m in meas}
 
         def measure(a: dict[str, Decision]) -> dict[str, dict[str, float]]:
-            return {rx: {r: under[rx][r] * (0.9 if len(d.ifaces) == 2 else 1.0) for r in d.ifaces}
+            return {rx: {r: under[rx][r] * (0.9 if len(d.ifaces) == 2 else 1.0) for r in d.ifaces}  # noqa: B023 - called within this iteration, before the variable moves on
                     for rx, d in a.items()}
         try:
             out = RefISTuned(predict, band=band, base=base).decide(meas, Context(cc, n, 4 * 2**20), measure)
