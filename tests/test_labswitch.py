@@ -27,7 +27,7 @@ from controller.policy import Context, Decision, ReceiverMeasurement
 from controller.registry import make_policy
 from controller.setup2 import Setup2Control
 from controller.steering.openflow import SwitchSpec
-from controller.cli import serve_decisions
+from mplab.commands.controller import serve_decisions
 
 REPO = Path(__file__).resolve().parent.parent
 

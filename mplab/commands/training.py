@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from harness.artifacts import FolderPolicy
-from harness.dataset.cli import Force, KeepPrevious, TrackingUri
+from mplab.commands.dataset import Force, KeepPrevious, TrackingUri
 from harness.tables import table, utc_minute
 
 console = Console()
