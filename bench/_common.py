@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.campaign.campaign import resolve_ccs  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
 from harness.config.inventory import Inventory, load_inventory  # noqa: E402
 from harness.meters.recorder import Recorder  # noqa: E402

@@ -27,7 +27,7 @@ import yaml
 from _common import REPO, plan, runner
 
 from harness.config.scenario import Scenario
-from harness.testbeds.sharing import share_rates, simulate_sample
+from harness.emulation.sharing import share_rates, simulate_sample
 
 
 def shared_rate(records: list[dict], raw: Path) -> float:

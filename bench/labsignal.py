@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.testing.pathrate import PathTransfer  # noqa: E402
 
 from controller.congestion import SwitchPortSignal  # noqa: E402

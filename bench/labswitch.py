@@ -7,7 +7,7 @@ Rig (tests/labswitch_fixtures.py, as tests/test_lab.py's): an emulated testbed (
 address of its namespace, which has a management veth and an sshd (``harness.testing.sshrig``).
 Measured in one run:
 
-1. the preflight handshake (``harness.testbeds.ofprobe.probe_switch``: HELLO, FEATURES, METER_FEATURES)
+1. the preflight handshake (``harness.upkeep.ofprobe.probe_switch``: HELLO, FEATURES, METER_FEATURES)
    over the management veth, median of ``--rounds``;
 2. ``apply`` (delete / add a receiver's entries, confirmed by a barrier reply), median of ``--rounds``
    alternations wifi <-> lte, with the app where a lab campaign runs it (this machine's root namespace,
@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.hosts.local import NamespaceHost  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
-from harness.testbeds.ofprobe import probe_switch  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
+from harness.upkeep.ofprobe import probe_switch  # noqa: E402
 from harness.testing.pathrate import PathTransfer  # noqa: E402
 
 from controller.policy import Decision  # noqa: E402

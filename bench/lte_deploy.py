@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 import standins  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.hosts.local import LocalHost, NamespaceHost  # noqa: E402
 from harness.hosts.netcmd import veth_argv  # noqa: E402
 from harness.deploy.services import Systemd  # noqa: E402

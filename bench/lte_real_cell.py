@@ -177,7 +177,7 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
 def emulated(seconds: int, rate_mbit: float, delay_ms: float) -> dict:
     from _common import inventory as emu_inventory
 
-    from harness.testbeds.clean import clean_prefix
+    from harness.upkeep.clean import clean_prefix
     from harness.testbeds.emulated import EmulatedTestbed
     prefix = "mplab-bench-emucell-"
     inv = emu_inventory(prefix)

@@ -37,7 +37,7 @@ from harness.campaign.plan import plan_campaign  # noqa: E402
 from harness.campaign.summary import summarize  # noqa: E402
 from harness.config.inventory import Inventory, load_inventory  # noqa: E402
 from harness.config.scenario import Scenario, load_scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 
 TOLERANCE = 0.10
 

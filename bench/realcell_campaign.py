@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 from harness.campaign.campaign import start_campaign  # noqa: E402
 from harness.config.inventory import Inventory, load_inventory  # noqa: E402
 from harness.config.scenario import Scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.testing.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
 from lte.realcell import ACCESS_KINDS, realcell_checks  # noqa: E402
 

@@ -36,10 +36,10 @@ import yaml  # noqa: E402
 
 from harness import machine  # noqa: E402
 from harness.machine import STATE_ROOT  # noqa: E402
-from harness.testbeds.clean import clean_prefix, list_namespaces  # noqa: E402
+from harness.upkeep.clean import clean_prefix, list_namespaces  # noqa: E402
 from harness.hosts.local import LocalHost  # noqa: E402
 from harness.campaign.store import Campaign, incomplete_tail_start  # noqa: E402
-from harness.testbeds.claim import claim_path  # noqa: E402
+from harness.upkeep.claim import claim_path  # noqa: E402
 
 
 def mplab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

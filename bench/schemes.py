@@ -25,7 +25,7 @@ from harness.campaign.campaign import start_campaign  # noqa: E402
 from harness.cc import resolve  # noqa: E402
 from harness.config.inventory import Inventory  # noqa: E402
 from harness.config.scenario import ControlSpec, Scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
 
 from controller import schemes  # noqa: E402

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from harness.campaign.campaign import RunHooks, start_campaign  # noqa: E402
 from harness.cc import resolve  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
 from harness.hosts.local import Host  # noqa: E402
 from harness.config.inventory import Inventory  # noqa: E402

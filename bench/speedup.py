@@ -36,7 +36,7 @@ from harness.campaign.campaign import start_campaign  # noqa: E402  (bench impor
 from harness.config.inventory import Inventory, load_inventory  # noqa: E402
 from harness.config.load import parse_model  # noqa: E402
 from harness.config.scenario import Scenario  # noqa: E402
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 
 #: A cell holds when throughput and energy are within this of S = 1.
 TOLERANCE = 0.03

@@ -37,7 +37,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.testbeds.clean import clean_prefix  # noqa: E402
+from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.testing import watchrig  # noqa: E402
 from tests.conftest import small_inventory  # noqa: E402
 

@@ -37,7 +37,7 @@ from harness.hosts.local import BackgroundProcess
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import ControlSpec, Scenario
 from harness.testbeds.base import Check, LossCounters, Testbed, loss_over
-from harness.testbeds.ofprobe import switch_check
+from harness.upkeep.ofprobe import switch_check
 
 from controller.model import EnergyModel
 from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes, timed_decide

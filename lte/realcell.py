@@ -34,7 +34,7 @@ from harness.deploy.trial import find_program
 from harness.errors import PreflightError
 from harness.hosts.ready import wait_until
 from harness.hosts.local import BackgroundProcess, Host
-from harness.testbeds.access import AccessKinds, LteLink
+from harness.emulation.access import AccessKinds, LteLink
 from harness.testbeds.base import Check
 from lte.realcheck import BIN_ENV, bin_dirs
 from lte.srsepc import render_srsepc

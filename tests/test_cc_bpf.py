@@ -21,7 +21,7 @@ from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
 from harness import machine
 from harness.machine import ALLOWED_CC
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.errors import PreflightError
 from harness.hosts.local import LocalHost
 from harness.config.scenario import Scenario, load_scenario

@@ -22,7 +22,7 @@ from harness.campaign.plan import SamplePlan
 from harness.config.scenario import Scenario
 from harness.errors import ConfigError
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 
 
 def _plans(n: int) -> list[SamplePlan]:

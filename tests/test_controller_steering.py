@@ -12,7 +12,7 @@ import pytest
 
 from harness.cc import resolve
 from harness.config.inventory import Inventory
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.hosts.local import LocalHost
 from harness.testbeds.base import parse_link_stats

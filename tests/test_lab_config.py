@@ -11,7 +11,7 @@ from harness.config.inventory import Inventory, Ser2Net, load_inventory
 from harness.testbeds.lab import LabTestbed
 from mplab.commands.testbed import checks_table
 from harness.deploy.secrets import RedactingFilter, load_secrets, redact
-from harness.testbeds.ser2net import ser2net_argv
+from harness.meters.ser2net import ser2net_argv
 from harness.hosts.ssh import SSHHost
 from harness.testbeds.base import Check
 

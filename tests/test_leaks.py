@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import list_namespaces
+from harness.upkeep.clean import list_namespaces
 from harness.testing import leaks
 from tests.conftest import REPO
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.netcmd import veth_argv
 from harness.testbeds.base import Check

@@ -13,7 +13,7 @@ import mongomock
 import pytest
 
 import standins
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
 from harness.hosts.netcmd import veth_argv

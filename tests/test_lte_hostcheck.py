@@ -8,7 +8,7 @@ import pytest
 
 from harness.config.inventory import Inventory
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from lte.deploy import LteHosts
 from lte.hostcheck import check_hosts
 from lte.realcheck import bin_dirs

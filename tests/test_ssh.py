@@ -38,7 +38,7 @@ def rig(prefix):
     finally:
         if r is not None:
             r.close()
-        from harness.testbeds.clean import clean_prefix
+        from harness.upkeep.clean import clean_prefix
         clean_prefix(prefix)
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from harness.campaign.campaign import start_campaign
 from harness.dataset.build import load_dataset
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.testing import leaks
 from harness.config.scenario import Scenario
 from training.export import load_pt

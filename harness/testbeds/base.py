@@ -178,7 +178,7 @@ class Testbed(ABC):
 
     #: "emulated" or "lab", recorded in every record.
     kind: str
-    #: How much faster than real time the testbed runs (``harness.testbeds.speedup``); records are
+    #: How much faster than real time the testbed runs (``harness.emulation.speedup``); records are
     #: written in testbed (real) time. Real radios and meters run at 1.
     speedup: float = 1.0
 

@@ -11,11 +11,11 @@ import logging
 from harness.campaign import metadata
 from harness.config.inventory import Inventory
 from harness.errors import MplabError, PreflightError
-from harness.testbeds.access import AccessKinds
+from harness.emulation.access import AccessKinds
 from harness.testbeds.base import Testbed
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.testbeds.lab import LabTestbed
-from harness.testbeds.speedup import check_speedup
+from harness.emulation.speedup import check_speedup
 
 log = logging.getLogger("mplab.testbeds")
 
@@ -28,7 +28,7 @@ def build_testbed(inventory: Inventory, access_kinds: AccessKinds | None = None,
 
     ``access_kinds``: real LTE access drivers (``lte.realcell.ACCESS_KINDS``) for an emulated
     inventory's ``real_cell`` receivers; the CLI passes them (harness never imports lte).
-    ``speedup``: faster than real time (``harness.testbeds.speedup``; refused for a lab).
+    ``speedup``: faster than real time (``harness.emulation.speedup``; refused for a lab).
     """
     check_speedup(inventory, speedup)
     try:

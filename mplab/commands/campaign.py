@@ -24,14 +24,14 @@ from rich.table import Table
 
 from harness.campaign.campaign import RunHooks, build_control, dry_run_estimate_s, resume_campaign, start_campaign
 from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
-from harness.testbeds.clean import CLEANERS, MACHINE_WIDE, clean_prefix
+from harness.upkeep.clean import CLEANERS, MACHINE_WIDE, clean_prefix
 from harness.errors import ConfigError, SamplesFailed
 from harness.config.inventory import load_inventory
 from harness.campaign.plan import plan_campaign
 from harness.campaign.runner import SampleOutcome
 from harness.config.load import parse_model
 from harness.config.scenario import Scenario, load_scenario, scenario_inventory, with_model_resolved
-from harness.testbeds.speedup import DEFAULT_TABLE, check_speedup, validated_speedup
+from harness.emulation.speedup import DEFAULT_TABLE, check_speedup, validated_speedup
 from harness.campaign.store import Campaign, check_campaign_id
 from harness.campaign.summary import summarize
 from harness.campaign.progress import (campaign_progress, compute, format_duration, lock_holder_pid, read_events,

@@ -367,7 +367,7 @@ def serve(
 ) -> None:
     """Run the OpenFlow steering app against a switch; print per-receiver bytes until Ctrl-C."""
     from harness.errors import PreflightError
-    from harness.testbeds.ofprobe import probe_switch
+    from harness.upkeep.ofprobe import probe_switch
 
     from controller.steering.caps import MeterCaps
     from controller.steering.openflow import OpenFlowSteering

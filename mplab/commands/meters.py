@@ -46,7 +46,7 @@ def inventory_meters(inv: Inventory, receivers: list[str]) -> Iterator[dict[str,
     if inv.kind != "emulated":
         yield {name: meter_from_inventory(inv.receiver(name).meter) for name in receivers}
         return
-    from harness.testbeds.clean import list_namespaces
+    from harness.upkeep.clean import list_namespaces
     from harness.testbeds.emulated import EmulatedTestbed
 
     tb = EmulatedTestbed(inv)

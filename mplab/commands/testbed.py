@@ -15,14 +15,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.campaign.campaign import resolve_ccs
-from harness.testbeds.doctor import run_doctor
+from harness.upkeep.doctor import run_doctor
 from harness.testbeds.kinds import build_testbed, testbed_flavour
 from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
 from harness.hosts.local import LocalHost
 from harness.config.inventory import load_inventory
 from harness.testbeds.lab import LabTestbed
-from harness.testbeds.preflight import kernel_checks
+from harness.upkeep.preflight import kernel_checks
 from harness.config.scenario import load_scenario, scenario_inventory
 from harness.testbeds.base import Check, failed_essentials
 
@@ -126,8 +126,8 @@ def calibrate(
     check: Annotated[bool, typer.Option("--check", help="only compare OUT with what the calibration gives")] = False,
 ) -> None:
     """Fit an emulated testbed to the reference paper's baseline Tables 2-3 and write its inventory."""
-    from harness.testbeds.calibration import calibrate as run_calibration
-    from harness.testbeds.calibration import inventory_text, residual_check
+    from harness.emulation.calibration import calibrate as run_calibration
+    from harness.emulation.calibration import inventory_text, residual_check
 
     if not 0 < tolerance < 1:
         raise ConfigError(f"--tolerance {tolerance}: use a fraction between 0 and 1, e.g. 0.02")
