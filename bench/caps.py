@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 from harness.cc import resolve  # noqa: E402
 from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
-from harness.testing.pathrate import PAYLOAD_SHARE, PathTransfer  # noqa: E402
+from rigs.pathrate import PAYLOAD_SHARE, PathTransfer  # noqa: E402
 
 from controller.policy import Decision  # noqa: E402
 from controller.setup2 import gateway_caps, steered_receivers  # noqa: E402

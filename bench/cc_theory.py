@@ -1,4 +1,4 @@
-"""Coupled congestion control against theory at a router bottleneck (harness/testing/bottleneck.py).
+"""Coupled congestion control against theory at a router bottleneck (rigs/bottleneck.py).
 
 One MPTCP connection (two subflows on disjoint access links) and one single-path TCP flow share
 one router link: HTB at ``--rate`` Mbit/s over a byte FIFO of ``--buffers`` x BDP, with a base
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.cc import resolve  # noqa: E402
 from harness.cc.bpfcc import COUPLED, BpfCC, object_digest  # noqa: E402
-from harness.testing.bottleneck import Competition, SharedBottleneck  # noqa: E402
+from rigs.bottleneck import Competition, SharedBottleneck  # noqa: E402
 
 PREFIX = "mplab-bench-cct-"
 MSS_WIRE = 1514

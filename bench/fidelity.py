@@ -8,7 +8,7 @@
    how far each receiver's duration lands from the instant re-share of the fluid model).
 3. Proportional-fair shares of three LTE receivers (30/20/10 Mbit/s links, 30 Mbit/s cell).
 4. Loss configured vs measured (the sender's retransmissions) on one WiFi path.
-5. A shared bottleneck on a router (harness/testing/bottleneck.py): coupled LIA against one TCP
+5. A shared bottleneck on a router (rigs/bottleneck.py): coupled LIA against one TCP
    flow and uncoupled cubic against one TCP flow, as ratios (theory: about 1 and 2).
 Prints ratios measured in this one run. Needs root.
 
@@ -146,7 +146,7 @@ def bench_loss(args, tmp: Path) -> list[str]:
 
 def bench_bottleneck(args) -> list[str]:
     from harness.cc import resolve
-    from harness.testing.bottleneck import SharedBottleneck
+    from rigs.bottleneck import SharedBottleneck
 
     lia, cubic = resolve("lia"), resolve("cubic")
     lines = []

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.upkeep.clean import clean_prefix  # noqa: E402
-from harness.testing.pathrate import PathTransfer  # noqa: E402
+from rigs.pathrate import PathTransfer  # noqa: E402
 
 from controller.congestion import SwitchPortSignal  # noqa: E402
 from controller.policy import Decision  # noqa: E402

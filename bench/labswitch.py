@@ -4,7 +4,7 @@
 
 Rig (tests/labswitch_fixtures.py, as tests/test_lab.py's): an emulated testbed (one receiver, 30 Mbit/s channels) with a real OVS
 (userspace datapath) spliced between the sender and the AP / eNB, listening ``ptcp:6653`` on every
-address of its namespace, which has a management veth and an sshd (``harness.testing.sshrig``).
+address of its namespace, which has a management veth and an sshd (``rigs.sshrig``).
 Measured in one run:
 
 1. the preflight handshake (``harness.upkeep.ofprobe.probe_switch``: HELLO, FEATURES, METER_FEATURES)
@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 from harness.hosts.local import NamespaceHost  # noqa: E402
 from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.upkeep.ofprobe import probe_switch  # noqa: E402
-from harness.testing.pathrate import PathTransfer  # noqa: E402
+from rigs.pathrate import PathTransfer  # noqa: E402
 
 from controller.policy import Decision  # noqa: E402
 from controller.setup2 import steered_receivers  # noqa: E402

@@ -34,7 +34,7 @@ from harness.deploy.secrets import load_secrets  # noqa: E402
 from harness.deploy.trial import find_program  # noqa: E402
 from harness.hosts.local import LocalHost, NamespaceHost  # noqa: E402
 from harness.hosts.netcmd import link_up_argv, netns_add_argv, netns_del_argv  # noqa: E402
-from harness.testing.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
+from rigs.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
 from lte.realcheck import bin_dirs  # noqa: E402
 from lte.render import render_srsenb  # noqa: E402
 from lte.srsepc import render_srsepc  # noqa: E402

@@ -21,7 +21,7 @@ from harness.upkeep.clean import clean_prefix  # noqa: E402
 from harness.hosts.local import LocalHost, NamespaceHost  # noqa: E402
 from harness.hosts.netcmd import veth_argv  # noqa: E402
 from harness.deploy.services import Systemd  # noqa: E402
-from harness.testing.sshrig import SshdRig  # noqa: E402
+from rigs.sshrig import SshdRig  # noqa: E402
 from harness.deploy.files import push_file, push_files  # noqa: E402
 from lte.deploy import LteHosts, lte_down, lte_up  # noqa: E402
 from lte.render import render_all  # noqa: E402

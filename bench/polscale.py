@@ -41,7 +41,7 @@ from harness.config.inventory import Inventory, load_inventory  # noqa: E402
 from harness.config.scenario import Scenario  # noqa: E402
 from harness.hosts.local import LocalHost  # noqa: E402
 from harness.upkeep.clean import clean_prefix, list_namespaces  # noqa: E402
-from harness.testing import leaks  # noqa: E402
+from rigs import leaks  # noqa: E402
 
 from controller.setup2 import control_factory  # noqa: E402
 

@@ -26,7 +26,7 @@ from harness.campaign.campaign import start_campaign  # noqa: E402
 from harness.config.inventory import Inventory, load_inventory  # noqa: E402
 from harness.config.scenario import Scenario  # noqa: E402
 from harness.upkeep.clean import clean_prefix  # noqa: E402
-from harness.testing.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
+from rigs.sctpshim import build_shim, kernel_has_sctp  # noqa: E402
 from lte.realcell import ACCESS_KINDS, realcell_checks  # noqa: E402
 
 PREFIX = "mplab-bench-rcell-"

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.artifacts import SUMS_NAME  # noqa: E402
 from harness.dataset.build import build_dataset, load_dataset  # noqa: E402
 from harness.dataset.registry import publish, pull  # noqa: E402
-from harness.testing.synthetic import write_synthetic_campaign  # noqa: E402
+from rigs.synthetic import write_synthetic_campaign  # noqa: E402
 
 
 def timed(fn, repeats: int) -> float:

@@ -7,7 +7,7 @@ Run as root on a machine with kernel MPTCP, iperf3 and openssh-server:
 What it measures, in one run on one machine:
 
 * **start skew**: the emulated testbed's 9 receiver namespaces each run a real sshd
-  (``harness.testing.sshrig``); per round, a gated command is pre-spawned on every receiver
+  (``rigs.sshrig``); per round, a gated command is pre-spawned on every receiver
   through its ``SSHHost`` and all are released as the runner releases iperf3 clients.
   Each gate stamps its own release time (receiver clock mapped to the orchestrator's
   with the measured offset); skew = latest - earliest release in the round. The same
@@ -41,7 +41,7 @@ from harness.testbeds.emulated import EmulatedTestbed  # noqa: E402
 from harness.hosts.local import Host  # noqa: E402
 from harness.config.inventory import Inventory  # noqa: E402
 from harness.config.scenario import Scenario  # noqa: E402
-from harness.testing.sshrig import SshdRig, lab_inventory  # noqa: E402
+from rigs.sshrig import SshdRig, lab_inventory  # noqa: E402
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -98,7 +98,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=6, help="samples per overhead run")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--login-rc", action="store_true",
-                    help="let the rig's shells source root's ~/.bashrc (see harness.testing.sshrig.SKIP_RC)")
+                    help="let the rig's shells source root's ~/.bashrc (see rigs.sshrig.SKIP_RC)")
     args = ap.parse_args()
 
     prefix = f"mplab-b{uuid.uuid4().hex[:5]}-"

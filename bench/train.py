@@ -35,7 +35,7 @@ from training.export import save_onnx, save_pt, write_json  # noqa: E402
 from training.features import FeatureSpec, target  # noqa: E402
 from training.fit import TrainConfig, fit, predict, validation_mask  # noqa: E402
 from training.runtime import OnnxEnergyModel  # noqa: E402
-from harness.testing.synthetic import write_synthetic_campaign  # noqa: E402
+from rigs.synthetic import write_synthetic_campaign  # noqa: E402
 
 
 def sklearn_mlp(x_train: np.ndarray, y_train: np.ndarray, cfg: TrainConfig, defaults: bool):

@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.upkeep.clean import clean_prefix  # noqa: E402
-from harness.testing import watchrig  # noqa: E402
+from rigs import watchrig  # noqa: E402
 from tests.conftest import small_inventory  # noqa: E402
 
 SAMPLE_LINE = re.compile(r"^(ok|failed)\s+(\S+)\s+([\d.]+) s\b", re.M)

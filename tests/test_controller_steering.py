@@ -201,7 +201,7 @@ def test_controller_serve_steers_and_caps_a_real_switch_from_an_inventory_and_st
 
     import yaml
 
-    from harness.testing.pathrate import PathTransfer
+    from rigs.pathrate import PathTransfer
 
     from controller.steering.ovs import splice_switch
 

@@ -11,7 +11,7 @@ Rules (``RULES``): ``harness`` knows nothing above it; ``lte`` and ``wifi`` impo
 ``harness`` only, never each other; ``training`` reads datasets (no lte, wifi,
 controller, analysis, mplab); ``controller`` never imports ``mplab`` or ``analysis``;
 ``analysis`` never imports ``mplab`` or ``controller``; nothing imports ``mplab`` (the
-command line); nothing outside ``harness.testing`` imports the test and bench rigs in it.
+command line); nothing outside ``rigs`` imports the test and bench rigs in it.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ RULES: dict[str, set[str]] = {
     "analysis": {"controller", "mplab"},
 }
 #: Test and bench rigs: only tests, benches and the rigs themselves import them.
-RIGS = "harness.testing"
+RIGS = "rigs"
 NOT_PACKAGES = {"tests", "bench"}
 
 
@@ -170,8 +170,8 @@ CLEAN = {
     "harness/errors.py": "",
     "harness/cc/__init__.py": "from harness.cc import bpfcc\nfrom harness.errors import X\n",
     "harness/cc/bpfcc.py": "from harness.errors import X\n",
-    "harness/testing/__init__.py": "",
-    "harness/testing/rig.py": "from harness.cc import bpfcc\n",
+    "rigs/__init__.py": "",
+    "rigs/rig.py": "from harness.cc import bpfcc\n",
     "lte/__init__.py": "",
     "lte/deploy.py": "from harness.cc import bpfcc\n",
     "mplab/__init__.py": "",
@@ -207,13 +207,13 @@ def test_planted_layer_breaks_are_each_named(tmp_path):
              "wifi/__init__.py": "",
              "wifi/render.py": "from lte.deploy import push\n",                  # wifi -> lte
              "harness/cc/cli.py": "def main():\n    import training.fit\n",         # harness -> training, lazily
-             "harness/campaign.py": "from harness.testing.rig import Rig\n",        # library -> rig
+             "harness/campaign.py": "from rigs.rig import Rig\n",                   # library -> rig
              "lte/cli.py": "from mplab import cli\n",                              # anything -> mplab
              "training/__init__.py": "",
              "training/fit.py": "import wifi.render\n"}                            # training -> wifi
     breaks = layer_breaks(import_graph(_tree(tmp_path, files)))
     assert breaks == [
-        "harness.campaign imports harness.testing.rig (the library never imports test and bench rigs)",
+        "harness.campaign imports rigs.rig (the library never imports test and bench rigs)",
         "harness.cc.cli imports training.fit (harness never imports training)",
         "lte.cli imports mplab.cli (lte never imports mplab)",
         "training.fit imports wifi.render (training never imports wifi)",

@@ -92,7 +92,7 @@ def rig_factory(prefix):
     rigs = []
 
     def make():
-        from harness.testing.sshrig import SshdRig
+        from rigs.sshrig import SshdRig
         r = SshdRig(prefix)
         rigs.append(r)
         return r
@@ -453,7 +453,7 @@ def _real_srs_units(inv, tmp_path):
     no SCTP); skip when they are not installed."""
     import shutil
     from harness.deploy.trial import find_program
-    from harness.testing.sctpshim import build_shim, kernel_has_sctp
+    from rigs.sctpshim import build_shim, kernel_has_sctp
     from lte.realcheck import bin_dirs
     progs = {p: find_program(p, bin_dirs()) for p in ("srsepc", "srsenb")}
     if None in progs.values():

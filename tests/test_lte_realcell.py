@@ -119,7 +119,7 @@ def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch, 
     from harness.campaign.campaign import start_campaign
     from harness.config.scenario import Scenario
     from harness.upkeep.clean import clean_prefix
-    from harness.testing.sctpshim import build_shim, kernel_has_sctp
+    from rigs.sctpshim import build_shim, kernel_has_sctp
 
     missing = [c.name.rsplit(" ", 1)[1] for c in realcell_checks("root", env={})
                if c.name.startswith("real cell: program") and not c.ok]

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from harness.campaign.progress import compute, lock_holder_pid, read_events, sessions_from_events
-from harness.testing import watchrig
+from rigs import watchrig
 from mplab.cli import run as mplab_run
 
 REPO = Path(__file__).resolve().parents[1]

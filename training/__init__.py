@@ -16,7 +16,7 @@ Modules, one concept each:
 Reads datasets only (``harness.dataset.build.load_dataset``); controllers load ``model.onnx`` with
 onnxruntime alone (see ``training.runtime.OnnxEnergyModel``), or resolve ``models:/NAME@alias``
 with ``training.registry`` (no torch either). Synthetic campaigns for tests and benches are
-``harness.testing.synthetic``.
+``rigs.synthetic``.
 
 Leaves to others: measuring and building datasets (``harness``), using the model
 (controllers), reports (``analysis``). Never imports lte, wifi, controller, analysis, mplab.

@@ -38,7 +38,7 @@ from harness.files import orphaned_temp_dirs
 from harness.hosts.local import Host, LocalHost
 from harness.upkeep import claim as claims
 
-#: Where an SSH rig (``harness.testing.sshrig``) keeps its keys: ``<tmp>/<prefix>ssh-XXXXXXXX``.
+#: Where an SSH rig (``rigs.sshrig``) keeps its keys: ``<tmp>/<prefix>ssh-XXXXXXXX``.
 SSH_RIG_DIR = "{prefix}ssh-"
 
 

@@ -7,7 +7,7 @@ import pytest
 from harness.dataset.build import build_dataset, load_dataset
 from harness.errors import ConfigError, StoreError
 from harness.campaign.store import Campaign
-from harness.testing.synthetic import synthetic_records
+from rigs.synthetic import synthetic_records
 
 
 def _campaign(root, cid, profile=None, kind="synthetic", source="synthetic"):
