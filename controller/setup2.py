@@ -36,7 +36,8 @@ from harness.files import make_owned_temp_dir
 from harness.hosts.local import BackgroundProcess
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import ControlSpec, Scenario
-from harness.testbeds.base import Check, LossCounters, Testbed, loss_over
+from harness.testbeds.base import LossCounters, Testbed, loss_over
+from harness.upkeep.preflight import Check
 from harness.upkeep.ofprobe import switch_check
 
 from controller.model import EnergyModel

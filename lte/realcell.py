@@ -35,7 +35,7 @@ from harness.errors import PreflightError
 from harness.hosts.ready import wait_until
 from harness.hosts.local import BackgroundProcess, Host
 from harness.emulation.access import AccessKinds, LteLink
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 from lte.realcheck import BIN_ENV, bin_dirs
 from lte.srsepc import render_srsepc
 from lte.zmq import FFTW_HOME, output_tail, render_zmq

@@ -29,7 +29,7 @@ from harness.campaign.runner import Interrupted
 from harness.config.scenario import Scenario
 from rigs.sshrig import SshdRig, lab_inventory
 from harness.hosts.netcmd import sysctl_argv
-from harness.testbeds.base import failed_essentials
+from harness.upkeep.preflight import failed_essentials
 from conftest import small_inventory
 
 

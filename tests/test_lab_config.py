@@ -13,7 +13,7 @@ from mplab.commands.testbed import checks_table
 from harness.deploy.secrets import RedactingFilter, load_secrets, redact
 from harness.meters.ser2net import ser2net_argv
 from harness.hosts.ssh import SSHHost
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -34,7 +34,8 @@ from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
 from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign, check_campaign_id, check_writable, disk_full_message
-from harness.testbeds.base import Check, Testbed, failed_essentials
+from harness.testbeds.base import Testbed
+from harness.upkeep.preflight import Check, failed_essentials
 from harness.emulation.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
 from harness.emulation.speedup import check_speedup

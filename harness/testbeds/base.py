@@ -21,6 +21,7 @@ from harness.meters.base import Meter
 from harness.hosts.netcmd import sysctl_argv
 from harness.hosts.ready import wait_until
 from harness.traffic import Iperf3
+from harness.upkeep.preflight import Check
 
 log = logging.getLogger("mplab.testbed")
 
@@ -106,23 +107,6 @@ def loss_over(before: dict[str, dict[str, LossCounters]],
     (paths in both readings only)."""
     return {rx: {r: c.since(before[rx][r]) for r, c in radios.items() if r in before.get(rx, {})}
             for rx, radios in after.items() if rx in before}
-
-
-@dataclass(frozen=True)
-class Check:
-    """One preflight check on one host."""
-
-    host: str
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    essential: bool = True
-
-
-def failed_essentials(checks: list[Check]) -> list[Check]:
-    """The essential checks that failed: a sweep refuses to start on any, `mplab doctor` exits 1."""
-    return [c for c in checks if c.essential and not c.ok]
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,10 @@ from harness.hosts.netcmd import (
 from harness.upkeep import claim as claims
 from harness.emulation.access import AccessKinds, LteAccess, LteLink, lte_access_for
 from harness.files import atomic_write
-from harness.testbeds.base import (Check, Health, LossCounters, Node, NodeInterface, Repair, TailSkip, Testbed,
+from harness.testbeds.base import (Health, LossCounters, Node, NodeInterface, Repair, TailSkip, Testbed,
                                    parse_loss_counters)
 from harness.upkeep.clean import clean_prefix
+from harness.upkeep.preflight import Check
 from harness.emulation import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
 from harness.emulation.radiolink import LinkConfig, radiolink_argv

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from harness.campaign import metadata
+from harness.cc import kernel_flavour
 from harness.config.inventory import Inventory
 from harness.errors import MplabError, PreflightError
 from harness.emulation.access import AccessKinds
@@ -45,7 +45,7 @@ def testbed_flavour(testbed: Testbed) -> str:
     """The kernel flavour of the testbed's sender (mptcp.org or upstream)."""
     probe = getattr(testbed, "root", testbed.sender)
     try:
-        return metadata.kernel_flavour(probe)
+        return kernel_flavour(probe)
     except MplabError as exc:
         # An unreachable lab sender: preflight reports it with its fix; resolve for upstream meanwhile.
         log.warning("kernel flavour of %s unknown (%s); assuming upstream", probe.name, exc)

@@ -36,7 +36,8 @@ from harness.deploy.secrets import Secrets, load_secrets
 from harness.upkeep.ofprobe import switch_check
 from harness.meters.ser2net import ser2net_argv
 from harness.hosts.ssh import SSHHost
-from harness.testbeds.base import Check, Node, NodeInterface, Testbed, parallel
+from harness.testbeds.base import Node, NodeInterface, Testbed, parallel
+from harness.upkeep.preflight import Check
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.lab")

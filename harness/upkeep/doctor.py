@@ -23,7 +23,7 @@ from importlib import metadata
 from harness.cc.bpfcc import BTF, COUPLED, object_path
 from harness.errors import MplabError, PreflightError
 from harness.hosts.local import LocalHost, NamespaceHost
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 from harness.upkeep.preflight import kernel_checks
 from harness.tools import TOOLS, probe
 from harness.traffic import Iperf3

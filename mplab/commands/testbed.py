@@ -24,7 +24,7 @@ from harness.config.inventory import load_inventory
 from harness.testbeds.lab import LabTestbed
 from harness.upkeep.preflight import kernel_checks
 from harness.config.scenario import load_scenario, scenario_inventory
-from harness.testbeds.base import Check, failed_essentials
+from harness.upkeep.preflight import Check, failed_essentials
 
 console = Console()
 
