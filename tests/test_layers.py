@@ -11,12 +11,18 @@ Rules (``RULES``): ``harness`` knows nothing above it; ``lte`` and ``wifi`` impo
 ``harness`` only, never each other; ``training`` reads datasets (no lte, wifi,
 controller, analysis, mplab); ``controller`` never imports ``mplab`` or ``analysis``;
 ``analysis`` never imports ``mplab`` or ``controller``; nothing imports ``mplab`` (the
-command line); nothing outside ``rigs`` imports the test and bench rigs in it.
+command line); no library package imports the test and bench rigs (``rigs``, outside the wheel).
+
+Packages too form no cycle (``package_graph``): every sub-package (``harness/campaign/``,
+``controller/steering/``) is one node with all its modules, a loose module of a top-level package
+(``harness/errors.py``) is a node of its own. So ``harness.campaign`` may use ``harness.cc``, or the
+other way round, never both, even when no single module closes the loop.
 """
 from __future__ import annotations
 
 import ast
 import sys
+import tomllib
 from pathlib import Path
 
 from conftest import REPO
@@ -33,6 +39,8 @@ RULES: dict[str, set[str]] = {
 #: Test and bench rigs: only tests, benches and the rigs themselves import them.
 RIGS = "rigs"
 NOT_PACKAGES = {"tests", "bench"}
+#: The installed library: the wheel's packages less the command line (pyproject.toml).
+LIBRARY = ("harness", "lte", "wifi", "training", "controller", "analysis")
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -136,8 +144,25 @@ def layer_breaks(graph: dict[str, set[str]]) -> list[str]:
                 out.append(f"{a} imports {b} ({top_a} never imports {top_b})")
             elif top_b == "mplab" and top_a != "mplab":
                 out.append(f"{a} imports {b} (nothing imports the command line)")
-            if (b == RIGS or b.startswith(RIGS + ".")) and not (a == RIGS or a.startswith(RIGS + ".")):
+            if top_b == RIGS and top_a != RIGS:
                 out.append(f"{a} imports {b} (the library never imports test and bench rigs)")
+    return out
+
+
+def package_of(module: str, path: Path, root: Path) -> str:
+    """The node ``module`` belongs to in the package graph: its sub-package (the first two names)
+    when it lives in one, else the module itself (a loose module of a top-level package)."""
+    in_subpackage = len(path.relative_to(root).parts) > 2  # top/sub/module.py, top/sub/__init__.py, deeper
+    return ".".join(module.split(".")[:2]) if in_subpackage else module
+
+
+def package_graph(root: Path) -> dict[str, set[str]]:
+    """node -> nodes it imports (``package_of``), from the module graph; a node's own imports are dropped."""
+    mods = modules(root)
+    node = {m: package_of(m, f, root) for m, f in mods.items()}
+    out: dict[str, set[str]] = {}
+    for a, deps in import_graph(root).items():
+        out.setdefault(node[a], set()).update(node[b] for b in deps if node[b] != node[a])
     return out
 
 
@@ -152,6 +177,20 @@ def test_the_tree_has_no_import_cycles():
 
 def test_the_tree_keeps_the_layer_directions():
     assert layer_breaks(import_graph(REPO)) == []
+
+
+def test_the_library_packages_form_no_cycle():
+    graph = package_graph(REPO)
+    assert {"harness.campaign", "harness.testbeds", "harness.errors", "controller.steering"} <= set(graph)
+    assert cycles(graph) == []
+
+
+def test_the_library_has_no_command_modules_and_ships_no_rigs():
+    # Every command lives in mplab/commands/; the rigs stay out of the wheel's packages.
+    clis = sorted(str(f.relative_to(REPO)) for top in LIBRARY for f in (REPO / top).rglob("cli.py"))
+    assert clis == []
+    wheel = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert set(wheel["packages"]) == {*LIBRARY, "mplab"} and RIGS not in wheel["packages"]
 
 
 # ------------------------------------------------------------- the checker on planted trees
@@ -200,6 +239,21 @@ def test_a_planted_cycle_through_a_package_init_is_found(tmp_path):
     # bpfcc needs a *name* from harness/cc/__init__.py, which imports bpfcc: a real cycle.
     files = {**CLEAN, "harness/cc/bpfcc.py": "from harness.cc import ALGORITHMS\n"}
     assert cycles(import_graph(_tree(tmp_path, files))) == [["harness.cc", "harness.cc.bpfcc"]]
+
+
+def test_a_planted_package_cycle_is_found_though_no_module_cycle_is(tmp_path):
+    # campaign.store -> cc (a module of cc), cc.bpfcc -> campaign.meta: no module imports itself back,
+    # but the packages campaign and cc depend on each other.
+    files = {**CLEAN,
+             "harness/campaign/__init__.py": "",
+             "harness/campaign/store.py": "from harness.cc import bpfcc\n",
+             "harness/campaign/meta.py": "from harness.errors import X\n",
+             "harness/cc/bpfcc.py": "from harness.campaign.meta import flavour\n"}
+    root = _tree(tmp_path, files)
+    assert cycles(import_graph(root)) == []
+    assert cycles(package_graph(root)) == [["harness.campaign", "harness.cc"]]
+    # A loose module of a top-level package is its own node: harness.errors <- cc and campaign is no cycle.
+    assert package_graph(root)["harness.errors"] == set()
 
 
 def test_planted_layer_breaks_are_each_named(tmp_path):
