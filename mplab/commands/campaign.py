@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -22,20 +21,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from harness.campaign.campaign import RunHooks, build_control, dry_run_estimate_s, resume_campaign, start_campaign
-from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
-from harness.upkeep.clean import CLEANERS, MACHINE_WIDE, clean_prefix
-from harness.errors import ConfigError, SamplesFailed
-from harness.config.inventory import load_inventory
-from harness.campaign.plan import plan_campaign
+from harness.campaign.campaign import RunHooks
+from harness.campaign.entry import DryRun, RunOptions, run_campaign
+from harness.campaign.progress import compute, format_duration, read_events, sessions_from_events
 from harness.campaign.runner import SampleOutcome
-from harness.config.load import parse_model
-from harness.config.scenario import Scenario, load_scenario, scenario_inventory, with_model_resolved
-from harness.emulation.speedup import DEFAULT_TABLE, check_speedup, validated_speedup
-from harness.campaign.store import Campaign, check_campaign_id
+from harness.campaign.status import campaign_status, describe_session
+from harness.campaign.store import Campaign
 from harness.campaign.summary import summarize
-from harness.campaign.progress import (campaign_progress, compute, format_duration, lock_holder_pid, read_events,
-                                       sample_statuses, sessions_from_events)
+from harness.emulation.speedup import DEFAULT_TABLE
+from harness.errors import ConfigError, SamplesFailed
+from harness.upkeep.clean import CLEANERS, MACHINE_WIDE, clean_prefix
 
 console = Console()
 log = logging.getLogger("mplab")
@@ -154,154 +149,42 @@ def run(
     watch_port: Annotated[int, typer.Option(help="--watch: the page's port")] = 8765,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
-    # mplab.cli puts the controller's factory here (the harness never imports a controller).
-    control_factory = (ctx.obj or {}).get("control_factory") if isinstance(ctx.obj, dict) else None
-    if cluster and testbeds != 1:
-        raise ConfigError("--cluster runs one testbed per node's `testbed` resource; give --testbeds or --cluster")
-    if resume is not None:
-        if scenario is not None:
-            raise ConfigError("give either a scenario or --resume, not both")
-        if speedup is not None:
-            raise ConfigError("--resume runs at the speedup the campaign started with (its manifest); "
-                              "drop --speedup")
-        with _watching(watch_port if watch else None) as watcher, _progress() as progress:
-            if cluster:
-                campaign = resume_cluster_campaign(resume, cluster, hooks=_hooks(progress, watcher),
-                                                   shard_size=shard_size,
-                                                   control_factory=control_factory)
-            else:
-                campaign = resume_campaign(resume, _hooks(progress, watcher), testbeds=testbeds, force=force,
-                                           access_kinds=_access_kinds(ctx),
-                                           control_factory=control_factory)
-    else:
-        if scenario is None:
-            raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
-        if campaign_id is not None:
-            check_campaign_id(campaign_id)  # before any file is read or anything is built
-        sc = with_model_resolved(load_scenario(scenario), scenario)
-        if speedup is not None:
-            sc = with_speedup(sc, _speedup_value(speedup, sc, speedup_table))
-        inv = load_inventory(inventory or scenario_inventory(sc, scenario))
-        check_speedup(inv, sc.speedup, policies=bool(sc.policies))
-        if dry_run:
-            plans = plan_campaign(sc, inv, str(scenario))
-            control = build_control(sc, str(scenario), control_factory)  # a model not covering it: refused
-            eta = dry_run_estimate_s(plans, sc, inv, control)
-            console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
-                          f"{len(plans)} samples on {inv.name} ({inv.kind}); shuffled={sc.shuffle} seed={sc.seed}")
-            for p in plans[:20]:
-                console.print(f"  {p.sample_id}  receivers={','.join(p.receivers)}")
-            if len(plans) > 20:
-                console.print(f"  ... and {len(plans) - 20} more")
-            if sc.speedup != 1:
-                console.print(f"speedup {sc.speedup:g}: the emulated testbed runs {sc.speedup:g} x faster than "
-                              "real time; records are written in real time")
-            console.print(f"estimated wall time: {eta / 60:.1f} min" + (
-                f" on one testbed, at best {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
-            return
-        with _watching(watch_port if watch else None) as watcher, _progress() as progress:
-            if cluster:
-                campaign = start_cluster_campaign(sc, inv, runs_dir, cluster, campaign_id=campaign_id,
-                                                  scenario_source=str(scenario), hooks=_hooks(progress, watcher),
-                                                  shard_size=shard_size, control_factory=control_factory)
-            else:
-                campaign = start_campaign(sc, inv, runs_dir, campaign_id=campaign_id, scenario_source=str(scenario),
-                                          hooks=_hooks(progress, watcher), testbeds=testbeds, force=force,
-                                          access_kinds=_access_kinds(ctx),
-                                          control_factory=control_factory)
-    records = campaign.records()
-    console.print(summary_table(records, f"campaign {campaign.id}"))
+    # mplab.cli puts the controller's factory and the real LTE access drivers into the context
+    # (the harness never imports a controller or lte).
+    obj = ctx.find_root().obj if isinstance(ctx.find_root().obj, dict) else {}
+    options = RunOptions(scenario=scenario, inventory=inventory, runs_dir=runs_dir, campaign_id=campaign_id,
+                         resume=resume, dry_run=dry_run, testbeds=testbeds, force=force, cluster=cluster,
+                         shard_size=shard_size, speedup=speedup, speedup_table=speedup_table,
+                         access_kinds=obj.get("access_kinds"), control_factory=obj.get("control_factory"))
+    if dry_run and resume is None:
+        print_dry_run(run_campaign(options, note=console.print).dry_run, testbeds)
+        return
+    with _watching(watch_port if watch else None) as watcher, _progress() as progress:
+        outcome = run_campaign(options, _hooks(progress, watcher), note=console.print)
+    campaign = outcome.campaign
+    console.print(summary_table(outcome.records, f"campaign {campaign.id}"))
     console.print(f"records: {campaign.samples_path}\nraw output: {campaign.path / 'raw'}\n"
                   f"manifest: {campaign.path / 'manifest.json'}")
-    failed = sorted({r["sample_id"] for r in records if r["sample_status"] != "ok"})
-    if failed:
-        raise SamplesFailed(f"{len(failed)} sample(s) of campaign {campaign.id} failed, recorded with their reasons "
-                            f"(e.g. {failed[0]}); see `mplab status {campaign.path}`")
+    if outcome.failed_samples:
+        raise SamplesFailed(f"{len(outcome.failed_samples)} sample(s) of campaign {campaign.id} failed, recorded "
+                            f"with their reasons (e.g. {outcome.failed_samples[0]}); see `mplab status {campaign.path}`")
 
 
-def _speedup_value(text: str, sc: Scenario, table: Path) -> float:
-    """``--speedup``: a number, or ``auto`` (the validated S for the scenario's congestion controls)."""
-    if text != "auto":
-        try:
-            return float(text)
-        except ValueError:
-            raise ConfigError(f"--speedup {text!r}: give a number (1..64) or auto") from None
-    s, why = validated_speedup(sc.congestion_controls, table)
-    console.print(f"--speedup auto: {s:g} ({why})")
-    return s
-
-
-def with_speedup(sc: Scenario, speedup: float) -> Scenario:
-    """The scenario with ``--speedup`` in place of its own (validated as the scenario field is)."""
-    return parse_model(Scenario, {**sc.model_dump(mode="json"), "speedup": speedup}, "--speedup")
-
-
-def _access_kinds(ctx: typer.Context) -> dict | None:
-    """Real LTE access drivers the top-level CLI put into the context (``mplab.cli``; harness never imports lte)."""
-    obj = ctx.find_root().obj
-    return obj.get("access_kinds") if isinstance(obj, dict) else None
-
-
-def describe_session(event: dict, now: float | None = None) -> str:
-    """A sessions.jsonl line in words: what happened, when, and why it ended."""
-    when = event.get("time")
-    stamp = "at an unknown time"
-    if isinstance(when, (int, float)):
-        ago = max(0.0, (now or time.time()) - when)
-        age = f"{ago:.0f} s" if ago < 120 else (f"{ago / 60:.0f} min" if ago < 7200 else f"{ago / 3600:.1f} h")
-        stamp = f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))} ({age} ago)"
-    kind = event.get("event")
-    pid = f" by pid {event['pid']}" if event.get("pid") else ""
-    if kind in ("start", "resume"):
-        verb = "started" if kind == "start" else "resumed"
-        return f"{verb} {stamp}{pid} with {event.get('pending', '?')} sample(s) to run"
-    if kind == "finished":
-        if "samples_run" in event:
-            failed = event.get("samples_failed", 0)
-            return (f"finished {stamp}: ran {event['samples_run']} sample(s)"
-                    + (f", {failed} failed" if failed else ", all ok"))
-        return f"finished {stamp}"
-    if kind == "interrupted":
-        return f"interrupted {stamp}: {event.get('reason') or 'reason not recorded'}"
-    if kind == "failed":
-        return f"failed {stamp}: {event.get('reason') or 'reason not recorded'}"
-    return f"{kind or 'unknown event'} {stamp}"
-
-
-def campaign_status(c: Campaign) -> dict:
-    """What `mplab status` reports, as data (its --json form)."""
-    records = c.records()
-    planned = c.manifest["plan"]
-    prog, sessions = campaign_progress(c.path, planned, records)
-    events = read_events(c.path / "sessions.jsonl")
-    running = sessions[-1].pid if prog.running and sessions else None
-    return {
-        "campaign": c.id,
-        "path": str(c.path),
-        "testbed": c.manifest["testbed"]["kind"],
-        "planned": prog.planned,
-        "recorded": prog.recorded,
-        "ok": prog.ok,
-        "failed": prog.failed,
-        "flagged": prog.flagged,
-        "failed_samples": sorted(sid for sid, (s, _) in sample_statuses(records).items() if s != "ok"),
-        "pending": prog.pending,
-        "rate_samples_per_h": prog.rate_per_h,
-        "eta_s": prog.eta_s,
-        "eta_at": prog.eta_at,
-        # The lock's holder from /proc/locks (never a probe of the lock itself); the session's pid if unknown.
-        "running_pid": lock_holder_pid(c.path / ".lock") or running,
-        "last_session": events[-1] if events else None,
-        # Runs and resumes (a session is a start/resume line and the end line after it).
-        "sessions": len(sessions),
-        **damaged_status(c),
-        "session_list": [asdict(s) for s in sessions],
-    }
-
-
-def damaged_status(c: Campaign) -> dict:
-    """The damaged lines of samples.jsonl (never counted as recorded; their samples run again on resume)."""
-    return {"damaged": [{"line": d.line, "sample_id": d.sample_id, "reason": d.reason} for d in c.damaged()]}
+def print_dry_run(dry: DryRun, testbeds: int) -> None:
+    """The plan's first samples, the speed-up, and the estimated wall time."""
+    sc, inv, plans = dry.scenario, dry.inventory, dry.plans
+    console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
+                  f"{len(plans)} samples on {inv.name} ({inv.kind}); shuffled={sc.shuffle} seed={sc.seed}")
+    for p in plans[:20]:
+        console.print(f"  {p.sample_id}  receivers={','.join(p.receivers)}")
+    if len(plans) > 20:
+        console.print(f"  ... and {len(plans) - 20} more")
+    if sc.speedup != 1:
+        console.print(f"speedup {sc.speedup:g}: the emulated testbed runs {sc.speedup:g} x faster than "
+                      "real time; records are written in real time")
+    eta = dry.eta_s
+    console.print(f"estimated wall time: {eta / 60:.1f} min" + (
+        f" on one testbed, at best {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
 
 
 def print_damaged(c: Campaign, st: dict) -> None:

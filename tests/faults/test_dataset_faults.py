@@ -82,7 +82,7 @@ def test_a_damaged_record_is_named_never_counted_and_left_out_only_on_request(tm
     gets two sound records), and `mplab dataset build` refuses naming the line unless --skip-damaged."""
     import json
 
-    from mplab.commands.campaign import campaign_status
+    from harness.campaign.status import campaign_status
 
     from .conftest import mplab
 
