@@ -185,6 +185,37 @@ def test_the_library_packages_form_no_cycle():
     assert cycles(graph) == []
 
 
+#: Packages whose docstring is a map of their modules (one line each, the name first).
+MAPPED = ("harness", "harness/campaign", "harness/testbeds", "harness/emulation", "harness/upkeep", "mplab/commands")
+
+
+def _map_names(pkg: Path) -> list[str]:
+    """The names a package's docstring lists, in order: the first word of each indented line."""
+    doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text())) or ""
+    return [w.rstrip("/").removesuffix(".py") for line in doc.splitlines() if line.startswith("    ")
+            for w in line.split()[:1]]
+
+
+def test_the_package_maps_name_every_module():
+    for rel in MAPPED:
+        pkg = REPO / rel
+        have = {f.stem for f in pkg.glob("*.py") if f.stem != "__init__"}
+        have |= {d.name for d in pkg.iterdir() if (d / "__init__.py").exists()}
+        named = set()
+        for line in (ast.get_docstring(ast.parse((pkg / "__init__.py").read_text())) or "").splitlines():
+            if line.startswith("    "):
+                named |= {w.rstrip("/").removesuffix(".py") for w in line.split()}
+        assert have - named == set(), f"{rel}/__init__.py does not list {sorted(have - named)}"
+
+
+def test_harness_lists_its_sub_packages_lowest_first():
+    order = [n for n in _map_names(REPO / "harness") if (REPO / "harness" / n / "__init__.py").exists()]
+    graph = package_graph(REPO)
+    for i, name in enumerate(order):
+        above = {f"harness.{n}" for n in order[i + 1:]}
+        assert graph[f"harness.{name}"] & above == set(), f"harness.{name} imports a package listed after it"
+
+
 def test_the_library_has_no_command_modules_and_ships_no_rigs():
     # Every command lives in mplab/commands/; the rigs stay out of the wheel's packages.
     clis = sorted(str(f.relative_to(REPO)) for top in LIBRARY for f in (REPO / top).rglob("cli.py"))
