@@ -6,7 +6,7 @@ schema), ``render`` (enb.conf/rr.conf/sib.conf/rb.conf and each EPC daemon's YAM
 ``services`` (the daemons and their dependency order), ``deploy`` (push, ogstun,
 subscribers, restart in order, logs), ``checks`` (S1 setup, attach, ping; a diagnosis
 naming step and host), ``zmq`` (the optional all-software single-UE cell), ``tunnel``
-(SSH port forwards), ``cli`` (`mplab lte`).
+(SSH port forwards). The commands (`mplab lte`) are ``mplab.commands.lte``.
 
 Leaves to others: pushing files, restarting units, secrets and host lookup
 (``harness.deploy``, shared with ``wifi``). Imports ``harness`` only; never ``wifi``.

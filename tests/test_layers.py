@@ -186,12 +186,13 @@ def test_the_library_packages_form_no_cycle():
 
 
 #: Packages whose docstring is a map of their modules (one line each, the name first).
-MAPPED = ("harness", "harness/campaign", "harness/testbeds", "harness/emulation", "harness/upkeep", "mplab/commands")
+MAPPED = ("harness", "harness/campaign", "harness/testbeds", "harness/emulation", "harness/upkeep", "harness/dataset",
+          "harness/watch", "training", "mplab/commands")
 
 
 def _map_names(pkg: Path) -> list[str]:
     """The names a package's docstring lists, in order: the first word of each indented line."""
-    doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text())) or ""
+    doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()), clean=False) or ""
     return [w.rstrip("/").removesuffix(".py") for line in doc.splitlines() if line.startswith("    ")
             for w in line.split()[:1]]
 
@@ -202,7 +203,7 @@ def test_the_package_maps_name_every_module():
         have = {f.stem for f in pkg.glob("*.py") if f.stem != "__init__"}
         have |= {d.name for d in pkg.iterdir() if (d / "__init__.py").exists()}
         named = set()
-        for line in (ast.get_docstring(ast.parse((pkg / "__init__.py").read_text())) or "").splitlines():
+        for line in (ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()), clean=False) or "").splitlines():
             if line.startswith("    "):
                 named |= {w.rstrip("/").removesuffix(".py") for w in line.split()}
         assert have - named == set(), f"{rel}/__init__.py does not list {sorted(have - named)}"

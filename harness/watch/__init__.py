@@ -3,6 +3,5 @@
     state    CampaignView: the store read incrementally (records, sessions, the running sample's raw
              output, the meter trace) into what the page shows; progress from harness.campaign.progress
     server   starlette + uvicorn, updates pushed as server-sent events (sse-starlette)
-    cli      `mplab watch RUN_DIR [--port P] [--listen ADDR]`
     page/    the page: HTML, its script and style; charts drawn by plotly.js from the plotly package
 """
