@@ -203,7 +203,7 @@ def test_provisioning_tunnel_through_ssh(s1, rig_factory, tmp_path):
     import socket
     from contextlib import ExitStack
 
-    from mplab.commands.lte import parse_mongo_uri, provision_uri
+    from lte.hosts import parse_mongo_uri, provision_uri
     rig = rig_factory()
     rig.add("epc", s1["epc"])
     epc = rig.ssh_host("epc")
@@ -236,7 +236,7 @@ def test_provisioning_tunnel_through_ssh(s1, rig_factory, tmp_path):
 
 def test_mongo_uri_parsing():
     from harness.errors import ConfigError
-    from mplab.commands.lte import parse_mongo_uri
+    from lte.hosts import parse_mongo_uri
     assert parse_mongo_uri("mongodb://localhost/open5gs") == ("127.0.0.1", 27017, "open5gs")
     assert parse_mongo_uri("mongodb://u:p@10.0.0.5:27018/db5") == ("10.0.0.5", 27018, "db5")
     with pytest.raises(ConfigError, match="provision_uri"):
