@@ -8,5 +8,5 @@ use too); it never imports ``controller`` or ``mplab``.
 Modules: ``load`` (sources -> one tidy frame + provenance), ``stats`` (per-case statistics with
 confidence intervals), ``paper`` (Tables 2-3 analogs and the reproduction checks), ``style``
 (colours, labels, saving), ``figures/`` (one module per figure family), ``html`` (the page),
-``report`` (the whole build), ``cli`` (`mplab report`).
+``report`` (the whole build). `mplab report` is ``mplab.commands.report``.
 """

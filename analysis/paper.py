@@ -22,7 +22,7 @@ A check without the data it needs says ``n/a`` and why; it never passes by defau
 
 **Like with like.** The paper does not say how its tables read; mplab reads Table 2 as network
 totals (the sum of a run's receivers' throughputs) and Table 3 as per-node means, as the
-calibration does (``harness/testbeds/calibration.py`` gives the reasons). The data file's
+calibration does (``harness/emulation/calibration.py`` gives the reasons). The data file's
 ``readings`` says so, and ``analog_table`` is given our values in the same reading: per-sample
 sums of the receivers' throughputs beside Table 2, per-receiver means beside Table 3.
 """

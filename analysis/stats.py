@@ -11,7 +11,7 @@ records (one per sample) instead.
 **Per receiver or network total.** ``case_stats(..., how="mean")`` gives the per-receiver mean
 (a sample's value is the mean over its receivers); ``how="total"`` the network total (a sample's
 value is the *sum* over its receivers, the way the reference paper's Table 2 reads, see
-``harness/testbeds/calibration.py``). A total needs every receiver of the sample: a sample with a
+``harness/emulation/calibration.py``). A total needs every receiver of the sample: a sample with a
 failed or flagged receiver has no total and is counted in ``samples_incomplete``.
 
 **Bounds.** Throughput, energy and power cannot be negative. With 2-3 samples a Student t

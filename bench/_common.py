@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.campaign.campaign import resolve_ccs
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.config.inventory import Inventory, load_inventory
 from harness.meters.recorder import Recorder

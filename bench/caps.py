@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 from harness.cc import resolve
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.testbeds.emulated import EmulatedTestbed
-from harness.testing.pathrate import PAYLOAD_SHARE, PathTransfer
+from rigs.pathrate import PAYLOAD_SHARE, PathTransfer
 
 from controller.policy import Decision
 from controller.setup2 import gateway_caps, steered_receivers

@@ -1,4 +1,4 @@
-"""Coupled congestion control against theory at a router bottleneck (harness/testing/bottleneck.py).
+"""Coupled congestion control against theory at a router bottleneck (rigs/bottleneck.py).
 
 One MPTCP connection (two subflows on disjoint access links) and one single-path TCP flow share
 one router link: HTB at ``--rate`` Mbit/s over a byte FIFO of ``--buffers`` x BDP, with a base
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness.cc import resolve
 from harness.cc.bpfcc import COUPLED, BpfCC, object_digest
-from harness.testing.bottleneck import Competition, SharedBottleneck
+from rigs.bottleneck import Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
 MSS_WIRE = 1514

@@ -49,7 +49,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.cc import resolve
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.config.inventory import Inventory
 from harness.testbeds.base import parse_link_stats

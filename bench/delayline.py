@@ -1,4 +1,4 @@
-"""The user-space delay line (harness/testbeds/delayline.py): added delay, jitter, the rate it sustains, its CPU.
+"""The user-space delay line (harness/emulation/delayline.py): added delay, jitter, the rate it sustains, its CPU.
 
 Three namespaces ``<prefix>a`` (sender) -- ``<prefix>b`` (router, TUN delay line) --
 ``<prefix>c`` (receiver). Pings a -> c (the request is delayed, the reply is not) without
@@ -16,11 +16,11 @@ import time
 
 from _common import REPO  # noqa: F401 - sys.path
 
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, offloads_off_argv, route_add_argv, \
     sysctl_argv, veth_argv
-from harness.testbeds import delayline
+from harness.emulation import delayline
 from harness.traffic import Iperf3
 
 PREFIX = "mplab-bench-dly-"

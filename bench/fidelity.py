@@ -8,7 +8,7 @@
    how far each receiver's duration lands from the instant re-share of the fluid model).
 3. Proportional-fair shares of three LTE receivers (30/20/10 Mbit/s links, 30 Mbit/s cell).
 4. Loss configured vs measured (the sender's retransmissions) on one WiFi path.
-5. A shared bottleneck on a router (harness/testing/bottleneck.py): coupled LIA against one TCP
+5. A shared bottleneck on a router (rigs/bottleneck.py): coupled LIA against one TCP
    flow and uncoupled cubic against one TCP flow, as ratios (theory: about 1 and 2).
 Prints ratios measured in this one run. Needs root.
 
@@ -27,7 +27,7 @@ import yaml
 from _common import REPO, plan, runner
 
 from harness.config.scenario import Scenario
-from harness.testbeds.sharing import share_rates, simulate_sample
+from harness.emulation.sharing import share_rates, simulate_sample
 
 
 def shared_rate(records: list[dict], raw: Path) -> float:
@@ -146,7 +146,7 @@ def bench_loss(args, tmp: Path) -> list[str]:
 
 def bench_bottleneck(args) -> list[str]:
     from harness.cc import resolve
-    from harness.testing.bottleneck import SharedBottleneck
+    from rigs.bottleneck import SharedBottleneck
 
     lia, cubic = resolve("lia"), resolve("cubic")
     lines = []

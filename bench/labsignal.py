@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.testbeds.clean import clean_prefix
-from harness.testing.pathrate import PathTransfer
+from harness.upkeep.clean import clean_prefix
+from rigs.pathrate import PathTransfer
 
 from controller.congestion import SwitchPortSignal
 from controller.policy import Decision

@@ -4,10 +4,10 @@
 
 Rig (tests/labswitch_fixtures.py, as tests/test_lab.py's): an emulated testbed (one receiver, 30 Mbit/s channels) with a real OVS
 (userspace datapath) spliced between the sender and the AP / eNB, listening ``ptcp:6653`` on every
-address of its namespace, which has a management veth and an sshd (``harness.testing.sshrig``).
+address of its namespace, which has a management veth and an sshd (``rigs.sshrig``).
 Measured in one run:
 
-1. the preflight handshake (``harness.testbeds.ofprobe.probe_switch``: HELLO, FEATURES, METER_FEATURES)
+1. the preflight handshake (``harness.upkeep.ofprobe.probe_switch``: HELLO, FEATURES, METER_FEATURES)
    over the management veth, median of ``--rounds``;
 2. ``apply`` (delete / add a receiver's entries, confirmed by a barrier reply), median of ``--rounds``
    alternations wifi <-> lte, with the app where a lab campaign runs it (this machine's root namespace,
@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from harness.hosts.local import NamespaceHost
-from harness.testbeds.clean import clean_prefix
-from harness.testbeds.ofprobe import probe_switch
-from harness.testing.pathrate import PathTransfer
+from harness.upkeep.clean import clean_prefix
+from harness.upkeep.ofprobe import probe_switch
+from rigs.pathrate import PathTransfer
 
 from controller.policy import Decision
 from controller.setup2 import steered_receivers

@@ -1,4 +1,4 @@
-"""Cost of the tests' leak check (harness.testing.leaks.leftovers), run after every test that takes `prefix`.
+"""Cost of the tests' leak check (rigs.leaks.leftovers), run after every test that takes `prefix`.
 
     sudo uv run --frozen python bench/leakcheck.py [--calls 200]
 
@@ -17,7 +17,7 @@ import subprocess
 import time
 import uuid
 
-from harness.testing import leaks
+from rigs import leaks
 
 
 def _time(prefix: str, calls: int) -> list[float]:

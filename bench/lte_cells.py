@@ -32,7 +32,7 @@ from harness.deploy.secrets import load_secrets
 from harness.deploy.trial import find_program
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.netcmd import link_up_argv, netns_add_argv, netns_del_argv
-from harness.testing.sctpshim import build_shim, kernel_has_sctp
+from rigs.sctpshim import build_shim, kernel_has_sctp
 from lte.realcheck import bin_dirs
 from lte.render import render_srsenb
 from lte.srsepc import render_srsepc

@@ -16,11 +16,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
 
 import standins
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.netcmd import veth_argv
 from harness.deploy.services import Systemd
-from harness.testing.sshrig import SshdRig
+from rigs.sshrig import SshdRig
 from harness.deploy.files import push_file, push_files
 from lte.deploy import LteHosts, lte_down, lte_up
 from lte.render import render_all

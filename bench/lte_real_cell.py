@@ -33,7 +33,7 @@ from harness.deploy.trial import find_program
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
 from harness.hosts.netcmd import link_up_argv, netns_add_argv, netns_del_argv, route_add_argv
-from harness.testing.sctpshim import build_shim, kernel_has_sctp
+from rigs.sctpshim import build_shim, kernel_has_sctp
 from lte.realcheck import bin_dirs
 from harness.deploy.secrets import load_secrets
 from lte.srsepc import render_srsepc
@@ -177,7 +177,7 @@ def real_cell(seconds: int, prb: int, tmp: Path) -> dict:
 def emulated(seconds: int, rate_mbit: float, delay_ms: float) -> dict:
     from _common import inventory as emu_inventory
 
-    from harness.testbeds.clean import clean_prefix
+    from harness.upkeep.clean import clean_prefix
     from harness.testbeds.emulated import EmulatedTestbed
     prefix = "mplab-bench-emucell-"
     inv = emu_inventory(prefix)

@@ -34,7 +34,7 @@ from harness.campaign.plan import plan_campaign
 from harness.campaign.summary import summarize
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.scenario import Scenario, load_scenario
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -37,8 +37,8 @@ from harness.campaign.campaign import start_campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.scenario import Scenario
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import clean_prefix, list_namespaces
-from harness.testing import leaks
+from harness.upkeep.clean import clean_prefix, list_namespaces
+from rigs import leaks
 
 from controller.setup2 import control_factory
 

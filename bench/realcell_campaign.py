@@ -21,8 +21,8 @@ from pathlib import Path
 from harness.campaign.campaign import start_campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.scenario import Scenario
-from harness.testbeds.clean import clean_prefix
-from harness.testing.sctpshim import build_shim, kernel_has_sctp
+from harness.upkeep.clean import clean_prefix
+from rigs.sctpshim import build_shim, kernel_has_sctp
 from lte.realcell import ACCESS_KINDS, realcell_checks
 
 REPO = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ from pathlib import Path
 from harness.artifacts import SUMS_NAME
 from harness.dataset.build import build_dataset, load_dataset
 from harness.dataset.registry import publish, pull
-from harness.testing.synthetic import write_synthetic_campaign
+from rigs.synthetic import write_synthetic_campaign
 
 
 def timed(fn, repeats: int) -> float:

@@ -34,10 +34,10 @@ import yaml
 
 from harness import machine
 from harness.machine import STATE_ROOT
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.hosts.local import LocalHost
 from harness.campaign.store import Campaign, incomplete_tail_start
-from harness.testbeds.claim import claim_path
+from harness.upkeep.claim import claim_path
 
 REPO = Path(__file__).resolve().parent.parent
 

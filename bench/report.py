@@ -59,7 +59,7 @@ def main() -> None:
         total_q, steps_q, figs_q = timed_build([camp], Path(tmp) / "quick")
         show(f"quick campaign {camp.name}", total_q, steps_q, figs_q, n_quick)
         if a.paper_size:
-            from harness.testing.synthetic import write_synthetic_campaign
+            from rigs.synthetic import write_synthetic_campaign
 
             c = write_synthetic_campaign(Path(tmp) / "runs", "paper-size")
             n_paper = len(c.records())

@@ -23,7 +23,7 @@ from harness.campaign.campaign import start_campaign
 from harness.cc import resolve
 from harness.config.inventory import Inventory
 from harness.config.scenario import ControlSpec, Scenario
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.testbeds.emulated import EmulatedTestbed
 
 from controller import schemes

@@ -7,7 +7,7 @@ Run as root on a machine with kernel MPTCP, iperf3 and openssh-server:
 What it measures, in one run on one machine:
 
 * **start skew**: the emulated testbed's 9 receiver namespaces each run a real sshd
-  (``harness.testing.sshrig``); per round, a gated command is pre-spawned on every receiver
+  (``rigs.sshrig``); per round, a gated command is pre-spawned on every receiver
   through its ``SSHHost`` and all are released as the runner releases iperf3 clients.
   Each gate stamps its own release time (receiver clock mapped to the orchestrator's
   with the measured offset); skew = latest - earliest release in the round. The same
@@ -33,12 +33,12 @@ import yaml
 
 from harness.campaign.campaign import RunHooks, start_campaign
 from harness.cc import resolve
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.hosts.local import Host
 from harness.config.inventory import Inventory
 from harness.config.scenario import Scenario
-from harness.testing.sshrig import SshdRig, lab_inventory
+from rigs.sshrig import SshdRig, lab_inventory
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=6, help="samples per overhead run")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--login-rc", action="store_true",
-                    help="let the rig's shells source root's ~/.bashrc (see harness.testing.sshrig.SKIP_RC)")
+                    help="let the rig's shells source root's ~/.bashrc (see rigs.sshrig.SKIP_RC)")
     args = ap.parse_args()
 
     prefix = f"mplab-b{uuid.uuid4().hex[:5]}-"

@@ -33,7 +33,7 @@ from harness.campaign.campaign import start_campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
 from harness.config.scenario import Scenario
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 
 REPO = Path(__file__).resolve().parent.parent
 

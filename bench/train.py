@@ -33,7 +33,7 @@ from training.export import save_onnx, save_pt, write_json
 from training.features import FeatureSpec, target
 from training.fit import TrainConfig, fit, predict, validation_mask
 from training.runtime import OnnxEnergyModel
-from harness.testing.synthetic import write_synthetic_campaign
+from rigs.synthetic import write_synthetic_campaign
 
 
 def sklearn_mlp(x_train: np.ndarray, y_train: np.ndarray, cfg: TrainConfig, defaults: bool):

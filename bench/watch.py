@@ -34,8 +34,8 @@ from pathlib import Path
 
 import yaml
 
-from harness.testbeds.clean import clean_prefix
-from harness.testing import watchrig
+from harness.upkeep.clean import clean_prefix
+from rigs import watchrig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
 from conftest import small_inventory

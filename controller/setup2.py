@@ -36,8 +36,9 @@ from harness.files import make_owned_temp_dir
 from harness.hosts.local import BackgroundProcess
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import ControlSpec, Scenario
-from harness.testbeds.base import Check, LossCounters, Testbed, loss_over
-from harness.testbeds.ofprobe import switch_check
+from harness.testbeds.base import LossCounters, Testbed, loss_over
+from harness.upkeep.preflight import Check
+from harness.upkeep.ofprobe import switch_check
 
 from controller.model import EnergyModel
 from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes, timed_decide

@@ -1,17 +1,26 @@
-"""mplab's library: everything from an inventory and a scenario to a dataset, in data-flow order.
+"""mplab's library: everything from an inventory and a scenario to a dataset, lowest layer first.
 
-    config/    inventory and scenario schemas (pydantic), loading with file/field/reason errors
-    hosts/     the Host seam: local, network namespace, SSH; argv builders
-    deploy/    what lab bring-up shares: secrets, host lookup, file push with backups, systemd units
-    testbeds/  the Testbed seam: emulated (namespaces) and lab (SSH); preflight; clean-up
-    cc/ meters/ traffic.py   congestion controls, energy meters, iperf3
-    campaign/  plan, runner, store, the one sample record, metadata, summary
-    dataset/   campaigns -> a validated, split, documented dataset
-    testing/   rigs for tests and benches (the library never imports them)
-    errors.py files.py machine.py tools.py   errors, atomic writes, the machine-wide record, program -> package
+    hosts/      the Host seam: local, network namespace, SSH; argv builders; the readiness loop
+    cc/         congestion controls by name, the kernel's flavour, mplab's BPF struct_ops
+    config/     inventory and scenario schemas (pydantic), loading with file/field/reason errors
+    deploy/     what lab bring-up shares: secrets, host lookup, file push with backups, systemd units
+    meters/     energy meters (UM25C family, INA bridges, the emulated device), the recorder, ser2net
+    traffic.py  iperf3: servers, gated clients, their JSON
+    upkeep/     hosts fit for a campaign: preflight checks, `mplab doctor`, prefix claims, clean-up
+    emulation/  what only the emulated testbed needs: radio sharing and loop, delay line, speed-up, calibration
+    testbeds/   the Testbed seam: its kinds (emulated in namespaces, lab over SSH) and their registry
+    campaign/   one entry point (entry.py), plan, runner, store, the one sample record, metadata, status
+    dataset/    campaigns -> a validated, split, documented dataset; published versions
+    watch/      `mplab watch`'s live page of a campaign (reads the store only)
+    errors.py files.py machine.py tools.py tables.py   errors, atomic writes, the machine-wide record,
+                program -> package, the commands' tables
+    artifacts.py mlflow_store.py model_registry.py modelfile.py onnxrt.py citations.py   published
+                artifacts, the one resolver of ``models:/``, the one reader of ``model.json``, ONNX
+                Runtime sessions, the papers
 
-Leaves to others: the radio stacks (``lte``, ``wifi``), models (``training``), control
-(``controller``), reports (``analysis``) and the command line (``mplab``). Nothing here
-imports them (tests/test_layers.py).
+A sub-package imports only those listed before it, so they never form a circle
+(tests/test_layers.py). Leaves to others: the radio stacks (``lte``, ``wifi``), models
+(``training``), control (``controller``), reports (``analysis``), the command line (``mplab``)
+and the test and bench rigs (``rigs``, outside the installed library). Nothing here imports them.
 """
 __version__ = "0.1.0"

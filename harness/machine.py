@@ -17,7 +17,7 @@ the machine, so they are decided here, from all the records at once:
   register``, a program outside mplab) is never touched except by an explicit machine-wide clean.
 
 A leaf: it knows hosts, argv builders and files, nothing of testbeds or congestion
-controls. Removing namespaces and processes is ``harness.testbeds.clean``'s job.
+controls. Removing namespaces and processes is ``harness.upkeep.clean``'s job.
 """
 from __future__ import annotations
 

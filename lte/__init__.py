@@ -5,8 +5,8 @@ schema), ``render`` (enb.conf/rr.conf/sib.conf/rb.conf and each EPC daemon's YAM
 ``ConfigFile``s), ``subscribers`` (MongoDB documents as open5gs-dbctl writes them),
 ``services`` (the daemons and their dependency order), ``deploy`` (push, ogstun,
 subscribers, restart in order, logs), ``checks`` (S1 setup, attach, ping; a diagnosis
-naming step and host), ``zmq`` (the optional all-software single-UE cell), ``tunnel``
-(SSH port forwards), ``cli`` (`mplab lte`).
+naming step and host), ``hosts`` (the cell's hosts, the subscriber database's URI), ``zmq``
+(the optional all-software single-UE cell), ``tunnel`` (SSH port forwards). The commands (`mplab lte`) are ``mplab.commands.lte``.
 
 Leaves to others: pushing files, restarting units, secrets and host lookup
 (``harness.deploy``, shared with ``wifi``). Imports ``harness`` only; never ``wifi``.

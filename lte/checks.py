@@ -1,7 +1,7 @@
 """Is the LTE cell working? S1 setup in the MME log, each receiver attached (LTE
 interface up with an address from the UE pool), and a ping through the LTE path.
 
-Each check is a ``harness.testbeds.base.Check`` (host, name, ok, detail, fix). ``diagnose``
+Each check is a ``harness.upkeep.preflight.Check`` (host, name, ok, detail, fix). ``diagnose``
 turns a list of them into one message naming the first failed step and its host, and
 what to look at next.
 """
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from harness.errors import MplabError
 from harness.hosts.local import Host
 from harness.config.inventory import Inventory, Receiver
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 from lte.startlog import last_start
 
 #: Open5GS MME log line when an eNodeB's SCTP association is accepted, e.g.

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.deploy.trial import Trial, Verdict, decide, last_words
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 from harness.errors import ConfigError, MplabError
 from harness.hosts.local import BackgroundProcess, CommandResult, Host
 from harness.config.inventory import Inventory

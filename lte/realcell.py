@@ -10,7 +10,7 @@ line and loss do not act on this path (``shaped = False``): the cell's own sched
 
 S1 is SCTP. A lab kernel has it; this machine's kernel has not, so a test rig sets
 ``MPLAB_SCTP_SHIM`` to the SCTP-over-UDP preload library of the test rigs
-(``harness/testing/sctp_over_udp.c``, built by ``harness.testing.sctpshim``); it is used only when
+(``rigs/sctp_over_udp.c``, built by ``rigs.sctpshim``); it is used only when
 the kernel has no SCTP, and ``describe`` records which. The programs come from ``$MPLAB_LTE_BIN``
 (searched first) or PATH. Every process is ours by pid (its own session), stopped UE first.
 
@@ -34,8 +34,8 @@ from harness.deploy.trial import find_program
 from harness.errors import PreflightError
 from harness.hosts.ready import wait_until
 from harness.hosts.local import BackgroundProcess, Host
-from harness.testbeds.access import AccessKinds, LteLink
-from harness.testbeds.base import Check
+from harness.emulation.access import AccessKinds, LteLink
+from harness.upkeep.preflight import Check
 from lte.realcheck import BIN_ENV, bin_dirs
 from lte.srsepc import render_srsepc
 from lte.zmq import FFTW_HOME, output_tail, render_zmq
@@ -88,7 +88,7 @@ def realcell_checks(host_name: str, env: dict[str, str] | None = None) -> list[C
     ok, what, _ = sctp_situation(env)
     out.append(Check(host_name, "real cell: S1 SCTP", ok, what,
                      f"modprobe sctp (a lab kernel has it), or on a test rig set {SHIM_ENV} to the shim built by "
-                     "harness.testing.sctpshim.build_shim"))
+                     "rigs.sctpshim.build_shim"))
     return out
 
 

@@ -1,5 +1,6 @@
-"""The command line: ``mplab.cli`` mounts each package's typer app (its ``cli`` module).
+"""The command line: ``mplab.cli`` is the one typer app; it mounts every command group of
+``mplab.commands`` (one module each) and turns errors into exit codes, here and nowhere else.
 
-Only this package knows every other one; nothing imports it (tests/test_layers.py).
-Errors become exit codes here and nowhere else.
+Only this package knows every other one; nothing imports it, and no library package has a
+command module of its own (tests/test_layers.py).
 """

@@ -16,21 +16,21 @@ import typer
 from rich.logging import RichHandler
 
 import harness
-from analysis import cli as analysis_cli
-from harness.campaign import cli as campaign_cli
-from harness.cc import cli as cc_cli
-from harness.dataset import cli as dataset_cli
+from controller.setup2 import control_factory
 from harness.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_USAGE, MplabError, is_disk_full
-from harness.meters import cli as meters_cli
-from harness.testbeds import cli as testbeds_cli
-from harness.watch import cli as watch_cli
-from lte import cli as lte_cli
 from lte import realcell
 from lte.hostcheck import version_checks as lte_version_checks
-from wifi import cli as wifi_cli
-from training import cli as training_cli
-from controller import cli as controller_cli
-from controller.setup2 import control_factory
+from mplab.commands import campaign as campaign_cli
+from mplab.commands import cc as cc_cli
+from mplab.commands import controller as controller_cli
+from mplab.commands import dataset as dataset_cli
+from mplab.commands import lte as lte_cli
+from mplab.commands import meters as meters_cli
+from mplab.commands import report as analysis_cli
+from mplab.commands import testbed as testbeds_cli
+from mplab.commands import training as training_cli
+from mplab.commands import watch as watch_cli
+from mplab.commands import wifi as wifi_cli
 
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
                   context_settings={"help_option_names": ["-h", "--help"]},

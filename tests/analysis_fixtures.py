@@ -9,7 +9,7 @@
   statistics must leave them out and count them. ``reverse=True`` reverses the orderings the
   reproduction checks test: the policies swap energies (SDN <-> MPTCP, LTE <-> WiFi), energy
   grows 6% per node, and throughput rises with the node count.
-- ``setup1_campaign``: a Setup I campaign from the synthetic generator (``harness/testing/synthetic.py``):
+- ``setup1_campaign``: a Setup I campaign from the synthetic generator (``rigs/synthetic.py``):
   records without ``policy``, several receiver counts, every mode.
 - ``QUICK_SLICE``: two real samples of a quick campaign with their raw output (tests/data/analysis).
 """
@@ -100,7 +100,7 @@ def paper_campaign(root: Path, name: str = "paper-fixture", reverse: bool = Fals
 
 def setup1_campaign(root: Path, name: str = "setup1-fixture") -> Path:
     """A synthetic Setup I campaign: 3 ccs x 1..3 receivers x 3 modes x 4 samples, 4 MB transfers."""
-    from harness.testing.synthetic import synthetic_records
+    from rigs.synthetic import synthetic_records
 
     recs = synthetic_records(name, ccs=("balia", "cubic", "lia"), counts=(1, 2, 3), samples=4,
                              file_bytes=4_000_000, seed=3)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from harness.config.inventory import Inventory
-from harness.testing import leaks
+from rigs import leaks
 
 REPO = Path(__file__).resolve().parent.parent
 # Hugging Face libraries (datasets, huggingface_hub) never reach the Hub from a test: they read local folders.
@@ -98,7 +98,7 @@ def prefix(monkeypatch) -> Iterator[str]:
     """A namespace prefix no other test run uses (so parallel runs never collide).
 
     The test fails (at teardown) if it leaves a namespace under the prefix or an iperf3 process
-    it started running (``harness.testing.leaks``: its processes carry ``MPLAB_TEST_PREFIX``);
+    it started running (``rigs.leaks``: its processes carry ``MPLAB_TEST_PREFIX``);
     what it left is then removed, so one leak does not spill into the next test.
     """
     p = f"mplab-t{uuid.uuid4().hex[:6]}-"

@@ -1,11 +1,11 @@
 """The lab switch rig shared by tests/test_lab.py and bench/labswitch.py.
 
-An emulated testbed whose sender and receivers run a real sshd (``harness.testing.sshrig``), with a
+An emulated testbed whose sender and receivers run a real sshd (``rigs.sshrig``), with a
 real OVS (userspace datapath, ``controller.steering.ovs.splice_switch``) between the sender and the
 AP / eNB listening ``ptcp:PORT`` on every address of its namespace, which has a management veth and
 an sshd of its own: the *lab* inventory built from it names that OVS in ``lab.switch`` (a
 ``lab.infra`` machine with role switch), so a lab campaign reaches everything over the network as on
-a lab. Lives under tests/ because it needs the controller's splice (harness/testing may not import it).
+a lab. Lives under tests/ because it needs the controller's splice (the rigs in rigs/ may not import it).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from harness.cc import resolve
 from harness.config.inventory import Inventory
 from harness.testbeds.emulated import EmulatedTestbed
-from harness.testing.sshrig import SshdRig, add_lab_switch, lab_inventory
+from rigs.sshrig import SshdRig, add_lab_switch, lab_inventory
 
 from controller.steering.ovs import SpliceRig, splice_switch
 

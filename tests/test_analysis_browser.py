@@ -1,6 +1,6 @@
 """The report opened in a real headless browser: Debian's Chromium driven by Playwright (no browser download).
 
-Checked (``harness.testing.browser``): no console error, no page error, no failed request, every image
+Checked (``rigs.browser``): no console error, no page error, no failed request, every image
 decoded (naturalWidth > 0), nothing wider than the window at 1280 px (no horizontal overflow, no table
 cut off on the right), a screenshot that is not blank. A plain ``chromium --headless --screenshot`` exits 0 on a page whose
 images fail, so the checker listens to the page's events instead; the planted-fault test shows that
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from analysis_fixtures import paper_campaign, quick_slice, schemes_campaign
 
 from analysis.report import build_report
-from harness.testing.browser import CHROMIUM, open_in_chromium
+from rigs.browser import CHROMIUM, open_in_chromium
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.testing.bottleneck import SharedBottleneck, htb_bottleneck_argvs, parse_ss
+from rigs.bottleneck import SharedBottleneck, htb_bottleneck_argvs, parse_ss
 
 #: ``ss -tinH state established`` in the rig's sender during an OLIA run (trimmed): the control
 #: connections (a few bytes), both subflows of the data connection (v4-mapped peers, one with the

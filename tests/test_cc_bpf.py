@@ -21,7 +21,7 @@ from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
 from harness import machine
 from harness.machine import ALLOWED_CC
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.errors import PreflightError
 from harness.hosts.local import LocalHost
 from harness.config.scenario import Scenario, load_scenario
@@ -307,7 +307,7 @@ def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_m
 @pytest.mark.root
 @needs_build
 def test_lia_couples_both_subflows_at_a_shared_bottleneck_without_starving_them(prefix):
-    """Two subflows and one TCP flow through one 50 Mbit/s FIFO on a router (harness/testing/bottleneck.py).
+    """Two subflows and one TCP flow through one 50 Mbit/s FIFO on a router (rigs/bottleneck.py).
 
     Only what a broken coupling gets wrong by a wide margin: a missing coupling map (the
     subflows never meet in one entry) and a starving alpha (the connection gets next to
@@ -315,7 +315,7 @@ def test_lia_couples_both_subflows_at_a_shared_bottleneck_without_starving_them(
     compare with a TCP flow (ratios, theory about 1 and 2) is measured by bench/fidelity.py:
     those ratios vary too much on a loaded 2-core machine to gate a landing on.
     """
-    from harness.testing.bottleneck import SharedBottleneck
+    from rigs.bottleneck import SharedBottleneck
 
     lia = resolve("lia")
     with SharedBottleneck(prefix, [lia], rate_mbit=50, buffer_bytes=75_000) as bn:
@@ -342,7 +342,7 @@ SHARE_BOUNDS = {"lia": (0.2, 1.1), "olia": (0.2, 1.15), "balia": (0.25, 1.25), "
 @pytest.mark.parametrize("algorithm", COUPLED)
 def test_share_against_reno_at_the_bench_cell(prefix, algorithm):
     """One run of the bench's 20 ms / 1 BDP / Reno cell: the ratio within the bench's spread (under 40 s)."""
-    from harness.testing.bottleneck import SharedBottleneck
+    from rigs.bottleneck import SharedBottleneck
 
     _skip_if_shared(algorithm)
     cc, reno = resolve(algorithm), resolve("reno")

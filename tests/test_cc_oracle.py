@@ -2,7 +2,7 @@
 
 ``harness/cc/oracle.py`` is the reference modules (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c,
 mptcp_wvegas.c) in Python; ``harness/cc/bpf/mplab_math.h`` is what mplab's struct_ops programs run.
-The replay (``harness/testing/ccreplay.py``) applies identical event sequences to both and compares
+The replay (``rigs/ccreplay.py``) applies identical event sequences to both and compares
 every subflow's window after every event. Without root the C is the host build of ``calc.bpf.c``
 (the same source file the BPF object is built from); with root it is the BPF object itself, run by
 BPF_PROG_TEST_RUN.
@@ -15,7 +15,7 @@ import pytest
 
 from harness.cc import oracle as ref
 from harness.cc.calc import BPF_DIR, EV_ACK, CalcCtx, HostCalculator, SfC, WinC
-from harness.testing.ccreplay import Mismatch, replay
+from rigs.ccreplay import Mismatch, replay
 
 ALGORITHMS = ("lia", "olia", "balia", "wvegas")
 #: Branches each algorithm's sequences must reach, or the replay proves nothing about them.

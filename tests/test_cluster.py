@@ -22,7 +22,7 @@ from harness.campaign.plan import SamplePlan
 from harness.config.scenario import Scenario
 from harness.errors import ConfigError
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 
 
 def _plans(n: int) -> list[SamplePlan]:
@@ -48,7 +48,7 @@ def test_two_node_ray_cluster_runs_one_campaign_and_retries_a_killed_workers_sha
         ray = cluster._ray()  # as the driver imports it (no `uv run` runtime env for the workers)
     except ConfigError as exc:
         pytest.skip(str(exc))
-    from harness.testing import raycluster as rc
+    from rigs import raycluster as rc
 
     inv = small_inventory(prefix, [(10, 8)])
     sc = Scenario(name="cl", congestion_controls=["cubic"], receiver_counts=[1], modes=["wifi", "lte"],
@@ -123,7 +123,7 @@ def test_test_rig_nodes_never_share_a_port_or_land_in_a_worker_range(tmp_path):
     # is used by other components"), which a worker-port range drawn after the others used to hit now and then.
     import re
 
-    from harness.testing import raycluster as rc
+    from rigs import raycluster as rc
 
     gcs = rc.free_port()
     singles: list[int] = [gcs]

@@ -16,7 +16,7 @@ import yaml
 
 from harness.campaign.campaign import start_campaign
 from harness.campaign.control import CONTROL_FIELDS
-from harness.testbeds.clean import list_namespaces
+from harness.upkeep.clean import list_namespaces
 from harness.errors import ConfigError
 from harness.hosts.local import LocalHost
 from harness.config.scenario import Scenario

@@ -20,9 +20,9 @@ import pytest
 
 from harness.cc import resolve
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.testbeds.emulated import EmulatedTestbed
-from harness.testing.pathrate import PAYLOAD_SHARE, PathTransfer, gateway_tx_bytes
+from rigs.pathrate import PAYLOAD_SHARE, PathTransfer, gateway_tx_bytes
 
 from harness.config.scenario import ControlSpec
 

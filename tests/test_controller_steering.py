@@ -12,7 +12,7 @@ import pytest
 
 from harness.cc import resolve
 from harness.config.inventory import Inventory
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.hosts.local import LocalHost
 from harness.testbeds.base import parse_link_stats
@@ -201,7 +201,7 @@ def test_controller_serve_steers_and_caps_a_real_switch_from_an_inventory_and_st
 
     import yaml
 
-    from harness.testing.pathrate import PathTransfer
+    from rigs.pathrate import PathTransfer
 
     from controller.steering.ovs import splice_switch
 

@@ -16,7 +16,7 @@ import pytest
 from harness.dataset.build import SplitSpec, build_dataset, load_dataset
 from harness.errors import ConfigError
 from harness.campaign.store import Campaign
-from harness.testing.synthetic import synthetic_records, write_synthetic_campaign
+from rigs.synthetic import synthetic_records, write_synthetic_campaign
 
 from conftest import REPO
 

@@ -19,7 +19,7 @@ import yaml
 from harness.campaign.campaign import start_campaign
 from harness.cc import resolve
 from harness.machine import STATE_ROOT
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.hosts.local import LocalHost
 from harness.config.scenario import Scenario

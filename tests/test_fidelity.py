@@ -12,9 +12,9 @@ from harness.hosts.netcmd import RADIO_TABLE, radio_loss_argvs
 from harness.campaign.plan import plan_campaign, select_receivers
 from harness.meters.power import PowerModel
 from harness.config.scenario import Scenario
-from harness.testbeds import calibration as cal
-from harness.testbeds.radiolink import LinkConfig, htb_rate_line, read_tx_bytes
-from harness.testbeds.sharing import AccessNetwork, share_rates, simulate_sample
+from harness.emulation import calibration as cal
+from harness.emulation.radiolink import LinkConfig, htb_rate_line, read_tx_bytes
+from harness.emulation.sharing import AccessNetwork, share_rates, simulate_sample
 from tests.conftest import small_inventory
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,7 +190,7 @@ def _ping(host, dst: str, count: int, interval: str = "0.02") -> tuple[int, floa
 
 @pytest.mark.root
 def test_base_delay_and_loss_act_on_their_own_path_only(prefix):
-    from harness.testbeds.clean import clean_prefix
+    from harness.upkeep.clean import clean_prefix
     from harness.testbeds.emulated import EmulatedTestbed
 
     base = small_inventory(prefix, [(20, 10), (20, 10)]).model_dump(mode="json")
@@ -221,7 +221,7 @@ def test_base_delay_and_loss_act_on_their_own_path_only(prefix):
 
 
 def test_radio_loop_reshares_as_stations_start_and_finish():
-    from harness.testbeds.radiolink import RadioLoop
+    from harness.emulation.radiolink import RadioLoop
 
     class Pipe:
         def __init__(self):

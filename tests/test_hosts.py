@@ -143,7 +143,7 @@ def test_output_files_of_a_starter_killed_outright_are_removed_by_clean():
     import sys
     from pathlib import Path
 
-    from harness.testbeds.clean import remove_orphaned_temp_dirs
+    from harness.upkeep.clean import remove_orphaned_temp_dirs
 
     code = ("import os, sys; from harness.hosts.local import LocalHost; "
             "p = LocalHost().start(['sleep', '2']); print(p._dir.name, flush=True); os.kill(os.getpid(), 9)")
@@ -165,7 +165,7 @@ def test_a_zombie_counts_as_stopped_for_namespace_cleanup():
     stopped: cleanup waiting for its /proc entry to go spent seconds per namespace."""
     import subprocess as sp
 
-    from harness.testbeds.clean import _running
+    from harness.upkeep.clean import _running
 
     child = sp.Popen(["sleep", "30"])
     try:

@@ -1,7 +1,7 @@
 """The lab path end to end: the same sweep through SSHHosts as through namespace hosts.
 
 Rig: an emulated testbed whose sender and receiver namespaces each run a real OpenSSH
-server (``harness.testing.sshrig``); a *lab* inventory points at them, so ``start_campaign``
+server (``rigs.sshrig``); a *lab* inventory points at them, so ``start_campaign``
 builds a ``LabTestbed`` that reaches every machine over SSH, exactly as on the lab.
 Meters are the emulated UM25C devices, read as real UM25Cs through their ptys, and one
 through ser2net (``rfc2217://``) started on its receiver by the lab set-up.
@@ -27,9 +27,9 @@ from harness.config.inventory import Inventory
 from harness.testbeds.lab import LabTestbed
 from harness.campaign.runner import Interrupted
 from harness.config.scenario import Scenario
-from harness.testing.sshrig import SshdRig, lab_inventory
+from rigs.sshrig import SshdRig, lab_inventory
 from harness.hosts.netcmd import sysctl_argv
-from harness.testbeds.base import failed_essentials
+from harness.upkeep.preflight import failed_essentials
 from conftest import small_inventory
 
 

@@ -9,11 +9,11 @@ import pytest
 from harness.errors import ConfigError
 from harness.config.inventory import Inventory, Ser2Net, load_inventory
 from harness.testbeds.lab import LabTestbed
-from harness.testbeds.cli import checks_table
+from mplab.commands.testbed import checks_table
 from harness.deploy.secrets import RedactingFilter, load_secrets, redact
-from harness.testbeds.ser2net import ser2net_argv
+from harness.meters.ser2net import ser2net_argv
 from harness.hosts.ssh import SSHHost
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 
 REPO = Path(__file__).resolve().parent.parent
 

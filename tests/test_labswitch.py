@@ -19,7 +19,7 @@ from harness.config.scenario import ControlSpec
 from harness.config.switch import SwitchPorts
 from harness.errors import ConfigError, PreflightError
 from harness.testbeds.lab import LabTestbed
-from harness.testbeds.ofprobe import (
+from harness.upkeep.ofprobe import (
     OFPT_FEATURES_REQUEST, OFPT_HELLO, OFPT_MULTIPART_REQUEST, features_request_bytes, hello_bytes, hello_versions,
     meter_features_request_bytes, parse, parse_features_reply, parse_meter_features, probe_switch,
 )
@@ -29,11 +29,11 @@ from controller.policy import Context, Decision, ReceiverMeasurement
 from controller.registry import make_policy
 from controller.setup2 import Setup2Control
 from controller.steering.openflow import SwitchSpec
-from controller.cli import serve_decisions
+from mplab.commands.controller import serve_decisions
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Captured from OVS 3.1 (userspace datapath) answering harness.testbeds.ofprobe's messages.
+# Captured from OVS 3.1 (userspace datapath) answering harness.upkeep.ofprobe's messages.
 #: HELLO of a bridge with protocols=OpenFlow10,OpenFlow13 would carry a bitmap; this one: OpenFlow13 only.
 HELLO_13 = bytes.fromhex("04000010000000010001000800000010")
 #: protocols=OpenFlow10: a plain 1.0 HELLO, then HELLO_FAILED/INCOMPATIBLE with OVS's text.

@@ -12,13 +12,19 @@ test checks ``RULES`` against it): ``harness`` knows nothing above it; ``lte`` a
 ``harness`` only, never each other; ``training`` reads datasets (no lte, wifi, controller,
 analysis, mplab); ``controller`` imports ``harness`` only (never ``training``: it reads exported
 models); ``analysis`` never imports ``mplab`` or ``controller``; nothing imports ``mplab`` (the
-command line); nothing outside ``harness.testing`` imports the test and bench rigs in it.
+command line); no library package imports the test and bench rigs (``rigs``, outside the wheel).
+
+Packages too form no cycle (``package_graph``): every sub-package (``harness/campaign/``,
+``controller/steering/``) is one node with all its modules, a loose module of a top-level package
+(``harness/errors.py``) is a node of its own. So ``harness.campaign`` may use ``harness.cc``, or the
+other way round, never both, even when no single module closes the loop.
 """
 from __future__ import annotations
 
 import ast
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 from conftest import REPO
@@ -35,8 +41,10 @@ RULES: dict[str, set[str]] = {
 #: The top-level packages the rules speak of.
 TOPS = {"harness", "lte", "wifi", "training", "controller", "analysis", "mplab"}
 #: Test and bench rigs: only tests, benches and the rigs themselves import them.
-RIGS = "harness.testing"
+RIGS = "rigs"
 NOT_PACKAGES = {"tests", "bench"}
+#: The installed library: the wheel's packages less the command line (pyproject.toml).
+LIBRARY = ("harness", "lte", "wifi", "training", "controller", "analysis")
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -140,8 +148,25 @@ def layer_breaks(graph: dict[str, set[str]]) -> list[str]:
                 out.append(f"{a} imports {b} ({top_a} never imports {top_b})")
             elif top_b == "mplab" and top_a != "mplab":
                 out.append(f"{a} imports {b} (nothing imports the command line)")
-            if (b == RIGS or b.startswith(RIGS + ".")) and not (a == RIGS or a.startswith(RIGS + ".")):
+            if top_b == RIGS and top_a != RIGS:
                 out.append(f"{a} imports {b} (the library never imports test and bench rigs)")
+    return out
+
+
+def package_of(module: str, path: Path, root: Path) -> str:
+    """The node ``module`` belongs to in the package graph: its sub-package (the first two names)
+    when it lives in one, else the module itself (a loose module of a top-level package)."""
+    in_subpackage = len(path.relative_to(root).parts) > 2  # top/sub/module.py, top/sub/__init__.py, deeper
+    return ".".join(module.split(".")[:2]) if in_subpackage else module
+
+
+def package_graph(root: Path) -> dict[str, set[str]]:
+    """node -> nodes it imports (``package_of``), from the module graph; a node's own imports are dropped."""
+    mods = modules(root)
+    node = {m: package_of(m, f, root) for m, f in mods.items()}
+    out: dict[str, set[str]] = {}
+    for a, deps in import_graph(root).items():
+        out.setdefault(node[a], set()).update(node[b] for b in deps if node[b] != node[a])
     return out
 
 
@@ -200,6 +225,52 @@ def test_the_page_reader_reads_each_form_of_rule():
     assert "training" not in rules  # another paragraph
 
 
+def test_the_library_packages_form_no_cycle():
+    graph = package_graph(REPO)
+    assert {"harness.campaign", "harness.testbeds", "harness.errors", "controller.steering"} <= set(graph)
+    assert cycles(graph) == []
+
+
+#: Packages whose docstring is a map of their modules (one line each, the name first).
+MAPPED = ("harness", "harness/campaign", "harness/testbeds", "harness/emulation", "harness/upkeep", "harness/dataset",
+          "harness/watch", "training", "mplab/commands")
+
+
+def _map_names(pkg: Path) -> list[str]:
+    """The names a package's docstring lists, in order: the first word of each indented line."""
+    doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()), clean=False) or ""
+    return [w.rstrip("/").removesuffix(".py") for line in doc.splitlines() if line.startswith("    ")
+            for w in line.split()[:1]]
+
+
+def test_the_package_maps_name_every_module():
+    for rel in MAPPED:
+        pkg = REPO / rel
+        have = {f.stem for f in pkg.glob("*.py") if f.stem != "__init__"}
+        have |= {d.name for d in pkg.iterdir() if (d / "__init__.py").exists()}
+        named = set()
+        for line in (ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()), clean=False) or "").splitlines():
+            if line.startswith("    "):
+                named |= {w.rstrip("/").removesuffix(".py") for w in line.split()}
+        assert have - named == set(), f"{rel}/__init__.py does not list {sorted(have - named)}"
+
+
+def test_harness_lists_its_sub_packages_lowest_first():
+    order = [n for n in _map_names(REPO / "harness") if (REPO / "harness" / n / "__init__.py").exists()]
+    graph = package_graph(REPO)
+    for i, name in enumerate(order):
+        above = {f"harness.{n}" for n in order[i + 1:]}
+        assert graph[f"harness.{name}"] & above == set(), f"harness.{name} imports a package listed after it"
+
+
+def test_the_library_has_no_command_modules_and_ships_no_rigs():
+    # Every command lives in mplab/commands/; the rigs stay out of the wheel's packages.
+    clis = sorted(str(f.relative_to(REPO)) for top in LIBRARY for f in (REPO / top).rglob("cli.py"))
+    assert clis == []
+    wheel = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert set(wheel["packages"]) == {*LIBRARY, "mplab"} and RIGS not in wheel["packages"]
+
+
 # ------------------------------------------------------------- the checker on planted trees
 
 
@@ -216,8 +287,8 @@ CLEAN = {
     "harness/errors.py": "",
     "harness/cc/__init__.py": "from harness.cc import bpfcc\nfrom harness.errors import X\n",
     "harness/cc/bpfcc.py": "from harness.errors import X\n",
-    "harness/testing/__init__.py": "",
-    "harness/testing/rig.py": "from harness.cc import bpfcc\n",
+    "rigs/__init__.py": "",
+    "rigs/rig.py": "from harness.cc import bpfcc\n",
     "lte/__init__.py": "",
     "lte/deploy.py": "from harness.cc import bpfcc\n",
     "mplab/__init__.py": "",
@@ -248,18 +319,33 @@ def test_a_planted_cycle_through_a_package_init_is_found(tmp_path):
     assert cycles(import_graph(_tree(tmp_path, files))) == [["harness.cc", "harness.cc.bpfcc"]]
 
 
+def test_a_planted_package_cycle_is_found_though_no_module_cycle_is(tmp_path):
+    # campaign.store -> cc (a module of cc), cc.bpfcc -> campaign.meta: no module imports itself back,
+    # but the packages campaign and cc depend on each other.
+    files = {**CLEAN,
+             "harness/campaign/__init__.py": "",
+             "harness/campaign/store.py": "from harness.cc import bpfcc\n",
+             "harness/campaign/meta.py": "from harness.errors import X\n",
+             "harness/cc/bpfcc.py": "from harness.campaign.meta import flavour\n"}
+    root = _tree(tmp_path, files)
+    assert cycles(import_graph(root)) == []
+    assert cycles(package_graph(root)) == [["harness.campaign", "harness.cc"]]
+    # A loose module of a top-level package is its own node: harness.errors <- cc and campaign is no cycle.
+    assert package_graph(root)["harness.errors"] == set()
+
+
 def test_planted_layer_breaks_are_each_named(tmp_path):
     files = {**CLEAN,
              "wifi/__init__.py": "",
              "wifi/render.py": "from lte.deploy import push\n",                  # wifi -> lte
              "harness/cc/cli.py": "def main():\n    import training.fit\n",         # harness -> training, lazily
-             "harness/campaign.py": "from harness.testing.rig import Rig\n",        # library -> rig
+             "harness/campaign.py": "from rigs.rig import Rig\n",                   # library -> rig
              "lte/cli.py": "from mplab import cli\n",                              # anything -> mplab
              "training/__init__.py": "",
              "training/fit.py": "import wifi.render\n"}                            # training -> wifi
     breaks = layer_breaks(import_graph(_tree(tmp_path, files)))
     assert breaks == [
-        "harness.campaign imports harness.testing.rig (the library never imports test and bench rigs)",
+        "harness.campaign imports rigs.rig (the library never imports test and bench rigs)",
         "harness.cc.cli imports training.fit (harness never imports training)",
         "lte.cli imports mplab.cli (lte never imports mplab)",
         "training.fit imports wifi.render (training never imports wifi)",

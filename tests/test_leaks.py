@@ -1,4 +1,4 @@
-"""The leak check of the tests' ``prefix`` fixture (harness.testing.leaks): a namespace or an
+"""The leak check of the tests' ``prefix`` fixture (rigs.leaks): a namespace or an
 iperf3 process a test leaves under its prefix fails that test, and is removed."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import uuid
 import pytest
 
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import list_namespaces
-from harness.testing import leaks
+from harness.upkeep.clean import list_namespaces
+from rigs import leaks
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.root

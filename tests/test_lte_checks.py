@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.netcmd import veth_argv
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 from lte.checks import (attach_hint, attach_state, diagnose, ping_argv, run_checks, s1_setup_seen,
                         srsenb_s1_verdict)
 from lte.startlog import last_start, starts

@@ -13,7 +13,7 @@ import mongomock
 import pytest
 
 import standins
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
 from harness.hosts.netcmd import veth_argv
@@ -92,7 +92,7 @@ def rig_factory(prefix):
     rigs = []
 
     def make():
-        from harness.testing.sshrig import SshdRig
+        from rigs.sshrig import SshdRig
         r = SshdRig(prefix)
         rigs.append(r)
         return r
@@ -203,7 +203,7 @@ def test_provisioning_tunnel_through_ssh(s1, rig_factory, tmp_path):
     import socket
     from contextlib import ExitStack
 
-    from lte.cli import parse_mongo_uri, provision_uri
+    from lte.hosts import parse_mongo_uri, provision_uri
     rig = rig_factory()
     rig.add("epc", s1["epc"])
     epc = rig.ssh_host("epc")
@@ -236,7 +236,7 @@ def test_provisioning_tunnel_through_ssh(s1, rig_factory, tmp_path):
 
 def test_mongo_uri_parsing():
     from harness.errors import ConfigError
-    from lte.cli import parse_mongo_uri
+    from lte.hosts import parse_mongo_uri
     assert parse_mongo_uri("mongodb://localhost/open5gs") == ("127.0.0.1", 27017, "open5gs")
     assert parse_mongo_uri("mongodb://u:p@10.0.0.5:27018/db5") == ("10.0.0.5", 27018, "db5")
     with pytest.raises(ConfigError, match="provision_uri"):
@@ -453,7 +453,7 @@ def _real_srs_units(inv, tmp_path):
     no SCTP); skip when they are not installed."""
     import shutil
     from harness.deploy.trial import find_program
-    from harness.testing.sctpshim import build_shim, kernel_has_sctp
+    from rigs.sctpshim import build_shim, kernel_has_sctp
     from lte.realcheck import bin_dirs
     progs = {p: find_program(p, bin_dirs()) for p in ("srsepc", "srsenb")}
     if None in progs.values():

@@ -1,5 +1,5 @@
 """`mplab lte check-configs --hosts`: each daemon checked on the machine that will run it, over SSH (a real
-OpenSSH server in a namespace per host: harness.testing.sshrig), with the versions installed there."""
+OpenSSH server in a namespace per host: rigs.sshrig), with the versions installed there."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ import pytest
 
 from harness.config.inventory import Inventory
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from lte.deploy import LteHosts
 from lte.hostcheck import check_hosts
 from lte.realcheck import bin_dirs
@@ -18,7 +18,7 @@ from lte_fixtures import lab_data
 
 @pytest.fixture
 def rig(prefix):
-    from harness.testing.sshrig import SshdRig
+    from rigs.sshrig import SshdRig
     root = LocalHost("root")
     r = SshdRig(prefix)
     try:
@@ -80,7 +80,7 @@ def test_real_srsenb_checked_on_its_host_over_ssh(rig, prefix, tmp_path):
 
 @pytest.mark.root
 def test_preflight_version_lines_from_the_hosts(prefix, tmp_path):
-    from harness.testing.sshrig import SshdRig
+    from rigs.sshrig import SshdRig
     from lte.hostcheck import version_checks
     _stub(tmp_path / "bin" / "srsenb", "23.4.0")
     mmed = tmp_path / "o5" / "open5gs-mmed"

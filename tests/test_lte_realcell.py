@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from conftest import small_inventory
 from harness.config.inventory import Inventory
-from harness.testbeds.access import EMULATED_CHANNEL, EmulatedChannel, MissingAccess
+from harness.emulation.access import EMULATED_CHANNEL, EmulatedChannel, MissingAccess
 from harness.testbeds.emulated import EmulatedTestbed
 from lte import realcell
 from lte.realcell import ACCESS_KINDS, SrsranZmqCell, realcell_checks, sctp_situation
@@ -118,8 +118,8 @@ def test_sctp_situation_kernel_or_shim(tmp_path, monkeypatch):
 def test_tiny_lte_campaign_through_the_real_cell(prefix, tmp_path, monkeypatch, n_prb):
     from harness.campaign.campaign import start_campaign
     from harness.config.scenario import Scenario
-    from harness.testbeds.clean import clean_prefix
-    from harness.testing.sctpshim import build_shim, kernel_has_sctp
+    from harness.upkeep.clean import clean_prefix
+    from rigs.sctpshim import build_shim, kernel_has_sctp
 
     missing = [c.name.rsplit(" ", 1)[1] for c in realcell_checks("root", env={})
                if c.name.startswith("real cell: program") and not c.ok]
@@ -194,7 +194,7 @@ def test_real_cell_health_between_samples(tmp_path):
     """The health check a campaign runs before each sample: every cell process alive and the UE's address
     still on its interface; otherwise a reason, which flags the sample (``Health.broken``)."""
     from harness.hosts.local import LocalHost
-    from harness.testbeds.access import LteLink
+    from harness.emulation.access import LteLink
     from harness.config.inventory import RealCell
     from lte.realcell import SrsranZmqCell
 

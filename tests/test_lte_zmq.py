@@ -85,7 +85,7 @@ def test_zmq_cell_attaches_through_srsepc(prefix, tmp_path):
     """srsenb + srsUE started by ``ZmqCell`` (as ``mplab lte zmq`` does) attach through srsepc, and srsUE keeps
     its NAS context in the cell's directory."""
     from harness.deploy.trial import find_program, scratch_netns
-    from harness.testing.sctpshim import build_shim, kernel_has_sctp
+    from rigs.sctpshim import build_shim, kernel_has_sctp
     from lte.realcell import STDBUF, wait_line
     from lte.realcheck import bin_dirs, write
     from lte.srsepc import render_srsepc

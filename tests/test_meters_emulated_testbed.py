@@ -15,7 +15,7 @@ import yaml
 from conftest import REPO, small_inventory
 
 from harness.campaign.campaign import start_campaign
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.hosts.local import LocalHost
 from harness.meters.um import UMMeter
 from harness.config.scenario import Scenario

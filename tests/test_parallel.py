@@ -21,8 +21,8 @@ from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.store import Campaign
 from harness.config.scenario import Scenario
 from harness.errors import Busy, ConfigError
-from harness.testbeds import claim as claims
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep import claim as claims
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.hosts.local import LocalHost
 
 

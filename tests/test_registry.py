@@ -5,7 +5,7 @@ dataset; a second one, sharing nothing but the server's URL, lists, pulls the mo
 the dataset by version, and gets byte-identical folders. Files changed in the server's artifact
 store are refused on pull. The server runs with a SQLite backend and a local artifact root,
 one worker and no job runner (about 0.5 GB instead of 3.4 GB); it is stopped by its process
-group even when a test fails (``harness.testing.mlflow_server``).
+group even when a test fails (``rigs.mlflow_server``).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.artifacts import SUMS_NAME, ChecksumMismatch, file_sha256, verify_sums, write_sums
-from harness.testing.mlflow_server import mlflow_server
+from rigs.mlflow_server import mlflow_server
 from mplab.cli import app
-from harness.testing.synthetic import write_synthetic_campaign
+from rigs.synthetic import write_synthetic_campaign
 
 from conftest import REPO
 

@@ -15,7 +15,7 @@ from harness.campaign.campaign import start_campaign
 from harness.config.inventory import Inventory
 from harness.config.scenario import Scenario
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import list_namespaces
+from harness.upkeep.clean import list_namespaces
 
 from controller import schemes
 from controller.setup2 import control_factory

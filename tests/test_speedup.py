@@ -14,8 +14,8 @@ from harness.config.load import parse_model
 from harness.config.scenario import Scenario
 from harness.errors import ConfigError
 from harness.meters.power import PowerModel
-from harness.testbeds.clean import clean_prefix
-from harness.testbeds.speedup import check_speedup, scale_inventory
+from harness.upkeep.clean import clean_prefix
+from harness.emulation.speedup import check_speedup, scale_inventory
 
 
 def test_scaled_inventory_multiplies_rates_divides_times_and_keeps_buffers_in_bytes():
@@ -101,7 +101,7 @@ def test_a_campaign_at_speedup_4_records_real_time_figures(tmp_path, prefix):
 
 
 def test_auto_takes_the_lowest_validated_speedup_of_the_scenarios_ccs_and_1_for_an_unvalidated_one(tmp_path):
-    from harness.testbeds.speedup import validated_speedup
+    from harness.emulation.speedup import validated_speedup
     table = tmp_path / "speedup.json"
     table.write_text(json.dumps({"highest": {"cubic": 16, "lia": 4}}))
     assert validated_speedup(["cubic"], table)[0] == 16

@@ -10,7 +10,7 @@ import pytest
 from harness.errors import CommandError, CommandTimeout, ConfigError, HostUnreachable
 from harness.hosts.local import GATE_ABORTED, LocalHost, NamespaceHost
 from harness.hosts.ssh import SSHHost, remote_command
-from harness.testing.sshrig import SshdRig
+from rigs.sshrig import SshdRig
 
 
 def test_remote_command_is_one_quoted_line():
@@ -38,7 +38,7 @@ def rig(prefix):
     finally:
         if r is not None:
             r.close()
-        from harness.testbeds.clean import clean_prefix
+        from harness.upkeep.clean import clean_prefix
         clean_prefix(prefix)
 
 

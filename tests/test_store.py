@@ -126,7 +126,7 @@ def test_a_claim_taken_while_someone_peeks_at_the_holder_is_not_refused(tmp_path
     import fcntl
     import threading
 
-    from harness.testbeds.claim import PrefixClaim
+    from harness.upkeep.claim import PrefixClaim
 
     claim = PrefixClaim("mplab-peek-", "test", root=tmp_path)
     path = claim.path

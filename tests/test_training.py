@@ -23,7 +23,7 @@ from training.features import FeatureSpec
 from training.fit import TrainConfig, fit, predict
 from training.pipeline import train
 from training.runtime import OnnxEnergyModel
-from harness.testing.synthetic import write_synthetic_campaign
+from rigs.synthetic import write_synthetic_campaign
 from training.tracking import training_run
 
 from conftest import REPO

@@ -17,8 +17,8 @@ import pytest
 
 from harness.campaign.campaign import start_campaign
 from harness.dataset.build import load_dataset
-from harness.testbeds.clean import clean_prefix
-from harness.testing import leaks
+from harness.upkeep.clean import clean_prefix
+from rigs import leaks
 from harness.config.scenario import Scenario
 from training.export import load_pt
 from training.features import FeatureSpec

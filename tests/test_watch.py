@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from harness.campaign.progress import compute, lock_holder_pid, read_events, sessions_from_events
-from harness.testing import watchrig
+from rigs import watchrig
 from mplab.cli import run as mplab_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -222,7 +222,7 @@ def test_the_page_follows_a_running_campaign_and_shows_a_failure_with_its_reason
     """Watcher before the first record; n/N advances; an injected failure shows with its reason in 2 s; the
     finished campaign's page (a watcher started after the last record) shows the same; no network used."""
     from harness.hosts.local import LocalHost
-    from harness.testbeds.clean import clean_prefix, list_namespaces
+    from harness.upkeep.clean import clean_prefix, list_namespaces
 
     sc_path = _campaign_files(tmp_path, prefix, samples=N)
     runs, root = tmp_path / "runs", LocalHost("root")

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import standins
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.errors import ConfigError
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.config.inventory import Inventory

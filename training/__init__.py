@@ -12,11 +12,10 @@ Modules, one concept each:
     runtime    OnnxEnergyModel: load and predict with onnxruntime, no torch (for controllers)
     card       the model card
     pipeline   all of the above for `mplab train` (dataset input and the ONNX flavour logged to MLflow)
-    cli        `mplab train`, `mplab models list|promote|pull`
 Reads datasets only (``harness.dataset.build.load_dataset``); controllers load ``model.onnx`` with
 onnxruntime alone (see ``training.runtime.OnnxEnergyModel``), or resolve ``models:/NAME@alias``
 with ``training.registry`` (no torch either). Synthetic campaigns for tests and benches are
-``harness.testing.synthetic``.
+``rigs.synthetic``.
 
 Leaves to others: measuring and building datasets (``harness``), using the model
 (controllers), reports (``analysis``). Never imports lte, wifi, controller, analysis, mplab.

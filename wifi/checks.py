@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from harness.hosts.local import Host
 from harness.config.inventory import Inventory
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 from wifi.render import channel_freq_mhz
 
 

@@ -238,7 +238,7 @@ def meter_band(cap_mbit: float, burst_s: float = METER_BURST_S) -> dict[str, int
 
 def meter_shortfall(features: Mapping, want: int) -> str | None:
     """Why meters with these features (``max_meter``, ``band_types``, ``capabilities``: OFPMP_METER_FEATURES
-    as the os-ken app or ``harness.testbeds.ofprobe`` reports them) cannot hold ``want`` caps, or None."""
+    as the os-ken app or ``harness.upkeep.ofprobe`` reports them) cannot hold ``want`` caps, or None."""
     f = features
     missing = [w for w, have in (("drop bands", "drop" in f["band_types"]),
                                  ("kbit/s rates", "kbps" in f["capabilities"]),

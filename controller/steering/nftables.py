@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from harness.errors import CommandError, MplabError
 from harness.hosts.local import Host
-from harness.testbeds.delayline import DEV as DELAY_DEV
+from harness.emulation.delayline import DEV as DELAY_DEV
 
 from controller.policy import IFACES, Assignment
 from controller.steering.base import SteeredReceiver, all_both

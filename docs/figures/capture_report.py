@@ -2,7 +2,7 @@
 
     uv run python docs/figures/capture_report.py reports/<name>/index.html [OUT_DIR]   # default: docs/figures/
 
-Opens the page in Debian's Chromium through Playwright (``harness.testing.browser``), prints what
+Opens the page in Debian's Chromium through Playwright (``rigs.browser``), prints what
 went wrong (console errors, failed requests, undecoded images, horizontal overflow, tables cut off
 on the right) and writes ``report-top.png`` (the first screen), ``report-table2.png`` (Tables 2-3
 beside the paper), ``report-provenance.png`` and, when the page has one, ``report-rerun.png``
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.testing.browser import open_in_chromium
+from rigs.browser import open_in_chromium
 
 
 def main(argv: list[str]) -> int:

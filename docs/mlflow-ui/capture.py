@@ -2,7 +2,7 @@
 
     uv run python docs/mlflow-ui/capture.py [OUT_DIR]     # default: docs/mlflow-ui/
 
-Starts a throw-away ``mlflow server`` on 127.0.0.1 (``harness.testing.mlflow_server``), builds a
+Starts a throw-away ``mlflow server`` on 127.0.0.1 (``rigs.mlflow_server``), builds a
 small synthetic dataset, trains and registers a model (``--register energy``), promotes it to
 ``champion`` and publishes the dataset, then photographs three pages with headless Chromium
 (Debian package ``chromium``). ``--virtual-time-budget`` lets the single-page app finish loading
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from harness.dataset.build import SplitSpec, build_dataset
 from harness.dataset.registry import publish
-from harness.testing.mlflow_server import mlflow_server
-from harness.testing.synthetic import write_synthetic_campaign
+from rigs.mlflow_server import mlflow_server
+from rigs.synthetic import write_synthetic_campaign
 from training.fit import TrainConfig
 from training.pipeline import train
 from training.registry import promote

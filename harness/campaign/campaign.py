@@ -27,17 +27,18 @@ from harness.config.load import digest_model, parse_model
 from harness.errors import ConfigError, DiskFull, Interrupted, MeterError, PreflightError, StoreError, is_disk_full
 from harness.config.inventory import RADIOS, Inventory
 from harness.files import atomic_write
-from harness.testbeds import claim as claims
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep import claim as claims
+from harness.upkeep.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
 from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign, check_campaign_id, check_writable, disk_full_message
-from harness.testbeds.base import Check, Testbed, failed_essentials
-from harness.testbeds.access import AccessKinds
+from harness.testbeds.base import Testbed
+from harness.upkeep.preflight import Check, failed_essentials
+from harness.emulation.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
-from harness.testbeds.speedup import check_speedup
+from harness.emulation.speedup import check_speedup
 
 log = logging.getLogger("mplab.campaign")
 
@@ -472,10 +473,10 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
     """A rough wall-time estimate: each sample lasts as long as its slowest receiver, plus, for a
     policy sample, what the controller expects to spend probing and deciding.
 
-    On an emulated testbed the sharing models predict it (``harness.testbeds.sharing``); on a lab,
+    On an emulated testbed the sharing models predict it (``harness.emulation.sharing``); on a lab,
     10 Mbit/s per path is assumed.
     """
-    from harness.testbeds.sharing import AccessNetwork, simulate_sample
+    from harness.emulation.sharing import AccessNetwork, simulate_sample
 
     total = 0.0
     emu = inventory.emulation

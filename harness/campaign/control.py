@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from harness.campaign.plan import SamplePlan
     from harness.config.scenario import Scenario
-    from harness.testbeds.base import Check, Testbed
+    from harness.testbeds.base import Testbed
+    from harness.upkeep.preflight import Check
 
 #: Record fields a control fills for policy samples (None otherwise); documented in docs/records.md.
 CONTROL_FIELDS: tuple[str, ...] = (

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
+from harness.cc import kernel_flavour
 from harness.hosts.local import Host
 
 log = logging.getLogger("mplab.metadata")
@@ -48,15 +49,6 @@ def git_info() -> dict | None:
                               check=True, timeout=10).stdout.strip()
 
     return {"commit": g("rev-parse", "HEAD"), "dirty": bool(g("status", "--porcelain", "--untracked-files=no"))}
-
-
-def kernel_flavour(host: Host) -> str:
-    """``multipath-tcp.org`` (out-of-tree v0.9x), ``upstream`` (net/mptcp), or ``none``."""
-    if host.exists("/proc/sys/net/mptcp/mptcp_enabled"):
-        return "multipath-tcp.org"
-    if host.exists("/proc/sys/net/mptcp/enabled"):
-        return "upstream"
-    return "none"
 
 
 def host_info(host: Host) -> dict:

@@ -3,7 +3,7 @@
 ONE schema, used by everything that writes or reads records: the runner builds each record
 as a ``SampleRecord`` (so a record that does not fit the schema fails where it is made),
 the dataset builder validates every line it reads with it, and the synthetic generator
-(``harness.testing.synthetic``) fills it from a model. Every field and unit is documented
+(``rigs.synthetic``) fills it from a model. Every field and unit is documented
 in docs/records.md; ``SampleKey`` (which sample, which receiver) is shared with the
 dataset's row (``harness.dataset.build.DatasetRow``).
 

@@ -550,7 +550,7 @@ class Runner:
         e = o.energy
         window = o.window
         moved = o.counters
-        # Records are in testbed (real) time: at speedup S a sample ran S x faster (harness.testbeds.speedup).
+        # Records are in testbed (real) time: at speedup S a sample ran S x faster (harness.emulation.speedup).
         s = tb.speedup
         dur = t.seconds * s if t else None
         return SampleRecord(

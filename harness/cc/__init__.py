@@ -109,7 +109,16 @@ UPSTREAM: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
 #: ... and on a multipath-tcp.org kernel, which has its own coupled algorithms.
 MPTCP_ORG: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
                               "lia": MptcpOrgCC, "olia": MptcpOrgCC, "balia": MptcpOrgCC, "wvegas": MptcpOrgCC}
-#: Kernel flavour (``harness.campaign.metadata.kernel_flavour``) -> implementations.
+def kernel_flavour(host: Host) -> str:
+    """``multipath-tcp.org`` (out-of-tree v0.9x), ``upstream`` (net/mptcp), or ``none``."""
+    if host.exists("/proc/sys/net/mptcp/mptcp_enabled"):
+        return "multipath-tcp.org"
+    if host.exists("/proc/sys/net/mptcp/enabled"):
+        return "upstream"
+    return "none"
+
+
+#: Kernel flavour (``kernel_flavour``) -> implementations.
 FLAVOURS: dict[str, dict[str, type]] = {"upstream": UPSTREAM, "multipath-tcp.org": MPTCP_ORG}
 
 

@@ -48,7 +48,7 @@ class Channel(Strict):
         description="bottleneck buffer depth, as queueing delay at rate_mbit (ms; at most 10 s)")
     delay_ms: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=0.0, description="base one-way delay of this receiver's downlink on this radio (ms), added by a "
-                                 "user-space delay line (harness/testbeds/delayline.py); 0 = none")
+                                 "user-space delay line (harness/emulation/delayline.py); 0 = none")
     loss_pct: Annotated[float, Field(ge=0, lt=100)] = Field(
         default=0.0, description="random loss of this receiver's downlink packets on this radio (%), e.g. 1 for "
                                  "the related schemes' WLAN setting")
@@ -227,7 +227,7 @@ class PowerProfile(Strict):
 class SharedCapacity(Strict):
     """One access network (the AP, the cell): its capacity and how the active receivers share it.
 
-    See ``harness.testbeds.sharing`` for the models.
+    See ``harness.emulation.sharing`` for the models.
     """
 
     capacity_mbit: Annotated[float, Field(gt=0, le=MAX_RATE_MBIT)] = Field(

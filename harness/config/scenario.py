@@ -104,7 +104,7 @@ class Scenario(Strict):
     speedup: Annotated[float, Field(ge=1, le=64)] = Field(
         default=1.0, description="run the emulated testbed this many times faster than real time: rates x S, "
                                  "delays and radio time constants / S, buffers unchanged in bytes; records are "
-                                 "written in real time (harness.testbeds.speedup). Setup I mode samples only; "
+                                 "written in real time (harness.emulation.speedup). Setup I mode samples only; "
                                  "`mplab run --speedup S` overrides it")
     shuffle: bool = True
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1

@@ -8,7 +8,7 @@ the bridge's name and the ``lab.infra`` machine (role ``switch``) it runs on, fo
 SSH. One schema for both readers: an inventory's ``lab.switch`` section (a lab campaign with
 ``steering: openflow``) and the ``mplab controller serve`` spec, which adds the receivers
 (``controller.steering.openflow.SwitchSpec``). Pure data: checking the switch speaks OpenFlow 1.3
-is ``harness.testbeds.ofprobe``.
+is ``harness.upkeep.ofprobe``.
 """
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ builds a meter from an inventory entry. The emulated device (``emulated``) speak
 protocol over a pseudo-terminal, its power from ``power.PowerModel``, so emulated energies
 reach records only through the same UM driver the lab uses. ``recorder`` integrates each
 receiver's energy over its transfer window; ``idle`` waits until receivers read their idle
-power again between samples and times the radio tail.
+power again between samples and times the radio tail. ``ser2net`` is the command line that serves a
+lab receiver's meter over TCP (RFC 2217).
 
 Leaves to others: which meter a receiver has (the inventory, ``harness.config``), when to
 record (``harness.campaign.runner``), where meter devices live (``harness.testbeds``).

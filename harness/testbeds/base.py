@@ -21,6 +21,7 @@ from harness.meters.base import Meter
 from harness.hosts.netcmd import sysctl_argv
 from harness.hosts.ready import wait_until
 from harness.traffic import Iperf3
+from harness.upkeep.preflight import Check
 
 log = logging.getLogger("mplab.testbed")
 
@@ -109,23 +110,6 @@ def loss_over(before: dict[str, dict[str, LossCounters]],
 
 
 @dataclass(frozen=True)
-class Check:
-    """One preflight check on one host."""
-
-    host: str
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    essential: bool = True
-
-
-def failed_essentials(checks: list[Check]) -> list[Check]:
-    """The essential checks that failed: a sweep refuses to start on any, `mplab doctor` exits 1."""
-    return [c for c in checks if c.essential and not c.ok]
-
-
-@dataclass(frozen=True)
 class Repair:
     """One thing a health check put back on one receiver (e.g. a route a link flap dropped)."""
 
@@ -178,7 +162,7 @@ class Testbed(ABC):
 
     #: "emulated" or "lab", recorded in every record.
     kind: str
-    #: How much faster than real time the testbed runs (``harness.testbeds.speedup``); records are
+    #: How much faster than real time the testbed runs (``harness.emulation.speedup``); records are
     #: written in testbed (real) time. Real radios and meters run at 1.
     speedup: float = 1.0
 

@@ -8,9 +8,9 @@ Topology (namespace names carry the inventory's prefix, ``mplab-`` by default)::
 Each receiver's downlink is shaped where a radio's queue would be: on the AP's and the
 eNB's device towards it (``rx<i>``), an HTB class (its rate) over a byte FIFO (its
 buffer: WiFi shallow, LTE deep; this kernel has no netem). The radio loop
-(``harness.testbeds.radiolink``, a process in the sender namespace) re-shares each access
+(``harness.emulation.radiolink``, a process in the sender namespace) re-shares each access
 network among the receivers active on it as they start and finish, by the inventory's
-sharing model (``harness.testbeds.sharing``). Radio loss, when configured, is an
+sharing model (``harness.emulation.sharing``). Radio loss, when configured, is an
 nftables rule per device in table ``mplab_radio`` of the AP or eNB; every shaped device has a
 rule with named counters there (packets seen, packets dropped by the loss rule), which
 ``radio_loss_counters`` reads for loss estimates that a full queue does not disturb. Each
@@ -21,7 +21,7 @@ Addresses: sender service address (inventory) on ``lo``; snd-ap 10.0.1.0/24,
 snd-enb 10.0.2.0/24; receiver *i* has 10.10.<i>.2 (WiFi) and 10.20.<i>.2 (LTE).
 
 Everything created carries the prefix or lives inside a namespace that does, so
-``harness.testbeds.clean.clean_prefix`` finds it after a crash; the one change outside
+``harness.upkeep.clean.clean_prefix`` finds it after a crash; the one change outside
 namespaces (names added to ``net.ipv4.tcp_allowed_congestion_control``) is recorded
 machine-wide under /run/mplab (``harness.machine``) and undone once no live testbed (of
 any prefix) needs those names.
@@ -50,17 +50,18 @@ from harness.hosts.netcmd import (
     offloads_off_argv, radio_counters_argv, radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv,
     sysctl_argv, veth_argv,
 )
-from harness.testbeds import claim as claims
-from harness.testbeds.access import AccessKinds, LteAccess, LteLink, lte_access_for
+from harness.upkeep import claim as claims
+from harness.emulation.access import AccessKinds, LteAccess, LteLink, lte_access_for
 from harness.files import atomic_write
-from harness.testbeds.base import (Check, Health, LossCounters, Node, NodeInterface, Repair, TailSkip, Testbed,
+from harness.testbeds.base import (Health, LossCounters, Node, NodeInterface, Repair, TailSkip, Testbed,
                                    parse_loss_counters)
-from harness.testbeds.clean import clean_prefix
-from harness.testbeds import delayline
+from harness.upkeep.clean import clean_prefix
+from harness.upkeep.preflight import Check
+from harness.emulation import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
-from harness.testbeds.radiolink import LinkConfig, radiolink_argv
-from harness.testbeds.sharing import AccessNetwork
-from harness.testbeds.speedup import check_speedup, scale_inventory
+from harness.emulation.radiolink import LinkConfig, radiolink_argv
+from harness.emulation.sharing import AccessNetwork
+from harness.emulation.speedup import check_speedup, scale_inventory
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")
@@ -79,7 +80,7 @@ class EmulatedTestbed(Testbed):
         if inventory.kind != "emulated" or inventory.emulation is None:
             raise MplabError(f"inventory {inventory.name!r} is not an emulated testbed")
         check_speedup(inventory, speedup)
-        # Built from the scaled inventory (harness.testbeds.speedup): rates x S, times / S.
+        # Built from the scaled inventory (harness.emulation.speedup): rates x S, times / S.
         super().__init__(scale_inventory(inventory, speedup))
         inventory = self.inventory
         self.speedup = speedup
@@ -101,7 +102,7 @@ class EmulatedTestbed(Testbed):
             }
             self.nodes[rx.name] = Node(rx.name, NamespaceHost(rx.name, self.ns[rx.name]), intfs,
                                        rx.meter.kind, BASE_PORT + i)
-        #: each receiver's LTE path: the emulated channel, or a real cell (``harness.testbeds.access``)
+        #: each receiver's LTE path: the emulated channel, or a real cell (``harness.emulation.access``)
         self.lte_access: dict[str, LteAccess] = {
             rx.name: lte_access_for(rx.interfaces["lte"].real_cell, inventory, access_kinds, self.root)
             for rx in inventory.receivers}

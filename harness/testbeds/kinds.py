@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import logging
 
-from harness.campaign import metadata
+from harness.cc import kernel_flavour
 from harness.config.inventory import Inventory
 from harness.errors import MplabError, PreflightError
-from harness.testbeds.access import AccessKinds
+from harness.emulation.access import AccessKinds
 from harness.testbeds.base import Testbed
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.testbeds.lab import LabTestbed
-from harness.testbeds.speedup import check_speedup
+from harness.emulation.speedup import check_speedup
 
 log = logging.getLogger("mplab.testbeds")
 
@@ -28,7 +28,7 @@ def build_testbed(inventory: Inventory, access_kinds: AccessKinds | None = None,
 
     ``access_kinds``: real LTE access drivers (``lte.realcell.ACCESS_KINDS``) for an emulated
     inventory's ``real_cell`` receivers; the CLI passes them (harness never imports lte).
-    ``speedup``: faster than real time (``harness.testbeds.speedup``; refused for a lab).
+    ``speedup``: faster than real time (``harness.emulation.speedup``; refused for a lab).
     """
     check_speedup(inventory, speedup)
     try:
@@ -45,7 +45,7 @@ def testbed_flavour(testbed: Testbed) -> str:
     """The kernel flavour of the testbed's sender (mptcp.org or upstream)."""
     probe = getattr(testbed, "root", testbed.sender)
     try:
-        return metadata.kernel_flavour(probe)
+        return kernel_flavour(probe)
     except MplabError as exc:
         # An unreachable lab sender: preflight reports it with its fix; resolve for upstream meanwhile.
         log.warning("kernel flavour of %s unknown (%s); assuming upstream", probe.name, exc)

@@ -28,15 +28,16 @@ from harness.meters.base import Meter
 from harness.meters.drivers import open_meter
 from harness.hosts.netcmd import sysctl_argv
 from harness.hosts.ready import wait_until
-from harness.testbeds.preflight import (
+from harness.upkeep.preflight import (
     cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, tcp_reachable,
 )
 from harness.deploy.machines import ssh_host
 from harness.deploy.secrets import Secrets, load_secrets
-from harness.testbeds.ofprobe import switch_check
-from harness.testbeds.ser2net import ser2net_argv
+from harness.upkeep.ofprobe import switch_check
+from harness.meters.ser2net import ser2net_argv
 from harness.hosts.ssh import SSHHost
-from harness.testbeds.base import Check, Node, NodeInterface, Testbed, parallel
+from harness.testbeds.base import Node, NodeInterface, Testbed, parallel
+from harness.upkeep.preflight import Check
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.lab")

@@ -1,8 +1,7 @@
 """`mplab watch`: a live page of a campaign, served on loopback, reading the store and never writing it.
 
-    state    CampaignView: the store read incrementally (records, sessions, the running sample's raw
+    state    open_view, CampaignView: the store read incrementally (records, sessions, the running sample's raw
              output, the meter trace) into what the page shows; progress from harness.campaign.progress
-    server   starlette + uvicorn, updates pushed as server-sent events (sse-starlette)
-    cli      `mplab watch RUN_DIR [--port P] [--listen ADDR]`
+    server   start_watch: starlette + uvicorn, updates pushed as server-sent events (sse-starlette)
     page/    the page: HTML, its script and style; charts drawn by plotly.js from the plotly package
 """

@@ -17,6 +17,7 @@ import json
 import logging
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from harness.errors import ConfigError
-from harness.watch.state import CampaignView
+from harness.watch.state import LOOPBACK, CampaignView, open_view
 
 log = logging.getLogger("mplab.watch")
 
@@ -171,3 +172,22 @@ def serve(view: CampaignView, sock: socket.socket, on_ready=None) -> int | None:
         on_ready()
     asyncio.run(server.serve(sockets=[sock]))
     return server.stopped_by
+
+
+def start_watch(run_dir: Path, port: int, listen: str, announce=print) -> None:
+    """Serve ``run_dir``'s page on ``listen:port`` until SIGINT/SIGTERM."""
+    view = open_view(run_dir)
+    if listen not in (LOOPBACK, "::1", "localhost"):
+        print(f"warning: listening on {listen}: the page has no authentication; anyone who can reach this address "
+              "sees the campaign", file=sys.stderr)
+    sock = bind_socket(listen, port)
+    host, bound = sock.getsockname()[:2]
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}/"
+
+    def ready() -> None:
+        announce(f"watching campaign {view.manifest.get('campaign')} at {url} (read-only; Ctrl-C stops)")
+        sys.stdout.flush()
+
+    stopped_by = serve(view, sock, on_ready=ready)
+    if stopped_by is not None:
+        announce(f"mplab watch stopped by {signal.Signals(stopped_by).name} (the campaign was only read)")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.campaign.progress import campaign_progress, lock_holder_pid
+from harness.errors import ConfigError
 from harness.campaign.store import complete_samples
 from harness.campaign.summary import summarize
 
@@ -39,6 +40,8 @@ TRACE_TAIL_BYTES = 4 * 1024 * 1024
 MAX_POINTS = 200
 #: At most this many failures, flags, repairs and decisions are pushed (newest kept).
 MAX_EVENTS = 200
+#: Where the page listens by default: it has no authentication.
+LOOPBACK = "127.0.0.1"
 
 
 def energy_label(manifest: dict) -> str:
@@ -340,3 +343,19 @@ def _last_sample(path: Path, recs: list[dict]) -> dict | None:
             "power": meter_csv(adir / f"meter-{rx}.csv"),
             "iperf": iperf_intervals(adir / f"iperf3-{rx}.json", r.get("window_start"))})
     return out
+
+
+def open_view(run_dir: Path):
+    """The campaign at ``run_dir`` as a ``CampaignView``; ``ConfigError`` (exit 2) naming what is wrong."""
+    mf = run_dir / "manifest.json"
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir}: no such campaign directory (give runs/<campaign>)")
+    try:
+        manifest = json.loads(mf.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{run_dir}: not a campaign directory (no manifest.json)") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{mf}: cannot be read as a campaign manifest ({exc})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("plan"), list):
+        raise ConfigError(f"{mf}: not a campaign manifest (no plan)")
+    return CampaignView(run_dir, manifest)

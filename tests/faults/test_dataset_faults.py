@@ -6,7 +6,7 @@ import pytest
 from harness.dataset.build import build_dataset, load_dataset
 from harness.errors import ConfigError, StoreError
 from harness.campaign.store import Campaign
-from harness.testing.synthetic import synthetic_records
+from rigs.synthetic import synthetic_records
 
 
 def _campaign(root, cid, profile=None, kind="synthetic", source="synthetic"):
@@ -81,7 +81,7 @@ def test_a_damaged_record_is_named_never_counted_and_left_out_only_on_request(tm
     gets two sound records), and `mplab dataset build` refuses naming the line unless --skip-damaged."""
     import json
 
-    from harness.campaign.cli import campaign_status
+    from harness.campaign.status import campaign_status
 
     from .conftest import mplab
 

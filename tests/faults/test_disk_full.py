@@ -17,7 +17,7 @@ import yaml
 from conftest import small_inventory
 from harness.campaign.store import Campaign
 from harness.errors import EXIT_DISK_FULL
-from harness.testbeds.clean import list_namespaces
+from harness.upkeep.clean import list_namespaces
 from harness.hosts.local import LocalHost
 
 from .conftest import REPO, mplab

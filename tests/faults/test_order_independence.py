@@ -7,7 +7,7 @@ import pytest
 
 from harness.campaign.campaign import start_campaign
 from harness.config.load import parse_model
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.config.scenario import Scenario
 from tests.conftest import small_inventory
 

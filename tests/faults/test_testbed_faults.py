@@ -13,7 +13,7 @@ import time
 import pytest
 import yaml
 
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.testbeds.emulated import EmulatedTestbed
 from harness.errors import MplabError
 from harness.hosts.local import LocalHost
@@ -64,7 +64,7 @@ def test_clean_leaves_a_prefix_another_process_holds(prefix):
     root.run(["ip", "netns", "add", ns])
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time\n"
-        "from harness.testbeds.claim import PrefixClaim\n"
+        "from harness.upkeep.claim import PrefixClaim\n"
         f"c = PrefixClaim({prefix!r}, 'campaign held-c'); c.acquire()\n"
         "print('held', flush=True); time.sleep(60)\n")], cwd=REPO, stdout=subprocess.PIPE, text=True)
     done = []

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from harness.errors import PreflightError
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 
 OFP13 = 0x04
 OFPT_HELLO, OFPT_ERROR, OFPT_ECHO_REQUEST, OFPT_ECHO_REPLY = 0, 1, 2, 3

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import PreflightError
-from harness.testbeds.clean import SSH_RIG_DIR
+from harness.upkeep.clean import SSH_RIG_DIR
 from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
 from harness.hosts.ready import wait_until
 

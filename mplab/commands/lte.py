@@ -4,91 +4,37 @@ Mounted by ``mplab.cli``. Errors are ``MplabError``s (``ConfigError``: exit 2).
 """
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import ConfigError, MplabError
-from harness.hosts.local import Host, LocalHost
-from harness.config.inventory import Inventory, load_inventory
-from harness.deploy.machines import host_for, receiver_hosts
+from harness.errors import MplabError
+from harness.hosts.local import LocalHost
+from harness.deploy.machines import receiver_hosts
 from harness.deploy.secrets import secrets_for
 from lte.checks import diagnose, run_checks
-from lte.deploy import LteHosts, collect_logs, lte_down, lte_status, lte_up
+from lte.deploy import collect_logs, lte_down, lte_status, lte_up
+from lte.hosts import cell_hosts, lte_hosts, lte_inventory, provision_uri
 from lte.render import render_all
 from lte.subscribers import open_collection
-from lte.tunnel import LocalForward
 from lte.version import decide_open5gs, parse_version
 
 console = Console()
 app = typer.Typer(name="lte", no_args_is_help=True, help="The lab's LTE cell: srsRAN eNodeB + Open5GS EPC.")
 
 InventoryArg = Annotated[Path, typer.Argument(help="lab inventory with an lte section (inventory/*.yaml)")]
-SecretsOpt = Annotated[Optional[Path], typer.Option(
+SecretsOpt = Annotated[Path | None, typer.Option(
     "--secrets", help="secrets file with SIM keys (mode 0600; default: lab.secrets_file of the inventory)")]
-
-
-def lte_inventory(path: Path) -> Inventory:
-    """Load ``path`` and insist on an lte section."""
-    inv = load_inventory(path)
-    if inv.lte is None:
-        raise ConfigError("this inventory has no 'lte' section: the LTE commands need a lab inventory that "
-                          "describes the eNodeB and the EPC (see inventory/lab-lte.yaml and docs/lte.md)",
-                          source=str(path))
-    return inv
-
-
-def lte_hosts(inv: Inventory) -> LteHosts:
-    """Hosts of the eNodeB and the EPC."""
-    assert inv.lte is not None
-    return LteHosts(enb=host_for(inv, inv.lte.enb.host),
-                    epc=host_for(inv, inv.lte.epc.host))
-
-
-@contextmanager
-def cell_hosts(inv: Inventory) -> Iterator[LteHosts]:
-    """``lte_hosts``, closed (eNodeB first) when the block ends, also on an error."""
-    hosts = lte_hosts(inv)
-    try:
-        yield hosts
-    finally:
-        hosts.enb.close()
-        hosts.epc.close()
-
-
-def provision_uri(inv: Inventory, epc: Host, stack: ExitStack) -> str:
-    """Where mplab writes subscribers: ``lte.epc.provision_uri``, else the daemons' ``db_uri`` through an SSH
-    tunnel to the EPC when it is an SSH host (MongoDB listens on the EPC's loopback by default)."""
-    epc_cfg = inv.lte.epc
-    if epc_cfg.provision_uri:
-        return epc_cfg.provision_uri
-    if not hasattr(epc, "connect"):                  # this machine or a namespace: the URI works as is
-        return epc_cfg.db_uri
-    host, port, db = parse_mongo_uri(epc_cfg.db_uri)
-    fwd = stack.enter_context(LocalForward(epc, (host, port)))
-    return f"mongodb://127.0.0.1:{fwd.port}/{db}?directConnection=true"
-
-
-def parse_mongo_uri(uri: str) -> tuple[str, int, str]:
-    """(host, port, database) of a single-host ``mongodb://host[:port]/db`` URI."""
-    m = re.match(r"^mongodb://(?:[^@/]*@)?([^:/,?]+)(?::(\d+))?/([^?]*)", uri)
-    if not m:
-        raise ConfigError(f"lte.epc.db_uri {uri!r}: expected mongodb://host[:port]/database; set "
-                          "lte.epc.provision_uri to reach it directly")
-    host = "127.0.0.1" if m.group(1) == "localhost" else m.group(1)
-    return host, int(m.group(2) or 27017), m.group(3) or "open5gs"
 
 
 @app.command()
 def render(inventory: InventoryArg,
-           version: Annotated[Optional[str], typer.Option(
+           version: Annotated[str | None, typer.Option(
                help="the Open5GS version the EPC runs (checked against lte.epc.version; default: the pin)")] = None,
            secrets: SecretsOpt = None,
            out: Annotated[Path, typer.Option(help="directory to write into (one subdirectory per machine)")] =
@@ -197,7 +143,7 @@ def check(inventory: InventoryArg) -> None:
 
 @app.command()
 def logs(inventory: InventoryArg,
-         dest: Annotated[Optional[Path], typer.Option(help="where to put them (default lte-logs/<time>)")] = None) -> None:
+         dest: Annotated[Path | None, typer.Option(help="where to put them (default lte-logs/<time>)")] = None) -> None:
     """Collect every daemon's journal and log file."""
     inv = lte_inventory(inventory)
     dest = dest or Path("lte-logs") / time.strftime("%Y%m%dT%H%M%S")
@@ -208,7 +154,7 @@ def logs(inventory: InventoryArg,
 
 @app.command("check-configs")
 def check_configs(inventory: InventoryArg,
-                  keep: Annotated[Optional[Path], typer.Option(
+                  keep: Annotated[Path | None, typer.Option(
                       help="render into this directory and keep it (default: a temporary one)")] = None,
                   on_hosts: Annotated[bool, typer.Option(
                       "--hosts", help="check each daemon on the host that will run it (over SSH), with the "

@@ -4,7 +4,7 @@ Each receiver has its own downlink device in the AP's and the eNB's namespace (`
 with an HTB class (its rate) over a byte FIFO (its buffer): queues build where a radio's
 would. This loop, one process per testbed, reads every ``rx<i>`` byte counter
 ``hz`` times a second, counts a receiver as active on a radio while bytes went to it in
-the last ``hold_s``, computes the rates of ``harness.testbeds.sharing`` for the active
+the last ``hold_s``, computes the rates of ``harness.emulation.sharing`` for the active
 set and, when they changed, rewrites the HTB classes through one long-lived
 ``tc -force -batch -`` per namespace (no process per change). Counters come from
 ``/proc/<tc pid>/net/dev``, which shows the namespace the tc process lives in.
@@ -12,7 +12,7 @@ set and, when they changed, rewrites the HTB classes through one long-lived
 Run by ``EmulatedTestbed`` inside its sender namespace (so clean-up by namespace stops
 it)::
 
-    python -m harness.testbeds.radiolink --config '{...}' [--log FILE]
+    python -m harness.emulation.radiolink --config '{...}' [--log FILE]
 
 ``--log`` appends one JSON line per change: time, active sets, rates (for benches).
 """
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from harness.hosts.ready import time_left, wait_until
-from harness.testbeds.sharing import AccessNetwork, radio_rates
+from harness.emulation.sharing import AccessNetwork, radio_rates
 
 #: Bytes per tick below which a radio counts as idle (ARP, iperf3's small control messages): a
 #: station that receives two full frames per tick (0.5 Mbit/s at 20 Hz) or more is active.
@@ -197,7 +197,7 @@ class RadioLoop:
 
 def radiolink_argv(cfg: LinkConfig, log_path: str | None = None, python: str = sys.executable) -> list[str]:
     """The argument list that starts the loop (for a Host's ``start``)."""
-    argv = [python, "-m", "harness.testbeds.radiolink", "--config", cfg.to_json()]
+    argv = [python, "-m", "harness.emulation.radiolink", "--config", cfg.to_json()]
     if log_path:
         argv += ["--log", log_path]
     return argv

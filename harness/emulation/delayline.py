@@ -11,7 +11,7 @@ round-trip time grows by the delay once. Packets to one destination keep their o
 
 Run inside the namespace (the TUN device belongs to it)::
 
-    python -m harness.testbeds.delayline --dev dly0 --delay 10.10.1.2=15 --delay 10.10.2.2=40
+    python -m harness.emulation.delayline --dev dly0 --delay 10.10.1.2=15 --delay 10.10.2.2=40
 
 Its cost, jitter and the rate it sustains are measured by ``bench/delayline.py``.
 """
@@ -110,7 +110,7 @@ def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s
 def delayline_argv(delays: dict[str, float], rt_priority: int = RT_PRIORITY,
                    python: str = sys.executable) -> list[str]:
     """The argument list that starts the delay line (for a namespace Host's ``start``)."""
-    argv = [python, "-m", "harness.testbeds.delayline", "--dev", DEV, "--rt-priority", str(rt_priority)]
+    argv = [python, "-m", "harness.emulation.delayline", "--dev", DEV, "--rt-priority", str(rt_priority)]
     for dst, ms in sorted(delays.items()):
         argv += ["--delay", f"{dst}={ms:g}"]
     return argv

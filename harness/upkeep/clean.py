@@ -9,7 +9,7 @@ directories of crashed SSH rigs, scratch directories
 live process holds. Every cleaner is idempotent and touches only names under the prefix (or recorded by mplab, or
 owned by a dead process): it is safe to run twice, after a crash, or with nothing to do.
 
-A testbed whose namespace prefix another live process has claimed (``harness.testbeds.claim``)
+A testbed whose namespace prefix another live process has claimed (``harness.upkeep.claim``)
 is left alone: its namespaces, processes and record stay, and the last entry says so
 (``skipped <prefix>*: live testbed of campaign ... (pid ...)``). What a crash leaves is never
 claimed (the kernel drops the lock with the process), so it is always removed.
@@ -37,9 +37,9 @@ from harness import machine
 from harness.cc import bpfcc
 from harness.files import orphaned_temp_dirs
 from harness.hosts.local import Host, LocalHost
-from harness.testbeds import claim as claims
+from harness.upkeep import claim as claims
 
-#: Where an SSH rig (``harness.testing.sshrig``) keeps its keys: ``<tmp>/<prefix>ssh-XXXXXXXX``.
+#: Where an SSH rig (``rigs.sshrig``) keeps its keys: ``<tmp>/<prefix>ssh-XXXXXXXX``.
 SSH_RIG_DIR = "{prefix}ssh-"
 
 

@@ -9,7 +9,7 @@ for. This builds the textbook topology instead (namespaces ``<prefix>snd``,
 
 This kernel has neither netem nor fq, so the FIFO's depth is the only source of RTT unless
 ``base_delay_ms`` adds a one-way delay towards the receiver with the user-space delay line
-(``harness.testbeds.delayline``) in ``rtr`` (``path_delay_ms`` gives each receiver path its own).
+(``harness.emulation.delayline``) in ``rtr`` (``path_delay_ms`` gives each receiver path its own).
 The delay line holds only the downlink: "20 ms each way" is 40 ms on the downlink here, the same
 round trip (TCP's dynamics see the RTT, not how it splits).
 The shaper is a TBF (``qdisc="tbf"``) or, as a router would, HTB at the rate over a byte FIFO
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl, bpfcc
 from harness.machine import allow_ccs, write_state
-from harness.testbeds.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix
 from harness.errors import TrafficError
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.ready import wait_until
@@ -42,7 +42,7 @@ from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
     radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
 )
-from harness.testbeds import delayline
+from harness.emulation import delayline
 from harness.traffic import Iperf3
 
 SERVER = "10.77.0.1"

@@ -5,7 +5,7 @@ Mounted on the `mplab` app by ``mplab.cli``; errors are ``MplabError`` (bad inpu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,14 +18,14 @@ def report(
     inputs: Annotated[list[Path], typer.Argument(help="campaign (runs/<id>) and/or dataset (datasets/<name>) "
                                                       "directories", metavar="RUNS_OR_DATASETS...")],
     out: Annotated[Path, typer.Option("-o", "--out", help="report directory (reports/<name>)")],
-    model: Annotated[Optional[str], typer.Option(
+    model: Annotated[str | None, typer.Option(
         help="exported model for the model figures: a folder (models/<name>) or models:/NAME@alias")] = None,
-    tracking_uri: Annotated[Optional[str], typer.Option(
+    tracking_uri: Annotated[str | None, typer.Option(
         help="MLflow store of the model's run (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")] = None,
-    sample: Annotated[Optional[str], typer.Option(help="sample id for the close-up (default: one is chosen)")] = None,
+    sample: Annotated[str | None, typer.Option(help="sample id for the close-up (default: one is chosen)")] = None,
     ci: Annotated[str, typer.Option(help="interval method: t (Student t) or bootstrap")] = "t",
-    title: Annotated[Optional[str], typer.Option(help="page title")] = None,
-    headlines: Annotated[Optional[Path], typer.Option(
+    title: Annotated[str | None, typer.Option(help="page title")] = None,
+    headlines: Annotated[Path | None, typer.Option(
         help="the related papers' headlines (default: data/paper/related-schemes.yaml)")] = None,
     force: Annotated[bool, typer.Option(help="replace an existing report in --out")] = False,
 ) -> None:

@@ -19,7 +19,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -182,10 +182,10 @@ def print_decision(pol: Policy, meas: list[ReceiverMeasurement], out: Outcome, n
 def decide(
     probe: Annotated[list[str], typer.Option(help="NAME=WIFI_MBIT,LTE_MBIT, once per receiver")],
     policy: Annotated[str, typer.Option(help="a policy of `mplab controller policies`")] = "ref-is-tuned",
-    model: Annotated[Optional[str], typer.Option(
+    model: Annotated[str | None, typer.Option(
         help="exported model: a folder (models/<name>) or a registered one (models:/NAME@alias, models:/NAME/VERSION)")
     ] = None,
-    tracking_uri: Annotated[Optional[str], typer.Option(
+    tracking_uri: Annotated[str | None, typer.Option(
         help="MLflow server for models:/ references (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")] = None,
     cc: Annotated[str, typer.Option(help="congestion control of the transfer")] = "balia",
     rtt: Annotated[list[str], typer.Option(
@@ -195,10 +195,10 @@ def decide(
         help="[NAME:]NET=LOSS, a path's random loss (1% or 0.01); not given: lossless")] = [],  # noqa: B006 - typer builds a new list per call; never mutated
     param: Annotated[list[str], typer.Option(
         help="KEY=VALUE, a policy parameter (see `mplab controller policies`), e.g. band=0.2")] = [],  # noqa: B006 - typer builds a new list per call; never mutated
-    file_size: Annotated[Optional[str], typer.Option(
+    file_size: Annotated[str | None, typer.Option(
         help="file size of the transfer (60M = 60 MiB; default: the model's, else 60M)")] = None,
-    band: Annotated[Optional[float], typer.Option(help="IS band (same as --param band=...)")] = None,
-    base: Annotated[Optional[str], typer.Option(help="IS band base: max, min or mean (--param base=...)")] = None,
+    band: Annotated[float | None, typer.Option(help="IS band (same as --param band=...)")] = None,
+    base: Annotated[str | None, typer.Option(help="IS band base: max, min or mean (--param base=...)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Print the assignment POLICY makes for the given probe rates (and per-path RTT and loss)."""
@@ -355,9 +355,9 @@ def serve_target(spec: Path | None, inventory: Path | None):
 
 @app.command()
 def serve(
-    spec: Annotated[Optional[Path], typer.Argument(
+    spec: Annotated[Path | None, typer.Argument(
         help="switch spec (YAML: listen host:port, networks' ports, receivers); or use --inventory")] = None,
-    inventory: Annotated[Optional[Path], typer.Option(
+    inventory: Annotated[Path | None, typer.Option(
         help="a lab inventory: the switch from its lab.switch, the receivers from its receivers")] = None,
     assign: Annotated[list[str], typer.Option(help="NAME=wifi|lte|both, applied once connected")] = [],  # noqa: B006 - typer builds a new list per call; never mutated
     cap: Annotated[list[str], typer.Option(
@@ -368,7 +368,7 @@ def serve(
 ) -> None:
     """Run the OpenFlow steering app against a switch; print per-receiver bytes until Ctrl-C."""
     from harness.errors import PreflightError
-    from harness.testbeds.ofprobe import probe_switch
+    from harness.upkeep.ofprobe import probe_switch
 
     from controller.steering.caps import MeterCaps
     from controller.steering.openflow import OpenFlowSteering

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from harness.artifacts import FolderPolicy
-from harness.dataset.cli import Force, KeepPrevious, TrackingUri
+from mplab.commands.dataset import Force, KeepPrevious, TrackingUri
 from harness.tables import table, utc_minute
 
 console = Console()
@@ -40,9 +40,9 @@ def train(
     precision: Annotated[str, typer.Option(
         help="training matmuls: fp32, bf16, or auto (bf16 where the CPU has it natively)")] = "fp32",
     track: Annotated[bool, typer.Option("--track/--no-track", help="log the run to MLflow")] = True,
-    register: Annotated[Optional[str], typer.Option(
+    register: Annotated[str | None, typer.Option(
         help="also register the model under this name (a new version in the MLflow Model Registry)")] = None,
-    run_name: Annotated[Optional[str], typer.Option(help="MLflow run name (default: model <- campaign)")] = None,
+    run_name: Annotated[str | None, typer.Option(help="MLflow run name (default: model <- campaign)")] = None,
     force: Force = False,
     keep_previous: KeepPrevious = False,
 ) -> None:

@@ -2,9 +2,9 @@
 
 Pure functions, no kernel: given the stations active on one access network right now
 (each with its own link rate when alone, ``r_i``) they return each station's rate. The
-radio loop (``harness.testbeds.radiolink``) applies them to the HTB classes on the AP's
+radio loop (``harness.emulation.radiolink``) applies them to the HTB classes on the AP's
 and the eNB's downlinks as stations start and finish; the calibration
-(``harness.testbeds.calibration``) runs the same functions in a fluid simulation of a
+(``harness.emulation.calibration``) runs the same functions in a fluid simulation of a
 sample to predict what the testbed will measure.
 
 Models (MP-SDN's capacity models, docs/reference/papers.md §5.1):

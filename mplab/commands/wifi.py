@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -19,7 +19,7 @@ console = Console()
 app = typer.Typer(name="wifi", no_args_is_help=True, help="The lab's WiFi: hostapd on the APs, wpa_supplicant on receivers.")
 
 InventoryArg = Annotated[Path, typer.Argument(help="lab inventory with a wifi section")]
-SecretsOpt = Annotated[Optional[Path], typer.Option("--secrets", help="secrets file with the WiFi passphrases (0600)")]
+SecretsOpt = Annotated[Path | None, typer.Option("--secrets", help="secrets file with the WiFi passphrases (0600)")]
 
 
 def wifi_inventory(path: Path) -> Inventory:

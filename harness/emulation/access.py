@@ -20,7 +20,7 @@ from harness.config.inventory import Inventory, RealCell
 from harness.errors import PreflightError
 from harness.hosts.local import Host, LocalHost
 from harness.hosts.netcmd import addr_add_argv, link_up_argv, veth_argv
-from harness.testbeds.base import Check
+from harness.upkeep.preflight import Check
 
 #: What an emulated-channel receiver's LTE path is recorded as.
 EMULATED_CHANNEL = "emulated-channel"

@@ -11,7 +11,7 @@ Three kinds of checks, each a ``Check`` with what was found and how to fix a fai
 - the Python environment's key packages.
 
 ``make setup`` ends with it; a failed essential check makes it exit non-zero. What it leaves to
-others: a testbed's own preflight (``harness.testbeds.preflight``, ``Testbed.preflight``) checks the
+others: a testbed's own preflight (``harness.upkeep.preflight``, ``Testbed.preflight``) checks the
 hosts of one inventory before a campaign.
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ from importlib import metadata
 from harness.cc.bpfcc import BTF, COUPLED, object_path
 from harness.errors import MplabError, PreflightError
 from harness.hosts.local import LocalHost, NamespaceHost
-from harness.testbeds.base import Check
-from harness.testbeds.preflight import kernel_checks
+from harness.upkeep.preflight import Check
+from harness.upkeep.preflight import kernel_checks
 from harness.tools import TOOLS, probe
 from harness.traffic import Iperf3
 

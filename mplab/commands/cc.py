@@ -10,8 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.campaign import metadata
-from harness.cc import ALGORITHMS, bpfcc, resolve
+from harness.cc import ALGORITHMS, bpfcc, kernel_flavour, resolve
 from harness.errors import PreflightError
 from harness.hosts.local import LocalHost
 
@@ -24,7 +23,7 @@ cc_app = typer.Typer(help="Congestion controls: implementations, preflight, regi
 def check(algorithms: Annotated[list[str] | None, typer.Argument(help="algorithms (default: all)")] = None) -> None:
     """Preflight each algorithm on this machine (a BPF one is loaded once and unloaded)."""
     host = LocalHost("root")
-    flavour = metadata.kernel_flavour(host)
+    flavour = kernel_flavour(host)
     names = algorithms or list(ALGORITHMS)
     unknown = [n for n in names if n not in ALGORITHMS]
     if unknown:

@@ -5,7 +5,7 @@ Mounted on the `mplab` app by ``mplab.cli``; errors are ``MplabError`` (usage er
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -16,7 +16,7 @@ from harness.tables import table, utc_minute
 console = Console()
 app = typer.Typer(no_args_is_help=True, help="Build datasets from campaigns; publish and pull them by name and version.")
 
-TrackingUri = Annotated[Optional[str], typer.Option(
+TrackingUri = Annotated[str | None, typer.Option(
     "--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")]
 #: The two flags of every command that writes a folder at --out (``FolderPolicy.from_flags``).
 Force = Annotated[bool, typer.Option(help="replace an existing folder at --out")]
@@ -38,10 +38,10 @@ def build(
     keep_previous: KeepPrevious = False,
     allow_mixed: Annotated[bool, typer.Option(help="merge campaigns of different testbeds, power profiles or "
                                                    "energy sources (the card lists the mix)")] = False,
-    version: Annotated[Optional[str], typer.Option(
+    version: Annotated[str | None, typer.Option(
         "--version", help="the dataset's version, MAJOR.MINOR.PATCH (default: 1.0.0 for a new folder; over an "
                           "existing one the same rows keep its version, other rows bump the minor)")] = None,
-    url: Annotated[Optional[str], typer.Option(
+    url: Annotated[str | None, typer.Option(
         help="where the dataset lives, for the card and croissant.json (default: the folder's file:// URI)")] = None,
     skip_damaged: Annotated[bool, typer.Option(help="leave out records that fail their checksum or the plan "
                                                     "(default: refuse, naming the line)")] = False,
@@ -66,7 +66,7 @@ def build(
 @app.command("publish")
 def publish_cmd(
     folder: Annotated[Path, typer.Argument(help="dataset directory (datasets/<name>)")],
-    name: Annotated[Optional[str], typer.Option(help="published name (default: the folder's name)")] = None,
+    name: Annotated[str | None, typer.Option(help="published name (default: the folder's name)")] = None,
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Store a versioned, checksummed copy where the MLflow tracking server keeps artifacts."""

@@ -10,14 +10,31 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from harness.cc import CongestionControl
+from harness.cc import CongestionControl, kernel_flavour
 from harness.errors import MplabError, PreflightError
 from harness.hosts.local import Host
-from harness.campaign.metadata import kernel_flavour
-from harness.testbeds.base import Check
 from harness.traffic import Iperf3
+
+
+@dataclass(frozen=True)
+class Check:
+    """One preflight check on one host."""
+
+    host: str
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    essential: bool = True
+
+
+def failed_essentials(checks: list[Check]) -> list[Check]:
+    """The essential checks that failed: a sweep refuses to start on any, `mplab doctor` exits 1."""
+    return [c for c in checks if c.essential and not c.ok]
+
 
 #: UP, or UNKNOWN for drivers that never report carrier (many LTE modems' wwan/usb interfaces).
 USABLE_OPERSTATES = ("UP", "UNKNOWN")

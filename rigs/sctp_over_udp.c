@@ -9,7 +9,7 @@
  * (SCTP preserves message boundaries, as UDP does). No retransmission: the veth/loopback between the
  * eNodeB and the EPC does not lose packets.
  *
- * Build: cc -shared -fPIC -O2 -o sctp_over_udp.so sctp_over_udp.c -ldl (harness/testing/sctpshim.py).
+ * Build: cc -shared -fPIC -O2 -o sctp_over_udp.so sctp_over_udp.c -ldl (rigs/sctpshim.py).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

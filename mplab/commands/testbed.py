@@ -7,7 +7,7 @@ at set-up time. Mounted on the `mplab` app by ``mplab.cli``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,16 +15,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.campaign.campaign import resolve_ccs
-from harness.testbeds.doctor import run_doctor
+from harness.upkeep.doctor import run_doctor
 from harness.testbeds.kinds import build_testbed, testbed_flavour
 from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
 from harness.hosts.local import LocalHost
 from harness.config.inventory import load_inventory
 from harness.testbeds.lab import LabTestbed
-from harness.testbeds.preflight import kernel_checks
+from harness.upkeep.preflight import kernel_checks
 from harness.config.scenario import load_scenario, scenario_inventory
-from harness.testbeds.base import Check, failed_essentials
+from harness.upkeep.preflight import Check, failed_essentials
 
 console = Console()
 
@@ -42,10 +42,10 @@ def checks_table(checks: list[Check], title: str) -> Table:
 
 def preflight(
     ctx: typer.Context,
-    inventory: Annotated[Optional[Path], typer.Option(help="inventory file (default: the scenario's)")] = None,
-    scenario: Annotated[Optional[Path], typer.Option(help="check the congestion controls this scenario uses")] = None,
-    cc: Annotated[Optional[list[str]], typer.Option("--cc", help="congestion control to check (repeatable)")] = None,
-    group: Annotated[Optional[str], typer.Option(help="only the hosts of this lab group (lab.groups)")] = None,
+    inventory: Annotated[Path | None, typer.Option(help="inventory file (default: the scenario's)")] = None,
+    scenario: Annotated[Path | None, typer.Option(help="check the congestion controls this scenario uses")] = None,
+    cc: Annotated[list[str] | None, typer.Option("--cc", help="congestion control to check (repeatable)")] = None,
+    group: Annotated[str | None, typer.Option(help="only the hosts of this lab group (lab.groups)")] = None,
 ) -> None:
     """Check every host: reachability, kernel and MPTCP, congestion controls, interfaces and routes,
     iperf3, meters, clock offset. Exits 1 if an essential check fails (a sweep would refuse to start)."""
@@ -126,8 +126,8 @@ def calibrate(
     check: Annotated[bool, typer.Option("--check", help="only compare OUT with what the calibration gives")] = False,
 ) -> None:
     """Fit an emulated testbed to the reference paper's baseline Tables 2-3 and write its inventory."""
-    from harness.testbeds.calibration import calibrate as run_calibration
-    from harness.testbeds.calibration import inventory_text, residual_check
+    from harness.emulation.calibration import calibrate as run_calibration
+    from harness.emulation.calibration import inventory_text, residual_check
 
     if not 0 < tolerance < 1:
         raise ConfigError(f"--tolerance {tolerance}: use a fraction between 0 and 1, e.g. 0.02")

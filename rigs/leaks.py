@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from harness import machine
 from harness.hosts.local import LocalHost
-from harness.testbeds.clean import clean_prefix, list_namespaces
+from harness.upkeep.clean import clean_prefix, list_namespaces
 
 #: The environment variable that marks a test's processes with its prefix.
 MARK = "MPLAB_TEST_PREFIX"

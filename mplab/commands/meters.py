@@ -14,7 +14,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -46,7 +46,7 @@ def inventory_meters(inv: Inventory, receivers: list[str]) -> Iterator[dict[str,
     if inv.kind != "emulated":
         yield {name: meter_from_inventory(inv.receiver(name).meter) for name in receivers}
         return
-    from harness.testbeds.clean import list_namespaces
+    from harness.upkeep.clean import list_namespaces
     from harness.testbeds.emulated import EmulatedTestbed
 
     tb = EmulatedTestbed(inv)
@@ -89,7 +89,7 @@ def _open_each(meters: dict[str, Meter]) -> dict[str, str]:
 
 
 InventoryOpt = Annotated[Path, typer.Option("--inventory", "-i", help="inventory file (inventory/*.yaml)")]
-ReceiverOpt = Annotated[Optional[list[str]], typer.Option("--receiver", "-r", help="only this receiver (repeatable)")]
+ReceiverOpt = Annotated[list[str] | None, typer.Option("--receiver", "-r", help="only this receiver (repeatable)")]
 
 
 @meters_app.command()
@@ -142,7 +142,7 @@ def record(
     out: Annotated[Path, typer.Option("--out", "-o", help="CSV file to write (one row per reading or fault)")],
     inventory: InventoryOpt = Path("inventory/emulated.yaml"),
     receiver: ReceiverOpt = None,
-    rate_hz: Annotated[Optional[float], typer.Option(help="poll rate (default: the devices' limit)")] = None,
+    rate_hz: Annotated[float | None, typer.Option(help="poll rate (default: the devices' limit)")] = None,
 ) -> None:
     """Record every meter's trace to a CSV file for ``--duration-s`` seconds, then print energies."""
     if duration_s <= 0:

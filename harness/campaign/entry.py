@@ -1,0 +1,166 @@
+"""One way into a campaign: parsed run options in, the campaign (or a dry run's plan) out.
+
+``mplab run`` parses its options into ``RunOptions`` and calls ``run_campaign``; nothing else of
+the campaign's making is the command's. The data go one way:
+
+    scenario file -> Scenario (model resolved, --speedup applied)
+                  -> Inventory (the file given, else the scenario's)
+                  -> plan (dry run: the plan and an estimate, nothing built)
+                  -> campaign (here, on K parallel copies, or on a Ray cluster)
+
+or, with ``resume``, the campaign directory -> the scenario and inventory in its manifest -> the
+samples without records. Every refusal (a bad option pair, a bad file, an unvalidated speed-up)
+comes before anything is built, as ``ConfigError`` (exit 2). Progress is the caller's
+(``RunHooks``); so is printing.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.campaign.campaign import RunHooks, build_control, dry_run_estimate_s, resume_campaign, start_campaign
+from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
+from harness.campaign.control import ControlFactory
+from harness.campaign.plan import SamplePlan, plan_campaign
+from harness.campaign.store import Campaign, check_campaign_id
+from harness.config.inventory import Inventory, load_inventory
+from harness.config.load import parse_model
+from harness.config.scenario import Scenario, load_scenario, scenario_inventory, with_model_resolved
+from harness.emulation.access import AccessKinds
+from harness.emulation.speedup import DEFAULT_TABLE, check_speedup, validated_speedup
+from harness.errors import ConfigError
+
+log = logging.getLogger("mplab.campaign")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `mplab run` was asked to do, parsed (the options keep their command-line names)."""
+
+    scenario: Path | None = None
+    inventory: Path | None = None
+    runs_dir: Path = Path("runs")
+    campaign_id: str | None = None
+    resume: Path | None = None
+    dry_run: bool = False
+    testbeds: int = 1
+    force: bool = False
+    cluster: str | None = None
+    shard_size: int | None = None
+    #: A number, or ``auto`` (the highest S ``speedup_table`` validated for the scenario's CCs).
+    speedup: str | None = None
+    speedup_table: Path = DEFAULT_TABLE
+    #: Real LTE access drivers and the controller's factory: the command line's to give (harness
+    #: never imports lte or the controller).
+    access_kinds: AccessKinds | None = None
+    control_factory: ControlFactory | None = None
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """A dry run's answer: the plan and its estimated wall time; nothing was built."""
+
+    scenario: Scenario
+    inventory: Inventory
+    plans: list[SamplePlan]
+    eta_s: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What ``run_campaign`` did: the campaign it ran (and its failed samples), or a dry run."""
+
+    campaign: Campaign | None = None
+    dry_run: DryRun | None = None
+    #: The campaign's records (every session's), and the ids of its samples that failed.
+    records: list[dict] = field(default_factory=list)
+    failed_samples: list[str] = field(default_factory=list)
+
+
+def run_campaign(options: RunOptions, hooks: RunHooks | None = None,
+                 note: Callable[[str], None] = log.info) -> Outcome:
+    """Start, resume or dry-run the campaign ``options`` describe; ``note`` hears what was decided on
+    the way (``--speedup auto``'s choice)."""
+    check_options(options)
+    if options.resume is not None:
+        return _finished(_resume(options, hooks))
+    scenario, inventory = read_inputs(options, note)
+    source = str(options.scenario)
+    if options.dry_run:
+        plans = plan_campaign(scenario, inventory, source)
+        control = build_control(scenario, source, options.control_factory)  # a model not covering it: refused
+        return Outcome(dry_run=DryRun(scenario, inventory, plans,
+                                      dry_run_estimate_s(plans, scenario, inventory, control)))
+    if options.cluster:
+        campaign = start_cluster_campaign(scenario, inventory, options.runs_dir, options.cluster,
+                                          campaign_id=options.campaign_id, scenario_source=source, hooks=hooks,
+                                          shard_size=options.shard_size, control_factory=options.control_factory)
+    else:
+        campaign = start_campaign(scenario, inventory, options.runs_dir, campaign_id=options.campaign_id,
+                                  scenario_source=source, hooks=hooks, testbeds=options.testbeds,
+                                  force=options.force, access_kinds=options.access_kinds,
+                                  control_factory=options.control_factory)
+    return _finished(campaign)
+
+
+def check_options(options: RunOptions) -> None:
+    """Refuse option pairs that cannot go together, before any file is read."""
+    if options.cluster and options.testbeds != 1:
+        raise ConfigError("--cluster runs one testbed per node's `testbed` resource; give --testbeds or --cluster")
+    if options.resume is not None:
+        if options.scenario is not None:
+            raise ConfigError("give either a scenario or --resume, not both")
+        if options.speedup is not None:
+            raise ConfigError("--resume runs at the speedup the campaign started with (its manifest); "
+                              "drop --speedup")
+    elif options.scenario is None:
+        raise ConfigError("missing scenario (e.g. `mplab run scenarios/quick.yaml`) or --resume CAMPAIGN")
+
+
+def read_inputs(options: RunOptions, note: Callable[[str], None] = log.info) -> tuple[Scenario, Inventory]:
+    """The scenario (its model resolved, ``--speedup`` in place of its own) and the inventory it runs on,
+    each read once; the speed-up checked against the inventory."""
+    assert options.scenario is not None  # check_options
+    if options.campaign_id is not None:
+        check_campaign_id(options.campaign_id)  # before any file is read or anything is built
+    scenario = with_model_resolved(load_scenario(options.scenario), options.scenario)
+    if options.speedup is not None:
+        scenario = with_speedup(scenario, speedup_value(options.speedup, scenario, options.speedup_table, note))
+    inventory = load_inventory(options.inventory or scenario_inventory(scenario, options.scenario))
+    check_speedup(inventory, scenario.speedup, policies=bool(scenario.policies))
+    return scenario, inventory
+
+
+def speedup_value(text: str, scenario: Scenario, table: Path, note: Callable[[str], None] = log.info) -> float:
+    """``--speedup``: a number, or ``auto`` (the validated S for the scenario's congestion controls)."""
+    if text != "auto":
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"--speedup {text!r}: give a number (1..64) or auto") from None
+    s, why = validated_speedup(scenario.congestion_controls, table)
+    note(f"--speedup auto: {s:g} ({why})")
+    return s
+
+
+def with_speedup(scenario: Scenario, speedup: float) -> Scenario:
+    """The scenario with ``--speedup`` in place of its own (validated as the scenario field is)."""
+    return parse_model(Scenario, {**scenario.model_dump(mode="json"), "speedup": speedup}, "--speedup")
+
+
+def _resume(options: RunOptions, hooks: RunHooks | None) -> Campaign:
+    assert options.resume is not None
+    if options.cluster:
+        return resume_cluster_campaign(options.resume, options.cluster, hooks=hooks, shard_size=options.shard_size,
+                                       control_factory=options.control_factory)
+    return resume_campaign(options.resume, hooks, testbeds=options.testbeds, force=options.force,
+                           access_kinds=options.access_kinds, control_factory=options.control_factory)
+
+
+def _finished(campaign: Campaign) -> Outcome:
+    """The campaign and the samples of it that failed (recorded with their reasons)."""
+    records = campaign.records()
+    failed = sorted({r["sample_id"] for r in records if r["sample_status"] != "ok"})
+    return Outcome(campaign=campaign, records=records, failed_samples=failed)
