@@ -330,11 +330,12 @@ class Setup2Control:
             why = meters.unsupported()
             if why is None:
                 return meters, None
-            log.warning("rate caps fall back to HTB on the gateways' ports: %s", why)
         else:
             why = f"{self.steering.name} steering has no rate caps"
         htb = gateway_caps(testbed)
         if htb is not None:
+            if self.steering.name == "openflow":
+                log.warning("rate caps fall back to HTB on the gateways' ports: %s", why)
             return htb, None
         why = f"{why}; {NO_LAB_HTB}"
         if self.capping():
