@@ -1,8 +1,9 @@
 """A receiver's LTE access on the emulated testbed: how its ``lte0`` gets to the eNB namespace.
 
 The default is the *emulated channel*: a veth pair from the eNB namespace (the testbed's
-``downlink_device``, ``rx<i>``) to the receiver (``lte0``), shaped by HTB and the radio loop. An inventory may instead ask for a real
-cell for one receiver (``interfaces.lte.real_cell``); that implementation lives in ``lte/``
+``downlink_device``, ``rx<i>``) to the receiver (``lte0``), shaped by HTB and the radio loop. An
+inventory may instead ask for a real cell for one receiver (``interfaces.lte.real_cell``); that
+implementation lives in ``lte/``
 (``lte.realcell``), which harness never imports: the CLI passes a registry of access kinds
 (``kind -> factory``) into the testbed. Without an entry for a kind, preflight says so.
 
