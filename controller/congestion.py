@@ -173,8 +173,9 @@ def lab_signal_gap(testbed: Testbed, steering_name: str) -> str | None:
 
 
 def signal_for(testbed: Testbed, steering) -> CongestionSignal:
-    """The one congestion source of this testbed (``PreflightError`` on a lab that has none)."""
-    if testbed.kind != "lab":
+    """The one congestion source of this testbed: its own queues where it reads them (``Testbed.reads_queues``),
+    else the lab switch's ports (``PreflightError`` when it has none)."""
+    if testbed.reads_queues:
         return QueueSignal(testbed)
     why = lab_signal_gap(testbed, steering.name)
     if why is not None:

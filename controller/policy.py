@@ -146,6 +146,12 @@ class Policy(Protocol):
     measures: int
     #: Whether its decisions carry per-path rate caps (a testbed that cannot cap refuses it up front).
     caps: ClassVar[bool]
+    #: Whether ``decide`` reads each path's transport state (RTT, loss, cwnd) measured while probing
+    #: (``ReceiverMeasurement.paths``); the controller reads them only for such a policy.
+    path_stats: ClassVar[bool]
+    #: Whether ``decide`` reads each network's congestion signal every epoch (``Context.occupancy``);
+    #: a testbed without a source for it refuses the policy up front.
+    reads_congestion: ClassVar[bool]
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
                measure: Measure | None = None) -> Outcome:
@@ -171,6 +177,8 @@ class Fixed:
     epoch_s: float | None = None
     probes: bool = False
     caps: ClassVar[bool] = False
+    path_stats: ClassVar[bool] = False
+    reads_congestion: ClassVar[bool] = False
     measures: int = 0
 
     def decide(self, measurements: Sequence[ReceiverMeasurement], ctx: Context,
@@ -193,6 +201,8 @@ class _Band:
     """
 
     caps: ClassVar[bool] = False
+    path_stats: ClassVar[bool] = False
+    reads_congestion: ClassVar[bool] = False
 
     band: float = 0.10
     base: str = "max"

@@ -76,9 +76,11 @@ class _Base:
     #: No scheme here asks for measurement windows beyond the probes (the dry run's estimate).
     measures: int = 0
     #: The controller reads RTT, loss and cwnd of the sender's subflows while probing.
-    path_stats: bool = False
+    path_stats: ClassVar[bool] = False
     #: Decisions carry per-path rate caps (EEMPTCP's split, MP-SDN's Tier-2 limits).
     caps: ClassVar[bool] = False
+    #: Reads each network's congestion signal every epoch (MP-SDN).
+    reads_congestion: ClassVar[bool] = False
 
     def _params(self) -> dict:
         return {"wifi_b": self.power["wifi"][0], "wifi_theta": self.power["wifi"][1],
@@ -124,7 +126,7 @@ class EsMptcp(_Base):
     p_floor: float = schemes.P_FLOOR
     w0: float = 10.0
     name: str = "es-mptcp"
-    path_stats: bool = True
+    path_stats: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.objective not in ("ratio", "difference") or self.time_mode not in ("rounds", "size"):
@@ -159,7 +161,7 @@ class EeMptcp(_Base):
     objective: str = "difference"
     energy_scale: float = 1.0
     name: str = "ee-mptcp"
-    path_stats: bool = True
+    path_stats: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.objective not in ("ratio", "difference") or self.energy_scale <= 0:

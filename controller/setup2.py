@@ -20,6 +20,7 @@ Probing energy is not in the receivers' energy (meters integrate over the transf
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import shutil
@@ -33,9 +34,10 @@ from harness.campaign.campaign import testbed_name
 from harness.campaign.control import PreparedSample
 from harness.errors import ConfigError, MplabError, PreflightError, TrafficError
 from harness.files import make_owned_temp_dir
-from harness.hosts.local import BackgroundProcess
+from harness.hosts.local import BackgroundProcess, Host
 from harness.campaign.plan import SamplePlan
 from harness.config.scenario import ControlSpec, Scenario
+from harness.config.switch import SwitchPorts
 from harness.testbeds.base import LossCounters, Testbed, loss_over
 from harness.upkeep.preflight import Check
 from harness.upkeep.ofprobe import switch_check
@@ -47,7 +49,7 @@ from controller.congestion import CongestionSignal, lab_signal_gap, signal_for
 from controller.measure import parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
-from controller.steering.caps import Caps, EgressCaps, HtbCaps, MeterCaps, caps_for, meter_shortfall
+from controller.steering.caps import Caps, EgressCaps, HtbCaps, MeterCaps, meter_shortfall
 
 log = logging.getLogger("mplab.controller")
 
@@ -69,36 +71,33 @@ def steered_receivers(testbed: Testbed) -> list[SteeredReceiver]:
             for name, node in testbed.nodes.items()]
 
 
-def gateway_caps(testbed: Testbed) -> HtbCaps | EgressCaps | None:
-    """Rate caps for an emulated testbed, where its channel shaping leaves room; None on other testbeds.
+def has_htb_root(host: Host, dev: str) -> bool:
+    """Whether ``dev`` on ``host`` has an HTB qdisc (``tc -j qdisc show``, read as JSON)."""
+    out = host.run(["tc", "-j", "qdisc", "show", "dev", dev]).stdout
+    try:
+        qdiscs = json.loads(out or "[]")
+        return any(q.get("kind") == "htb" for q in qdiscs)
+    except (json.JSONDecodeError, AttributeError, TypeError) as exc:
+        raise TrafficError(f"[{host.name}] cannot read `tc -j qdisc show dev {dev}` ({exc})") from None
 
-    Channels shaped on the sender's egress: caps on the AP's and eNB's devices towards each receiver
-    (``rx<i>``, *i* counting the inventory's receivers from 1, as ``EmulatedTestbed`` names them).
-    Channels shaped on those devices (an HTB root already there): caps on the sender's egress instead.
+
+def gateway_caps(testbed: Testbed) -> HtbCaps | EgressCaps | None:
+    """Rate caps where the testbed owns the gateways (``Testbed.gateway``) and their shaping leaves room;
+    None on a testbed without gateways of its own (a lab: its caps are the switch's meters).
+
+    Channels shaped on the sender's egress: caps on each gateway's device towards each receiver
+    (``Testbed.downlink_device``). Channels shaped on those devices (an HTB root already there): caps
+    on the sender's devices towards the gateways (``Testbed.sender_device``) instead.
     """
-    ap, enb = getattr(testbed, "ap", None), getattr(testbed, "enb", None)
-    if ap is None or enb is None or not testbed.nodes:
+    gateways = {r: testbed.gateway(r) for r in IFACES}
+    if not testbed.nodes or any(g is None for g in gateways.values()):
         return None
-    shaped_at_ap = '"kind":"htb"' in ap.run(["tc", "-j", "qdisc", "show", "dev", "rx1"]).stdout.replace(" ", "")
-    if shaped_at_ap:
-        return EgressCaps(testbed.sender, {"wifi": "to-ap", "lte": "to-enb"},
+    first = next(iter(testbed.nodes))
+    if has_htb_root(gateways["wifi"], testbed.downlink_device(first, "wifi")):
+        return EgressCaps(testbed.sender, {r: testbed.sender_device(r) for r in IFACES},
                           {name: {r: i.address for r, i in node.interfaces.items()}
                            for name, node in testbed.nodes.items()})
-    return HtbCaps({"wifi": ap, "lte": enb},
-                   {name: {"wifi": f"rx{i}", "lte": f"rx{i}"} for i, name in enumerate(testbed.nodes, start=1)})
-
-
-def network_capacity(testbed: Testbed) -> dict[str, float] | None:
-    """The AP's and the cell's shared capacity (Mbit/s): an emulated inventory's, or a lab's nominal ones
-    (``lab.switch.networks.<net>.capacity_mbit``, all networks or none); else None."""
-    inv = testbed.inventory
-    if inv.lab is not None and inv.lab.switch is not None and testbed.kind == "lab":
-        return inv.lab.switch.capacity_mbit()
-    emu = getattr(inv, "emulation", None)
-    try:
-        return {"wifi": float(emu.wifi_ap.capacity_mbit), "lte": float(emu.lte_cell.capacity_mbit)}
-    except AttributeError:
-        return None
+    return HtbCaps(gateways, {name: {r: testbed.downlink_device(name, r) for r in IFACES} for name in testbed.nodes})
 
 
 class EpochLoop:
@@ -169,11 +168,12 @@ def build_steering(name: str, testbed: Testbed) -> Steering:
     receivers = steered_receivers(testbed)
     cls = backend_class(name)
     if name == "nftables":
-        ap, enb = getattr(testbed, "ap", None), getattr(testbed, "enb", None)
-        if ap is None or enb is None:
-            raise PreflightError(f"nftables steering needs the AP and eNB as hosts (the emulated testbed's "
-                                 f"namespaces); a {testbed.kind} testbed steers with `openflow` or `host`")
-        return cls({"wifi": ap, "lte": enb}, receivers)
+        gateways = {r: testbed.gateway(r) for r in IFACES}
+        if any(g is None for g in gateways.values()):
+            raise PreflightError(f"nftables steering needs the AP and eNB as hosts of the testbed's own (the "
+                                 f"emulated testbed's namespaces); a {testbed.kind} testbed steers with `openflow` "
+                                 "or `host`")
+        return cls(gateways, receivers)
     if name == "host":
         return cls(receivers)
     raise PreflightError(f"openflow steering needs an Open vSwitch on the {testbed.kind} testbed's path, and "
@@ -181,19 +181,20 @@ def build_steering(name: str, testbed: Testbed) -> Steering:
                          "docs/controller.md)")
 
 
-def lab_switch(testbed: Testbed):
-    """The lab switch of a lab testbed's inventory (``PreflightError`` when the section is missing)."""
-    lab = testbed.inventory.lab
-    if lab is None or lab.switch is None:
+def lab_switch(testbed: Testbed) -> SwitchPorts:
+    """The switch the testbed names (``Testbed.lab_switch``; ``PreflightError`` when it names none)."""
+    sw = testbed.lab_switch
+    if sw is None:
         raise PreflightError(f"steering: openflow on lab {testbed.inventory.name!r} needs the inventory's lab.switch "
                              "section (listen: HOST:PORT where OVS listens, networks: {wifi: {up, down}, lte: "
                              "{up, down}}); see docs/lab.md")
-    return lab.switch
+    return sw
 
 
-#: Why a lab gets no HTB caps: the shaping qdiscs would go on machines mplab does not own.
-NO_LAB_HTB = ("on a lab mplab caps only with the switch's OpenFlow meters (no HTB on a lab switch, AP or eNB we "
-              "do not own)")
+#: Why a testbed without gateways of its own (a lab) gets no HTB caps: the shaping qdiscs would go on
+#: machines mplab does not own.
+NO_LAB_HTB = ("where the testbed owns no gateway (a lab) mplab caps only with the switch's OpenFlow meters (no HTB "
+              "on a lab switch, AP or eNB we do not own)")
 
 
 @dataclass
@@ -241,7 +242,7 @@ class Setup2Control:
 
     def capping(self) -> list[str]:
         """The policies whose decisions carry per-path rate caps."""
-        return [n for n, p in self.policies.items() if getattr(p, "caps", False)]
+        return [n for n, p in self.policies.items() if p.caps]
 
     # ------------------------------------------------------------ life cycle
 
@@ -255,8 +256,9 @@ class Setup2Control:
         return self._switch_checks(testbed) + self._congestion_checks(testbed)
 
     def _switch_checks(self, testbed: Testbed) -> list[Check]:
-        """On a lab with ``steering: openflow``: the switch section, the OpenFlow 1.3 handshake, meters for caps."""
-        if self.spec.steering != "openflow" or testbed.kind != "lab":
+        """With ``steering: openflow`` on a testbed that splices no switch of its own (a lab): the switch section,
+        the OpenFlow 1.3 handshake, meters for caps."""
+        if self.spec.steering != "openflow" or testbed.splices_switch:
             return []
         try:
             sw = lab_switch(testbed)
@@ -280,15 +282,16 @@ class Setup2Control:
 
     def congestion_readers(self) -> list[str]:
         """The policies that read each network's congestion signal every epoch (MP-SDN and its variant)."""
-        return [n for n, p in self.policies.items() if getattr(p, "reads_congestion", False)]
+        return [n for n, p in self.policies.items() if p.reads_congestion]
 
     def _congestion_checks(self, testbed: Testbed) -> list[Check]:
-        """On a lab: the congestion signal MP-SDN reads has a source (``controller.congestion``)."""
+        """Where the testbed does not read its own queues (a lab): the congestion signal MP-SDN reads has a
+        source (``controller.congestion``)."""
         readers = self.congestion_readers()
-        if testbed.kind != "lab" or not readers:
+        if testbed.reads_queues or not readers:
             return []
         why = lab_signal_gap(testbed, self.spec.steering)
-        caps = network_capacity(testbed) or {}
+        caps = testbed.network_capacity_mbit() or {}
         against = ", ".join(f"{net} {caps[net]:g}" for net in IFACES if net in caps)
         return [Check("controller", "congestion signal", why is None,
                       f"each network's down port on the lab switch against its capacity ({against} Mbit/s; "
@@ -302,13 +305,13 @@ class Setup2Control:
         self._receivers = steered_receivers(testbed)
         from controller.steering.openflow import OpenFlowSteering
 
-        if self.spec.steering == "openflow" and testbed.kind == "emulated":
+        if self.spec.steering == "openflow" and testbed.splices_switch:
             # A real OVS spliced into the sender's links, the os-ken app driving it.
             from controller.steering.ovs import splice_switch
 
             self._rig = splice_switch(testbed)
             self.steering = OpenFlowSteering.for_switch(self._rig, self._receivers)
-        elif self.spec.steering == "openflow" and testbed.kind == "lab":
+        elif self.spec.steering == "openflow":
             # The app runs here, where mplab runs, and connects to where the lab switch listens.
             sw = lab_switch(testbed)
             # Named with our pid: `mplab clean` removes it if we are killed outright.
@@ -317,15 +320,12 @@ class Setup2Control:
         else:
             self.steering = build_steering(self.spec.steering, testbed)
         self.steering.setup()
-        if testbed.kind == "lab":
-            self.caps, self._no_caps = self._lab_caps()
-        else:
-            # OpenFlow steering caps with meters on its switch; the others (or a switch without kbit/s
-            # drop meters, said in the log) with HTB on the gateways' ports.
-            self.caps = caps_for(self.steering, lambda: gateway_caps(testbed))
+        self.caps, self._no_caps = self._caps(testbed)
 
-    def _lab_caps(self) -> tuple[Caps | None, str | None]:
-        """Meters on the lab switch, or why there are no caps (refused now if a policy needs them)."""
+    def _caps(self, testbed: Testbed) -> tuple[Caps | None, str | None]:
+        """OpenFlow steering caps with meters on its switch; the others (or a switch without kbit/s drop
+        meters, said in the log) with HTB on the testbed's own gateways. Without either: why there are no
+        caps (refused now if a policy needs them)."""
         if self.steering.name == "openflow":
             meters = MeterCaps(self.steering)
             why = meters.unsupported()
@@ -333,9 +333,15 @@ class Setup2Control:
                 return meters, None
         else:
             why = f"{self.steering.name} steering has no rate caps"
+        htb = gateway_caps(testbed)
+        if htb is not None:
+            if self.steering.name == "openflow":
+                log.warning("rate caps fall back to HTB on the gateways' ports: %s", why)
+            return htb, None
         why = f"{why}; {NO_LAB_HTB}"
         if self.capping():
-            raise PreflightError(f"policies {self.capping()} cap per-path rates, and this lab cannot: {why}")
+            raise PreflightError(f"policies {self.capping()} cap per-path rates, and this {testbed.kind} testbed "
+                                 f"cannot: {why}")
         return None, why
 
     def teardown(self) -> None:
@@ -405,7 +411,7 @@ class Setup2Control:
         rxs = list(plan.receivers)
         probes: dict[str, dict[str, float]] = {rx: {} for rx in rxs}
         stats: dict[str, dict] = {rx: {} for rx in rxs}
-        want_stats = getattr(policy, "path_stats", False)
+        want_stats = policy.path_stats
         if policy.probes:
             for radio in IFACES:
                 got: dict[str, dict] = {}
@@ -419,7 +425,7 @@ class Setup2Control:
             return self.window(rxs, a, self.spec.measure_s)
 
         ctx = Context(cc=plan.cc, n_receivers=plan.n_receivers, file_bytes=self.file_bytes,
-                      capacity_mbit=network_capacity(self.testbed))
+                      capacity_mbit=self.testbed.network_capacity_mbit())
         measurements = [ReceiverMeasurement(rx, probes[rx], stats[rx]) for rx in rxs]
         outcome, latency_s = timed_decide(policy, measurements, ctx, measure)
         self.enforce(outcome.assignment)

@@ -110,7 +110,9 @@ def run(argv: list[str] | None = None) -> int:
               "`mplab run --resume runs/<campaign>`", file=sys.stderr)
         return EXIT_INTERRUPTED
     except usage_errors as exc:  # an unknown option or command, a missing or bad argument
-        if getattr(exc, "ctx", None) is None:  # click shows the usage only when it knows the command
+        # click's exceptions (a foreign type): its usage errors carry the command's context only when click
+        # got as far as a command; it shows the usage only then.
+        if getattr(exc, "ctx", None) is None:
             print("Usage: mplab [OPTIONS] COMMAND [ARGS]...\nTry 'mplab -h' (or 'mplab COMMAND -h') for help.",
                   file=sys.stderr)
         exc.show()

@@ -24,8 +24,8 @@ PAYLOAD_SHARE = 1448 / 1514
 
 def gateway_tx_bytes(tb, receiver: str, radio: str) -> int:
     """Bytes the gateway (AP for wifi, eNB for lte) transmitted towards ``receiver`` so far."""
-    gw = tb.ap if radio == "wifi" else tb.enb
-    dev = f"rx{list(tb.nodes).index(receiver) + 1}"
+    gw = tb.gateway(radio)
+    dev = tb.downlink_device(receiver, radio)
     out = gw.run(["ip", "-j", "-s", "link", "show", "dev", dev]).stdout
     return parse_link_stats(out, f"{radio} gateway")[dev].tx_bytes
 

@@ -307,7 +307,7 @@ class MeterCaps(CapTable):
 def caps_for(steering, fallback: Callable[[], Caps | None]) -> Caps | None:
     """The cap enforcer for a steering backend: OpenFlow meters when it is OpenFlow steering and its
     switch offers kbit/s drop meters, else ``fallback()`` (HTB where the testbed leaves room), saying why."""
-    if getattr(steering, "name", None) == "openflow":
+    if steering.name == "openflow":
         meters = MeterCaps(steering)
         why = meters.unsupported()
         if why is None:

@@ -19,11 +19,15 @@ import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import PreflightError
-from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
+from harness.hosts.local import BackgroundProcess, Host, NamespaceHost
 from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, route_add_argv, veth_argv
 from harness.hosts.ready import wait_until
+
+if TYPE_CHECKING:
+    from harness.testbeds.emulated import EmulatedTestbed
 
 log = logging.getLogger("mplab.controller.ovs")
 
@@ -144,7 +148,7 @@ class SpliceRig:
         shutil.rmtree(self.switch.state_dir, ignore_errors=True)
 
 
-def splice_switch(tb, listen_port: int = 6653, listen_address: str | None = "127.0.0.1") -> SpliceRig:
+def splice_switch(tb: EmulatedTestbed, listen_port: int = 6653, listen_address: str | None = "127.0.0.1") -> SpliceRig:
     """Put a real OVS bridge between the sender and the AP / eNB of a running EmulatedTestbed.
 
     The gateway end of each sender link moves into a switch namespace ``<prefix>sw`` and becomes
@@ -152,7 +156,7 @@ def splice_switch(tb, listen_port: int = 6653, listen_address: str | None = "127
     controller installs flows (fail-secure). OVS listens for its controller on ``listen_address``
     in that namespace (None: on every address, for a controller outside it, as on a lab).
     """
-    root = tb.root if hasattr(tb, "root") else LocalHost("root")
+    root = tb.root
     ns = f"{tb.prefix}sw"
     root.run(netns_add_argv(ns))
     sw = NamespaceHost("sw", ns)
@@ -161,7 +165,8 @@ def splice_switch(tb, listen_port: int = 6653, listen_address: str | None = "127
     try:
         sw.run(link_up_argv("lo"))
         ports: dict[str, int] = {}
-        for radio, gw, sub in (("wifi", tb.ap, "10.0.1"), ("lte", tb.enb, "10.0.2")):
+        for radio, sub in (("wifi", "10.0.1"), ("lte", "10.0.2")):
+            gw = tb.gateway(radio)
             up, down = rig.ports[radio]
             # The gateway's end of the sender link moves into the switch (its address goes with it).
             gw.run(["ip", "link", "set", "dev", "to-snd", "netns", ns])
@@ -174,8 +179,8 @@ def splice_switch(tb, listen_port: int = 6653, listen_address: str | None = "127
                 h.run(link_up_argv(dev))
             gw.run(route_add_argv(f"{tb.server_address}/32", via=f"{sub}.1"))
             ports[f"s-{radio}-up"], ports[f"s-{radio}-dn"] = up, down
-        tb.sender.run(tx_csum_off_argv("to-ap"))
-        tb.sender.run(tx_csum_off_argv("to-enb"))
+        for radio in ("wifi", "lte"):
+            tb.sender.run(tx_csum_off_argv(tb.sender_device(radio)))
         rig.switch.start()
         rig.switch.add_bridge(rig.bridge, ports, listen_port, listen_address)
     except BaseException:

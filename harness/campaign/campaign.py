@@ -27,8 +27,6 @@ from harness.config.load import digest_model, parse_model
 from harness.errors import ConfigError, DiskFull, Interrupted, MeterError, PreflightError, StoreError, is_disk_full
 from harness.config.inventory import RADIOS, Inventory
 from harness.files import atomic_write
-from harness.upkeep import claim as claims
-from harness.upkeep.clean import clean_prefix
 from harness.meters.recorder import Recorder, TraceWriter
 from harness.campaign.plan import SamplePlan, plan_campaign
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
@@ -53,9 +51,8 @@ def preflight_or_raise(testbed: Testbed, ccs: dict[str, CongestionControl],
     """Run the testbed's preflight, and the controller's on it; raise ``PreflightError`` listing every
     essential failure with its fix."""
     checks = testbed.preflight(list(ccs.values()))
-    control_preflight = getattr(control, "preflight", None)
-    if control_preflight is not None:
-        checks += control_preflight(testbed)
+    if control is not None:
+        checks += control.preflight(testbed)
     bad = failed_essentials(checks)
     if bad:
         lines = [f"  - [{c.host}] {c.name}: {c.detail}" + (f"  (fix: {c.fix})" if c.fix else "") for c in bad]
@@ -64,8 +61,9 @@ def preflight_or_raise(testbed: Testbed, ccs: dict[str, CongestionControl],
 
 
 def describe_testbed(testbed: Testbed) -> dict:
-    """The testbed section of the manifest: kind, meters, hosts, and the power profile if emulated."""
-    probe = getattr(testbed, "root", testbed.sender)
+    """The testbed section of the manifest: kind, meters, hosts, where energy comes from, and the emulation
+    settings, LTE access and clock offsets where the testbed has them."""
+    probe = testbed.probe_host
     inv = testbed.inventory
     out = {
         "kind": testbed.kind,
@@ -81,15 +79,13 @@ def describe_testbed(testbed: Testbed) -> dict:
         out["iperf3"] = {"version": testbed.sender_iperf3.version, "mptcp_mode": testbed.sender_iperf3.mptcp_mode}
     if inv.emulation:
         out["emulation"] = inv.emulation.model_dump(mode="json")
-        out["energy_source"] = "emulated: power model driven by real interface byte counters, read through the UM25C protocol"
-    else:
-        out["energy_source"] = "measured"
-    access = getattr(testbed, "lte_access", None)
-    if access:
-        out["lte_access"] = {name: a.describe() for name, a in access.items()}
-    offsets = getattr(testbed, "clock_offsets_s", None)
+    out["energy_source"] = testbed.energy_note()
+    lte = testbed.lte_paths()
+    if lte:
+        out["lte_access"] = lte
+    offsets = testbed.clock_offsets()
     if offsets is not None:
-        out["clock_offsets_s"] = dict(offsets)  # measured at preflight, per SSH host
+        out["clock_offsets_s"] = offsets  # measured at preflight, per SSH host
     return out
 
 
@@ -129,15 +125,16 @@ def build_controls(scenario: Scenario, source: str, factory: ControlFactory | No
 def describe_controls(controls: list[SampleControl], where: str) -> dict:
     """The manifest's ``control`` section: the controller (every copy's is built from the same scenario),
     and that each testbed (``where``: which ones) has its own."""
-    out = metadata.safely("control", getattr(controls[0], "describe", dict))
+    out = metadata.safely("control", controls[0].describe)
     if isinstance(out, dict):
         out = {**out, "instances": f"one per testbed ({where})"}
     return out
 
 
 def testbed_name(testbed: Testbed) -> str:
-    """How records and sessions name a testbed: an emulated one's namespace prefix, a lab's inventory name."""
-    return getattr(testbed, "prefix", None) or testbed.inventory.name
+    """How records and sessions name a testbed (``Testbed.name``: an emulated one's namespace prefix, a lab's
+    inventory name)."""
+    return testbed.name
 
 
 def build_testbeds(inventory: Inventory, k: int, force: bool,
@@ -275,7 +272,7 @@ def pending_plans(campaign: Campaign, scenario: Scenario, inventory: Inventory) 
 def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:
     """Remove what testbed copies of earlier sessions left (a killed K=2 run resumed with K=1)."""
     sessions = campaign.path / "sessions.jsonl"
-    if not sessions.exists() or beds[0].kind != "emulated":
+    if not sessions.exists() or not beds[0].has_sessions:
         return
     now = {testbed_name(t) for t in beds}
     earlier: set[str] = set()
@@ -284,11 +281,10 @@ def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:
             earlier.update(json.loads(line).get("testbeds") or [])
         except json.JSONDecodeError:
             continue
-    for prefix in sorted(earlier - now):
-        if prefix.startswith("mplab-") and claims.held_by_other(prefix) is None:  # never a live testbed
-            removed = clean_prefix(prefix, nested=False)
-            if removed:
-                log.warning("%s: removed what testbed %s left: %s", campaign.id, prefix, ", ".join(removed))
+    for name in sorted(earlier - now):
+        removed = beds[0].clean_stale(name)  # never a live testbed
+        if removed:
+            log.warning("%s: removed what testbed %s left: %s", campaign.id, name, ", ".join(removed))
 
 
 @contextlib.contextmanager

@@ -51,8 +51,12 @@ class SampleControl(Protocol):
 
     def preflight(self, testbed: Testbed) -> list[Check]:
         """What the controller needs of ``testbed`` (e.g. a lab switch that speaks OpenFlow 1.3), checked with
-        the testbed's preflight before anything is set up; no side effects. Optional: a control without it
-        adds no checks."""
+        the testbed's preflight before anything is set up; no side effects. A control that needs nothing
+        special returns []."""
+        ...
+
+    def describe(self) -> dict:
+        """The manifest's ``control`` section (policies, steering, model); no side effects."""
         ...
 
     def setup(self, testbed: Testbed) -> None:

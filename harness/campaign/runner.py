@@ -588,7 +588,7 @@ class Runner:
             meter_readings=e.n_readings if e else 0,
             meter_counter_j=(e.counter_wh * 3600 * s if e and e.counter_wh is not None else None),
             meter_kind=node.meter_kind,
-            energy_source="emulated" if tb.kind == "emulated" else "measured",
+            energy_source=tb.energy_source,
             testbed_kind=tb.kind,
             testbed=self.testbed_name,
             kernel=self.meta.get("kernel"),
@@ -599,7 +599,7 @@ class Runner:
             mplab_version=harness.__version__,
             power_profile=self.meta.get("power_profile"),
             speedup=s,
-            lte_access=(a.kind if (a := getattr(tb, "lte_access", {}).get(o.receiver)) else None),
-            lte_attach_s=a.describe().get("attach_s") if a else None,
+            lte_access=(a["kind"] if (a := tb.lte_paths().get(o.receiver)) else None),
+            lte_attach_s=a.get("attach_s") if a else None,
             **{k: o.control.get(k) for k in CONTROL_FIELDS},
         ).to_json()

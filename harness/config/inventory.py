@@ -25,6 +25,19 @@ MAX_RATE_MBIT = 100_000.0
 MAX_MW = 1_000_000.0
 MAX_BAUD = 4_000_000
 
+#: Inventory kind -> the sections it is checked against: "emulated" (an emulation section, channels,
+#: emulated meters) or "lab" (real machines). A testbed kind registered at run time
+#: (``harness.testbeds.kinds.register_testbed``) adds its kind here through ``register_inventory_kind``.
+INVENTORY_KINDS: dict[str, Literal["emulated", "lab"]] = {"emulated": "emulated", "lab": "lab"}
+
+
+def register_inventory_kind(kind: str, schema: str) -> None:
+    """Accept inventories of ``kind``, checked as ``schema`` ("emulated" or "lab") inventories are."""
+    if schema not in ("emulated", "lab"):
+        raise ValueError(f"inventory kind {kind!r}: schema must be 'emulated' or 'lab', not {schema!r}")
+    INVENTORY_KINDS[kind] = schema  # type: ignore[assignment]
+
+
 #: The two radios of a receiver. Interface modes are built from these.
 Radio = Literal["wifi", "lte"]
 RADIOS: tuple[Radio, ...] = ("wifi", "lte")
@@ -334,7 +347,7 @@ class Inventory(Strict):
     """Everything a testbed consists of."""
 
     schema_version: Literal[1] = 1
-    kind: Literal["emulated", "lab"]
+    kind: str = Field(description="the testbed kind: emulated, lab, or a kind a testbed driver registered")
     name: str
     sender: Sender
     receivers: list[Receiver] = Field(min_length=1)
@@ -342,6 +355,18 @@ class Inventory(Strict):
     lab: Lab | None = None
     lte: Lte | None = Field(default=None, description="the lab's LTE cell: srsRAN eNodeB and Open5GS EPC")
     wifi: Wifi | None = Field(default=None, description="the lab's WiFi access points")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in INVENTORY_KINDS:
+            raise ValueError(f"unknown testbed kind {kind!r} (known: {', '.join(INVENTORY_KINDS)})")
+        return kind
+
+    @property
+    def schema_kind(self) -> Literal["emulated", "lab"]:
+        """The sections this inventory is checked against (``INVENTORY_KINDS``)."""
+        return INVENTORY_KINDS[self.kind]
 
     @model_validator(mode="after")
     def _consistent(self) -> Inventory:
@@ -351,7 +376,7 @@ class Inventory(Strict):
             raise ValueError(f"receiver names must be unique, repeated: {dup}")
         if self.sender.name in names:
             raise ValueError(f"sender name {self.sender.name!r} is also a receiver name")
-        if self.kind == "emulated":
+        if self.schema_kind == "emulated":
             if self.emulation is None:
                 raise ValueError("an emulated inventory needs an 'emulation' section")
             for r in self.receivers:
@@ -369,7 +394,7 @@ class Inventory(Strict):
             if len(cells) > 1:
                 raise ValueError(f"receivers {cells} ask for a real_cell: a ZMQ cell carries exactly one UE "
                                  "(srsRAN 4G ZeroMQ app note), so at most one receiver per testbed can have one")
-        if self.kind == "lab":
+        if self.schema_kind == "lab":
             self._check_lab(names)
         if self.lte is not None:
             check_lte(self)
@@ -381,6 +406,9 @@ class Inventory(Strict):
         # What is wrong on any lab inventory. What a *sweep* needs besides (SSH targets, interface
         # addresses) is checked by ``lab_gaps`` when a LabTestbed is built, so that a partial inventory
         # still serves meters-only commands before the machines are reachable.
+        if self.emulation is not None:
+            raise ValueError("an 'emulation' section on a lab inventory: emulation settings describe an "
+                             "emulated testbed (the lab's radios and meters are real)")
         for r in self.receivers:
             for radio, intf in r.interfaces.items():
                 if intf.channel is not None:

@@ -257,6 +257,8 @@ def parse_yaml_lines(text: str, source: str) -> tuple[object, dict[tuple, int]]:
         node = yaml.compose(text, Loader=_Loader)
         data = _Loader(text).get_single_data() if node is not None else None
     except yaml.YAMLError as exc:
+        # PyYAML's own types: only a MarkedYAMLError (most, not all, of its errors) carries a position and
+        # a problem, so the attributes are looked up on the foreign exception rather than assumed.
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
         problem = str(getattr(exc, "problem", None) or exc)

@@ -34,7 +34,7 @@ def receiver_hosts(inv: Inventory) -> dict[str, Host]:
     """A Host per receiver (``ConfigError`` naming a lab receiver without an SSH target)."""
     out = {}
     for r in inv.receivers:
-        if inv.kind == "lab" and r.ssh is None:
+        if inv.emulation is None and r.ssh is None:  # real machines (no emulated section) are reached over SSH
             raise ConfigError(f"receiver {r.name}: no ssh section, so mplab cannot reach it",
                               field=f"receivers.{r.name}.ssh")
         out[r.name] = host_for(inv, r.name)

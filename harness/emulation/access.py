@@ -1,8 +1,9 @@
 """A receiver's LTE access on the emulated testbed: how its ``lte0`` gets to the eNB namespace.
 
-The default is the *emulated channel*: a veth pair from the eNB namespace (``rx<i>``) to the
-receiver (``lte0``), shaped by HTB and the radio loop. An inventory may instead ask for a real
-cell for one receiver (``interfaces.lte.real_cell``); that implementation lives in ``lte/``
+The default is the *emulated channel*: a veth pair from the eNB namespace (the testbed's
+``downlink_device``, ``rx<i>``) to the receiver (``lte0``), shaped by HTB and the radio loop. An
+inventory may instead ask for a real cell for one receiver (``interfaces.lte.real_cell``); that
+implementation lives in ``lte/``
 (``lte.realcell``), which harness never imports: the CLI passes a registry of access kinds
 (``kind -> factory``) into the testbed. Without an entry for a kind, preflight says so.
 
@@ -31,7 +32,7 @@ class LteLink:
     """Where one receiver's LTE path goes: the eNB side and the receiver side of it."""
 
     receiver: str
-    #: the receiver's index (1-based): its eNB-side device is ``rx<index>``
+    #: the receiver's index (1-based): its addresses are 10.20.<index>.x
     index: int
     enb: Host
     enb_netns: str
@@ -44,6 +45,8 @@ class LteLink:
     gateway: str
     #: a per-testbed scratch directory (files, logs) that teardown removes
     state_dir: Path
+    #: the eNB-side device towards the receiver (``Testbed.downlink_device``: ``rx<index>`` on the emulated testbed)
+    enb_device: str = ""
 
 
 class LteAccess(Protocol):
@@ -91,7 +94,7 @@ class EmulatedChannel:
         return []
 
     def up(self, link: LteLink) -> None:
-        dev = f"rx{link.index}"
+        dev = link.enb_device
         self.root.run(veth_argv(dev, link.enb_netns, link.ifname, link.receiver_netns))
         link.enb.run(addr_add_argv(dev, f"{link.gateway}/24"))
         link.enb.run(link_up_argv(dev))

@@ -1,17 +1,44 @@
-"""The Testbed seam: a sender Host, receiver Nodes, and what the runner asks of them.
+"""The Testbed seam: a sender Host, receiver Nodes, and what the runner and the controller ask of them.
 
 ``EmulatedTestbed`` (``harness.testbeds.emulated``) builds namespaces from an emulated
-inventory; a lab testbed checks and configures real machines over SSH. The runner
-only uses what is defined here, so one runner drives both.
+inventory; a lab testbed checks and configures real machines over SSH. The runner and the
+controller only use what is defined here, so one runner drives every kind.
+
+Life cycle: ``build`` (from an inventory, nothing touched), ``claim`` (what must be held
+exclusively), ``preflight`` (checks, no side effects), ``setup`` (per campaign), then per
+sample ``check_health``, ``ensure_servers``, ``apply_cc``, ``counters`` around the transfer,
+``skip_tails``; and ``teardown`` (idempotent, reverse order).
+
+Capabilities: what differs between kinds is *declared* here with a default, and each kind
+overrides what it offers; callers never probe attributes or compare kind names.
+
+- ``name``: how records and sessions name the testbed (default: the inventory's name).
+- ``probe_host``: where host facts and the kernel flavour are read (default: the sender).
+- ``energy_source``: ``measured`` (real meters) or ``emulated`` (a power model), and
+  ``energy_note()``, the manifest's sentence about it.
+- ``lte_paths()``: per receiver, what its LTE path is (``harness.emulation.access``: its kind,
+  an attach time), empty when the testbed does not build LTE paths itself.
+- ``clock_offsets()``: per host, the clock offset measured at preflight (None: one clock).
+- ``gateway(radio)``, ``downlink_device(receiver, radio)``, ``sender_device(radio)``: the host
+  that shapes a radio's downlinks and its device towards each receiver, and the sender's
+  device towards that host, where the testbed owns them (None: not ours, e.g. a lab's AP).
+- ``reads_queues``: ``qdisc_stats`` reads the shaping queues (a congestion signal source).
+- ``radio_loss_counters()``: where packet-loss counters live (None: nowhere of ours).
+- ``lab_switch`` / ``splices_switch``: the OpenFlow switch the inventory names, or whether
+  the testbed can splice its own OVS into the sender's links.
+- ``network_capacity_mbit()``: each access network's shared capacity when known.
+- ``has_sessions``: the testbed leaves state under its name that a later session may clean
+  (``clean_stale``).
 """
 from __future__ import annotations
 
 import json
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from harness.cc import CongestionControl
 from harness.errors import CommandError, TrafficError
@@ -20,6 +47,7 @@ from harness.config.inventory import RADIOS, Inventory
 from harness.meters.base import Meter
 from harness.hosts.netcmd import sysctl_argv
 from harness.hosts.ready import wait_until
+from harness.config.switch import SwitchPorts
 from harness.traffic import Iperf3
 from harness.upkeep.preflight import Check
 
@@ -160,11 +188,24 @@ def parallel(fn: Callable, items: Sequence, max_workers: int = 16) -> list:
 class Testbed(ABC):
     """A sender and receivers that the runner can drive."""
 
-    #: "emulated" or "lab", recorded in every record.
-    kind: str
+    #: The inventory kind this class drives ("emulated", "lab", or a registered one), recorded in every record.
+    kind: ClassVar[str]
+    #: Which inventory sections the kind reads: "emulated" (an emulation section, channels, emulated
+    #: meters) or "lab" (machines over SSH) (``harness.config.inventory.INVENTORY_KINDS``).
+    inventory_schema: ClassVar[str] = "lab"
     #: How much faster than real time the testbed runs (``harness.emulation.speedup``); records are
     #: written in testbed (real) time. Real radios and meters run at 1.
     speedup: float = 1.0
+    #: Where receivers' energy comes from: "measured" (real meters) or "emulated" (a power model).
+    energy_source: ClassVar[str] = "measured"
+    #: Whether ``qdisc_stats`` reads the queues of the testbed's own shaping points (a congestion signal).
+    reads_queues: ClassVar[bool] = False
+    #: Whether the testbed can splice an Open vSwitch of its own into the sender's links (OpenFlow steering
+    #: without a switch named in the inventory). The splice works on the emulated topology
+    #: (``controller.steering.ovs.splice_switch``): only ``EmulatedTestbed`` and kinds built on it say True.
+    splices_switch: ClassVar[bool] = False
+    #: Whether the testbed leaves state under its ``name`` that a later session can remove (``clean_stale``).
+    has_sessions: ClassVar[bool] = False
 
     def __init__(self, inventory: Inventory) -> None:
         self.inventory = inventory
@@ -174,6 +215,68 @@ class Testbed(ABC):
         self.sender_iperf3: Iperf3 | None = None
         #: iperf3 server per receiver on the sender, started by ``ensure_servers``.
         self._servers: dict[str, BackgroundProcess] = {}
+
+    @classmethod
+    def build(cls, inventory: Inventory, access_kinds: Mapping[str, Any] | None = None,
+              speedup: float = 1.0) -> Testbed:
+        """The testbed of ``inventory`` (nothing touched yet). ``access_kinds``: real LTE access drivers for
+        kinds that build LTE paths (``harness.emulation.access.AccessKinds``: that module builds on this one,
+        so the type is named, not imported); ``speedup``: faster than real time, for kinds whose radios are a model
+        (``harness.emulation.speedup`` refuses it where they are not). The default takes neither."""
+        return cls(inventory)
+
+    # ------------------------------------------------------------ capabilities
+
+    @property
+    def name(self) -> str:
+        """How records, sessions and parallel copies name this testbed."""
+        return self.inventory.name
+
+    @property
+    def probe_host(self) -> Host:
+        """Where host facts (kernel, tools) and the kernel flavour are read for the manifest."""
+        return self.sender
+
+    def energy_note(self) -> str:
+        """The manifest's ``energy_source``: where the receivers' energy comes from, in words."""
+        return self.energy_source
+
+    def lte_paths(self) -> dict[str, dict]:
+        """Per receiver, what its LTE path is (``kind``, and e.g. ``attach_s`` for a real cell), for records
+        and the manifest; empty when the testbed does not build LTE paths itself (a lab's are its own)."""
+        return {}
+
+    def clock_offsets(self) -> dict[str, float | None] | None:
+        """Per host, its clock's offset to the orchestrator measured at preflight; None: one clock for all."""
+        return None
+
+    def gateway(self, radio: str) -> Host | None:
+        """The host that shapes and forwards ``radio``'s downlinks when the testbed owns it (None: not ours)."""
+        return None
+
+    def downlink_device(self, receiver: str, radio: str) -> str | None:
+        """The device on ``gateway(radio)`` towards ``receiver`` (None without a gateway of ours)."""
+        return None
+
+    def sender_device(self, radio: str) -> str | None:
+        """The sender's device towards ``gateway(radio)`` (None without a gateway of ours)."""
+        return None
+
+    @property
+    def lab_switch(self) -> SwitchPorts | None:
+        """The OpenFlow switch between the sender and the access networks that the inventory names."""
+        return self.inventory.lab.switch if self.inventory.lab is not None else None
+
+    def network_capacity_mbit(self) -> dict[str, float] | None:
+        """Each access network's shared capacity (Mbit/s) when the testbed knows it: the lab switch's
+        nominal ones (all networks or none) by default."""
+        sw = self.lab_switch
+        return sw.capacity_mbit() if sw is not None else None
+
+    def clean_stale(self, name: str) -> list[str]:
+        """Remove what a copy of this kind named ``name`` left (an earlier session's copy that is gone
+        now); what was removed. Only for kinds with ``has_sessions``; never touches a live testbed."""
+        return []
 
     # ------------------------------------------------------------ life cycle
 

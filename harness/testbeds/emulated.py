@@ -74,11 +74,16 @@ class EmulatedTestbed(Testbed):
     """Namespaces, veths, HTB, MPTCP endpoints, iperf3 servers and emulated meters, built from an inventory."""
 
     kind = "emulated"
+    inventory_schema = "emulated"
+    energy_source = "emulated"
+    reads_queues = True
+    splices_switch = True
+    has_sessions = True
 
     def __init__(self, inventory: Inventory, root: Host | None = None, access_kinds: AccessKinds | None = None,
                  speedup: float = 1.0) -> None:
-        if inventory.kind != "emulated" or inventory.emulation is None:
-            raise MplabError(f"inventory {inventory.name!r} is not an emulated testbed")
+        if inventory.emulation is None:
+            raise MplabError(f"inventory {inventory.name!r} has no emulation section: it is not an emulated testbed")
         check_speedup(inventory, speedup)
         # Built from the scaled inventory (harness.emulation.speedup): rates x S, times / S.
         super().__init__(scale_inventory(inventory, speedup))
@@ -94,6 +99,8 @@ class EmulatedTestbed(Testbed):
         self.ap = NamespaceHost("ap", self.ns["ap"])
         self.enb = NamespaceHost("enb", self.ns["enb"])
         self.server_address = str(inventory.sender.address)
+        #: Receiver name -> its index *i* (from 1): its addresses are 10.10.<i>.2 and 10.20.<i>.2.
+        self.index = {rx.name: i for i, rx in enumerate(inventory.receivers, start=1)}
         for i, rx in enumerate(inventory.receivers, start=1):
             self.ns[rx.name] = f"{p}{rx.name}"
             intfs = {
@@ -112,6 +119,51 @@ class EmulatedTestbed(Testbed):
         self._ccs: list[CongestionControl] = []
         self._up = False
         self._claim: claims.PrefixClaim | None = None
+
+    @classmethod
+    def build(cls, inventory: Inventory, access_kinds: AccessKinds | None = None,
+              speedup: float = 1.0) -> EmulatedTestbed:
+        return cls(inventory, access_kinds=access_kinds, speedup=speedup)
+
+    # ------------------------------------------------------------ capabilities
+
+    @property
+    def name(self) -> str:
+        """The namespace prefix: unique among the testbeds live on this machine."""
+        return self.prefix
+
+    @property
+    def probe_host(self) -> Host:
+        """The machine itself (the namespaces share its kernel)."""
+        return self.root
+
+    def energy_note(self) -> str:
+        return "emulated: power model driven by real interface byte counters, read through the UM25C protocol"
+
+    def lte_paths(self) -> dict[str, dict]:
+        """Each receiver's LTE access: the emulated channel or a real cell (``harness.emulation.access``)."""
+        return {name: access.describe() for name, access in self.lte_access.items()}
+
+    def gateway(self, radio: str) -> Host:
+        """The AP's namespace for ``wifi``, the eNB's for ``lte``."""
+        return {"wifi": self.ap, "lte": self.enb}[radio]
+
+    def downlink_device(self, receiver: str, radio: str) -> str:
+        """``rx<i>`` in the AP's and in the eNB's namespace (*i*: the receiver's index)."""
+        return f"rx{self.index[receiver]}"
+
+    def sender_device(self, radio: str) -> str:
+        return {"wifi": "to-ap", "lte": "to-enb"}[radio]
+
+    def network_capacity_mbit(self) -> dict[str, float]:
+        """The inventory's AP and cell capacities."""
+        return {"wifi": float(self.emu.wifi_ap.capacity_mbit), "lte": float(self.emu.lte_cell.capacity_mbit)}
+
+    def clean_stale(self, name: str) -> list[str]:
+        """Remove what the copy with namespace prefix ``name`` left, unless a live testbed holds it."""
+        if not name.startswith("mplab-") or claims.held_by_other(name) is not None:
+            return []
+        return clean_prefix(name, self.root, nested=False)
 
     # ------------------------------------------------------------ the prefix
 
@@ -203,36 +255,38 @@ class EmulatedTestbed(Testbed):
         for h in hosts.values():
             h.run(link_up_argv("lo"))
         # Sender side links.
-        root.run(veth_argv("to-ap", ns["snd"], "to-snd", ns["ap"]))
-        root.run(veth_argv("to-enb", ns["snd"], "to-snd", ns["enb"]))
+        to_ap, to_enb = self.sender_device("wifi"), self.sender_device("lte")
+        root.run(veth_argv(to_ap, ns["snd"], "to-snd", ns["ap"]))
+        root.run(veth_argv(to_enb, ns["snd"], "to-snd", ns["enb"]))
         snd, ap, enb = self.sender, self.ap, self.enb
         snd.run(addr_add_argv("lo", f"{self.server_address}/32"))
-        snd.run(addr_add_argv("to-ap", "10.0.1.1/24"))
-        snd.run(addr_add_argv("to-enb", "10.0.2.1/24"))
+        snd.run(addr_add_argv(to_ap, "10.0.1.1/24"))
+        snd.run(addr_add_argv(to_enb, "10.0.2.1/24"))
         ap.run(addr_add_argv("to-snd", "10.0.1.2/24"))
         enb.run(addr_add_argv("to-snd", "10.0.2.2/24"))
-        for h, dev in ((snd, "to-ap"), (snd, "to-enb"), (ap, "to-snd"), (enb, "to-snd")):
+        for h, dev in ((snd, to_ap), (snd, to_enb), (ap, "to-snd"), (enb, "to-snd")):
             h.run(link_up_argv(dev))
         for h in (ap, enb):
             h.run(sysctl_argv("net.ipv4.ip_forward", 1))
             h.run(route_add_argv(f"{self.server_address}/32", via="10.0.1.1" if h is ap else "10.0.2.1"))
         snd.run(route_add_argv("10.10.0.0/16", via="10.0.1.2"))
         snd.run(route_add_argv("10.20.0.0/16", via="10.0.2.2"))
-        for dev in ("to-ap", "to-enb"):
+        for dev in (to_ap, to_enb):
             snd.run(offloads_off_argv(dev))
         snd.run(mptcp_limits_argv(8, 8))
         # Receivers.
         for i, (name, node) in enumerate(self.nodes.items(), start=1):
             wifi, lte = node.interfaces["wifi"], node.interfaces["lte"]
-            root.run(veth_argv(f"rx{i}", ns["ap"], wifi.name, ns[name]))
-            ap.run(addr_add_argv(f"rx{i}", f"10.10.{i}.1/24"))
-            ap.run(link_up_argv(f"rx{i}"))
+            dev = self.downlink_device(name, "wifi")
+            root.run(veth_argv(dev, ns["ap"], wifi.name, ns[name]))
+            ap.run(addr_add_argv(dev, f"10.10.{i}.1/24"))
+            ap.run(link_up_argv(dev))
             h = node.host
             h.run(addr_add_argv(wifi.name, f"{wifi.address}/24"))
             h.run(link_up_argv(wifi.name))
             access = self.lte_access[name]
             access.up(LteLink(name, i, enb, ns["enb"], ns[name], h, lte.name, lte.address, f"10.20.{i}.1",
-                              self.state_dir))
+                              self.state_dir, self.downlink_device(name, "lte")))
             if access.shaped:  # a real cell's tun arrives with its address, up
                 h.run(addr_add_argv(lte.name, f"{lte.address}/24"))
                 h.run(link_up_argv(lte.name))
@@ -244,18 +298,19 @@ class EmulatedTestbed(Testbed):
             h.run(mptcp_limits_argv(2, 2))
             h.run(mptcp_endpoint_argv(lte.address, lte.name, ("subflow",)))
         # Downlink shaping where the radios queue: per receiver, on the AP's and the eNB's device towards it.
-        for i, rx in enumerate(self.inventory.receivers, start=1):
+        for rx in self.inventory.receivers:
             for host, radio in ((ap, "wifi"), (enb, "lte")):
                 if not self.shaped(rx.name, radio):
                     continue
                 ch = rx.interfaces[radio].channel
-                host.run(offloads_off_argv(f"rx{i}"))
+                dev = self.downlink_device(rx.name, radio)
+                host.run(offloads_off_argv(dev))
                 net = self.access_network(radio)
-                for argv in radio_qdisc_argvs(f"rx{i}", min(ch.rate_mbit, net.capacity(1)), ch.buffer_bytes):
+                for argv in radio_qdisc_argvs(dev, min(ch.rate_mbit, net.capacity(1)), ch.buffer_bytes):
                     host.run(argv)
         for host, radio in ((ap, "wifi"), (enb, "lte")):
-            losses = [(f"rx{i}", rx.interfaces[radio].channel.loss_pct)
-                      for i, rx in enumerate(self.inventory.receivers, start=1) if self.shaped(rx.name, radio)]
+            losses = [(self.downlink_device(rx.name, radio), rx.interfaces[radio].channel.loss_pct)
+                      for rx in self.inventory.receivers if self.shaped(rx.name, radio)]
             for argv in radio_loss_argvs(losses):
                 host.run(argv)
 
@@ -273,12 +328,12 @@ class EmulatedTestbed(Testbed):
 
     def link_config(self) -> LinkConfig:
         """What the radio loop runs with."""
-        rxs = list(enumerate(self.inventory.receivers, start=1))
+        rxs = self.inventory.receivers
         return LinkConfig(
             namespaces={"wifi": self.ns["ap"], "lte": self.ns["enb"]},
             networks={r: self.access_network(r) for r in ("wifi", "lte")},
-            stations={r: {rx.name: (f"rx{i}", rx.interfaces[r].channel.rate_mbit) for i, rx in rxs
-                          if self.shaped(rx.name, r)} for r in ("wifi", "lte")},
+            stations={r: {rx.name: (self.downlink_device(rx.name, r), rx.interfaces[r].channel.rate_mbit)
+                          for rx in rxs if self.shaped(rx.name, r)} for r in ("wifi", "lte")},
             coexistence_factor=self.emu.coexistence, hz=self.emu.radio_loop_hz,
             hold_s=LinkConfig.hold_s / self.speedup)
 
@@ -374,7 +429,7 @@ class EmulatedTestbed(Testbed):
         """
         out: dict[str, dict[str, LossCounters]] = {rx.name: {} for rx in self.inventory.receivers}
         for host, radio in ((self.ap, "wifi"), (self.enb, "lte")):
-            devs = {f"rx{i}": rx.name for i, rx in enumerate(self.inventory.receivers, start=1)
+            devs = {self.downlink_device(rx.name, radio): rx.name for rx in self.inventory.receivers
                     if self.shaped(rx.name, radio)}
             if not devs:
                 continue
@@ -438,7 +493,7 @@ class EmulatedTestbed(Testbed):
 
     def _repair_node(self, name: str) -> list[Repair]:
         node = self.nodes[name]
-        i = list(self.nodes).index(name) + 1
+        i = self.index[name]
         return [Repair(name, msg) for msg in repair_receiver(node.host, i, node.interfaces["wifi"],
                                                              node.interfaces["lte"], self.REPAIR_S)]
 

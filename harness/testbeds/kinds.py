@@ -1,15 +1,17 @@
 """Which Testbed class an inventory kind builds, and what a built testbed runs on.
 
 ``TESTBEDS`` is the one registry (inventory ``kind`` -> class), written out here; a new kind
-of testbed is one module with a ``Testbed`` subclass and one line below. Planning, running
-and recording a campaign on the testbed is ``harness.campaign``'s job.
+of testbed is one module with a ``Testbed`` subclass (declaring its capabilities, see
+``harness.testbeds.base``) and one line: below, or ``register_testbed(kind, cls)`` at run time
+(a plug-in, a test), which also makes ``kind`` a valid inventory kind. Planning, running and
+recording a campaign on the testbed is ``harness.campaign``'s job.
 """
 from __future__ import annotations
 
 import logging
 
 from harness.cc import kernel_flavour
-from harness.config.inventory import Inventory
+from harness.config.inventory import Inventory, register_inventory_kind
 from harness.errors import MplabError, PreflightError
 from harness.emulation.access import AccessKinds
 from harness.testbeds.base import Testbed
@@ -21,6 +23,17 @@ log = logging.getLogger("mplab.testbeds")
 
 #: Inventory kind -> Testbed class.
 TESTBEDS: dict[str, type[Testbed]] = {"emulated": EmulatedTestbed, "lab": LabTestbed}
+
+
+def register_testbed(kind: str, cls: type[Testbed]) -> None:
+    """Drive inventories of ``kind`` with ``cls`` (its sections as ``cls.inventory_schema`` says).
+
+    Refuses to replace a registered kind with another class (two drivers for one kind would make
+    which one runs depend on import order)."""
+    if TESTBEDS.get(kind, cls) is not cls:
+        raise ValueError(f"testbed kind {kind!r} is already driven by {TESTBEDS[kind].__name__}")
+    register_inventory_kind(kind, cls.inventory_schema)
+    TESTBEDS[kind] = cls
 
 
 def build_testbed(inventory: Inventory, access_kinds: AccessKinds | None = None, speedup: float = 1.0) -> Testbed:
@@ -36,14 +49,12 @@ def build_testbed(inventory: Inventory, access_kinds: AccessKinds | None = None,
     except KeyError:
         raise PreflightError(f"no testbed driver for inventory kind {inventory.kind!r} in this version "
                              f"(available: {', '.join(TESTBEDS)})") from None
-    if cls is EmulatedTestbed:
-        return EmulatedTestbed(inventory, access_kinds=access_kinds, speedup=speedup)
-    return cls(inventory)
+    return cls.build(inventory, access_kinds, speedup)
 
 
 def testbed_flavour(testbed: Testbed) -> str:
     """The kernel flavour of the testbed's sender (mptcp.org or upstream)."""
-    probe = getattr(testbed, "root", testbed.sender)
+    probe = testbed.probe_host
     try:
         return kernel_flavour(probe)
     except MplabError as exc:

@@ -53,8 +53,9 @@ class LabTestbed(Testbed):
     def __init__(self, inventory: Inventory, hosts: dict[str, Host] | None = None) -> None:
         """Build hosts from ``inventory`` (``hosts`` may supply some by name, e.g. tests' namespace hosts)."""
         super().__init__(inventory)
-        if inventory.kind != "lab":
-            raise MplabError(f"inventory {inventory.name!r} is not a lab inventory")
+        if inventory.emulation is not None:
+            raise MplabError(f"inventory {inventory.name!r} has an emulation section: it describes an emulated "
+                             "testbed, not a lab")
         gaps = inventory.lab_gaps()
         if gaps:
             raise ConfigError(f"inventory {inventory.name!r} cannot drive a lab sweep: " + "; ".join(gaps))
@@ -75,6 +76,10 @@ class LabTestbed(Testbed):
         self._ser2net: dict[str, BackgroundProcess] = {}
         self._saved_cc: dict[str, str] = {}
         self._secrets: Secrets | None = None
+
+    def clock_offsets(self) -> dict[str, float | None]:
+        """Per host, measured at preflight and again at set-up."""
+        return dict(self.clock_offsets_s)
 
     @property
     def secrets(self) -> Secrets | None:

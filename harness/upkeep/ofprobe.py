@@ -115,6 +115,7 @@ def parse(buf: bytes):
 
 def hello_versions(msg) -> tuple[int, ...]:
     """The versions a parsed HELLO offers: its bitmap if it has one, else every version up to its header's."""
+    # os-ken's parsed HELLO has ``elements`` only when the peer sent any (a foreign class we do not declare).
     for element in getattr(msg, "elements", None) or []:
         if element.type == OFPHET_VERSIONBITMAP:
             return tuple(sorted(element.versions))

@@ -44,7 +44,7 @@ def reachable(host: Host, timeout_s: float = 10.0) -> Check:
     """Can we run a command there at all?"""
     try:
         host.run(["true"], timeout=timeout_s)
-        return Check(host.name, "reachable", True, getattr(host, "kind", ""))
+        return Check(host.name, "reachable", True, host.kind)
     except MplabError as exc:
         fix = ("check that the machine is up and on the management network, and its ssh section "
                "(address, user, key_file, known_hosts)") if host.kind == "ssh" else "set up the testbed first"

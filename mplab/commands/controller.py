@@ -341,7 +341,7 @@ def serve_target(spec: Path | None, inventory: Path | None):
         sw = load_yaml_model(SwitchSpec, spec)
         return sw, sw.steered()
     inv = load_inventory(inventory)
-    if inv.kind != "lab" or inv.lab is None or inv.lab.switch is None:
+    if inv.lab is None or inv.lab.switch is None:  # (an emulated inventory with lab.switch is refused when read)
         raise ConfigError("no lab.switch section (listen: HOST:PORT, networks: {wifi: {up, down}, lte: {up, down}})",
                           source=str(inventory), field="lab.switch")
     missing = [f"receivers.{r.name}.interfaces.{n}.address" for r in inv.receivers

@@ -43,7 +43,7 @@ def _select(inv: Inventory, receivers: list[str] | None) -> list[str]:
 @contextlib.contextmanager
 def inventory_meters(inv: Inventory, receivers: list[str]) -> Iterator[dict[str, Meter]]:
     """Unopened meters of ``receivers``, with the emulated testbed's devices up while the block runs."""
-    if inv.kind != "emulated":
+    if inv.emulation is None:  # real meters: nothing to bring up
         yield {name: meter_from_inventory(inv.receiver(name).meter) for name in receivers}
         return
     from harness.upkeep.clean import list_namespaces
