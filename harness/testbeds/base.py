@@ -29,6 +29,8 @@ overrides what it offers; callers never probe attributes or compare kind names.
 - ``network_capacity_mbit()``: each access network's shared capacity when known.
 - ``has_sessions``: the testbed leaves state under its name that a later session may clean
   (``clean_stale``).
+- ``host_groups()``, ``runs_here``, ``disconnect()``: what ``mplab preflight`` checks (a group of
+  hosts alone; this machine's kernel too) and lets go of afterwards.
 """
 from __future__ import annotations
 
@@ -277,6 +279,19 @@ class Testbed(ABC):
         """Remove what a copy of this kind named ``name`` left (an earlier session's copy that is gone
         now); what was removed. Only for kinds with ``has_sessions``; never touches a live testbed."""
         return []
+
+    def host_groups(self) -> dict[str, list[str]]:
+        """Named groups of hosts that ``preflight(ccs, only=...)`` can check alone (a lab's
+        ``lab.groups``); none by default."""
+        return {}
+
+    #: The testbed is built on this machine, so this machine's kernel is the testbed's kernel:
+    #: ``mplab preflight`` adds this machine's kernel checks (the emulated kind).
+    runs_here: ClassVar[bool] = False
+
+    def disconnect(self) -> None:  # noqa: B027 - optional hook: a kind that opens nothing keeps it empty
+        """Let go of what building and checking opened (connections), leaving alone anything a live
+        campaign set up under the same names (an emulated testbed's namespaces)."""
 
     # ------------------------------------------------------------ life cycle
 

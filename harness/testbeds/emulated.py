@@ -76,6 +76,7 @@ class EmulatedTestbed(Testbed):
     kind = "emulated"
     inventory_schema = "emulated"
     energy_source = "emulated"
+    runs_here = True
     reads_queues = True
     splices_switch = True
     has_sessions = True

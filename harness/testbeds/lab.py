@@ -272,6 +272,13 @@ class LabTestbed(Testbed):
         reading path loss falls back to the sender's retransmission ratio on a lab."""
         return None
 
+    def host_groups(self) -> dict[str, list[str]]:
+        return dict(self.inventory.lab.groups) if self.inventory.lab else {}
+
+    def disconnect(self) -> None:
+        """Close the SSH connections; teardown only undoes what this object did (after a preflight: nothing)."""
+        self.teardown()
+
     # ------------------------------------------------------------ teardown
 
     def teardown(self) -> None:

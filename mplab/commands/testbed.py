@@ -21,7 +21,6 @@ from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
 from harness.hosts.local import LocalHost
 from harness.config.inventory import load_inventory
-from harness.testbeds.lab import LabTestbed
 from harness.upkeep.preflight import kernel_checks
 from harness.config.scenario import load_scenario, scenario_inventory
 from harness.upkeep.preflight import Check, failed_essentials
@@ -59,28 +58,24 @@ def preflight(
     try:
         ccs = (list(resolve_ccs(sc, testbed).values()) if sc else
                [resolve(name, testbed_flavour(testbed)) for name in (cc or ["cubic"])])
-        if isinstance(testbed, LabTestbed):
-            only = None
-            if group is not None:
-                groups = inv.lab.groups if inv.lab else {}
-                if group not in groups:
-                    raise ConfigError(f"no group {group!r} (groups: {', '.join(groups) or 'none'})",
-                                      source=str(inv_path), field="lab.groups")
-                only = groups[group]
-            checks = testbed.preflight(ccs, only=only)
-            # the LTE cell's versions on its hosts, by the rule `lte up` applies (lte registers it: see mplab.cli)
-            lte_checks = obj.get("lte_preflight") if isinstance(obj, dict) else None
-            if inv.lte is not None and lte_checks is not None and only is None:
-                checks += lte_checks(inv)
-        else:
-            if group is not None:
-                raise ConfigError("--group applies to lab inventories only")
-            checks = testbed.preflight(ccs)
-            if all(c.ok for c in checks if c.name == "kernel MPTCP"):
-                checks += kernel_checks(LocalHost("root"))
+        only = None
+        if group is not None:
+            groups = testbed.host_groups()
+            if not groups and inv.lab is None:
+                raise ConfigError("--group applies to testbeds with host groups (lab inventories' lab.groups)")
+            if group not in groups:
+                raise ConfigError(f"no group {group!r} (groups: {', '.join(groups) or 'none'})",
+                                  source=str(inv_path), field="lab.groups")
+            only = groups[group]
+        checks = testbed.preflight(ccs) if only is None else testbed.preflight(ccs, only=only)
+        # the LTE cell's versions on its hosts, by the rule `lte up` applies (lte registers it: see mplab.cli)
+        lte_checks = obj.get("lte_preflight") if isinstance(obj, dict) else None
+        if inv.lte is not None and lte_checks is not None and only is None:
+            checks += lte_checks(inv)
+        if testbed.runs_here and all(c.ok for c in checks if c.name == "kernel MPTCP"):
+            checks += kernel_checks(LocalHost("root"))
     finally:
-        if isinstance(testbed, LabTestbed):
-            testbed.teardown()  # closes connections; nothing was started
+        testbed.disconnect()  # closes connections; nothing was started
     console.print(checks_table(checks, f"preflight: {inv.name} ({inv.kind})"))
     bad = failed_essentials(checks)
     if bad:
