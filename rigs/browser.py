@@ -12,7 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: Debian's Chromium binary (``/usr/bin/chromium`` is a shell wrapper around it) and the flags every rig
+#: launches it with: one place for both, so the report's and watch's browser tests run the same browser.
 CHROMIUM = Path("/usr/lib/chromium/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run"]
 WIDTH, HEIGHT = 1280, 900
 
 # Tables wider than their box (or the window): the heading (h3/h2) above each, and by how many pixels.
@@ -73,7 +77,7 @@ def open_in_chromium(page_path: Path, screenshot: Path, shots: dict[str, Path] |
 
     res = PageCheck()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
             page.on("console", lambda m: res.console_errors.append(f"console {m.type}: {m.text}")

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run"]
-REPO = Path(__file__).resolve().parents[2]
+from rigs.browser import CHROMIUM, CHROMIUM_ARGS
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass

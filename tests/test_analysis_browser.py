@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from analysis_fixtures import paper_campaign, quick_slice, schemes_campaign
 
 from analysis.report import build_report
-from rigs.browser import CHROMIUM, open_in_chromium
+from rigs.browser import CHROMIUM, CHROMIUM_ARGS, open_in_chromium
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
@@ -47,8 +47,7 @@ def test_schemes_section_renders_its_tables_and_figure(report, tmp_path):
     from PIL import Image
 
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                    args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto((report / "index.html").resolve().as_uri(), wait_until="load", timeout=60_000)
