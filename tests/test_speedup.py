@@ -115,3 +115,26 @@ def test_auto_takes_the_lowest_validated_speedup_of_the_scenarios_ccs_and_1_for_
     table.write_text("{")
     with pytest.raises(ConfigError, match="not a bench/speedup.py table"):
         validated_speedup(["cubic"], table)
+
+
+def test_auto_never_picks_an_s_that_failed_nor_one_above_it(tmp_path):
+    """A control's climb stops at the first S where any of its cells failed, in any run of a merged table,
+    even if a higher S held; an S not tested for it is passed over; the table's "highest" is not trusted."""
+    from harness.testbeds.speedup import highest_holding, validated_speedup
+
+    def cell(holds: bool) -> dict:
+        return {"holds": holds}
+
+    cells = {"emulated loss 0% s2": {"olia-n5-both": cell(True), "cubic-n5-both": cell(True)},
+             "emulated loss 0% s4": {"cubic-n1-wifi": cell(True)},
+             "paper-lab loss 1% s8": {"olia-n8-lte": cell(False), "cubic-n8-lte": cell(True)},
+             "emulated loss 0% s8": {"olia-n5-both": cell(True), "cubic-n5-both": cell(False)},
+             "emulated loss 0% s16": {"olia-n5-both": cell(True), "cubic-n5-both": cell(True)}}
+    assert highest_holding(cells, ["olia", "cubic", "balia"]) == {"olia": 2.0, "cubic": 4.0, "balia": 1.0}
+    table = tmp_path / "speedup.json"
+    table.write_text(json.dumps({"cells": cells, "highest": {"olia": 16, "cubic": 16}}))  # a stale summary
+    assert validated_speedup(["olia"], table)[0] == 2
+    assert validated_speedup(["cubic"], table)[0] == 4
+    s, why = validated_speedup(["cubic", "wvegas"], table)
+    assert s == 1 and "wvegas not validated" in why
+

@@ -103,6 +103,34 @@ def scale_inventory(inventory: Inventory, s: float) -> Inventory:
     return inventory.model_copy(update={"receivers": receivers, "emulation": scaled_emu})
 
 
+def _speedup_of(key: str) -> float:
+    """The S of a table key (``"emulated loss 0% s8"``)."""
+    return float(key.rsplit(" s", 1)[1])
+
+
+def highest_holding(results: dict, ccs: list[str]) -> dict[str, float]:
+    """Per congestion control: the highest S whose every cell held, at that S and every lower S tested.
+
+    ``results`` maps ``"<inventory> loss <pct>% s<S>"`` to cells (``"<cc>-n<count>-<mode>"``) with a
+    ``holds`` verdict, as ``bench/speedup.py`` writes them. Over every run in it (merged tables too),
+    an S at which any of a control's cells failed, in any inventory or loss setting, stops the climb:
+    ``auto`` never picks it nor anything above it.
+    """
+    best = {}
+    for cc in ccs:
+        ok = 1.0
+        for s in sorted({_speedup_of(k) for k in results}):
+            cells = [row for key, rows in results.items() if _speedup_of(key) == s
+                     for cell, row in rows.items() if cell.startswith(f"{cc}-")]
+            if not cells:
+                continue  # not tested at this S: the next tested S decides
+            if not all(r["holds"] for r in cells):
+                break
+            ok = s
+        best[cc] = ok
+    return best
+
+
 def validated_speedup(ccs: list[str], table: Path) -> tuple[float, str]:
     """The highest S that held for every one of ``ccs`` in a ``bench/speedup.py`` table, and why.
 
@@ -110,7 +138,11 @@ def validated_speedup(ccs: list[str], table: Path) -> tuple[float, str]:
     unreadable table is a ``ConfigError`` naming it (run ``bench/speedup.py --out FILE``).
     """
     try:
-        highest = json.loads(table.read_text())["highest"]
+        doc = json.loads(table.read_text())
+        # Judged again from the cells when the table has them: a hand-edited "highest" cannot pick an S that failed.
+        highest = (highest_holding(doc["cells"], sorted({c.split("-")[0] for rows in doc["cells"].values()
+                                                          for c in rows}))
+                   if "cells" in doc else doc["highest"])
     except FileNotFoundError:
         raise ConfigError(f"no validation table at {table}: run `uv run python bench/speedup.py --out {table}` "
                           "on this machine first, or give a number", field="speedup") from None
