@@ -3,7 +3,10 @@
 Run as root on a machine with kernel MPTCP and iperf3 (`make bpf` for the coupled algorithms):
 
     uv run python bench/speedup.py [--inventory emulated|paper-lab] [--receivers 1,3,9] [--modes wifi,lte,both]
-        [--ccs cubic,lia] [--speedups 1,4,8,16] [--runs 3] [--file-size 6M] [--loss 0,1] [--out FILE]
+        [--ccs cubic,lia] [--speedups 1,4,8,16] [--runs 3] [--file-size 6M] [--loss 0,1] [--out FILE [--merge]]
+
+A grid too long for one run is split across runs with ``--merge`` (each run has its own S = 1 baseline;
+the table keeps every run's cells, arguments and machine figures, the 1-minute load among them).
 
 For each inventory, loss setting and S, one campaign (``start_campaign``, the real runner) runs every
 cell (receiver count x mode x congestion control) ``--runs`` times, shuffled with one seed. Per cell and
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -34,6 +38,8 @@ from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
 from harness.config.scenario import Scenario
 from harness.upkeep.clean import clean_prefix
+
+from harness.emulation.speedup import highest_holding
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,11 +67,13 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
                                 "modes": args.modes, "samples_per_case": args.runs, "file_size": args.file_size,
                                 "transfer_timeout_s": 600, "retries": 1, "seed": 11, "speedup": s}, "bench")
     t0 = time.monotonic()
+    load_before = os.getloadavg()[0]
     try:
         c = start_campaign(sc, inv, runs, campaign_id=f"{inv_name}-l{loss:g}-s{s:g}")
     finally:
         clean_prefix(prefix)
     wall = time.monotonic() - t0
+    load = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
     cells: dict[str, dict] = {}
     by_sample: dict[str, list[dict]] = {}
     for r in c.records():
@@ -82,7 +90,7 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
             cell["energy_j"].append(sum(r["energy_j"] for r in recs))
     itf = (c.manifest.get("interference") or [{}])[-1]
     rate = [t["rate_ratio_mean"] for t in (itf.get("testbeds") or {}).values() if t.get("rate_ratio_mean")]
-    return {"wall_s": round(wall, 1), "cells": cells, "cpu_busy_mean": itf.get("cpu_busy_mean"),
+    return {"wall_s": round(wall, 1), "cells": cells, "load_1m": load, "cpu_busy_mean": itf.get("cpu_busy_mean"),
             "cpu_busy_max": itf.get("cpu_busy_max"), "rate_ratio": min(rate) if rate else None}
 
 
@@ -120,19 +128,12 @@ def compare(base: dict, other: dict) -> dict[str, dict]:
     return out
 
 
-def highest_holding(results: dict, ccs: list[str], speedups: list[float]) -> dict[str, float]:
-    """Per congestion control: the highest S whose every cell (and every lower S's) held."""
-    best = {}
-    for cc in ccs:
-        ok = 1.0
-        for s in sorted(x for x in speedups if x > 1):
-            cells = [row for key, rows in results.items() if key.endswith(f"s{s:g}")
-                     for cell, row in rows.items() if cell.startswith(f"{cc}-")]
-            if not cells or not all(r["holds"] for r in cells):
-                break
-            ok = s
-        best[cc] = ok
-    return best
+def merge(old: dict, results: dict, machine: dict) -> tuple[dict, dict]:
+    """An earlier table's cells and machine figures with this run's added (this run's win per cell)."""
+    cells = {k: dict(v) for k, v in old.get("cells", {}).items()}
+    for key, rows in results.items():
+        cells.setdefault(key, {}).update(rows)
+    return cells, {**old.get("machine", {}), **machine}
 
 
 def main() -> int:
@@ -147,6 +148,8 @@ def main() -> int:
     ap.add_argument("--loss", default="0", help="comma list of loss_pct on every channel")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     ap.add_argument("--keep", type=Path, default=None, help="keep the campaigns here (default: a scratch dir)")
+    ap.add_argument("--merge", action="store_true",
+                    help="add this run's cells to those already in --out (a grid split across runs)")
     args = ap.parse_args()
     args.receivers = [int(x) for x in args.receivers.split(",")]
     args.modes = args.modes.split(",")
@@ -161,7 +164,8 @@ def main() -> int:
                 runs = {s: one_campaign(inv_name, loss, s, args, Path(tmp)) for s in speedups}
                 for s, res in runs.items():
                     key = f"{inv_name} loss {loss:g}% s{s:g}"
-                    machine[key] = {k: res[k] for k in ("wall_s", "cpu_busy_mean", "cpu_busy_max", "rate_ratio")}
+                    machine[key] = {k: res[k] for k in ("wall_s", "load_1m", "cpu_busy_mean", "cpu_busy_max",
+                                                        "rate_ratio")}
                     print(f"{key}: {machine[key]}", flush=True)
                     if s > 1:
                         results[key] = compare(runs[1.0], res)
@@ -170,14 +174,19 @@ def main() -> int:
         for cell, row in sorted(rows.items()):
             print(f"{key:34} {cell:18} {row['mbit_ratio'] or float('nan'):8.3f} "
                   f"{row['energy_ratio'] or float('nan'):8.3f}  {'yes' if row['holds'] else 'no: ' + row['why']}")
-    best = highest_holding(results, args.ccs, speedups)
+    this_run = {k: v for k, v in vars(args).items() if k not in ("out", "merge")}
+    runs_args = [this_run]
+    if args.merge and args.out and args.out.exists():
+        old = json.loads(args.out.read_text())
+        results, machine = merge(old, results, machine)
+        runs_args = old.get("runs", [old.get("args", {})]) + runs_args
+    ccs = sorted({cell.split("-")[0] for rows in results.values() for cell in rows} | set(args.ccs))
+    best = highest_holding(results, ccs)
     print("\nhighest S that holds, per congestion control:", best)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"tolerance": TOLERANCE, "args": {k: v for k, v in vars(args).items()
-                                                                          if k != "out"},
-                                        "machine": machine, "cells": results, "highest": best}, indent=1,
-                                       default=str) + "\n")
+        args.out.write_text(json.dumps({"tolerance": TOLERANCE, "runs": runs_args, "machine": machine,
+                                        "cells": results, "highest": best}, indent=1, default=str) + "\n")
     return 0
 
 

@@ -10,7 +10,8 @@ from meter_devices import DeviceProcess, default_profile
 from harness.config.inventory import RadioPower
 from harness.meters.base import Reading
 from harness.meters.drivers import open_meter
-from harness.meters.recorder import Recorder, TraceWriter, integrate
+from harness.meters.recorder import Recorder, TraceWriter, integrate, integrate_means
+from harness.emulation.speedup import METER_HZ, POLL_CAP_HZ, scale_profile
 
 
 def _r(t: float, w: float) -> Reading:
@@ -41,6 +42,73 @@ def test_a_meter_restored_just_after_the_window_starts_is_not_flagged_with_its_o
     assert gap == pytest.approx(0.1)
     _, _, gap = integrate(before + after(t0 + 2.0), t0, t0 + 3.0)
     assert gap == pytest.approx(2.0)
+
+
+def test_integrate_means_holds_each_mean_over_its_interval_and_cuts_it_at_the_edges():
+    # an integrating device: 2 W over (0, 1], 4 W over (1, 2], 1 W over (2, 4]
+    rs = [_r(0.0, 9.0), _r(1.0, 2.0), _r(2.0, 4.0), _r(4.0, 1.0)]
+    e, n, gap = integrate_means(rs, 0.5, 3.0)
+    assert e == pytest.approx(0.5 * 2.0 + 4.0 + 1.0)  # the first reading's own value (9 W) is no interval's
+    assert n == 2 and gap == pytest.approx(1.0)
+    # a reading that comes late (the recorder starved): its mean covers the stretch, and the gap says so
+    _, _, gap = integrate_means([_r(0.0, 1.0), _r(0.1, 1.0), _r(2.1, 1.0), _r(2.2, 1.0)], 0.05, 2.15)
+    assert gap == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="do not cover"):
+        integrate_means(rs, -1.0, 3.0)
+
+
+def _speedup_transfer_j(tmp_path, s: float, rate_hz: float) -> tuple[float, tuple, dict]:
+    """One scripted WiFi + LTE transfer worth 2 s in testbed time, on a device at speed-up ``s``, polled at
+    ``rate_hz`` with readings pinned at its start and end as the runner pins them; its energy in testbed
+    time (J x S), the flags, and the recorder's stats."""
+    profile = scale_profile(default_profile(), s)
+    start = time.time() + 2.0  # the device is up by then
+    end = start + 2.0 / s
+    script = [[start, {"lte": 12.0 * s, "wifi": 20.0 * s}], [end, {"lte": 0.0, "wifi": 0.0}]]
+    with DeviceProcess(tmp_path, f"s{s:g}", profile=profile, script=script, noise_ma=0.2, noise_mv=1.0) as dev:
+        meter = open_meter("emulated-um25c", dev.link, rate_hz=rate_hz)
+        meter.open()
+        with Recorder({"n1": meter}) as rec:
+            time.sleep(max(0.0, start - time.time()))
+            rec.poll_now()
+            time.sleep(max(0.0, end - time.time()))
+            rec.poll_now()
+            time.sleep(0.3)
+            assert rec.wait_covered(end)
+            e = rec.energy("n1", start, end)
+            stats = rec.stats()["n1"]
+    return e.energy_j * s, e.flags, stats
+
+
+def test_energy_at_speedup_8_with_capped_polls_is_the_energy_at_1(tmp_path):
+    """The recorder polls at POLL_CAP_HZ at S = 8 (not 80 Hz): the same transfer's energy must still be the
+    S = 1 energy. Point readings at the capped rate, or no pinned edges, lose 2-4 % (measured): the device
+    answers its mean since the last poll, and the edges are pinned."""
+    e1, flags1, _ = _speedup_transfer_j(tmp_path, 1, METER_HZ)
+    e8, flags8, stats8 = _speedup_transfer_j(tmp_path, 8, POLL_CAP_HZ)
+    assert flags1 == () and flags8 == ()
+    assert e8 == pytest.approx(e1, rel=0.01)
+    assert stats8["rate_hz"] <= 1.5 * POLL_CAP_HZ  # capped: 8 x 10 Hz would be 80
+
+
+def test_a_silent_integrating_meter_at_the_capped_rate_is_still_flagged(tmp_path):
+    """An interval mean after a stretch without readings carries the stretch's energy, but the window is
+    still flagged: a gap is judged against the poll period, whatever the reading says."""
+    with DeviceProcess(tmp_path, profile=default_profile(base_w=2.0)) as dev:
+        meter = open_meter("emulated-um25c", dev.link, timeout_s=0.3, rate_hz=POLL_CAP_HZ)
+        meter.open()
+        with Recorder({"n1": meter}) as rec:
+            t0 = rec.wait_first()
+            time.sleep(0.3)
+            dev.set_fault("silent")
+            time.sleep(0.6)
+            dev.set_fault("ok")
+            time.sleep(0.5)
+            t1 = time.time()
+            assert rec.wait_covered(t1)
+            e = rec.energy("n1", t0, t1)
+    assert any(f.startswith("meter-gap") for f in e.flags), e.flags
+    assert any(f.startswith("meter-fault") for f in e.flags), e.flags
 
 
 def test_integrate_refuses_a_window_the_readings_do_not_cover():

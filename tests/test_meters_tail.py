@@ -133,3 +133,25 @@ def test_queued_bytes_reads_a_real_tc_dump_and_refuses_what_it_cannot_read():
     assert queued_bytes({"ap": drained, "enb": drained}) == 0
     assert queued_bytes({}) == 0  # nothing to measure (a lab): nothing to wait for
     assert queued_bytes({"ap": "error: tc failed"}) is None
+
+
+def test_testbed_keeps_the_answers_of_the_devices_that_answered(tmp_path, monkeypatch):
+    """One dead device must not lose the others' answers: their tails are already dropped, so without
+    the answer their skipped energy would be missing from the record."""
+    from conftest import small_inventory
+
+    from harness.testbeds.emulated import EmulatedTestbed
+
+    tb = EmulatedTestbed(small_inventory("mplab-tailp-", [(10, 10), (10, 10)]))  # built, never set up
+    monkeypatch.setattr(tb, "state_dir", tmp_path)
+    monkeypatch.setattr(tb, "SKIP_TAIL_S", 1.5)
+    p = default_profile(lte=LTE)
+    start = time.time() + 0.5
+    script = [[start, {"lte": 12.0}], [start + 0.5, {"lte": 0.0}]]
+    # n1's device answers at tb.tail_control("n1"); n2 has no device (dead)
+    with DeviceProcess(tmp_path, "meter-n1", profile=p, script=script, tail_control=True) as dev:
+        assert dev.tail == tb.tail_control("n1")
+        time.sleep(max(0.0, start + 1.0 - time.time()))
+        answers = tb.skip_tails(["n1", "n2"])
+    assert set(answers) == {"n1"}
+    assert answers["n1"].remaining_s > 1.0 and answers["n1"].remaining_j > 0

@@ -15,7 +15,7 @@ from harness.config.scenario import Scenario
 from harness.errors import ConfigError
 from harness.meters.power import PowerModel
 from harness.upkeep.clean import clean_prefix
-from harness.emulation.speedup import check_speedup, scale_inventory
+from harness.emulation.speedup import POLL_CAP_HZ, check_speedup, scale_inventory
 
 
 def test_scaled_inventory_multiplies_rates_divides_times_and_keeps_buffers_in_bytes():
@@ -29,7 +29,9 @@ def test_scaled_inventory_multiplies_rates_divides_times_and_keeps_buffers_in_by
             assert fch.rate_mbit == pytest.approx(8 * ch.rate_mbit)
             assert fch.delay_ms == pytest.approx(ch.delay_ms / 8)
             assert fch.buffer_bytes == ch.buffer_bytes  # the BDP in packets is what a slower testbed had
-        assert frx.meter.rate_hz == pytest.approx(80.0)
+        # the recorder's polls stop growing at the cap (the device integrates at 80 Hz and answers means)
+        assert frx.meter.rate_hz == pytest.approx(POLL_CAP_HZ) and POLL_CAP_HZ < 80.0
+        assert scale_inventory(inv, 1.5).receivers[0].meter.rate_hz == pytest.approx(15.0)
     e, fe = inv.emulation, fast.emulation
     assert fe.wifi_ap.capacity_mbit == pytest.approx(8 * e.wifi_ap.capacity_mbit)
     assert fe.lte_cell.capacity_mbit == pytest.approx(8 * e.lte_cell.capacity_mbit)
@@ -113,3 +115,26 @@ def test_auto_takes_the_lowest_validated_speedup_of_the_scenarios_ccs_and_1_for_
     table.write_text("{")
     with pytest.raises(ConfigError, match="not a bench/speedup.py table"):
         validated_speedup(["cubic"], table)
+
+
+def test_auto_never_picks_an_s_that_failed_nor_one_above_it(tmp_path):
+    """A control's climb stops at the first S where any of its cells failed, in any run of a merged table,
+    even if a higher S held; an S not tested for it is passed over; the table's "highest" is not trusted."""
+    from harness.emulation.speedup import highest_holding, validated_speedup
+
+    def cell(holds: bool) -> dict:
+        return {"holds": holds}
+
+    cells = {"emulated loss 0% s2": {"olia-n5-both": cell(True), "cubic-n5-both": cell(True)},
+             "emulated loss 0% s4": {"cubic-n1-wifi": cell(True)},
+             "paper-lab loss 1% s8": {"olia-n8-lte": cell(False), "cubic-n8-lte": cell(True)},
+             "emulated loss 0% s8": {"olia-n5-both": cell(True), "cubic-n5-both": cell(False)},
+             "emulated loss 0% s16": {"olia-n5-both": cell(True), "cubic-n5-both": cell(True)}}
+    assert highest_holding(cells, ["olia", "cubic", "balia"]) == {"olia": 2.0, "cubic": 4.0, "balia": 1.0}
+    table = tmp_path / "speedup.json"
+    table.write_text(json.dumps({"cells": cells, "highest": {"olia": 16, "cubic": 16}}))  # a stale summary
+    assert validated_speedup(["olia"], table)[0] == 2
+    assert validated_speedup(["cubic"], table)[0] == 4
+    s, why = validated_speedup(["cubic", "wvegas"], table)
+    assert s == 1 and "wvegas not validated" in why
+

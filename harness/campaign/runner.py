@@ -401,6 +401,7 @@ class Runner:
                     outs[rx].released_at = p.release()
                 except (MplabError, OSError, EOFError) as exc:
                     outs[rx].error = f"release: {exc}"
+            self.recorder.poll_now()  # a reading at the release pins the windows' start (Recorder.poll_now)
             self._wait_clients(procs, outs, results)
         finally:
             for rx, p in procs.items():
@@ -438,6 +439,7 @@ class Runner:
                 raise Interrupted("cancelled")  # the caller's finally stops every client
             for rx, p in list(pending.items()):
                 if p.poll() is not None:
+                    self.recorder.poll_now()  # ... and at its exit, the window's end
                     results[rx] = p.wait(1.0)
                     del pending[rx]
             if pending and time.monotonic() > deadline:
@@ -492,7 +494,11 @@ class Runner:
         """Fast-forward the receivers' radio tails where the testbed owns them (emulated); {} otherwise.
 
         Best effort: a receiver the testbed could not fast-forward has its tail waited out instead.
+        A reading is pinned just before the request, so the tail up to the fast-forward is metered
+        (an integrating meter's next mean starts at the fast-forward and shows idle power only).
         """
+        self.recorder.poll_now()
+        self.recorder.wait_covered(time.time())
         try:
             return self.testbed.skip_tails(receivers)
         except (CommandError, MplabError) as exc:

@@ -6,8 +6,8 @@ here, so the testbed is scaled instead, and the records are scaled back:
 
 - every link rate and shared capacity x S (the radio loop re-shares at S x its rate, its
   activity window / S);
-- every base delay, buffer depth in time, radio promotion and tail, the emulated meter's
-  counter-sampling period and the recorder's poll period / S;
+- every base delay, buffer depth in time, radio promotion and tail, and the emulated meter's
+  counter-sampling period / S (the recorder's poll period too, down to ``POLL_CAP_HZ``);
 - buffers unchanged in bytes, so the bandwidth-delay product in packets is unchanged;
 - the power model's per-Mbit/s coefficients / S (the same power at the same testbed-time
   throughput), its activity threshold x S;
@@ -35,8 +35,13 @@ from harness.errors import ConfigError
 MAX_SPEEDUP = 64.0
 #: Where ``mplab run --speedup auto`` reads this machine's validation (``bench/speedup.py --out``).
 DEFAULT_TABLE = Path("bench/results/speedup.json")
-#: The emulated UM25C's poll rate at S = 1 (libsigrok's 100 ms), scaled with the rest.
+#: The emulated UM25C's poll rate at S = 1 (libsigrok's 100 ms), scaled with the rest up to ``POLL_CAP_HZ``.
 METER_HZ = 10.0
+#: The recorder's poll rate stops growing here (S = 2 and above): the emulated device integrates its model
+#: at 10 x S Hz and answers with its mean since the previous poll, and the runner pins a reading at each
+#: window's edges, so slower polls lose no energy, while nine meters polled at 10 x S Hz in Python were the
+#: first limit at S = 8 and 16. A gap is judged against the capped period (``Recorder.gap_factor``).
+POLL_CAP_HZ = 20.0
 
 
 def check_speedup(inventory: Inventory, speedup: float, *, policies: bool = False) -> None:
@@ -89,12 +94,41 @@ def scale_inventory(inventory: Inventory, s: float) -> Inventory:
                 ch = ch.model_copy(update={"rate_mbit": ch.rate_mbit * s, "buffer_ms": ch.buffer_ms / s,
                                            "delay_ms": ch.delay_ms / s})
             intfs[radio] = intf.model_copy(update={"channel": ch})
-        meter = rx.meter.model_copy(update={"rate_hz": (rx.meter.rate_hz or METER_HZ) * s})
+        base_hz = rx.meter.rate_hz or METER_HZ
+        meter = rx.meter.model_copy(update={"rate_hz": max(base_hz, min(base_hz * s, POLL_CAP_HZ))})
         receivers.append(rx.model_copy(update={"interfaces": intfs, "meter": meter}))
     scaled_emu = emu.model_copy(update={
         "wifi_ap": _capacity(emu.wifi_ap, s), "lte_cell": _capacity(emu.lte_cell, s),
         "power_profile": scale_profile(emu.power_profile, s), "radio_loop_hz": emu.radio_loop_hz * s})
     return inventory.model_copy(update={"receivers": receivers, "emulation": scaled_emu})
+
+
+def _speedup_of(key: str) -> float:
+    """The S of a table key (``"emulated loss 0% s8"``)."""
+    return float(key.rsplit(" s", 1)[1])
+
+
+def highest_holding(results: dict, ccs: list[str]) -> dict[str, float]:
+    """Per congestion control: the highest S whose every cell held, at that S and every lower S tested.
+
+    ``results`` maps ``"<inventory> loss <pct>% s<S>"`` to cells (``"<cc>-n<count>-<mode>"``) with a
+    ``holds`` verdict, as ``bench/speedup.py`` writes them. Over every run in it (merged tables too),
+    an S at which any of a control's cells failed, in any inventory or loss setting, stops the climb:
+    ``auto`` never picks it nor anything above it.
+    """
+    best = {}
+    for cc in ccs:
+        ok = 1.0
+        for s in sorted({_speedup_of(k) for k in results}):
+            cells = [row for key, rows in results.items() if _speedup_of(key) == s
+                     for cell, row in rows.items() if cell.startswith(f"{cc}-")]
+            if not cells:
+                continue  # not tested at this S: the next tested S decides
+            if not all(r["holds"] for r in cells):
+                break
+            ok = s
+        best[cc] = ok
+    return best
 
 
 def validated_speedup(ccs: list[str], table: Path) -> tuple[float, str]:
@@ -104,7 +138,11 @@ def validated_speedup(ccs: list[str], table: Path) -> tuple[float, str]:
     unreadable table is a ``ConfigError`` naming it (run ``bench/speedup.py --out FILE``).
     """
     try:
-        highest = json.loads(table.read_text())["highest"]
+        doc = json.loads(table.read_text())
+        # Judged again from the cells when the table has them: a hand-edited "highest" cannot pick an S that failed.
+        highest = (highest_holding(doc["cells"], sorted({c.split("-")[0] for rows in doc["cells"].values()
+                                                          for c in rows}))
+                   if "cells" in doc else doc["highest"])
     except FileNotFoundError:
         raise ConfigError(f"no validation table at {table}: run `uv run python bench/speedup.py --out {table}` "
                           "on this machine first, or give a number", field="speedup") from None

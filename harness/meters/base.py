@@ -37,6 +37,10 @@ class Meter(ABC):
     port: str
     #: The fastest poll rate the device sustains (Hz); the recorder's default.
     max_rate_hz: float = 10.0
+    #: False: a reading is the power at the moment of the poll (a real UM or INA bridge). True: it is the
+    #: device's own mean power since its previous answer (an integrating device), so the recorder holds
+    #: it over that interval instead of interpolating between points (``recorder.integrate_means``).
+    interval_mean: bool = False
 
     @abstractmethod
     def open(self) -> None:

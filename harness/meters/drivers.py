@@ -17,8 +17,9 @@ from harness.meters.base import Meter, MeterFactory
 #: Meter kind -> factory.
 DRIVERS: dict[str, MeterFactory] = {
     **{model: um.factory(model, model) for model in um.MODELS},
-    # The emulated testbed's device speaks the UM25C protocol; only the recorded kind differs.
-    "emulated-um25c": um.factory("um25c", "emulated-um25c"),
+    # The emulated testbed's device speaks the UM25C protocol; the recorded kind differs, and its live
+    # values are its mean since the previous poll (harness.meters.emulated: an integrating device).
+    "emulated-um25c": um.factory("um25c", "emulated-um25c", interval_mean=True),
     "ina-line": ina.make,
 }
 

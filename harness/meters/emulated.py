@@ -11,7 +11,8 @@ b x throughput, LTE promotion and tail, WiFi tail) driven either by the interfac
 byte counters (read every 100 ms) or, for tests and benches, by a rate schedule in
 wall-clock time (``--script``). The device keeps its own mAh/mWh counters (data group
 0), adds measurement noise, and answers each ``0xF0`` with a frame at the model's
-resolution (UM25C: 1 mV, 0.1 mA, 1 mW). With ``--model ina-line`` it instead prints
+resolution (UM25C: 1 mV, 0.1 mA, 1 mW); its live values are the mean since the previous poll (an
+integrating device: a host polling slower than the device samples loses no sample). With ``--model ina-line`` it instead prints
 text lines as an INA2xx bridge does. The pty's slave path is published as a symlink
 at ``--link``, so the host reads it with the same driver as a real meter.
 
@@ -153,6 +154,8 @@ class Device:
         self.watts = self.model.power_w(self.t, self._script_rates(self.t))
         self.mah = 0.0
         self.mwh = 0.0
+        #: (monotonic time, energy in J) at the previous answer: the start of the next answer's mean.
+        self.answered: tuple[float, float] | None = None
 
     def _script_rates(self, t: float) -> dict[str, float]:
         return self.script.at(t + self.wall_offset) if self.script else {}
@@ -181,14 +184,37 @@ class Device:
         remaining_s, remaining_j = self.model.tail_remaining(now)
         self.model.reset()
         self.watts = self.model.power_w(now, {})
+        # The next answer's mean starts here: readings after ``at_wall`` show idle power only (the runner
+        # pins a reading just before it asks, so the tail up to here is metered, not mixed into idle).
+        self.answered = (now, self.energy_j(now))
         return {"at_wall": now + self.wall_offset, "remaining_s": remaining_s, "remaining_j": remaining_j}
 
+    def energy_j(self, now: float) -> float:
+        """The device's exact integral (J) up to ``now`` (monotonic): its counters plus the held power since."""
+        return self.mwh * 3.6 + self.watts * max(0.0, now - self.t)
+
+    def mean_watts(self, now: float) -> float:
+        """The mean power since the previous answer (the power now at the first one), and start the next mean.
+
+        The device samples its model every ``--period`` (0.1 / S at speed-up S) and integrates it; a host
+        that polls slower than that still gets every sample's energy, held over the interval it covers,
+        instead of one point of a staircase (``Meter.interval_mean``). That keeps the recorder's poll
+        rate, and its CPU, from having to grow with S.
+        """
+        e = self.energy_j(now)
+        prev, self.answered = self.answered, (now, e)
+        if prev is None or now - prev[0] < 1e-6:
+            return self.watts
+        return (e - prev[1]) / (now - prev[0])
+
     def measure(self) -> tuple[float, float]:
-        """(volts, amps) as the device's ADC sees them now: true values plus noise."""
+        """(volts, amps) as the device's ADC reports them: the mean since the previous answer, plus noise."""
+        now = time.monotonic()
         if self.script is not None:
-            self.tick(time.monotonic())
+            self.tick(now)
+        watts = self.mean_watts(now)
         volts = self.volts + (self.rng.gauss(0, self.noise_v) if self.noise_v else 0.0)
-        amps = self.watts / self.volts + (self.rng.gauss(0, self.noise_a) if self.noise_a else 0.0)
+        amps = watts / self.volts + (self.rng.gauss(0, self.noise_a) if self.noise_a else 0.0)
         return volts, max(0.0, amps)
 
     def frame(self) -> bytes:

@@ -203,7 +203,7 @@ class UMMeter(Meter):
     max_rate_hz = 10.0  # libsigrok polls every 100 ms
 
     def __init__(self, port: str, model: str, kind: str | None = None, timeout_s: float = 1.0,
-                 baudrate: int = 9600, rate_hz: float | None = None) -> None:
+                 baudrate: int = 9600, rate_hz: float | None = None, interval_mean: bool = False) -> None:
         if model not in MODELS:
             raise MeterError(f"unknown UM model {model!r} (known: {', '.join(MODELS)})")
         self.port = port
@@ -213,6 +213,7 @@ class UMMeter(Meter):
         self.baudrate = baudrate
         if rate_hz:
             self.max_rate_hz = rate_hz
+        self.interval_mean = interval_mean
         self.stats = ReadStats()
         self._ser = None
 
@@ -247,9 +248,13 @@ class UMMeter(Meter):
         self._ser = None
 
 
-def factory(model: str, kind: str) -> MeterFactory:
-    """The factory of UM meters of ``model`` that records ``kind`` (``harness.meters.drivers.DRIVERS``)."""
+def factory(model: str, kind: str, *, interval_mean: bool = False) -> MeterFactory:
+    """The factory of UM meters of ``model`` that records ``kind`` (``harness.meters.drivers.DRIVERS``).
+
+    ``interval_mean``: the device answers with its mean power since the previous poll (``Meter.interval_mean``).
+    """
     def make(port: str, *, baudrate: int = 9600, timeout_s: float = 1.0, rate_hz: float | None = None) -> UMMeter:
-        return UMMeter(port, model, kind=kind, timeout_s=timeout_s, baudrate=baudrate, rate_hz=rate_hz)
+        return UMMeter(port, model, kind=kind, timeout_s=timeout_s, baudrate=baudrate, rate_hz=rate_hz,
+                       interval_mean=interval_mean)
     return make
 
