@@ -7,12 +7,13 @@ one Reno or Cubic flow at one FIFO link, under three loss processes:
 * ``smooth``: drop-tail, ACKs back at the exact time (a perfectly ACK-clocked sender): an overflow
   drops the packet that one flow's window increase added, so losses go by increase, not by size;
 * ``bursty``: drop-tail, ACKs handed back in batches every ``--tick`` ms (as the rig's user-space
-  delay line and a loaded host do): each flow sends bursts, and each flow takes about as many
-  congestion events per second as any other, whatever its rate;
+  delay line and a loaded host do): each flow sends bursts, and a slow flow's bursts meet the
+  full FIFO about as often as a fast flow's, so slow flows lose more per packet;
 * ``random``: an unlimited FIFO and independent loss ``--loss`` per packet: events go by packets sent.
 
-Prints MPTCP/TCP goodput (median of ``--seeds`` runs) and the subflows' congestion events per
-second over the TCP flow's (per subflow, mean). Pure Python, no root:
+Prints MPTCP/TCP goodput (median of ``--seeds`` runs; the seed spreads the flows' start times and
+draws the random losses) and the MPTCP connection's congestion events per packet over the TCP
+flow's (about 1 when losses go by packets sent). Pure Python, no root:
 
     nice -n 10 uv run --frozen python bench/cc_sim.py --delays 0,20,50 --buffers 0.5,1,2 --seeds 3
 """
@@ -27,14 +28,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.cc.sim import FlowSpec, bdp_packets, simulate  # noqa: E402
+from harness.cc.sim import FlowSpec, bdp_packets, loss_per_packet, simulate  # noqa: E402
 
 PROCESSES = ("smooth", "bursty", "random")
 
 
 def one_run(algo: str, comp: str, process: str, rtts: tuple[float, float], bdp: float, args,
             seed: int) -> dict:
-    """One simulated competition: ratio and congestion events per second, subflow over TCP."""
+    """One simulated competition: ratio and congestion events per packet, MPTCP over TCP."""
     specs = [FlowSpec("mptcp", algo, rtts[0]), FlowSpec("mptcp", algo, rtts[1]), FlowSpec("tcp", comp, rtts[0])]
     if process == "random":
         kw = {"loss_p": args.loss}
@@ -42,9 +43,7 @@ def one_run(algo: str, comp: str, process: str, rtts: tuple[float, float], bdp: 
         kw = {"buffer_pkts": max(15, int(bdp * bdp_packets(args.rate, rtts[0]))),
               "tick_s": args.tick / 1000 if process == "bursty" else 0.0}
     r = simulate(specs, rate_mbit=args.rate, seconds=args.seconds, warmup_s=args.warmup, seed=seed, **kw)
-    sub = statistics.mean(len(e) for e in r.events_of("mptcp"))
-    tcp = len(r.events_of("tcp")[0])
-    return {"ratio": r.ratio("mptcp", "tcp"), "events_sub_over_tcp": sub / tcp if tcp else float("nan")}
+    return {"ratio": r.ratio("mptcp", "tcp"), "events_per_packet": loss_per_packet(r, "mptcp", "tcp")}
 
 
 def main() -> None:
@@ -67,7 +66,7 @@ def main() -> None:
     rows, cells = [], []
     t0 = time.time()
     print("| delay (ms each way) | buffer (BDP) | RTTs | loss process | competitor | MPTCP | MPTCP/TCP median | range "
-          "| congestion events per s, subflow / TCP |")
+          "| congestion events per packet, MPTCP / TCP |")
     print("|---|---|---|---|---|---|---|---|---|")
     for d in (float(x) for x in args.delays.split(",")):
         rtt = max(2 * d, 1.0) / 1000 + 0.0006    # the rig's idle RTT: the delay line plus ~0.6 ms of veths
@@ -82,9 +81,9 @@ def main() -> None:
                         for algo in args.algorithms.split(","):
                             runs = [one_run(algo, comp, process, rtts, bdp, args, s) for s in range(args.seeds)]
                             ratios = sorted(r["ratio"] for r in runs)
-                            ev = statistics.median(r["events_sub_over_tcp"] for r in runs)
+                            ev = statistics.median(r["events_per_packet"] for r in runs)
                             cell = {"delay_ms": d, "bdp": bdp, "rtt": rshape, "process": process, "competitor": comp,
-                                    "algorithm": algo, "ratios": ratios, "events_sub_over_tcp": ev}
+                                    "algorithm": algo, "ratios": ratios, "events_per_packet": ev}
                             cells.append(cell)
                             line = (f"| {d:g} | {bdp:g} | {rshape} | {process} | {comp} | {algo} | "
                                     f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {ev:.2f} |")

@@ -2,11 +2,12 @@
 
 ``harness/cc/sim.py`` drives the oracle's own per-ACK and per-loss updates (the multipath-tcp.org
 modules transliterated) through a packet-level FIFO. The theory these pin: with losses by packets
-sent (random loss) LIA's two subflows together take about one Reno share (RFC 6356's goal); when
-every flow takes about as many congestion events per second whatever its rate (a drop-tail FIFO fed
-in bursts, as the rig's is), the connection's aggregate increase of alpha = 1/2 packet per RTT
-against Reno's 1 gives about half a share. Two uncoupled subflows take about two shares under
-either. No root; about a second per simulated run.
+sent (random loss) LIA's two subflows together take about one Reno share (RFC 6356's goal); when a
+slow flow's bursts meet the full FIFO about as often as a fast flow's (a drop-tail FIFO fed in
+bursts, as the rig's is), the coupled subflows take several times the TCP flow's congestion events
+per packet, and the connection's aggregate increase of alpha = 1/2 packet per RTT against Reno's 1
+leaves it half a share or less. Two uncoupled subflows take about two shares under
+either. No root; about a second per simulated run; the seeds are fixed, so the results are too.
 """
 from __future__ import annotations
 
@@ -16,19 +17,19 @@ import pytest
 
 from harness.cc import oracle as ref
 from harness.cc import sim
-from harness.cc.sim import FlowSpec, bdp_packets, simulate
+from harness.cc.sim import FlowSpec, bdp_packets, loss_per_packet, simulate
 
 RATE, RTT = 20.0, 0.0406
 
 
-def ratio(algo: str, seeds: int = 2, **kw) -> tuple[float, float]:
-    """Median MPTCP/TCP against Reno, and median subflow/TCP congestion events, over ``seeds`` runs."""
+def ratio(algo: str, seeds: int = 3, **kw) -> tuple[float, float]:
+    """Median MPTCP/TCP against Reno, and median MPTCP/TCP congestion events per packet, over ``seeds`` runs."""
     ratios, events = [], []
     for seed in range(seeds):
         r = simulate([FlowSpec("mptcp", algo, RTT), FlowSpec("mptcp", algo, RTT), FlowSpec("tcp", "reno", RTT)],
                      rate_mbit=RATE, seconds=100, seed=seed, **kw)
         ratios.append(r.ratio("mptcp", "tcp"))
-        events.append(statistics.mean(len(e) for e in r.events_of("mptcp")) / len(r.events_of("tcp")[0]))
+        events.append(loss_per_packet(r, "mptcp", "tcp"))
     return statistics.median(ratios), statistics.median(events)
 
 
@@ -41,18 +42,20 @@ def test_random_loss_gives_lia_one_reno_share_and_uncoupled_two():
     reno2, _ = ratio("reno", **RANDOM)
     assert 0.75 <= lia <= 1.3, lia
     assert 1.6 <= reno2 <= 2.6, reno2
-    # Losses by packets sent: each subflow, sending about half what the TCP flow sends, takes about half its events.
-    assert lia_ev < 0.75, lia_ev
+    # Losses by packets sent: the connection takes about as many congestion events per packet as the TCP flow.
+    assert 0.6 <= lia_ev <= 1.5, lia_ev
 
 
-def test_bursty_drop_tail_gives_lia_half_a_share():
+def test_bursty_drop_tail_gives_lia_half_a_share_or_less():
     lia, lia_ev = ratio("lia", **BURSTY)
-    reno2, _ = ratio("reno", **BURSTY)
-    # Every flow takes about as many congestion events whatever its rate ...
-    assert lia_ev >= 0.8, lia_ev
-    # ... so the aggregate increase (alpha = 1/2 per RTT) against Reno's 1 sets the share.
-    assert 0.35 <= lia <= 0.8, lia
-    assert reno2 >= 1.6, reno2
+    reno2, reno2_ev = ratio("reno", **BURSTY)
+    # The coupled subflows' bursts meet the full FIFO about as often as the TCP flow's, for far fewer
+    # packets: the connection takes more congestion events per packet than the TCP flow ...
+    assert lia_ev >= 1.5, lia_ev
+    # ... and ends at half a share or less (alpha = 1/2 packet per RTT against Reno's 1 with equal cuts).
+    assert 0.2 <= lia <= 0.7, lia
+    # Two uncoupled subflows, as aggressive as the TCP flow, lose as it does and keep two shares.
+    assert reno2 >= 1.6 and reno2_ev < 1.5, (reno2, reno2_ev)
 
 
 @pytest.mark.parametrize("algo", ["olia", "balia"])
@@ -71,8 +74,8 @@ def test_removing_the_coupling_fails_the_random_loss_bound(monkeypatch):
 def test_an_ack_clocked_sender_at_drop_tail_loses_by_increase():
     """With ACKs back at the exact time, an overflow drops the packet a window increase added:
     slowly increasing subflows lose seldom and LIA gets its share back. The burstiness is the cause."""
-    lia, lia_ev = ratio("lia", seeds=1, buffer_pkts=bdp_packets(RATE, RTT))
-    assert lia_ev < 0.75 and lia >= 0.8, (lia, lia_ev)
+    lia, lia_ev = ratio("lia", buffer_pkts=bdp_packets(RATE, RTT))
+    assert lia_ev < 1.3 and lia >= 0.8, (lia, lia_ev)
 
 
 def test_bad_arguments_are_refused():

@@ -173,12 +173,14 @@ def _ssthresh(flows: list[_Flow], f: _Flow) -> int:
 
 def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None = None,
              loss_p: float = 0.0, seconds: float = 120.0, warmup_s: float = 20.0, seed: int = 0,
-             initial_cwnd: int = 10, tick_s: float = 0.0) -> SimResult:
+             initial_cwnd: int = 10, tick_s: float = 0.0, min_rto_s: float = 0.0) -> SimResult:
     """Run the flows through one FIFO: drop-tail at ``buffer_pkts``, or unlimited with loss ``loss_p``.
 
     Goodput and events are counted after ``warmup_s``. ``tick_s`` > 0 hands ACKs (and loss
     notices) back only at multiples of it, as a delay line that releases packets in batches does:
-    each flow then sends in bursts, and an overflow drops from every flow whose burst meets it.
+    each flow then sends in bursts, and an overflow drops from whichever flow's burst meets it.
+    ``min_rto_s`` > 0: a loss in a window of fewer than 4 packets (too few for three duplicate
+    ACKs) is a timeout: the flow sends nothing for ``min_rto_s``, then restarts from a window of 1.
     """
     if (buffer_pkts is None) == (loss_p <= 0):
         raise ValueError("give either buffer_pkts (drop-tail) or loss_p (random loss), not both")
@@ -189,13 +191,16 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
     queue: deque[float] = deque()                           # departure times of packets in the FIFO
     state = {"free": 0.0, "n": 0, "drops": 0, "last_drop": -1.0}
     overflows: list[float] = []
-    ACK, LOSS = 0, 1
+    ACK, LOSS, RESUME = 0, 1, 2
+    stalled = [0.0] * len(flows)
 
     def back(t: float) -> float:
         return math.ceil(t / tick_s) * tick_s if tick_s > 0 else t
 
     def send(i: int, now: float) -> None:
         f = flows[i]
+        if now < stalled[i]:
+            return
         while f.inflight < f.win.cwnd:
             f.inflight += 1
             state["n"] += 1
@@ -214,13 +219,17 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
             queue.append(dep)
             heapq.heappush(heap, (back(dep + f.spec.rtt_s), state["n"], ACK, i, now))
 
-    for i in range(len(flows)):
-        send(i, 0.0)
+    for i in range(len(flows)):   # start times spread over 100 ms: the seed matters at a drop-tail FIFO too
+        state["n"] += 1
+        heapq.heappush(heap, (rng.uniform(0, 0.1), state["n"], RESUME, i, 0.0))
     while heap:
         now, _, kind, i, sent = heapq.heappop(heap)
         if now > seconds:
             break
         f = flows[i]
+        if kind == RESUME:
+            send(i, now)
+            continue
         f.inflight -= 1
         if kind == ACK:
             _srtt_update(f, now - sent)
@@ -231,9 +240,14 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
         elif sent >= f.cut_t:
             if now >= warmup_s:
                 f.events.append(now)
+            timeout = min_rto_s > 0 and f.win.cwnd < 4
             th = _ssthresh(flows, f)
             f.win.ssthresh = th
-            f.win.cwnd = th
+            f.win.cwnd = 1 if timeout else th
+            if timeout:
+                stalled[i] = now + min_rto_s
+                state["n"] += 1
+                heapq.heappush(heap, (stalled[i], state["n"], RESUME, i, now))
             f.win.cnt = f.win.olia_cnt = 0
             f.cut_t = now
         send(i, now)
@@ -250,6 +264,15 @@ def synchronisation(result: SimResult, conn: str, other: str, window_s: float) -
         return float("nan")
     hit = sum(all(any(abs(t - u) <= window_s for u in ev) for ev in mine) for t in theirs)
     return hit / len(theirs)
+
+
+def loss_per_packet(result: SimResult, conn: str, other: str) -> float:
+    """Congestion events per packet delivered, ``conn`` over ``other``: about 1 when losses go by
+    packets sent (RFC 6356's premise), well above 1 when a slow flow's bursts meet a full FIFO as
+    often as a fast flow's do."""
+    def per_packet(c: str) -> float:
+        return sum(len(e) for e in result.events_of(c)) / max(result.goodput(c), 1)
+    return per_packet(conn) / per_packet(other) if per_packet(other) else float("nan")
 
 
 def bdp_packets(rate_mbit: float, rtt_s: float) -> int:
