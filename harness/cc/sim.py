@@ -171,6 +171,16 @@ def _ssthresh(flows: list[_Flow], f: _Flow) -> int:
     return ref.reno_ssthresh(f.win.cwnd)
 
 
+def _cut(flows: list[_Flow], f: _Flow, now: float, timeout: bool) -> bool:
+    """A congestion event: the algorithm's ssthresh, the window set to it (to 1 after a timeout)."""
+    th = _ssthresh(flows, f)
+    f.win.ssthresh = th
+    f.win.cwnd = 1 if timeout else th
+    f.win.cnt = f.win.olia_cnt = 0
+    f.cut_t = now
+    return timeout
+
+
 def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None = None,
              loss_p: float = 0.0, seconds: float = 120.0, warmup_s: float = 20.0, seed: int = 0,
              initial_cwnd: int = 10, tick_s: float = 0.0, min_rto_s: float = 0.0) -> SimResult:
@@ -240,16 +250,10 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
         elif sent >= f.cut_t:
             if now >= warmup_s:
                 f.events.append(now)
-            timeout = min_rto_s > 0 and f.win.cwnd < 4
-            th = _ssthresh(flows, f)
-            f.win.ssthresh = th
-            f.win.cwnd = 1 if timeout else th
-            if timeout:
+            if _cut(flows, f, now, timeout=min_rto_s > 0 and f.win.cwnd < 4):
                 stalled[i] = now + min_rto_s
                 state["n"] += 1
                 heapq.heappush(heap, (stalled[i], state["n"], RESUME, i, now))
-            f.win.cnt = f.win.olia_cnt = 0
-            f.cut_t = now
         send(i, now)
     return SimResult(list(specs), [f.delivered for f in flows], [f.events for f in flows], state["drops"],
                      [t for t in overflows if t >= warmup_s], seconds - warmup_s)
