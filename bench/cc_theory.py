@@ -137,6 +137,17 @@ def loss_per_packet(rec: dict) -> tuple[float, float] | None:
     return mp / (rec["mptcp_bytes"] / 1448), flows["tcp"]["retrans"] / (rec["tcp_bytes"] / 1448)
 
 
+def events_per_packet(rec: dict) -> float | None:
+    """Congestion events per packet delivered, the MPTCP connection's over the TCP flow's, in one run:
+    about 1 when losses go by packets sent (random loss; RFC 6356's premise), several when the
+    subflows' bursts meet a full drop-tail FIFO about as often as the TCP flow's (harness/cc/sim.py)."""
+    ev = rec.get("loss_events") or {}
+    mp = sum(v for k, v in ev.items() if k.startswith("sf"))
+    if not mp or not ev.get("tcp") or not rec["mptcp_bytes"] or not rec["tcp_bytes"]:
+        return None
+    return (mp / rec["mptcp_bytes"]) / (ev["tcp"] / rec["tcp_bytes"])
+
+
 def table_from(paths: list[Path]) -> str:
     """The README table from recorded runs (``--out`` files): one row per cell, algorithm and build."""
     cells: dict[tuple, list[dict]] = {}
@@ -147,16 +158,19 @@ def table_from(paths: list[Path]) -> str:
                    r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
             cells.setdefault(key, []).append(r)
     rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | competitor | MPTCP | build | run (s) | "
-            "MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) | "
+            "congestion events per packet, MPTCP/TCP (median) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(cells):
         runs = cells[key]
         ratios = sorted(r["ratio"] for r in runs)
         lpp = [x for x in (loss_per_packet(r) for r in runs) if x and x[1] > 0]
         lr = f"{statistics.median(a / b for a, b in lpp):.2f}" if lpp else "-"
+        evs = [x for x in (events_per_packet(r) for r in runs) if x is not None]
+        er = f"{statistics.median(evs):.2f}" if evs else "-"
         d, bdp, rtt, loss, comp, algo, build, dur = key
         rows.append(f"| {d:g} | {bdp:g} | {rtt} | {loss:g} | {comp} | {algo} | {build} | {dur} | "
-                    f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {len(ratios)} | {lr} |")
+                    f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {len(ratios)} | {lr} | {er} |")
     return "\n".join(rows)
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl, bpfcc
 from harness.machine import allow_ccs, write_state
+from harness.upkeep.claim import PrefixClaim
 from harness.upkeep.clean import clean_prefix
 from harness.errors import TrafficError
 from harness.hosts.local import LocalHost, NamespaceHost
@@ -202,8 +203,11 @@ class SharedBottleneck:
         self.rcv = NamespaceHost("rcv", self.ns["rcv"])
         self.iperf3: Iperf3 | None = None
         self._servers = []
+        #: The prefix's claim: a second rig on a live prefix is refused (Busy) instead of deleting the first's namespaces.
+        self._claim = PrefixClaim(prefix, "the shared-bottleneck rig")
 
     def __enter__(self) -> SharedBottleneck:
+        self._claim.acquire()   # before anything is cleaned: Busy leaves the live rig alone
         try:
             self._build()
         except BaseException:
@@ -351,3 +355,4 @@ class SharedBottleneck:
         clean_prefix(self.prefix, self.root)   # namespaces, allowed-list edits, unneeded struct_ops
         for cc in self.ccs:
             cc.teardown(self.root)
+        self._claim.release()

@@ -40,3 +40,24 @@ def test_htb_bottleneck_is_a_rate_over_a_byte_fifo():
 def test_unknown_qdisc_is_refused():
     with pytest.raises(ValueError, match="tbf or htb"):
         SharedBottleneck("mplab-test-x-", [], qdisc="red")
+
+
+@pytest.mark.root
+def test_a_second_rig_on_a_live_prefix_is_refused_and_the_first_is_left_alone():
+    """The live rig holds its prefix's claim; a second rig on it raises Busy before cleaning anything."""
+    from harness.errors import Busy
+    from harness.hosts.local import LocalHost
+    from harness.upkeep.claim import PrefixClaim
+
+    prefix, root = "mplab-test-bnlive-", LocalHost("root")
+    live = PrefixClaim(prefix, "a live shared-bottleneck rig")
+    live.acquire()
+    root.run(["ip", "netns", "add", f"{prefix}snd"])
+    try:
+        with pytest.raises(Busy, match="is held by"):
+            with SharedBottleneck(prefix, []):
+                pass
+        assert f"{prefix}snd" in root.run(["ip", "netns", "list"]).stdout
+    finally:
+        root.run(["ip", "netns", "del", f"{prefix}snd"], check=False)
+        live.release()

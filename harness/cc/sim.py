@@ -1,0 +1,283 @@
+"""A packet-level model of one shared bottleneck, driving the reference modules' own updates.
+
+Why it exists: at the rig's drop-tail FIFO (rigs/bottleneck.py) the coupled algorithms
+take about half a Reno flow's goodput, with random loss about one share. This model answers whether
+that is what the reference arithmetic itself does under each loss process, with nothing of mplab's
+BPF or of the kernel in the loop: every per-ACK and per-loss update of a coupled subflow is a call
+into ``harness/cc/oracle.py`` (the multipath-tcp.org modules transliterated).
+
+The model: flows that always have data, each window-limited; one FIFO link of ``rate_mbit`` with a
+``buffer_pkts`` limit (drop-tail) or an unlimited one with independent loss ``loss_p`` per packet;
+each packet's propagation RTT on its return path. A loss is noticed when the packets behind it
+are ACKed (one RTT after it would have left the queue); the first loss of a window is a congestion
+event (the algorithm's ssthresh, cwnd set to it), later losses of the same window are not (as SACK
+recovery does); ACKs of packets sent before the cut do not grow the window (recovery). Cubic is
+Linux's tcp_cubic in floating point (beta 0.7, C 0.4, fast convergence, the TCP-friendly region).
+Slow start, delayed ACKs, pacing and the retransmissions themselves are left out: goodput is
+packets delivered, and a lost packet's retransmission is simply the next packet sent.
+
+    result = simulate([FlowSpec("mptcp", "lia", 0.04), FlowSpec("mptcp", "lia", 0.04),
+                       FlowSpec("tcp", "reno", 0.04)], rate_mbit=20, buffer_pkts=69, seconds=120)
+    result.ratio("mptcp", "tcp")
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+from harness.cc import oracle as ref
+
+MSS = 1448
+WIRE_BYTES = 1514
+COUPLED = ("lia", "olia", "balia")
+SINGLE = ("reno", "cubic")
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One flow: subflows of one MPTCP connection share ``conn``; ``rtt_s`` is its base round trip."""
+
+    conn: str
+    algorithm: str
+    rtt_s: float
+
+
+@dataclass
+class _Cubic:
+    """tcp_cubic's state, in packets and seconds."""
+
+    w_max: float = 0.0
+    epoch: float = -1.0
+    k: float = 0.0
+    origin: float = 0.0
+    w_est: float = 0.0
+
+
+@dataclass
+class _Flow:
+    spec: FlowSpec
+    win: ref.Win
+    srtt: int = 0                    # tp->srtt_us: microseconds << 3
+    inflight: int = 0
+    delivered: int = 0               # after the warm-up
+    acked: int = 0                   # since the start (snd_una, in packets)
+    cut_t: float = -1.0              # packets sent before this belong to a window already cut
+    events: list[float] = field(default_factory=list)
+    loss: list[int] = field(default_factory=lambda: [0, 0, 0])   # OLIA's loss1..3 (bytes)
+    cubic: _Cubic = field(default_factory=_Cubic)
+    cub_acc: float = 0.0
+
+
+@dataclass
+class SimResult:
+    """Packets delivered and congestion-event times per flow (index as the specs were given)."""
+
+    specs: list[FlowSpec]
+    delivered: list[int]
+    events: list[list[float]]
+    drops: int
+    overflows: list[float]           # start of each drop-tail overflow episode (empty with random loss)
+    seconds: float
+
+    def goodput(self, conn: str) -> int:
+        return sum(d for s, d in zip(self.specs, self.delivered) if s.conn == conn)
+
+    def ratio(self, conn: str, other: str) -> float:
+        return self.goodput(conn) / max(self.goodput(other), 1)
+
+    def events_of(self, conn: str) -> list[list[float]]:
+        return [e for s, e in zip(self.specs, self.events) if s.conn == conn]
+
+
+def _srtt_update(f: _Flow, rtt_s: float) -> None:
+    """tcp_rtt_estimator: srtt (us << 3) moves an eighth of the way to each sample."""
+    m = max(1, int(rtt_s * 1e6))
+    f.srtt = m << 3 if not f.srtt else f.srtt + m - (f.srtt >> 3)
+
+
+def _sfs(flows: list[_Flow], me: _Flow) -> tuple[list[ref.Sf], int]:
+    """The connection's subflows as the oracle sees them, and ``me``'s index among them."""
+    mine = [f for f in flows if f.spec.conn == me.spec.conn]
+    sfs = [ref.Sf(cwnd=f.win.cwnd, srtt=f.srtt or 1,
+                  loss_int=ref.olia_loss_int(*f.loss)) for f in mine]
+    return sfs, mine.index(me)
+
+
+def _cubic_on_ack(f: _Flow, now: float) -> None:
+    """tcp_cubic's congestion avoidance for one ACKed packet (floating point)."""
+    w, c = f.win, f.cubic
+    if w.cwnd < w.ssthresh:
+        w.cwnd += 1
+        return
+    if c.epoch < 0:
+        c.epoch, c.w_est = now, float(w.cwnd)
+        if w.cwnd < c.w_max:
+            c.k, c.origin = ((c.w_max - w.cwnd) / 0.4) ** (1 / 3), c.w_max
+        else:
+            c.k, c.origin = 0.0, float(w.cwnd)
+    t = now - c.epoch + f.srtt / 8e6
+    target = c.origin + 0.4 * (t - c.k) ** 3
+    cnt = w.cwnd / (target - w.cwnd) if target > w.cwnd else 100.0 * w.cwnd
+    c.w_est += 3 * (1 - 0.7) / (1 + 0.7) / w.cwnd    # Reno-equivalent growth, per ACK
+    if c.w_est > w.cwnd:
+        cnt = min(cnt, w.cwnd / (c.w_est - w.cwnd))
+    f.cub_acc += 1.0 / max(cnt, 1.0)
+    while f.cub_acc >= 1.0:
+        f.cub_acc -= 1.0
+        w.cwnd += 1
+
+
+def _cubic_cut(f: _Flow) -> int:
+    c, cwnd = f.cubic, f.win.cwnd
+    c.w_max = cwnd * (1 + 0.7) / 2 if cwnd < c.w_max else float(cwnd)   # fast convergence
+    c.epoch = -1.0
+    return max(int(cwnd * 0.7), 2)
+
+
+def _on_ack(flows: list[_Flow], f: _Flow, now: float) -> None:
+    """One ACKed packet's window update, by the flow's algorithm (coupled ones through the oracle)."""
+    algo = f.spec.algorithm
+    if algo == "reno":
+        ref.reno(f.win, 1)
+    elif algo == "cubic":
+        _cubic_on_ack(f, now)
+    elif algo == "lia":
+        sfs, me = _sfs(flows, f)
+        ref.lia_on_ack(f.win, sfs, me, 1)
+    elif algo == "olia":
+        f.loss[2] = f.acked * MSS              # mptcp_olia_cong_avoid: loss3 = snd_una
+        sfs, me = _sfs(flows, f)
+        ref.olia_on_ack(f.win, sfs, me, 1)
+    elif algo == "balia":
+        sfs, me = _sfs(flows, f)
+        ref.balia_on_ack(f.win, sfs, me, 1)
+    else:
+        raise ValueError(f"no model of {algo!r}")
+
+
+def _ssthresh(flows: list[_Flow], f: _Flow) -> int:
+    """The window after a congestion event, by the flow's algorithm."""
+    algo = f.spec.algorithm
+    if algo == "cubic":
+        return _cubic_cut(f)
+    if algo == "balia":
+        sfs, me = _sfs(flows, f)
+        return ref.balia_ssthresh(sfs, me, f.win.cwnd, f.win.mss)
+    if algo == "olia":
+        f.loss[0], f.loss[1] = ref.olia_on_loss(*f.loss)
+    return ref.reno_ssthresh(f.win.cwnd)
+
+
+def _cut(flows: list[_Flow], f: _Flow, now: float, timeout: bool) -> bool:
+    """A congestion event: the algorithm's ssthresh, the window set to it (to 1 after a timeout)."""
+    th = _ssthresh(flows, f)
+    f.win.ssthresh = th
+    f.win.cwnd = 1 if timeout else th
+    f.win.cnt = f.win.olia_cnt = 0
+    f.cut_t = now
+    return timeout
+
+
+def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None = None,
+             loss_p: float = 0.0, seconds: float = 120.0, warmup_s: float = 20.0, seed: int = 0,
+             initial_cwnd: int = 10, tick_s: float = 0.0, min_rto_s: float = 0.0) -> SimResult:
+    """Run the flows through one FIFO: drop-tail at ``buffer_pkts``, or unlimited with loss ``loss_p``.
+
+    Goodput and events are counted after ``warmup_s``. ``tick_s`` > 0 hands ACKs (and loss
+    notices) back only at multiples of it, as a delay line that releases packets in batches does:
+    each flow then sends in bursts, and an overflow drops from whichever flow's burst meets it.
+    ``min_rto_s`` > 0: a loss in a window of fewer than 4 packets (too few for three duplicate
+    ACKs) is a timeout: the flow sends nothing for ``min_rto_s``, then restarts from a window of 1.
+    """
+    if (buffer_pkts is None) == (loss_p <= 0):
+        raise ValueError("give either buffer_pkts (drop-tail) or loss_p (random loss), not both")
+    rng = random.Random(seed)
+    service = WIRE_BYTES * 8 / (rate_mbit * 1e6)
+    flows = [_Flow(s, ref.Win(cwnd=initial_cwnd, ssthresh=ref.U32 >> 1)) for s in specs]
+    heap: list[tuple[float, int, int, int, float]] = []    # (time, tiebreak, kind, flow, sent at)
+    queue: deque[float] = deque()                           # departure times of packets in the FIFO
+    state = {"free": 0.0, "n": 0, "drops": 0, "last_drop": -1.0}
+    overflows: list[float] = []
+    ACK, LOSS, RESUME = 0, 1, 2
+    stalled = [0.0] * len(flows)
+
+    def back(t: float) -> float:
+        return math.ceil(t / tick_s) * tick_s if tick_s > 0 else t
+
+    def send(i: int, now: float) -> None:
+        f = flows[i]
+        if now < stalled[i]:
+            return
+        while f.inflight < f.win.cwnd:
+            f.inflight += 1
+            state["n"] += 1
+            while queue and queue[0] <= now:
+                queue.popleft()
+            dep = max(now, state["free"]) + service
+            dropped = (rng.random() < loss_p) if loss_p > 0 else len(queue) >= buffer_pkts
+            if dropped:
+                state["drops"] += 1
+                if buffer_pkts is not None and now - state["last_drop"] > f.spec.rtt_s:
+                    overflows.append(now)
+                state["last_drop"] = now
+                heapq.heappush(heap, (back(dep + f.spec.rtt_s), state["n"], LOSS, i, now))
+                continue
+            state["free"] = dep
+            queue.append(dep)
+            heapq.heappush(heap, (back(dep + f.spec.rtt_s), state["n"], ACK, i, now))
+
+    for i in range(len(flows)):   # start times spread over 100 ms: the seed matters at a drop-tail FIFO too
+        state["n"] += 1
+        heapq.heappush(heap, (rng.uniform(0, 0.1), state["n"], RESUME, i, 0.0))
+    while heap:
+        now, _, kind, i, sent = heapq.heappop(heap)
+        if now > seconds:
+            break
+        f = flows[i]
+        if kind == RESUME:
+            send(i, now)
+            continue
+        f.inflight -= 1
+        if kind == ACK:
+            _srtt_update(f, now - sent)
+            f.acked += 1
+            f.delivered += 1 if now >= warmup_s else 0
+            if sent >= f.cut_t:
+                _on_ack(flows, f, now)
+        elif sent >= f.cut_t:
+            if now >= warmup_s:
+                f.events.append(now)
+            if _cut(flows, f, now, timeout=min_rto_s > 0 and f.win.cwnd < 4):
+                stalled[i] = now + min_rto_s
+                state["n"] += 1
+                heapq.heappush(heap, (stalled[i], state["n"], RESUME, i, now))
+        send(i, now)
+    return SimResult(list(specs), [f.delivered for f in flows], [f.events for f in flows], state["drops"],
+                     [t for t in overflows if t >= warmup_s], seconds - warmup_s)
+
+
+def synchronisation(result: SimResult, conn: str, other: str, window_s: float) -> float:
+    """Of ``other``'s congestion events, the share at which every subflow of ``conn`` also took one
+    within ``window_s``: near 1 when an overflow hits every flow, near the chance level with random loss."""
+    mine = result.events_of(conn)
+    theirs = [t for ev in result.events_of(other) for t in ev]
+    if not theirs or not mine:
+        return float("nan")
+    hit = sum(all(any(abs(t - u) <= window_s for u in ev) for ev in mine) for t in theirs)
+    return hit / len(theirs)
+
+
+def loss_per_packet(result: SimResult, conn: str, other: str) -> float:
+    """Congestion events per packet delivered, ``conn`` over ``other``: about 1 when losses go by
+    packets sent (RFC 6356's premise), well above 1 when a slow flow's bursts meet a full FIFO as
+    often as a fast flow's do."""
+    def per_packet(c: str) -> float:
+        return sum(len(e) for e in result.events_of(c)) / max(result.goodput(c), 1)
+    return per_packet(conn) / per_packet(other) if per_packet(other) else float("nan")
+
+
+def bdp_packets(rate_mbit: float, rtt_s: float) -> int:
+    return max(1, math.ceil(rate_mbit * 1e6 / 8 * rtt_s / WIRE_BYTES))

@@ -1,0 +1,91 @@
+"""The reference arithmetic at one shared FIFO: what each loss process lets a coupled connection take.
+
+``harness/cc/sim.py`` drives the oracle's own per-ACK and per-loss updates (the multipath-tcp.org
+modules transliterated) through a packet-level FIFO. The theory these pin: with losses by packets
+sent (random loss) LIA's two subflows together take about one Reno share (RFC 6356's goal); when a
+slow flow's bursts meet the full FIFO about as often as a fast flow's (a drop-tail FIFO fed in
+bursts, as the rig's is), the coupled subflows take several times the TCP flow's congestion events
+per packet, and the connection's aggregate increase of alpha = 1/2 packet per RTT against Reno's 1
+leaves it half a share or less. Two uncoupled subflows take about two shares under
+either. No root; about a second per simulated run; the seeds are fixed, so the results are too.
+"""
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from harness.cc import oracle as ref
+from harness.cc import sim
+from harness.cc.sim import FlowSpec, bdp_packets, loss_per_packet, simulate
+
+RATE, RTT = 20.0, 0.0406
+
+
+def ratio(algo: str, seeds: int = 3, **kw) -> tuple[float, float]:
+    """Median MPTCP/TCP against Reno, and median MPTCP/TCP congestion events per packet, over ``seeds`` runs."""
+    ratios, events = [], []
+    for seed in range(seeds):
+        r = simulate([FlowSpec("mptcp", algo, RTT), FlowSpec("mptcp", algo, RTT), FlowSpec("tcp", "reno", RTT)],
+                     rate_mbit=RATE, seconds=100, seed=seed, **kw)
+        ratios.append(r.ratio("mptcp", "tcp"))
+        events.append(loss_per_packet(r, "mptcp", "tcp"))
+    return statistics.median(ratios), statistics.median(events)
+
+
+RANDOM = {"loss_p": 0.002}
+BURSTY = {"buffer_pkts": bdp_packets(RATE, RTT), "tick_s": 0.01}
+
+
+def test_random_loss_gives_lia_one_reno_share_and_uncoupled_two():
+    lia, lia_ev = ratio("lia", **RANDOM)
+    reno2, _ = ratio("reno", **RANDOM)
+    assert 0.75 <= lia <= 1.3, lia
+    assert 1.6 <= reno2 <= 2.6, reno2
+    # Losses by packets sent: the connection takes about as many congestion events per packet as the TCP flow.
+    assert 0.6 <= lia_ev <= 1.5, lia_ev
+
+
+def test_bursty_drop_tail_gives_lia_half_a_share_or_less():
+    lia, lia_ev = ratio("lia", **BURSTY)
+    reno2, reno2_ev = ratio("reno", **BURSTY)
+    # The coupled subflows' bursts meet the full FIFO about as often as the TCP flow's, for far fewer
+    # packets: the connection takes more congestion events per packet than the TCP flow ...
+    assert lia_ev >= 1.5, lia_ev
+    # ... and ends at half a share or less (alpha = 1/2 packet per RTT against Reno's 1 with equal cuts).
+    assert 0.2 <= lia <= 0.7, lia
+    # Two uncoupled subflows, as aggressive as the TCP flow, lose as it does and keep two shares.
+    assert reno2 >= 1.6 and reno2_ev < 1.5, (reno2, reno2_ev)
+
+
+@pytest.mark.parametrize("algo", ["olia", "balia"])
+def test_olia_and_balia_take_about_one_share_under_random_loss(algo):
+    share, _ = ratio(algo, **RANDOM)
+    assert 0.75 <= share <= 1.3, (algo, share)
+
+
+def test_removing_the_coupling_fails_the_random_loss_bound(monkeypatch):
+    """LIA with its linked increase replaced by Reno's (1/cwnd per ACK): two TCP shares, out of the bound."""
+    monkeypatch.setattr(ref, "lia_ai_cnt", lambda sfs, cwnd: cwnd)
+    share, _ = ratio("lia", **RANDOM)
+    assert share > 1.5, share
+
+
+def test_an_ack_clocked_sender_at_drop_tail_loses_by_increase():
+    """With ACKs back at the exact time, an overflow drops the packet a window increase added:
+    slowly increasing subflows lose seldom and LIA gets its share back. The burstiness is the cause."""
+    lia, lia_ev = ratio("lia", buffer_pkts=bdp_packets(RATE, RTT))
+    assert lia_ev < 1.3 and lia >= 0.8, (lia, lia_ev)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="either"):
+        simulate([FlowSpec("t", "reno", RTT)], rate_mbit=RATE, buffer_pkts=10, loss_p=0.01)
+    with pytest.raises(ValueError, match="no model"):
+        simulate([FlowSpec("t", "vegas", RTT)], rate_mbit=RATE, buffer_pkts=10, seconds=1, warmup_s=0)
+
+
+def test_synchronisation_counts_events_every_subflow_shares():
+    r = sim.SimResult([FlowSpec("m", "lia", RTT), FlowSpec("m", "lia", RTT), FlowSpec("t", "reno", RTT)],
+                      [1, 1, 1], [[1.0, 5.0], [1.02, 9.0], [1.01, 5.0]], 0, [], 10.0)
+    assert sim.synchronisation(r, "m", "t", 0.05) == 0.5
