@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
 from harness.cc import resolve
@@ -30,8 +29,7 @@ from controller.steering.caps import METER_BURST_S, MeterCaps
 from controller.steering.openflow import OpenFlowSteering
 from controller.steering.ovs import splice_switch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
-from conftest import small_inventory
+from rigs.inventories import small_inventory
 
 REPO = Path(__file__).resolve().parent.parent
 

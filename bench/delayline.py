@@ -14,8 +14,6 @@ import json
 import os
 import time
 
-from _common import REPO  # noqa: F401 - sys.path
-
 from harness.upkeep.clean import clean_prefix
 from harness.hosts.local import LocalHost, NamespaceHost
 from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, offloads_off_argv, route_add_argv, \

@@ -2,7 +2,7 @@
 
     uv run python bench/labsignal.py [--rounds 20] [--seconds 4]
 
-Rig (tests/labswitch_fixtures.py, as tests/test_lab.py's): one receiver, WiFi 20 / LTE 10 Mbit/s channels,
+Rig (rigs/labswitch.py, as tests/test_lab.py's): one receiver, WiFi 20 / LTE 10 Mbit/s channels,
 a real OVS (userspace datapath) between the sender and the AP / eNB, the os-ken app where a lab campaign
 runs it (this machine, over the management veth). The lab inventory's capacities are the channels'.
 Measured in one run:
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,8 +34,7 @@ from controller.setup2 import steered_receivers
 from controller.steering.caps import MeterCaps
 from controller.steering.openflow import OpenFlowSteering
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
-from labswitch_fixtures import lab_switch_rig
+from rigs.labswitch import lab_switch_rig
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 
     uv run python bench/labswitch.py [--rounds 20] [--seconds 5]
 
-Rig (tests/labswitch_fixtures.py, as tests/test_lab.py's): an emulated testbed (one receiver, 30 Mbit/s channels) with a real OVS
+Rig (rigs/labswitch.py, as tests/test_lab.py's): an emulated testbed (one receiver, 30 Mbit/s channels) with a real OVS
 (userspace datapath) spliced between the sender and the AP / eNB, listening ``ptcp:6653`` on every
 address of its namespace, which has a management veth and an sshd (``rigs.sshrig``).
 Measured in one run:
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,8 +36,7 @@ from controller.setup2 import steered_receivers
 from controller.steering.caps import MeterCaps
 from controller.steering.openflow import OpenFlowSteering
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
-from labswitch_fixtures import lab_switch_rig
+from rigs.labswitch import lab_switch_rig
 
 REPO = Path(__file__).resolve().parent.parent
 

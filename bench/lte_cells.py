@@ -19,12 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
 
 from harness.config.bands import earfcn_range
 from harness.config.inventory import Inventory
@@ -37,7 +35,7 @@ from lte.realcheck import bin_dirs
 from lte.render import render_srsenb
 from lte.srsepc import render_srsepc
 from lte.zmq import FFTW_HOME, UE_TUN, render_zmq
-from lte_fixtures import lab_data, write_secrets
+from rigs.ltelab import lab_data, write_secrets
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the stand-in daemons (tests/standins)
 
 import standins
 from harness.upkeep.clean import clean_prefix
@@ -25,7 +25,7 @@ from harness.deploy.files import push_file, push_files
 from lte.deploy import LteHosts, lte_down, lte_up
 from lte.render import render_all
 from lte.version import parse_version
-from test_lte_deploy import DAEMON_KIND, deploy_inventory
+from rigs.ltelab import DAEMON_KIND, deploy_inventory
 
 REPO = Path(__file__).resolve().parent.parent
 

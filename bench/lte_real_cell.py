@@ -27,7 +27,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
 
 from harness.deploy.trial import find_program
 from harness.hosts.local import LocalHost, NamespaceHost
@@ -38,7 +37,7 @@ from lte.realcheck import bin_dirs
 from harness.deploy.secrets import load_secrets
 from lte.srsepc import render_srsepc
 from lte.zmq import FFTW_HOME, UE_TUN, render_zmq
-from lte_fixtures import lab_data, write_secrets
+from rigs.ltelab import lab_data, write_secrets
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 
     uv run python bench/mpsdn_wifi.py [--files 3M,12M] [--testbed lab-switch|emulated] [--rmem "MIN DEF MAX"]
 
-Rig: tests/test_lab.py's lab campaign (tests/labswitch_fixtures.py: one receiver, 20 Mbit/s WiFi, 4 Mbit/s
+Rig: tests/test_lab.py's lab campaign (rigs/labswitch.py: one receiver, 20 Mbit/s WiFi, 4 Mbit/s
 LTE, a userspace OVS between the sender and the AP / eNB, the os-ken app driving it, the lab reached over
 SSH). Per file size one campaign of: all-wifi (WiFi alone, uncapped), all-both (MPTCP on both, uncapped),
 mp-sdn (EI 0.5 s, as the test). A sampler thread dumps the switch's flows and meters
@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
 
 from harness.campaign.campaign import start_campaign
 from harness.config.scenario import Scenario
@@ -34,7 +32,7 @@ from harness.hosts.local import NamespaceHost
 
 from controller.setup2 import control_factory
 
-from labswitch_fixtures import lab_switch_rig
+from rigs.labswitch import lab_switch_rig
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -201,7 +199,7 @@ def run(file_size: str, rmem: str | None = None) -> list[dict]:
 
 def run_emulated(file_size: str) -> list[dict]:
     """The same campaign on the emulated testbed: nftables steering, HTB caps at the gateways."""
-    from conftest import small_inventory
+    from rigs.inventories import small_inventory
     with tempfile.TemporaryDirectory(prefix="mplab-mpw-") as d:
         campaign = start_campaign(scenario(file_size, "nftables"), small_inventory(PREFIX + "e", [(20, 4)]),
                                   Path(d) / "runs", campaign_id="mpwe", control_factory=control_factory)

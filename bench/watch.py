@@ -37,8 +37,7 @@ import yaml
 from harness.upkeep.clean import clean_prefix
 from rigs import watchrig
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # rigs in tests/ (not installed)
-from conftest import small_inventory
+from rigs.inventories import small_inventory
 
 REPO = Path(__file__).resolve().parent.parent
 

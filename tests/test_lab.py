@@ -280,7 +280,7 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
     capacity): the saturated LTE secondary reads congested and its Tier-2 limit falls."""
     from controller.setup2 import control_factory
 
-    from labswitch_fixtures import lab_switch_rig
+    from rigs.labswitch import lab_switch_rig
 
     spies = []
     with lab_switch_rig(prefix, [(20, 4)]) as r:

@@ -14,7 +14,7 @@ from harness.config.inventory import Inventory, load_inventory
 from harness.errors import ConfigError
 from lte import cell
 from lte.render import check_cell_files, render_srsenb
-from lte_fixtures import lab_data
+from rigs.ltelab import lab_data
 
 PRBS = (6, 15, 25, 50, 75, 100)
 

@@ -18,7 +18,7 @@ from harness.upkeep.preflight import Check
 from lte.checks import (attach_hint, attach_state, diagnose, ping_argv, run_checks, s1_setup_seen,
                         srsenb_s1_verdict)
 from lte.startlog import last_start, starts
-from lte_fixtures import lab_inventory
+from rigs.ltelab import lab_inventory
 
 # Captured from https://github.com/open5gs/open5gs/issues/902 (v2.2.x MME log), addresses as logged there.
 MME_LOG = """\
@@ -137,7 +137,7 @@ def test_diagnosis_names_first_failed_step_and_host():
 def test_checks_against_the_kernel(prefix, tmp_path):
     """n1 attached (pool address, ping answered), n2 has a non-pool address, n3 has its interface down."""
     from harness.config.inventory import Inventory
-    from lte_fixtures import lab_data
+    from rigs.ltelab import lab_data
     d = lab_data()
     for r in d["receivers"]:
         r["interfaces"]["lte"]["name"] = "lte0"

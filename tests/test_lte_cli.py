@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from lte_fixtures import GOLDEN, LAB, REPO
+from rigs.ltelab import GOLDEN, LAB, REPO
 
 
 def _mplab(*args, cwd=REPO):
@@ -49,7 +49,7 @@ def test_hosts_come_from_lab_infra_and_receivers_ssh():
     from harness.config.inventory import Inventory
     from harness.hosts.ssh import SSHHost
     from harness.deploy.machines import host_for, receiver_hosts
-    from lte_fixtures import lab_data, lab_inventory
+    from rigs.ltelab import lab_data, lab_inventory
     inv = lab_inventory()
     h = host_for(inv, "epc")                                  # built, not connected
     assert isinstance(h, SSHHost) and (h.user, h.address, h.port) == ("root", "192.168.1.21", 22)
@@ -71,7 +71,7 @@ def test_zmq_command_without_srsran_says_why():
 
 def test_render_and_up_share_one_version_decision(tmp_path):
     import yaml
-    from lte_fixtures import lab_data
+    from rigs.ltelab import lab_data
     d = lab_data()
     d["lte"]["epc"]["version"] = "2.6"                       # the newest 2.6.x template set
     inv = tmp_path / "inv.yaml"

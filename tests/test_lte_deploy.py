@@ -23,23 +23,8 @@ from lte.deploy import LteHosts, LteStepError, collect_logs, lte_down, lte_statu
 from harness.deploy.secrets import load_secrets
 from harness.deploy.services import Systemd
 from lte.services import START_ORDER
-from lte_fixtures import lab_data, write_secrets
+from rigs.ltelab import DAEMON_KIND, deploy_inventory, lab_data, write_secrets
 
-
-
-DAEMON_KIND = {"open5gs-hssd": "hss", "open5gs-pcrfd": "pcrf", "open5gs-sgwud": "sgwu", "open5gs-upfd": "upf",
-               "open5gs-sgwcd": "sgwc", "open5gs-smfd": "smf", "open5gs-mmed": "mme"}
-
-
-def deploy_inventory(tmp_path, version="2.7.2", epc_address="192.168.30.1") -> Inventory:
-    d = lab_data()
-    e, c = d["lte"]["enb"], d["lte"]["epc"]
-    e.update(config_dir=str(tmp_path / "enb" / "etc"), log_path=str(tmp_path / "enb" / "enb.log"))
-    c.update(config_dir=str(tmp_path / "epc" / "etc"), log_dir=str(tmp_path / "epc" / "log"), version=version,
-             address=epc_address)
-    for p in ("enb/etc", "epc/etc", "epc/log"):
-        (tmp_path / p).mkdir(parents=True, exist_ok=True)
-    return Inventory.model_validate(d)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from lte.deploy import LteHosts
 from lte.hostcheck import check_hosts
 from lte.realcheck import bin_dirs
 from harness.deploy.trial import find_program
-from lte_fixtures import lab_data
+from rigs.ltelab import lab_data
 
 
 @pytest.fixture

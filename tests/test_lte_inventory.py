@@ -7,7 +7,7 @@ import yaml
 from harness.errors import ConfigError
 from harness.config.inventory import load_inventory
 from harness.config.radio import dl_freq_mhz, earfcn_range, ul_earfcn
-from lte_fixtures import LAB, lab_data
+from rigs.ltelab import LAB, lab_data
 
 
 def _load(tmp_path, data):
@@ -66,6 +66,6 @@ def test_refused_inventories(tmp_path, edit, match):
 
 
 def test_emulated_inventory_needs_no_radio_sections():
-    from lte_fixtures import REPO
+    from rigs.ltelab import REPO
     inv = load_inventory(REPO / "inventory" / "emulated.yaml")
     assert inv.lte is None and inv.wifi is None

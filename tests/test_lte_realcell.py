@@ -18,7 +18,7 @@ from harness.emulation.access import EMULATED_CHANNEL, EmulatedChannel, MissingA
 from harness.testbeds.emulated import EmulatedTestbed
 from lte import realcell
 from lte.realcell import ACCESS_KINDS, SrsranZmqCell, realcell_checks, sctp_situation
-from lte_fixtures import lab_data
+from rigs.ltelab import lab_data
 
 
 def _with_cell(prefix: str, n: int = 1, which: tuple[str, ...] = ("n1",), radio: str = "lte",
@@ -159,7 +159,7 @@ def test_cli_registers_the_real_cell_driver(prefix, tmp_path):
 
     import yaml
 
-    from lte_fixtures import REPO
+    from rigs.ltelab import REPO
     inv = tmp_path / "inv.yaml"
     inv.write_text(yaml.safe_dump(_with_cell(prefix)))
     env = {**os.environ, "MPLAB_LTE_BIN": "", "COLUMNS": "250"}

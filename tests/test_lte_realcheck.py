@@ -12,7 +12,7 @@ import pytest
 
 from harness.deploy.trial import run_trial, scratch_netns
 from lte.realcheck import bin_dirs, check_configs, plan, scratch_addresses
-from lte_fixtures import LAB, REPO, lab_inventory
+from rigs.ltelab import LAB, REPO, lab_inventory
 
 
 def _need(*programs):
@@ -133,7 +133,7 @@ def _enb_started(prefix, tmp_path, n_prb: int, edit=None):
     from harness.config.inventory import Inventory
     from lte.realcheck import SRS_FAILED, redirected, write
     from lte.render import render_srsenb
-    from lte_fixtures import lab_data
+    from rigs.ltelab import lab_data
     d = lab_data()
     d["lte"]["enb"].update(n_prb=n_prb, rf={"device_name": "zmq", "device_args":
                                             "tx_port=tcp://*:2000,rx_port=tcp://localhost:2001,base_srate=23.04e6"})

@@ -13,7 +13,7 @@ import yaml
 from harness.errors import ConfigError
 from lte.render import EPC_DAEMONS, SRSENB_FILES, render_open5gs, render_srsenb
 from lte.version import parse_version
-from lte_fixtures import GOLDEN, lab_inventory
+from rigs.ltelab import GOLDEN, lab_inventory
 
 UPDATE = os.environ.get("MPLAB_UPDATE_GOLDEN") == "1"
 VERSIONS = {"open5gs-2.6": "2.6.6", "open5gs-2.7.0": "2.7.0", "open5gs-2.7": "2.7.2"}
@@ -189,7 +189,7 @@ def test_2_6_and_2_7_differ_where_the_schemas_do(epc):
 
 def test_several_tacs_render_as_a_list(tmp_path):
     from harness.config.inventory import Inventory
-    from lte_fixtures import lab_data
+    from rigs.ltelab import lab_data
     d = lab_data()
     d["lte"]["epc"]["tacs"] = [7, 9]
     inv = Inventory.model_validate(d)
@@ -234,7 +234,7 @@ OPEN5GS_27 = ["2.7.0", "2.7.2", "2.8.0"]
 
 def _with_enb(**enb):
     from harness.config.inventory import Inventory
-    from lte_fixtures import lab_data
+    from rigs.ltelab import lab_data
     d = lab_data()
     d["lte"]["enb"].update(enb)
     return Inventory.model_validate(d)
@@ -243,7 +243,7 @@ def _with_enb(**enb):
 def _zmq_files(inv, tmp_path):
     from harness.deploy.secrets import load_secrets
     from lte.zmq import render_zmq
-    from lte_fixtures import write_secrets
+    from rigs.ltelab import write_secrets
     return _by_name(render_zmq(inv, "n1", load_secrets(write_secrets(tmp_path / "s.yaml")), str(tmp_path), "ns"))
 
 

@@ -13,7 +13,7 @@ from lte.checks import srsepc_s1_seen
 from harness.deploy.secrets import load_secrets
 from lte.srsepc import SQN_ZERO, inventory_rows, merge_sqn, parse_user_db, render_srsepc
 from lte.subscribers import inventory_documents
-from lte_fixtures import KEYS, lab_data, write_secrets
+from rigs.ltelab import KEYS, lab_data, write_secrets
 
 #: Every option of srsepc/src/main.cc at release_22_04 (the smallest set of 22.04 / 23.04 / 23.11; 23.04 adds
 #: mme.lac, which mplab does not write): boost::program_options refuses any other key in epc.conf.
@@ -118,7 +118,7 @@ def test_srsepc_s1_log_lines():
 def test_two_tac_cell_gets_a_srsepc_verdict(tmp_path):
     """check-configs tries srsepc as the other core; a cell whose MME serves two TACs cannot have it, and says so."""
     from lte.realcheck import plan
-    from lte_fixtures import lab_data
+    from rigs.ltelab import lab_data
     from harness.config.inventory import Inventory
     bindir = tmp_path / "bin"
     bindir.mkdir()

@@ -16,7 +16,7 @@ import pytest
 from harness.errors import ConfigError
 from harness.deploy.secrets import load_secrets
 from lte.subscribers import inventory_documents, provision, subscriber_document
-from lte_fixtures import KEYS, lab_inventory, write_secrets
+from rigs.ltelab import KEYS, lab_inventory, write_secrets
 
 K, OPC = "465b5ce8b199b49faa5f0a2ee238a6bc", "e8ed289deba952e4283b54e88e6183ca"
 

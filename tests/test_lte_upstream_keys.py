@@ -20,7 +20,7 @@ from lte.render import render_open5gs, render_srsenb
 from lte.srsepc import render_epc_conf
 from lte.version import parse_version
 from lte.zmq import render_zmq
-from lte_fixtures import lab_data, lab_inventory, write_secrets
+from rigs.ltelab import lab_data, lab_inventory, write_secrets
 
 UPSTREAM = json.loads((Path(__file__).parent / "data" / "upstream_config_keys.json").read_text())
 

@@ -11,7 +11,7 @@ from harness.errors import NotReady, PreflightError
 from harness.hosts.local import LocalHost
 from harness.deploy.secrets import load_secrets
 from lte.zmq import ENB_ZMQ_ARGS, UE_TUN, UE_ZMQ_ARGS, ZmqCell, check, render_zmq
-from lte_fixtures import KEYS, lab_data, lab_inventory, write_secrets
+from rigs.ltelab import KEYS, lab_data, lab_inventory, write_secrets
 
 
 def _ini(text):

@@ -143,10 +143,9 @@ def test_the_private_name_check_finds_each_kind_of_use(tmp_path):
 
 # ---------------------------------------------------------------------------------- benches
 
-#: Benches that import a rig from tests/ (``*_fixtures.py``, ``conftest``), which is not installed: they put
-#: tests/ (only) on sys.path until those rigs move into a rigs package of their own.
-RIG_PATH_BENCHES = {"caps.py", "labsignal.py", "labswitch.py", "lte_cells.py", "lte_deploy.py", "lte_real_cell.py",
-                    "mpsdn_wifi.py", "watch.py"}
+#: Benches that import the stand-in daemons (``tests/standins``, the LTE programs' mocks), which live with
+#: the tests: they put tests/ (only) on sys.path. Every other rig is imported from ``rigs/``.
+RIG_PATH_BENCHES = {"lte_deploy.py"}
 #: ``--code DIR`` measures another checkout's code: that checkout goes first on sys.path, on purpose.
 CODE_PATH_BENCHES = {"controller_bench.py"}
 

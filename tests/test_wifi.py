@@ -15,7 +15,7 @@ from harness.hosts.local import LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
 from harness.deploy.services import Systemd
 from harness.deploy.secrets import load_secrets
-from lte_fixtures import LAB, lab_data, lab_inventory, write_secrets
+from rigs.ltelab import LAB, lab_data, lab_inventory, write_secrets
 from wifi.checks import association_state, parse_wpa_status
 from wifi.deploy import wifi_up
 from wifi.realcheck import check_files, trials

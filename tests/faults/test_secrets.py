@@ -60,7 +60,7 @@ def test_lte_render_on_the_open5gs_path_refuses_a_readable_or_invalid_secrets_fi
     """Open5GS renders no file with the SIM keys, but a --secrets file given to it is read and checked like on
     the srsEPC path: a group-readable one (0644) or one that is not a secrets file exits 2, and nothing is
     written."""
-    from lte_fixtures import LAB
+    from rigs.ltelab import LAB
 
     from .conftest import mplab
 

@@ -5,7 +5,7 @@ real OVS (userspace datapath, ``controller.steering.ovs.splice_switch``) between
 AP / eNB listening ``ptcp:PORT`` on every address of its namespace, which has a management veth and
 an sshd of its own: the *lab* inventory built from it names that OVS in ``lab.switch`` (a
 ``lab.infra`` machine with role switch), so a lab campaign reaches everything over the network as on
-a lab. Lives under tests/ because it needs the controller's splice (the rigs in rigs/ may not import it).
+a lab. Not installed with mplab (rigs/ is not in the wheel); it uses the controller's splice.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from rigs.sshrig import SshdRig, add_lab_switch, lab_inventory
 
 from controller.steering.ovs import SpliceRig, splice_switch
 
-from conftest import small_inventory
+from rigs.inventories import small_inventory
 
 
 @dataclass
