@@ -31,13 +31,15 @@ overrides what it offers; callers never probe attributes or compare kind names.
   (``clean_stale``).
 - ``host_groups()``, ``runs_here``, ``disconnect()``: what ``mplab preflight`` checks (a group of
   hosts alone; this machine's kernel too) and lets go of afterwards.
+- ``standalone_meters(receivers)``: the meters for reading outside a campaign (``mplab meters``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -47,6 +49,7 @@ from harness.errors import CommandError, TrafficError
 from harness.hosts.local import BackgroundProcess, Host
 from harness.config.inventory import RADIOS, Inventory
 from harness.meters.base import Meter
+from harness.meters.drivers import meter_from_inventory
 from harness.hosts.netcmd import sysctl_argv
 from harness.hosts.ready import wait_until
 from harness.config.switch import SwitchPorts
@@ -279,6 +282,18 @@ class Testbed(ABC):
         """Remove what a copy of this kind named ``name`` left (an earlier session's copy that is gone
         now); what was removed. Only for kinds with ``has_sessions``; never touches a live testbed."""
         return []
+
+    @classmethod
+    @contextlib.contextmanager
+    def standalone_meters(cls, inventory: Inventory, receivers: Sequence[str],
+                          note: Callable[[str], None] = log.info) -> Iterator[dict[str, Meter]]:
+        """Unopened meters of ``receivers`` for reading outside a campaign (``mplab meters``).
+
+        A class method: a bench of meters needs no testbed that could run a sweep. By default each
+        inventory entry's meter, read where mplab runs (a device path or a pyserial URL); a kind whose
+        meters live inside what it builds brings them up for the block.
+        """
+        yield {name: meter_from_inventory(inventory.receiver(name).meter) for name in receivers}
 
     def host_groups(self) -> dict[str, list[str]]:
         """Named groups of hosts that ``preflight(ccs, only=...)`` can check alone (a lab's

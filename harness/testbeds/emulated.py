@@ -28,15 +28,16 @@ any prefix) needs those names.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from harness.cc import CongestionControl
-from harness.errors import CommandError, MplabError, NotReady, PreflightError, TrafficError
+from harness.errors import CommandError, ConfigError, MplabError, NotReady, PreflightError, TrafficError
 from harness.machine import allow_ccs, state_dir, write_state
 from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
 from harness.config.inventory import Inventory
@@ -55,7 +56,7 @@ from harness.emulation.access import AccessKinds, LteAccess, LteLink, lte_access
 from harness.files import atomic_write
 from harness.testbeds.base import (Health, LossCounters, Node, NodeInterface, Repair, TailSkip, Testbed,
                                    parse_loss_counters)
-from harness.upkeep.clean import clean_prefix
+from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.upkeep.preflight import Check
 from harness.emulation import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
@@ -179,6 +180,44 @@ class EmulatedTestbed(Testbed):
             self._claim.release()
 
     # ------------------------------------------------------------ preflight
+
+    @classmethod
+    @contextlib.contextmanager
+    def standalone_meters(cls, inventory: Inventory, receivers: Sequence[str],
+                          note: Callable[[str], None] = log.info) -> Iterator[dict[str, Meter]]:
+        """The meter devices inside the receivers' namespaces: this testbed's if it is up (its
+        namespaces exist), else the testbed brought up for the block and torn down afterwards (root).
+        Two readers on one meter steal each other's frames: not for a testbed a campaign is using."""
+        with cls(inventory)._meters_for(receivers, note) as meters:
+            yield meters
+
+    @contextlib.contextmanager
+    def _meters_for(self, receivers: Sequence[str], note: Callable[[str], None]) -> Iterator[dict[str, Meter]]:
+        present = set(list_namespaces(self.root, self.prefix))
+        if set(self.ns.values()) <= present:
+            note(f"emulated testbed {self.prefix}* is up: reading its meter devices")
+            all_meters = self.meters()
+            yield {n: all_meters[n] for n in receivers}
+            return
+        # Bring-up first removes everything under the prefix; with a short prefix ("mplab-") that would include
+        # other testbeds on this machine (other prefixes that start with it). Refuse rather than remove them.
+        foreign = sorted(present - set(self.ns.values()))
+        if foreign:
+            raise ConfigError(f"namespace_prefix {self.prefix!r} also matches namespaces of another testbed "
+                              f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); bringing this one up "
+                              "would remove them. Give this inventory its own prefix (emulation.namespace_prefix)",
+                              field="emulation.namespace_prefix")
+        bad = [c for c in self.preflight([]) if c.essential and not c.ok]
+        if bad:
+            raise PreflightError("cannot bring up the emulated testbed for its meters: "
+                                 + "; ".join(f"{c.name}: {c.detail} (fix: {c.fix})" for c in bad))
+        note(f"bringing up emulated testbed {self.prefix}* for its meter devices (torn down afterwards)")
+        self.setup([])
+        try:
+            all_meters = self.meters()
+            yield {n: all_meters[n] for n in receivers}
+        finally:
+            self.teardown()
 
     def preflight(self, ccs: Sequence[CongestionControl]) -> list[Check]:
         checks: list[Check] = []

@@ -44,12 +44,16 @@ def build_testbed(inventory: Inventory, access_kinds: AccessKinds | None = None,
     ``speedup``: faster than real time (``harness.emulation.speedup``; refused for a lab).
     """
     check_speedup(inventory, speedup)
+    return testbed_class(inventory).build(inventory, access_kinds, speedup)
+
+
+def testbed_class(inventory: Inventory) -> type[Testbed]:
+    """The Testbed class of ``inventory``'s kind (``PreflightError`` for a kind this version cannot drive)."""
     try:
-        cls = TESTBEDS[inventory.kind]
+        return TESTBEDS[inventory.kind]
     except KeyError:
         raise PreflightError(f"no testbed driver for inventory kind {inventory.kind!r} in this version "
                              f"(available: {', '.join(TESTBEDS)})") from None
-    return cls.build(inventory, access_kinds, speedup)
 
 
 def testbed_flavour(testbed: Testbed) -> str:

@@ -20,10 +20,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import ConfigError, MeterError, PreflightError, StoreError
+from harness.errors import ConfigError, MeterError, StoreError
 from harness.config.inventory import Inventory, load_inventory
 from harness.meters.base import Meter
-from harness.meters.drivers import meter_from_inventory
+from harness.testbeds.kinds import testbed_class
 from harness.meters.recorder import Recorder, TraceWriter
 
 console = Console()
@@ -42,39 +42,9 @@ def _select(inv: Inventory, receivers: list[str] | None) -> list[str]:
 
 @contextlib.contextmanager
 def inventory_meters(inv: Inventory, receivers: list[str]) -> Iterator[dict[str, Meter]]:
-    """Unopened meters of ``receivers``, with the emulated testbed's devices up while the block runs."""
-    if inv.emulation is None:  # real meters: nothing to bring up
-        yield {name: meter_from_inventory(inv.receiver(name).meter) for name in receivers}
-        return
-    from harness.upkeep.clean import list_namespaces
-    from harness.testbeds.emulated import EmulatedTestbed
-
-    tb = EmulatedTestbed(inv)
-    present = set(list_namespaces(tb.root, tb.prefix))
-    if set(tb.ns.values()) <= present:
-        console.print(f"emulated testbed {tb.prefix}* is up: reading its meter devices")
-        all_meters = tb.meters()
-        yield {n: all_meters[n] for n in receivers}
-        return
-    # Bring-up first removes everything under the prefix; with a short prefix ("mplab-") that would include other
-    # testbeds on this machine (other prefixes that start with it). Refuse rather than remove what is not ours.
-    foreign = sorted(present - set(tb.ns.values()))
-    if foreign:
-        raise ConfigError(f"namespace_prefix {tb.prefix!r} also matches namespaces of another testbed "
-                          f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); bringing this one up would "
-                          "remove them. Give this inventory its own prefix (emulation.namespace_prefix)",
-                          field="emulation.namespace_prefix")
-    bad = [c for c in tb.preflight([]) if c.essential and not c.ok]
-    if bad:
-        raise PreflightError("cannot bring up the emulated testbed for its meters: "
-                             + "; ".join(f"{c.name}: {c.detail} (fix: {c.fix})" for c in bad))
-    console.print(f"bringing up emulated testbed {tb.prefix}* for its meter devices (torn down afterwards)")
-    tb.setup([])
-    try:
-        all_meters = tb.meters()
-        yield {n: all_meters[n] for n in receivers}
-    finally:
-        tb.teardown()
+    """Unopened meters of ``receivers``, as the inventory's testbed kind offers them outside a campaign."""
+    with testbed_class(inv).standalone_meters(inv, receivers, note=console.print) as meters:
+        yield meters
 
 
 def _open_each(meters: dict[str, Meter]) -> dict[str, str]:
