@@ -15,6 +15,7 @@ object's digest), because a name another rig left registered would otherwise be 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import statistics
 import threading
@@ -79,29 +80,28 @@ class MapSampler(threading.Thread):
 
 
 def summary(samples: list[dict]) -> dict:
-    """Per slot (by socket), over the run's second half: mean window, mean published RTT (ms), and the
-    shares of samples in which its epsilon was +1, 0 and -1."""
-    if not samples:
+    """The data connection's two subflows over the run's second half (the most sampled pair of sockets:
+    iperf3's control connection has an entry too): per subflow the mean window, mean published RTT (ms)
+    and median inter-loss bytes (kB); the share of samples in which every epsilon was 0, and in which
+    the subflow with the smaller window at that instant was a best path (epsilon +1)."""
+    pairs = collections.Counter(frozenset(x["sk"] for x in s["slots"]) for s in samples if len(s["slots"]) == 2)
+    if not pairs:
         return {}
-    t_end = samples[-1]["t_s"]
-    per: dict[int, dict[str, list]] = {}
-    for s in samples:
-        if s["t_s"] < t_end / 2 or len(s["slots"]) < 2:
-            continue
-        for slot, (num, den) in zip(s["slots"], s["eps"]):
-            d = per.setdefault(slot["sk"], {"cwnd": [], "srtt_ms": [], "eps": [], "loss_int": []})
-            d["cwnd"].append(slot["cwnd"])
-            d["srtt_ms"].append(slot["srtt"] / 8000)
-            d["eps"].append(num)
-            d["loss_int"].append(slot["loss_int"])
-    out = {}
-    for k, (sk, d) in enumerate(sorted(per.items(), key=lambda kv: statistics.mean(kv[1]["cwnd"]))):
-        n = len(d["eps"])
-        out[f"slot{k}"] = {"cwnd": round(statistics.mean(d["cwnd"]), 1),
-                           "srtt_ms": round(statistics.mean(d["srtt_ms"]), 1),
-                           "loss_int_kB": round(statistics.median(d["loss_int"]) / 1000, 1),
-                           "eps_plus": round(d["eps"].count(1) / n, 2), "eps_zero": round(d["eps"].count(0) / n, 2),
-                           "eps_minus": round(d["eps"].count(-1) / n, 2), "samples": n}
+    conn = pairs.most_common(1)[0][0]
+    mine = [s for s in samples if frozenset(x["sk"] for x in s["slots"]) == conn]
+    half = [s for s in mine if s["t_s"] >= mine[-1]["t_s"] / 2]
+    out: dict = {}
+    for k, sk in enumerate(sorted(conn)):
+        slots = [x for s in half for x in s["slots"] if x["sk"] == sk]
+        out[f"sf_slot{k}"] = {"cwnd": round(statistics.mean(x["cwnd"] for x in slots), 1),
+                              "srtt_ms": round(statistics.mean(x["srtt"] for x in slots) / 8000, 1),
+                              "loss_int_kB": round(statistics.median(x["loss_int"] for x in slots) / 1000, 1)}
+    unequal = [s for s in half if s["slots"][0]["cwnd"] != s["slots"][1]["cwnd"]]
+    smaller_best = sum(1 for s in unequal
+                       if s["eps"][min((0, 1), key=lambda i: s["slots"][i]["cwnd"])][0] == 1)
+    out["eps_all_zero"] = round(sum(1 for s in half if all(e[0] == 0 for e in s["eps"])) / max(1, len(half)), 2)
+    out["smaller_window_is_best"] = round(smaller_best / max(1, len(unequal)), 2)
+    out["samples"] = len(half)
     return out
 
 
