@@ -11,6 +11,9 @@ object's digest), because a name another rig left registered would otherwise be 
 
     flock /tmp/mplab-heavy.lock nice -n 10 uv run --frozen python bench/olia_state.py \\
         --build today=harness/cc/bpf/build --build previous=/tmp/old/build --rounds 3 --out runs.jsonl
+
+``--model-seeds N`` prints the same shares from the packet-level model of the reference arithmetic
+(harness/cc/sim.py) at the same cell instead, without root (about 15 s a seed).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from pathlib import Path
 
 from harness.cc import resolve
 from harness.cc.bpfcc import BpfCC, map_name, object_digest
+from harness.cc import oracle, sim
 from harness.cc.oracle import Sf, olia_epsilon
 from harness.hosts.local import LocalHost
 from rigs.bottleneck import SharedBottleneck
@@ -139,9 +143,38 @@ def one_run(label: str, build: Path, args) -> dict:
             "load": Path("/proc/loadavg").read_text().split()[:3], "time": time.time()}
 
 
+def model_epsilons(seed: int, args) -> dict:
+    """The same two shares in the packet-level model (harness/cc/sim.py: the reference arithmetic, every
+    subflow window-limited, no MPTCP scheduler), counted at every ACK of a coupled subflow. The model's
+    OLIA calls oracle.olia_epsilon through the module, so it is wrapped for the run and restored after."""
+    counts = {"acks": 0, "all_zero": 0, "unequal": 0, "smaller_best": 0}
+    reference = oracle.olia_epsilon
+
+    def counting(sfs: list[Sf], me: int) -> tuple[int, int]:
+        if sum(1 for x in sfs if x.active()) == 2:
+            eps = [reference(sfs, i) for i in range(2)]
+            counts["acks"] += 1
+            counts["all_zero"] += all(e[0] == 0 for e in eps)
+            if sfs[0].cwnd != sfs[1].cwnd:
+                counts["unequal"] += 1
+                counts["smaller_best"] += eps[0 if sfs[0].cwnd < sfs[1].cwnd else 1][0] == 1
+        return reference(sfs, me)
+
+    rtt = 2 * args.delay / 1000 + 0.0006   # the rig's idle RTT: 40.6 ms at 20 ms each way
+    specs = [sim.FlowSpec("mp", "olia", rtt), sim.FlowSpec("mp", "olia", rtt), sim.FlowSpec("tcp", "reno", rtt)]
+    oracle.olia_epsilon = counting
+    try:
+        r = sim.simulate(specs, rate_mbit=args.rate, loss_p=args.loss_pct / 100, seconds=60, warmup_s=10, seed=seed)
+    finally:
+        oracle.olia_epsilon = reference
+    return {"seed": seed, "ratio": round(r.ratio("mp", "tcp"), 2),
+            "eps_all_zero": round(counts["all_zero"] / max(1, counts["acks"]), 2),
+            "smaller_window_is_best": round(counts["smaller_best"] / max(1, counts["unequal"]), 2)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", action="append", required=True, metavar="LABEL=DIR",
+    ap.add_argument("--build", action="append", default=[], metavar="LABEL=DIR",
                     help="a build of olia.bpf.o to run (repeatable; rounds alternate the builds)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--delay", type=float, default=20.0, help="one-way base delay, ms")
@@ -150,8 +183,16 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=20.0)
     ap.add_argument("--duration", type=int, default=20)
     ap.add_argument("--omit", type=int, default=5)
-    ap.add_argument("--out", type=Path, required=True, help="append each run as a JSON line here")
+    ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
+    ap.add_argument("--model-seeds", type=int, default=0,
+                    help="instead of the rig: the packet-level model's shares, this many seeds of 60 s (no root)")
     args = ap.parse_args()
+    if args.model_seeds:
+        for seed in range(args.model_seeds):
+            print(json.dumps(model_epsilons(seed, args)), flush=True)
+        return
+    if not args.build or not args.out:
+        ap.error("give --build LABEL=DIR (one or more) and --out, or --model-seeds N")
     builds = [(b.split("=", 1)[0], Path(b.split("=", 1)[1])) for b in args.build]
     for rnd in range(args.rounds):
         for label, build in (builds if rnd % 2 == 0 else builds[::-1]):
