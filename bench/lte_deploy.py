@@ -6,6 +6,7 @@ namespaces, real sshd and stand-in daemons as tests/test_lte_deploy.py.
 """
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 import tempfile
@@ -100,4 +101,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # No options, but `--help` must describe the bench rather than run it (it needs root and takes a minute).
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()
