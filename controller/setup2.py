@@ -49,7 +49,7 @@ from controller.congestion import CongestionSignal, lab_signal_gap, signal_for
 from controller.measure import parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
-from controller.steering.caps import Caps, EgressCaps, HtbCaps, MeterCaps, meter_shortfall
+from controller.steering.caps import Caps, EgressCaps, HtbCaps, caps_for, meter_shortfall
 
 log = logging.getLogger("mplab.controller")
 
@@ -326,18 +326,9 @@ class Setup2Control:
         """OpenFlow steering caps with meters on its switch; the others (or a switch without kbit/s drop
         meters, said in the log) with HTB on the testbed's own gateways. Without either: why there are no
         caps (refused now if a policy needs them)."""
-        if self.steering.name == "openflow":
-            meters = MeterCaps(self.steering)
-            why = meters.unsupported()
-            if why is None:
-                return meters, None
-        else:
-            why = f"{self.steering.name} steering has no rate caps"
-        htb = gateway_caps(testbed)
-        if htb is not None:
-            if self.steering.name == "openflow":
-                log.warning("rate caps fall back to HTB on the gateways' ports: %s", why)
-            return htb, None
+        caps, why = caps_for(self.steering, lambda: gateway_caps(testbed))
+        if caps is not None:
+            return caps, None
         why = f"{why}; {NO_LAB_HTB}"
         if self.capping():
             raise PreflightError(f"policies {self.capping()} cap per-path rates, and this {testbed.kind} testbed "

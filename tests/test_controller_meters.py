@@ -94,11 +94,14 @@ def test_meter_band_is_kbit_per_s_with_the_burst_as_time_at_the_rate():
 
 def test_the_cap_seam_picks_meters_under_openflow_and_falls_back_to_htb_without_them(caplog):
     htb = object()
-    assert isinstance(caps_for(AppStandIn(OVS_NETDEV_FEATURES), lambda: htb), MeterCaps)
-    assert caps_for(AppStandIn(NO_METERS), lambda: htb) is htb
+    caps, why = caps_for(AppStandIn(OVS_NETDEV_FEATURES), lambda: htb)
+    assert isinstance(caps, MeterCaps) and why is None
+    caps, why = caps_for(AppStandIn(NO_METERS), lambda: htb)
+    assert caps is htb and "drop bands" in why
     assert "fall back to HTB" in caplog.text and "drop bands, kbit/s rates, burst sizes, 4 meters" in caplog.text
     other = type("Nft", (), {"name": "nftables"})()
-    assert caps_for(other, lambda: htb) is htb
+    assert caps_for(other, lambda: htb) == (htb, "nftables steering has no rate caps")
+    assert caps_for(other, lambda: None) == (None, "nftables steering has no rate caps")
 
 
 def test_meter_caps_ask_the_app_for_changes_only_and_lift_caps_on_paths_not_allowed():

@@ -304,13 +304,18 @@ class MeterCaps(CapTable):
         self._caps.clear()
 
 
-def caps_for(steering, fallback: Callable[[], Caps | None]) -> Caps | None:
-    """The cap enforcer for a steering backend: OpenFlow meters when it is OpenFlow steering and its
-    switch offers kbit/s drop meters, else ``fallback()`` (HTB where the testbed leaves room), saying why."""
+def caps_for(steering, fallback: Callable[[], Caps | None]) -> tuple[Caps | None, str | None]:
+    """The cap enforcer for a steering backend, and why it is not the switch's meters (None when it is):
+    OpenFlow meters when it is OpenFlow steering and its switch offers kbit/s drop meters, else
+    ``fallback()`` (HTB where the testbed leaves room; a fall-back from OpenFlow is logged with why)."""
     if steering.name == "openflow":
         meters = MeterCaps(steering)
         why = meters.unsupported()
         if why is None:
-            return meters
+            return meters, None
+    else:
+        why = f"{steering.name} steering has no rate caps"
+    caps = fallback()
+    if caps is not None and steering.name == "openflow":
         log.warning("rate caps fall back to HTB on the gateways' ports: %s", why)
-    return fallback()
+    return caps, why
