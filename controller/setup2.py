@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.campaign.campaign import testbed_name
 from harness.campaign.control import PreparedSample
 from harness.errors import ConfigError, MplabError, PreflightError, TrafficError
 from harness.files import make_owned_temp_dir
@@ -114,7 +113,7 @@ class EpochLoop:
         self.epochs: list[dict] = []
         self._stop = threading.Event()
         # Named after the testbed too: with --testbeds K several copies' loops run in one process.
-        where = testbed_name(control.testbed) if control.testbed is not None else "no-testbed"
+        where = control.testbed.name if control.testbed is not None else "no-testbed"
         self._thread = threading.Thread(target=self._run, name=f"epochs:{where}:{policy.name}", daemon=True)
 
     def start(self) -> None:

@@ -131,12 +131,6 @@ def describe_controls(controls: list[SampleControl], where: str) -> dict:
     return out
 
 
-def testbed_name(testbed: Testbed) -> str:
-    """How records and sessions name a testbed (``Testbed.name``: an emulated one's namespace prefix, a lab's
-    inventory name)."""
-    return testbed.name
-
-
 def build_testbeds(inventory: Inventory, k: int, force: bool,
                    access_kinds: AccessKinds | None = None, speedup: float = 1.0) -> list[Testbed]:
     """The testbed, or ``k`` copies of an emulated one (``harness.campaign.parallel``), refused beyond the rule."""
@@ -175,7 +169,7 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
             checks = preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
             campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=cid,
                                        parallel_section={"testbeds": testbeds,
-                                                         "names": [testbed_name(t) for t in beds],
+                                                         "names": [t.name for t in beds],
                                                          "forced": force, "max_testbeds": parallel.max_testbeds(),
                                                          "cores_per_testbed": parallel.CORES_PER_TESTBED},
                                        controls=controls)
@@ -219,7 +213,7 @@ def create_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, pl
         "parallel": parallel_section or {},
     }
     if controls:
-        names = (parallel_section or {}).get("names") or [testbed_name(testbed)]
+        names = (parallel_section or {}).get("names") or [testbed.name]
         manifest["control"] = describe_controls(controls, controls_where or ", ".join(names))
     return Campaign.create(runs_dir, cid, manifest)
 
@@ -274,7 +268,7 @@ def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:
     sessions = campaign.path / "sessions.jsonl"
     if not sessions.exists() or not beds[0].has_sessions:
         return
-    now = {testbed_name(t) for t in beds}
+    now = {t.name for t in beds}
     earlier: set[str] = set()
     for line in sessions.read_text().splitlines():
         try:
@@ -345,7 +339,7 @@ def execute_samples(campaign: Campaign, scenario: Scenario, inventory: Inventory
     """Run ``plans`` on ``testbeds``, copy *i* with controller ``controls[i]`` (one each, never shared)."""
     meta = {"kernel": campaign.manifest.get("kernel"),
             "power_profile": inventory.emulation.power_profile.name if inventory.emulation else None}
-    names = [testbed_name(t) for t in testbeds]
+    names = [t.name for t in testbeds]
     per_bed: list[SampleControl | None] = list(controls) if controls else [None] * len(testbeds)
     if controls and (len(controls) != len(testbeds) or len({id(c) for c in controls}) != len(controls)):
         # A controller steers the one testbed it was set up on and holds that copy's sample in flight:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from harness.campaign.campaign import (
     RunHooks, execute_samples, build_control, build_controls, build_testbeds, campaign_inputs, claimed, create_campaign,
-    pending_plans, preflight_or_raise, resolve_ccs, testbed_name,
+    pending_plans, preflight_or_raise, resolve_ccs,
 )
 from harness.campaign.control import ControlFactory
 from harness.campaign.plan import SamplePlan, plan_campaign
@@ -132,7 +132,7 @@ def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
             for sid in sample_ids:
                 if (scratch.path / "raw" / sid).exists():
                     tar.add(scratch.path / "raw" / sid, arcname=sid)
-        return {"node": node_id, "testbed": testbed_name(testbed), "records": scratch.records(),
+        return {"node": node_id, "testbed": testbed.name, "records": scratch.records(),
                 "raw_tar": buf.getvalue(), "interference": scratch.manifest.get("interference", [])}
 
 
