@@ -64,11 +64,7 @@ def integrate(readings: list[Reading], t0: float, t1: float) -> tuple[float, int
     (energy_j, readings inside, largest stretch of the window without a reading, in seconds: between
     consecutive readings inside it, or between an edge and the nearest reading inside).
     """
-    if t1 <= t0:
-        raise ValueError(f"empty window [{t0}, {t1}]")
-    ts = [r.wall_s for r in readings]
-    if not ts or ts[0] > t0 or ts[-1] < t1:
-        raise ValueError("readings do not cover the window")
+    ts, lo, hi = _window(readings, t0, t1)
 
     def at(t: float) -> float:
         i = bisect.bisect_left(ts, t)
@@ -77,8 +73,6 @@ def integrate(readings: list[Reading], t0: float, t1: float) -> tuple[float, int
         a, b = readings[i - 1], readings[i]
         return a.watts + (b.watts - a.watts) * (t - a.wall_s) / (b.wall_s - a.wall_s)
 
-    lo = bisect.bisect_right(ts, t0)
-    hi = bisect.bisect_left(ts, t1)
     pts = [(t0, at(t0))] + [(readings[i].wall_s, readings[i].watts) for i in range(lo, hi)] + [(t1, at(t1))]
     energy = 0.0
     gap = 0.0
@@ -99,23 +93,22 @@ def integrate_means(readings: list[Reading], t0: float, t1: float) -> tuple[floa
     this reading]; that mean is held over its interval and cut at the window's edges, so the energy
     between two readings is exactly what the device integrated. Returns what ``integrate`` returns.
     """
+    ts, lo, hi = _window(readings, t0, t1)
+    edges = [t0] + ts[lo:hi] + [t1]
+    # Each stretch (a, b] is covered by the first reading at or after b: the one whose mean spans it.
+    energy = sum(readings[bisect.bisect_left(ts, b)].watts * (b - a) for a, b in zip(edges, edges[1:]))
+    return energy, hi - lo, max(b - a for a, b in zip(edges, edges[1:]))
+
+
+def _window(readings: list[Reading], t0: float, t1: float) -> tuple[list[float], int, int]:
+    """The readings' times, and the index range of those strictly inside (t0, t1); ``ValueError`` when the
+    window is empty or the readings do not reach both of its edges."""
     if t1 <= t0:
         raise ValueError(f"empty window [{t0}, {t1}]")
     ts = [r.wall_s for r in readings]
     if not ts or ts[0] > t0 or ts[-1] < t1:
         raise ValueError("readings do not cover the window")
-    first = max(1, bisect.bisect_right(ts, t0))  # the first reading whose interval reaches past t0
-    energy = 0.0
-    for k in range(first, len(ts)):
-        a, b = max(ts[k - 1], t0), min(ts[k], t1)
-        if b > a:
-            energy += readings[k].watts * (b - a)
-        if ts[k] >= t1:
-            break
-    lo = bisect.bisect_right(ts, t0)
-    hi = bisect.bisect_left(ts, t1)
-    edges = [t0] + ts[lo:hi] + [t1]
-    return energy, hi - lo, max(b - a for a, b in zip(edges, edges[1:]))
+    return ts, bisect.bisect_right(ts, t0), bisect.bisect_left(ts, t1)
 
 
 class _Track:
