@@ -211,6 +211,9 @@ class Testbed(ABC):
     splices_switch: ClassVar[bool] = False
     #: Whether the testbed leaves state under its ``name`` that a later session can remove (``clean_stale``).
     has_sessions: ClassVar[bool] = False
+    #: The testbed is built on this machine, so this machine's kernel is the testbed's kernel:
+    #: ``mplab preflight`` adds this machine's kernel checks (the emulated kind).
+    runs_here: ClassVar[bool] = False
 
     def __init__(self, inventory: Inventory) -> None:
         self.inventory = inventory
@@ -299,10 +302,6 @@ class Testbed(ABC):
         """Named groups of hosts that ``preflight(ccs, only=...)`` can check alone (a lab's
         ``lab.groups``); none by default."""
         return {}
-
-    #: The testbed is built on this machine, so this machine's kernel is the testbed's kernel:
-    #: ``mplab preflight`` adds this machine's kernel checks (the emulated kind).
-    runs_here: ClassVar[bool] = False
 
     def disconnect(self) -> None:  # noqa: B027 - optional hook: a kind that opens nothing keeps it empty
         """Let go of what building and checking opened (connections), leaving alone anything a live

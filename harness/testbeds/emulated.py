@@ -57,7 +57,7 @@ from harness.files import atomic_write
 from harness.testbeds.base import (Health, LossCounters, Node, NodeInterface, Repair, TailSkip, Testbed,
                                    parse_loss_counters)
 from harness.upkeep.clean import clean_prefix, list_namespaces
-from harness.upkeep.preflight import Check
+from harness.upkeep.preflight import Check, failed_essentials, one_line
 from harness.emulation import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
 from harness.emulation.radiolink import LinkConfig, radiolink_argv
@@ -194,30 +194,30 @@ class EmulatedTestbed(Testbed):
     @contextlib.contextmanager
     def _meters_for(self, receivers: Sequence[str], note: Callable[[str], None]) -> Iterator[dict[str, Meter]]:
         present = set(list_namespaces(self.root, self.prefix))
-        if set(self.ns.values()) <= present:
+        bring_up = not set(self.ns.values()) <= present
+        if not bring_up:
             note(f"emulated testbed {self.prefix}* is up: reading its meter devices")
-            all_meters = self.meters()
-            yield {n: all_meters[n] for n in receivers}
-            return
-        # Bring-up first removes everything under the prefix; with a short prefix ("mplab-") that would include
-        # other testbeds on this machine (other prefixes that start with it). Refuse rather than remove them.
-        foreign = sorted(present - set(self.ns.values()))
-        if foreign:
-            raise ConfigError(f"namespace_prefix {self.prefix!r} also matches namespaces of another testbed "
-                              f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); bringing this one up "
-                              "would remove them. Give this inventory its own prefix (emulation.namespace_prefix)",
-                              field="emulation.namespace_prefix")
-        bad = [c for c in self.preflight([]) if c.essential and not c.ok]
-        if bad:
-            raise PreflightError("cannot bring up the emulated testbed for its meters: "
-                                 + "; ".join(f"{c.name}: {c.detail} (fix: {c.fix})" for c in bad))
-        note(f"bringing up emulated testbed {self.prefix}* for its meter devices (torn down afterwards)")
-        self.setup([])
+        else:
+            # Bring-up first removes everything under the prefix; with a short prefix ("mplab-") that would
+            # include other testbeds on this machine (other prefixes that start with it). Refuse rather than
+            # remove them.
+            foreign = sorted(present - set(self.ns.values()))
+            if foreign:
+                raise ConfigError(f"namespace_prefix {self.prefix!r} also matches namespaces of another testbed "
+                                  f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); bringing this "
+                                  "one up would remove them. Give this inventory its own prefix "
+                                  "(emulation.namespace_prefix)", field="emulation.namespace_prefix")
+            bad = failed_essentials(self.preflight([]))
+            if bad:
+                raise PreflightError(f"cannot bring up the emulated testbed for its meters: {one_line(bad)}")
+            note(f"bringing up emulated testbed {self.prefix}* for its meter devices (torn down afterwards)")
+            self.setup([])
         try:
             all_meters = self.meters()
             yield {n: all_meters[n] for n in receivers}
         finally:
-            self.teardown()
+            if bring_up:
+                self.teardown()
 
     def preflight(self, ccs: Sequence[CongestionControl]) -> list[Check]:
         checks: list[Check] = []

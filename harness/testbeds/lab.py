@@ -29,7 +29,7 @@ from harness.meters.drivers import open_meter
 from harness.hosts.netcmd import sysctl_argv
 from harness.hosts.ready import wait_until
 from harness.upkeep.preflight import (
-    cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, tcp_reachable,
+    Check, cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, tcp_reachable,
 )
 from harness.deploy.machines import ssh_host
 from harness.deploy.secrets import Secrets, load_secrets
@@ -37,7 +37,6 @@ from harness.upkeep.ofprobe import switch_check
 from harness.meters.ser2net import ser2net_argv
 from harness.hosts.ssh import SSHHost
 from harness.testbeds.base import Node, NodeInterface, Testbed, parallel
-from harness.upkeep.preflight import Check
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.lab")

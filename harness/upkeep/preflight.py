@@ -36,6 +36,11 @@ def failed_essentials(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.essential and not c.ok]
 
 
+def one_line(checks: list[Check]) -> str:
+    """Failed checks on one line, each with its fix: ``name: detail (fix: ...)``, separated by ``; ``."""
+    return "; ".join(f"{c.name}: {c.detail} (fix: {c.fix})" for c in checks)
+
+
 #: UP, or UNKNOWN for drivers that never report carrier (many LTE modems' wwan/usb interfaces).
 USABLE_OPERSTATES = ("UP", "UNKNOWN")
 

@@ -21,9 +21,8 @@ from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
 from harness.hosts.local import LocalHost
 from harness.config.inventory import load_inventory
-from harness.upkeep.preflight import kernel_checks
 from harness.config.scenario import load_scenario, scenario_inventory
-from harness.upkeep.preflight import Check, failed_essentials
+from harness.upkeep.preflight import Check, failed_essentials, kernel_checks, one_line
 
 console = Console()
 
@@ -97,8 +96,7 @@ def doctor() -> None:
             console.print(f"     fix: {c.fix}", highlight=False, soft_wrap=True)
     bad = failed_essentials(checks)
     if bad:
-        raise PreflightError(f"{len(bad)} essential check(s) failed: "
-                             + "; ".join(f"{c.name}: {c.detail} (fix: {c.fix})" for c in bad))
+        raise PreflightError(f"{len(bad)} essential check(s) failed: {one_line(bad)}")
     console.print(f"mplab doctor: all {sum(c.essential for c in checks)} essential checks passed")
 
 
