@@ -109,6 +109,8 @@ UPSTREAM: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
 #: ... and on a multipath-tcp.org kernel, which has its own coupled algorithms.
 MPTCP_ORG: dict[str, type] = {"cubic": KernelCC, "reno": KernelCC,
                               "lia": MptcpOrgCC, "olia": MptcpOrgCC, "balia": MptcpOrgCC, "wvegas": MptcpOrgCC}
+
+
 def kernel_flavour(host: Host) -> str:
     """``multipath-tcp.org`` (out-of-tree v0.9x), ``upstream`` (net/mptcp), or ``none``."""
     if host.exists("/proc/sys/net/mptcp/mptcp_enabled"):
