@@ -21,6 +21,9 @@ def state_root(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "run-mplab"
     monkeypatch.setattr(machine, "STATE_ROOT", root)
     monkeypatch.setattr(machine, "ALLOWED_ADDED", root / "allowed-cc-added.json")
+    # The struct_ops users too: the real /run/mplab's (a bench or another testbed live on this machine)
+    # would otherwise keep the moved root from being removed.
+    monkeypatch.setattr(machine, "STRUCT_OPS_USERS", root / "struct-ops-users.json")
     return root
 
 
