@@ -5,13 +5,17 @@ one router link: HTB at ``--rate`` Mbit/s over a byte FIFO of ``--buffers`` x BD
 delay from the project's delay line (``--delays``: one-way ms; the line holds the downlink for
 twice that, so the round trip is the same as "that much each way"). Each MPTCP algorithm (coupled
 LIA/OLIA/BALIA/wVegas, and ``cubic``: two uncoupled Cubic subflows) runs against each competitor
-(``--competitors``: reno, cubic), with equal subflow RTTs or the second path's doubled
-(``--rtts equal,unequal``). Rounds alternate the algorithms (``--runs`` rounds), so slow drifts of
-the machine's load hit every algorithm alike. Prints the median and range of MPTCP/TCP goodput per
-cell; ``--out`` appends every run (with per-flow socket counters when ``--probe``) as JSON lines.
+(``--competitors``: reno, cubic, or vegas: Linux's tcp_vegas.c as mplab's BPF struct_ops
+``mplab_vegas``, which this kernel lacks; records name its object's SHA-256 too), with equal
+subflow RTTs or the second path's doubled (``--rtts equal,unequal``). Rounds alternate the
+algorithms (``--runs`` rounds), so slow drifts of the machine's load hit every algorithm alike.
+Prints the median and range of MPTCP/TCP goodput per cell; ``--out`` appends every run (with
+per-flow socket counters when ``--probe``) as JSON lines.
 
 Theory (RFC 6356's goal; Khalili et al.; Peng et al.): a coupled connection takes about one TCP
-share (0.8-1.25 of a Reno flow is the bench's goal), two uncoupled subflows about two.
+share (0.8-1.25 of a Reno flow is the bench's goal), two uncoupled subflows about two. wVegas
+(Cao et al.) splits one total alpha over its subflows, so against Vegas it takes what one Vegas flow
+with that alpha would; docs/congestion-control.md says what that means with the reference's constants.
 
     nice -n 10 uv run --frozen python bench/cc_theory.py --delays 20,50 --buffers 1 \\
         --competitors reno,cubic --algorithms lia,olia,balia,cubic --runs 3 --duration 20
@@ -25,7 +29,7 @@ import time
 from pathlib import Path
 
 from harness.cc import resolve
-from harness.cc.bpfcc import COUPLED, BpfCC, object_digest
+from harness.cc.bpfcc import COUPLED, SINGLE_PATH, BpfCC, object_digest
 from rigs.bottleneck import Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
@@ -85,6 +89,13 @@ def loss_events(c: Competition) -> dict:
     return out
 
 
+def competitor(name: str, build_dir: Path | None):
+    """The single-path flow's congestion control: the kernel's, or mplab's BPF program (Vegas)."""
+    if name in SINGLE_PATH:
+        return BpfCC(name, build_dir=build_dir)
+    return resolve(name)
+
+
 def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str], log) -> list[str]:
     """Every (algorithm, competitor) of one rig (delay, buffer, RTT shape), ``--runs`` alternated rounds."""
     rtt_ms = 2 * delay_ms if delay_ms else 1.0
@@ -93,7 +104,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
     # --build-dir: another build of the BPF programs (an earlier commit's, for before/after tables).
     algos = [BpfCC(a, build_dir=args.build_dir) if args.build_dir and a in COUPLED else resolve(a)
              for a in args.algorithms]
-    comps = {c: resolve(c) for c in competitors}
+    comps = {c: competitor(c, args.build_dir) for c in competitors}
     ccs = {cc.sock_name: cc for cc in algos + list(comps.values())}
     results: dict[tuple[str, str], list[Competition]] = {}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
@@ -108,6 +119,8 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                     rec = {"delay_ms": delay_ms, "bdp": bdp, "buffer_bytes": buf, "rtt": rtt, "round": rnd,
                            "algorithm": cc.algorithm, "cc_impl": cc.implementation,
                            "cc_object_sha256": object_digest(cc), "competitor": comp_name,
+                           "competitor_impl": comp.implementation,
+                           "competitor_object_sha256": object_digest(comp),
                            "duration_s": args.duration, "omit_s": args.omit, "rate_mbit": args.rate,
                            "mptcp_bytes": c.mptcp_bytes, "tcp_bytes": c.tcp_bytes, "ratio": round(c.ratio, 3),
                            "link_use": round((c.mptcp_bytes + c.tcp_bytes) * 8 / args.duration / args.rate / 1e6, 3),
@@ -154,7 +167,9 @@ def table_from(paths: list[Path]) -> str:
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), r["competitor"],
+            comp = r["competitor"] + (f" ({r['competitor_object_sha256'][:8]})"
+                                      if r.get("competitor_object_sha256") else "")
+            key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), comp,
                    r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
             cells.setdefault(key, []).append(r)
     rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | competitor | MPTCP | build | run (s) | "
@@ -200,7 +215,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delays", default="20,50", help="one-way base delays, ms (0, 20, 50)")
     ap.add_argument("--buffers", default="1", help="FIFO depths in BDPs (0.5, 1, 2)")
-    ap.add_argument("--competitors", default="reno,cubic")
+    ap.add_argument("--competitors", default="reno,cubic", help="reno, cubic, vegas (mplab's BPF port)")
     ap.add_argument("--algorithms", default="lia,olia,balia,wvegas,cubic")
     ap.add_argument("--rtts", default="equal", help="equal, unequal (the second path's delay doubled)")
     ap.add_argument("--runs", type=int, default=3)
@@ -216,7 +231,7 @@ def main() -> None:
                     help="independent random loss on the bottleneck (with --buffers large enough that the FIFO "
                          "never overflows, losses are then random rather than tail drops)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
-    ap.add_argument("--build-dir", type=Path, help="load the coupled algorithms' BPF objects from here "
+    ap.add_argument("--build-dir", type=Path, help="load the BPF objects (coupled algorithms, vegas) from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     ap.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),

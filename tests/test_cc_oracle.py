@@ -1,7 +1,8 @@
 """mplab's coupled congestion control against the multipath-tcp.org kernel's, event by event.
 
 ``harness/cc/oracle.py`` is the reference modules (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c,
-mptcp_wvegas.c, and Linux's tcp_vegas.c for the single-path Vegas competitor) in Python; ``harness/cc/bpf/mplab_math.h`` is what mplab's struct_ops programs run.
+mptcp_wvegas.c, and Linux's tcp_vegas.c for the single-path Vegas competitor) in Python;
+``harness/cc/bpf/mplab_math.h`` is what mplab's struct_ops programs run.
 The replay (``rigs/ccreplay.py``) applies identical event sequences to both and compares
 every subflow's window after every event. Without root the C is the host build of ``calc.bpf.c``
 (the same source file the BPF object is built from); with root it is the BPF object itself, run by
