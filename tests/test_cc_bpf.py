@@ -83,6 +83,17 @@ def test_cc_impl_names_the_build(tmp_path):
     assert bpfcc.object_digest(resolve("cubic")) is None
 
 
+def test_vegas_is_a_bench_competitor_that_scenarios_do_not_offer():
+    """mplab_vegas (Linux's tcp_vegas.c as struct_ops) is for bench/cc_theory.py's single-path flow only."""
+    assert "vegas" not in ALGORITHMS
+    with pytest.raises(KeyError):
+        resolve("vegas")
+    cc = BpfCC("vegas")
+    assert (cc.sock_name, cc.obj.name) == ("mplab_vegas", "vegas.bpf.o")
+    digest = bpfcc.file_digest(bpfcc.object_path("vegas"))
+    assert cc.implementation == (f"bpf:mplab_vegas@sha256:{digest}" if digest else "bpf:mplab_vegas")
+
+
 def test_bpftool_argvs():
     assert bpfcc.register_argv(bpfcc.BUILD_DIR / "lia.bpf.o")[:3] == ["bpftool", "struct_ops", "register"]
     assert bpfcc.unregister_argv("mplab_lia") == ["bpftool", "struct_ops", "unregister", "name", "mplab_lia"]
