@@ -161,6 +161,36 @@ def events_per_packet(rec: dict) -> float | None:
     return (mp / rec["mptcp_bytes"]) / (ev["tcp"] / rec["tcp_bytes"])
 
 
+def queued_packets(rec: dict) -> tuple[float, float] | None:
+    """Packets each side keeps queued at the bottleneck, from the probe's means (second half of the run):
+    in-flight x (RTT - base RTT) / RTT per flow, the base being the configured round trip (the rig's own
+    adds well under a millisecond). The quantity Vegas and wVegas steer (their ``diff``), MPTCP (both
+    subflows) and the TCP flow: at one FIFO, goodput shares follow these backlogs."""
+    flows = rec.get("flows") or {}
+    base = 2 * rec["delay_ms"]
+    if "tcp" not in flows or not base:
+        return None
+
+    def q(f: dict) -> float:
+        return f["unacked"] * max(0.0, f["rtt_ms"] - base) / f["rtt_ms"] if f["rtt_ms"] else 0.0
+    return sum(q(v) for k, v in flows.items() if k.startswith("sf")), q(flows["tcp"])
+
+
+def backlog_lines(paths: list[Path]) -> str:
+    """Per run: the ratio, each side's queued packets, the TCP flow's RTT and retransmissions (``--backlog``)."""
+    rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | round | MPTCP/TCP | queued packets, "
+            "MPTCP / TCP | TCP flow's RTT (ms) | retransmissions, MPTCP / TCP |", "|---|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            qp = queued_packets(r)
+            tcp = (r.get("flows") or {}).get("tcp", {})
+            rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['algorithm']} | {r['round']} | "
+                        f"{r['ratio']:.2f} | {f'{qp[0]:.1f} / {qp[1]:.1f}' if qp else '-'} | "
+                        f"{tcp.get('rtt_ms', '-')} | {r['mptcp_retransmits']} / {r['tcp_retransmits']} |")
+    return "\n".join(rows)
+
+
 def table_from(paths: list[Path]) -> str:
     """The README table from recorded runs (``--out`` files): one row per cell, algorithm and build."""
     cells: dict[tuple, list[dict]] = {}
@@ -234,6 +264,8 @@ def main() -> None:
     ap.add_argument("--build-dir", type=Path, help="load the BPF objects (coupled algorithms, vegas) from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
+    ap.add_argument("--backlog", type=Path, nargs="+", help="print each recorded run's queued packets per side "
+                    "(with --probe records) and exit")
     ap.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
                     help="print a before/after table of two recorded files and exit")
     args = ap.parse_args()
@@ -242,6 +274,9 @@ def main() -> None:
         return
     if args.compare:
         print(compare_table(*args.compare))
+        return
+    if args.backlog:
+        print(backlog_lines(args.backlog))
         return
     args.algorithms = args.algorithms.split(",")
 
