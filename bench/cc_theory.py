@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 from harness.cc import resolve
-from harness.cc.bpfcc import COUPLED, SINGLE_PATH, BpfCC, object_digest
+from harness.cc.bpfcc import BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, object_digest
 from rigs.bottleneck import Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
@@ -89,6 +92,29 @@ def loss_events(c: Competition) -> dict:
     return out
 
 
+def vegas_variant(alpha: int, beta: int, build_dir: Path | None) -> Path:
+    """A build directory whose vegas.bpf.o keeps alpha..beta packets queued instead of tcp_vegas.c's
+    2..4 (what its ``alpha``/``beta`` module parameters set), beside copies of ``build_dir``'s coupled
+    objects: the source with the two constants replaced, compiled with `make bpf`'s flags. Records name
+    the variant by its object's digest and by ``vegas_alpha_beta``."""
+    out = Path(tempfile.mkdtemp(prefix="mplab-vegas-variant-"))
+    for obj in (build_dir or BUILD_DIR).glob("*.bpf.o"):
+        shutil.copy(obj, out / obj.name)
+    src = out / "src"
+    shutil.copytree(BPF_DIR, src, ignore=shutil.ignore_patterns("build"))
+    math = src / "mplab_math.h"
+    text = math.read_text()
+    for old, new in (("#define VEGAS_ALPHA 2\n", f"#define VEGAS_ALPHA {alpha}\n"),
+                     ("#define VEGAS_BETA 4\n", f"#define VEGAS_BETA {beta}\n")):
+        if text.count(old) != 1:
+            raise SystemExit(f"cc_theory: {math.name} no longer has {old.strip()!r}; update vegas_variant")
+        text = text.replace(old, new)
+    math.write_text(text)
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wall", "-Wno-unused-variable",
+                    f"-I{BUILD_DIR}", "-c", str(src / "vegas.bpf.c"), "-o", str(out / "vegas.bpf.o")], check=True)
+    return out
+
+
 def competitor(name: str, build_dir: Path | None):
     """The single-path flow's congestion control: the kernel's, or mplab's BPF program (Vegas)."""
     if name in SINGLE_PATH:
@@ -129,6 +155,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            "counters": c.counters, "loss_events": loss_events(c),
                            "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
                            "random_loss_pct": args.loss_pct,
+                           "vegas_alpha_beta": args.vegas_alpha_beta if "vegas" in competitors else None,
                            "time": time.time()}
                     log(rec)
                     print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} {cc.algorithm:6} vs {comp_name:5} "
@@ -197,8 +224,9 @@ def table_from(paths: list[Path]) -> str:
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            comp = r["competitor"] + (f" ({r['competitor_object_sha256'][:8]})"
-                                      if r.get("competitor_object_sha256") else "")
+            ab = r.get("vegas_alpha_beta")
+            comp = r["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "") + (
+                f" ({r['competitor_object_sha256'][:8]})" if r.get("competitor_object_sha256") else "")
             key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), comp,
                    r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
             cells.setdefault(key, []).append(r)
@@ -260,6 +288,9 @@ def main() -> None:
     ap.add_argument("--loss-pct", type=float, default=0.0,
                     help="independent random loss on the bottleneck (with --buffers large enough that the FIFO "
                          "never overflows, losses are then random rather than tail drops)")
+    ap.add_argument("--vegas-alpha-beta", type=lambda s: [int(x) for x in s.split(",")], default=[2, 4],
+                    metavar="A,B", help="the Vegas competitor's alpha,beta (tcp_vegas.c's module parameters; "
+                    "default 2,4 as Linux ships it); another pair builds a variant object")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--build-dir", type=Path, help="load the BPF objects (coupled algorithms, vegas) from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")
@@ -279,6 +310,8 @@ def main() -> None:
         print(backlog_lines(args.backlog))
         return
     args.algorithms = args.algorithms.split(",")
+    if args.vegas_alpha_beta != [2, 4]:
+        args.build_dir = vegas_variant(*args.vegas_alpha_beta, args.build_dir)
 
     def log(rec: dict) -> None:
         if args.out:

@@ -367,6 +367,31 @@ def test_share_against_reno_at_the_bench_cell(prefix, algorithm):
     assert not list_namespaces(ROOT, prefix)
 
 
+@pytest.mark.root
+@needs_build
+def test_vegas_competitor_keeps_the_queue_short(prefix):
+    """mplab_vegas as the rig's TCP flow against wVegas at the 20 ms cell with a 2 BDP (200 kB, 80 ms) FIFO
+    (under 40 s). Both are delay-based, so the queue stays at the packets they aim for (the bench: the TCP
+    flow's RTT 47-50 ms over a base of 40.6, wVegas 2-3 times the Vegas flow's goodput, no retransmissions),
+    where a loss-based flow fills it (a Reno flow there: RTT 95-105 ms) and takes about 3 times wVegas' goodput.
+    The socket reports mplab_vegas, so this is the port and not the kernel's Reno under its name."""
+    from rigs.bottleneck import SharedBottleneck
+
+    _skip_if_shared("wvegas", "vegas")
+    wvegas, vegas = resolve("wvegas"), BpfCC("vegas")
+    with SharedBottleneck(prefix, [wvegas, vegas], rate_mbit=20, buffer_bytes=200_000, qdisc="htb",
+                          path_delay_ms=(40.0, 40.0)) as bn:
+        c = bn.compete(wvegas, duration_s=15, omit_s=3, tcp_cc=vegas, probe=True)
+    tcp = [s for s in c.samples if s.flow == "tcp"]
+    assert tcp and {s.cc for s in tcp} == {"mplab_vegas"}, f"the TCP flow ran {sorted({s.cc for s in tcp})}"
+    half = max(s.t_s for s in tcp) / 2
+    rtt = sum(s.rtt_ms for s in tcp if s.t_s >= half) / len([s for s in tcp if s.t_s >= half])
+    print("wVegas/Vegas", round(c.ratio, 2), "Vegas flow's RTT", round(rtt, 1), "ms")
+    assert rtt < 65, f"the Vegas flow's RTT {rtt:.1f} ms: the FIFO filled (base 40.6 ms, full 120 ms)"
+    assert c.ratio > 1.0, f"wVegas took {c.ratio:.2f} of the Vegas flow (the bench: 2-3; against Reno 0.3)"
+    assert not list_namespaces(ROOT, prefix)
+
+
 #: MPTCP/Reno goodput at bench/cc_theory.py's random-loss cell: 0.2 % of packets dropped at random on the
 #: shaped link (nftables numgen), a 4 BDP (400 kB) FIFO that never overflows, 20 ms each way, one 15 s run
 #: after 3 s. The bench's spread there (5 runs of 20 s): lia 0.61-0.94, balia 0.91-1.33; two uncoupled
