@@ -68,6 +68,7 @@ def flow_means(c: Competition) -> dict:
             out[flow]["first_seen_s"] = min(s.t_s for s in c.samples if s.flow == flow)
             out[flow]["rwnd_limited_pct"] = ss[-1].rwnd_limited_pct
             out[flow]["sndbuf_limited_pct"] = ss[-1].sndbuf_limited_pct
+            out[flow]["min_rtt_ms"] = ss[-1].min_rtt_ms
     return out
 
 
