@@ -216,6 +216,30 @@ def backlog_lines(paths: list[Path]) -> str:
             rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['algorithm']} | {r['round']} | "
                         f"{r['ratio']:.2f} | {f'{qp[0]:.1f} / {qp[1]:.1f}' if qp else '-'} | "
                         f"{tcp.get('rtt_ms', '-')} | {r['mptcp_retransmits']} / {r['tcp_retransmits']} |")
+    return "\n".join(rows) + "\n\n" + backlog_cells(paths)
+
+
+def backlog_cells(paths: list[Path]) -> str:
+    """Per cell: the ratio's median (range), the median queued packets per side, the TCP flow's RTT range."""
+    cells: dict[tuple, list[dict]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            ab = r.get("vegas_alpha_beta")
+            comp = r["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "")
+            cells.setdefault((r["delay_ms"], r["bdp"], comp, r["algorithm"]), []).append(r)
+    rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | MPTCP/TCP median (range) | queued packets, "
+            "MPTCP / TCP (median) | TCP flow's RTT (ms) | runs |", "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(cells):
+        runs = cells[key]
+        ratios = sorted(r["ratio"] for r in runs)
+        qs = [q for q in (queued_packets(r) for r in runs) if q]
+        rtts = sorted(r["flows"]["tcp"]["rtt_ms"] for r in runs if "tcp" in (r.get("flows") or {}))
+        q = f"{statistics.median(a for a, _ in qs):.1f} / {statistics.median(b for _, b in qs):.1f}" if qs else "-"
+        rt = f"{rtts[0]:.0f}-{rtts[-1]:.0f}" if rtts else "-"
+        d, bdp, comp, algo = key
+        rows.append(f"| {d:g} | {bdp:g} | {comp} | {algo} | {statistics.median(ratios):.2f} "
+                    f"({ratios[0]:.2f}-{ratios[-1]:.2f}) | {q} | {rt} | {len(runs)} |")
     return "\n".join(rows)
 
 
