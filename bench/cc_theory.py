@@ -204,18 +204,34 @@ def queued_packets(rec: dict) -> tuple[float, float] | None:
     return sum(q(v) for k, v in flows.items() if k.startswith("sf")), q(flows["tcp"])
 
 
+def vegas_implied_base(rec: dict) -> tuple[float, float] | None:
+    """The base RTT (ms) a Vegas competitor must be steering by to hold still at its mean window and RTT:
+    diff = cwnd (rtt - base) / base within [alpha, beta] gives base in [rtt cwnd / (cwnd + beta),
+    rtt cwnd / (cwnd + alpha)]. Far above the configured round trip, it took a queue for the path's delay."""
+    tcp = (rec.get("flows") or {}).get("tcp")
+    if rec["competitor"] != "vegas" or not tcp or not tcp["cwnd"]:
+        return None
+    alpha, beta = rec.get("vegas_alpha_beta") or (2, 4)
+    w, rtt = tcp["cwnd"], tcp["rtt_ms"]
+    return rtt * w / (w + beta), rtt * w / (w + alpha)
+
+
 def backlog_lines(paths: list[Path]) -> str:
     """Per run: the ratio, each side's queued packets, the TCP flow's RTT and retransmissions (``--backlog``)."""
     rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | round | MPTCP/TCP | queued packets, "
-            "MPTCP / TCP | TCP flow's RTT (ms) | retransmissions, MPTCP / TCP |", "|---|---|---|---|---|---|---|---|---|"]
+            "MPTCP / TCP | TCP flow's RTT (ms) | its min RTT (ms) | Vegas' implied base RTT (ms) | retransmissions, "
+            "MPTCP / TCP |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
             qp = queued_packets(r)
             tcp = (r.get("flows") or {}).get("tcp", {})
+            base = vegas_implied_base(r)
             rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['algorithm']} | {r['round']} | "
                         f"{r['ratio']:.2f} | {f'{qp[0]:.1f} / {qp[1]:.1f}' if qp else '-'} | "
-                        f"{tcp.get('rtt_ms', '-')} | {r['mptcp_retransmits']} / {r['tcp_retransmits']} |")
+                        f"{tcp.get('rtt_ms', '-')} | {tcp.get('min_rtt_ms') or '-'} | "
+                        f"{f'{base[0]:.1f}-{base[1]:.1f}' if base else '-'} | "
+                        f"{r['mptcp_retransmits']} / {r['tcp_retransmits']} |")
     return "\n".join(rows) + "\n\n" + backlog_cells(paths)
 
 
