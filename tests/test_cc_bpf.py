@@ -371,9 +371,10 @@ def test_share_against_reno_at_the_bench_cell(prefix, algorithm):
 @needs_build
 def test_vegas_competitor_keeps_the_queue_short(prefix):
     """mplab_vegas as the rig's TCP flow against wVegas at the 20 ms cell with a 2 BDP (200 kB, 80 ms) FIFO
-    (under 40 s). Both are delay-based, so the queue stays at the packets they aim for (the bench: the TCP
-    flow's RTT 47-50 ms over a base of 40.6, wVegas 2-3 times the Vegas flow's goodput, no retransmissions),
-    where a loss-based flow fills it (a Reno flow there: RTT 95-105 ms) and takes about 3 times wVegas' goodput.
+    (under 40 s). Both are delay-based, so the queue stays at the packets they aim for (the bench: the Vegas
+    flow's RTT 47-51 ms over a base of 40.6, wVegas 1.3-3.4 times its goodput, no retransmissions after the
+    warm-up), where a loss-based flow fills it (a Reno flow there: RTT 95-106 ms) and takes about 3 times
+    wVegas' goodput (wVegas/Reno 0.25-0.32).
     The socket reports mplab_vegas, so this is the port and not the kernel's Reno under its name."""
     from rigs.bottleneck import SharedBottleneck
 
@@ -388,7 +389,7 @@ def test_vegas_competitor_keeps_the_queue_short(prefix):
     rtt = sum(s.rtt_ms for s in tcp if s.t_s >= half) / len([s for s in tcp if s.t_s >= half])
     print("wVegas/Vegas", round(c.ratio, 2), "Vegas flow's RTT", round(rtt, 1), "ms")
     assert rtt < 65, f"the Vegas flow's RTT {rtt:.1f} ms: the FIFO filled (base 40.6 ms, full 120 ms)"
-    assert c.ratio > 1.0, f"wVegas took {c.ratio:.2f} of the Vegas flow (the bench: 2-3; against Reno 0.3)"
+    assert c.ratio > 0.8, f"wVegas took {c.ratio:.2f} of the Vegas flow (the bench: 1.3-3.4; against Reno 0.3)"
     assert not list_namespaces(ROOT, prefix)
 
 
