@@ -67,13 +67,13 @@ setup-lab: apt python-lab
 	$(MAKE) bpf
 	$(MAKE) --no-print-directory doctor
 
-# BPF struct_ops congestion controls (lia, olia, balia, wvegas) and the arithmetic checker.
+# BPF struct_ops congestion controls (lia, olia, balia, wvegas; vegas, the bench's single-path competitor) and the arithmetic checker.
 # vmlinux.h comes from the running kernel's BTF (CO-RE: the objects load on other kernels too).
 # Without BTF or clang this prints why and leaves the objects absent: a scenario that names a
 # coupled algorithm is then refused at preflight with the same reason, never silently replaced.
 BPF_DIR := harness/cc/bpf
 BPF_BUILD := $(BPF_DIR)/build
-BPF_OBJS := $(patsubst %,$(BPF_BUILD)/%.bpf.o,lia olia balia wvegas calc)
+BPF_OBJS := $(patsubst %,$(BPF_BUILD)/%.bpf.o,lia olia balia wvegas vegas calc)
 BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Wno-unused-variable
 
 bpf:

@@ -5,13 +5,17 @@ one router link: HTB at ``--rate`` Mbit/s over a byte FIFO of ``--buffers`` x BD
 delay from the project's delay line (``--delays``: one-way ms; the line holds the downlink for
 twice that, so the round trip is the same as "that much each way"). Each MPTCP algorithm (coupled
 LIA/OLIA/BALIA/wVegas, and ``cubic``: two uncoupled Cubic subflows) runs against each competitor
-(``--competitors``: reno, cubic), with equal subflow RTTs or the second path's doubled
-(``--rtts equal,unequal``). Rounds alternate the algorithms (``--runs`` rounds), so slow drifts of
-the machine's load hit every algorithm alike. Prints the median and range of MPTCP/TCP goodput per
-cell; ``--out`` appends every run (with per-flow socket counters when ``--probe``) as JSON lines.
+(``--competitors``: reno, cubic, or vegas: Linux's tcp_vegas.c as mplab's BPF struct_ops
+``mplab_vegas``, which this kernel lacks; records name its object's SHA-256 too), with equal
+subflow RTTs or the second path's doubled (``--rtts equal,unequal``). Rounds alternate the
+algorithms (``--runs`` rounds), so slow drifts of the machine's load hit every algorithm alike.
+Prints the median and range of MPTCP/TCP goodput per cell; ``--out`` appends every run (with
+per-flow socket counters when ``--probe``) as JSON lines.
 
 Theory (RFC 6356's goal; Khalili et al.; Peng et al.): a coupled connection takes about one TCP
-share (0.8-1.25 of a Reno flow is the bench's goal), two uncoupled subflows about two.
+share (0.8-1.25 of a Reno flow is the bench's goal), two uncoupled subflows about two. wVegas
+(Cao et al.) splits one total alpha over its subflows, so against Vegas it takes what one Vegas flow
+with that alpha would; docs/congestion-control.md says what that means with the reference's constants.
 
     nice -n 10 uv run --frozen python bench/cc_theory.py --delays 20,50 --buffers 1 \\
         --competitors reno,cubic --algorithms lia,olia,balia,cubic --runs 3 --duration 20
@@ -20,12 +24,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 from harness.cc import resolve
-from harness.cc.bpfcc import COUPLED, BpfCC, object_digest
+from harness.cc.bpfcc import BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, object_digest
 from rigs.bottleneck import Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
@@ -61,6 +68,7 @@ def flow_means(c: Competition) -> dict:
             out[flow]["first_seen_s"] = min(s.t_s for s in c.samples if s.flow == flow)
             out[flow]["rwnd_limited_pct"] = ss[-1].rwnd_limited_pct
             out[flow]["sndbuf_limited_pct"] = ss[-1].sndbuf_limited_pct
+            out[flow]["min_rtt_ms"] = ss[-1].min_rtt_ms
     return out
 
 
@@ -85,6 +93,36 @@ def loss_events(c: Competition) -> dict:
     return out
 
 
+def vegas_variant(alpha: int, beta: int, build_dir: Path | None) -> Path:
+    """A build directory whose vegas.bpf.o keeps alpha..beta packets queued instead of tcp_vegas.c's
+    2..4 (what its ``alpha``/``beta`` module parameters set), beside copies of ``build_dir``'s coupled
+    objects: the source with the two constants replaced, compiled with `make bpf`'s flags. Records name
+    the variant by its object's digest and by ``vegas_alpha_beta``."""
+    out = Path(tempfile.mkdtemp(prefix="mplab-vegas-variant-"))
+    for obj in (build_dir or BUILD_DIR).glob("*.bpf.o"):
+        shutil.copy(obj, out / obj.name)
+    src = out / "src"
+    shutil.copytree(BPF_DIR, src, ignore=shutil.ignore_patterns("build"))
+    math = src / "mplab_math.h"
+    text = math.read_text()
+    for old, new in (("#define VEGAS_ALPHA 2\n", f"#define VEGAS_ALPHA {alpha}\n"),
+                     ("#define VEGAS_BETA 4\n", f"#define VEGAS_BETA {beta}\n")):
+        if text.count(old) != 1:
+            raise SystemExit(f"cc_theory: {math.name} no longer has {old.strip()!r}; update vegas_variant")
+        text = text.replace(old, new)
+    math.write_text(text)
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wall", "-Wno-unused-variable",
+                    f"-I{BUILD_DIR}", "-c", str(src / "vegas.bpf.c"), "-o", str(out / "vegas.bpf.o")], check=True)
+    return out
+
+
+def competitor(name: str, build_dir: Path | None):
+    """The single-path flow's congestion control: the kernel's, or mplab's BPF program (Vegas)."""
+    if name in SINGLE_PATH:
+        return BpfCC(name, build_dir=build_dir)
+    return resolve(name)
+
+
 def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str], log) -> list[str]:
     """Every (algorithm, competitor) of one rig (delay, buffer, RTT shape), ``--runs`` alternated rounds."""
     rtt_ms = 2 * delay_ms if delay_ms else 1.0
@@ -93,7 +131,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
     # --build-dir: another build of the BPF programs (an earlier commit's, for before/after tables).
     algos = [BpfCC(a, build_dir=args.build_dir) if args.build_dir and a in COUPLED else resolve(a)
              for a in args.algorithms]
-    comps = {c: resolve(c) for c in competitors}
+    comps = {c: competitor(c, args.build_dir) for c in competitors}
     ccs = {cc.sock_name: cc for cc in algos + list(comps.values())}
     results: dict[tuple[str, str], list[Competition]] = {}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
@@ -108,6 +146,8 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                     rec = {"delay_ms": delay_ms, "bdp": bdp, "buffer_bytes": buf, "rtt": rtt, "round": rnd,
                            "algorithm": cc.algorithm, "cc_impl": cc.implementation,
                            "cc_object_sha256": object_digest(cc), "competitor": comp_name,
+                           "competitor_impl": comp.implementation,
+                           "competitor_object_sha256": object_digest(comp),
                            "duration_s": args.duration, "omit_s": args.omit, "rate_mbit": args.rate,
                            "mptcp_bytes": c.mptcp_bytes, "tcp_bytes": c.tcp_bytes, "ratio": round(c.ratio, 3),
                            "link_use": round((c.mptcp_bytes + c.tcp_bytes) * 8 / args.duration / args.rate / 1e6, 3),
@@ -116,6 +156,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            "counters": c.counters, "loss_events": loss_events(c),
                            "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
                            "random_loss_pct": args.loss_pct,
+                           "vegas_alpha_beta": args.vegas_alpha_beta if "vegas" in competitors else None,
                            "time": time.time()}
                     log(rec)
                     print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} {cc.algorithm:6} vs {comp_name:5} "
@@ -148,13 +189,86 @@ def events_per_packet(rec: dict) -> float | None:
     return (mp / rec["mptcp_bytes"]) / (ev["tcp"] / rec["tcp_bytes"])
 
 
+def queued_packets(rec: dict) -> tuple[float, float] | None:
+    """Packets each side keeps queued at the bottleneck, from the probe's means (second half of the run):
+    in-flight x (RTT - base RTT) / RTT per flow, the base being the configured round trip (the rig's own
+    adds well under a millisecond). The quantity Vegas and wVegas steer (their ``diff``), MPTCP (both
+    subflows) and the TCP flow: at one FIFO, goodput shares follow these backlogs."""
+    flows = rec.get("flows") or {}
+    base = 2 * rec["delay_ms"]
+    if "tcp" not in flows or not base:
+        return None
+
+    def q(f: dict) -> float:
+        return f["unacked"] * max(0.0, f["rtt_ms"] - base) / f["rtt_ms"] if f["rtt_ms"] else 0.0
+    return sum(q(v) for k, v in flows.items() if k.startswith("sf")), q(flows["tcp"])
+
+
+def vegas_implied_base(rec: dict) -> tuple[float, float] | None:
+    """The base RTT (ms) a Vegas competitor must be steering by to hold still at its mean window and RTT:
+    diff = cwnd (rtt - base) / base within [alpha, beta] gives base in [rtt cwnd / (cwnd + beta),
+    rtt cwnd / (cwnd + alpha)]. Far above the configured round trip, it took a queue for the path's delay."""
+    tcp = (rec.get("flows") or {}).get("tcp")
+    if rec["competitor"] != "vegas" or not tcp or not tcp["cwnd"]:
+        return None
+    alpha, beta = rec.get("vegas_alpha_beta") or (2, 4)
+    w, rtt = tcp["cwnd"], tcp["rtt_ms"]
+    return rtt * w / (w + beta), rtt * w / (w + alpha)
+
+
+def backlog_lines(paths: list[Path]) -> str:
+    """Per run: the ratio, each side's queued packets, the TCP flow's RTT and retransmissions (``--backlog``)."""
+    rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | round | MPTCP/TCP | queued packets, "
+            "MPTCP / TCP | TCP flow's RTT (ms) | its min RTT (ms) | Vegas' implied base RTT (ms) | retransmissions, "
+            "MPTCP / TCP |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            qp = queued_packets(r)
+            tcp = (r.get("flows") or {}).get("tcp", {})
+            base = vegas_implied_base(r)
+            rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['algorithm']} | {r['round']} | "
+                        f"{r['ratio']:.2f} | {f'{qp[0]:.1f} / {qp[1]:.1f}' if qp else '-'} | "
+                        f"{tcp.get('rtt_ms', '-')} | {tcp.get('min_rtt_ms') or '-'} | "
+                        f"{f'{base[0]:.1f}-{base[1]:.1f}' if base else '-'} | "
+                        f"{r['mptcp_retransmits']} / {r['tcp_retransmits']} |")
+    return "\n".join(rows) + "\n\n" + backlog_cells(paths)
+
+
+def backlog_cells(paths: list[Path]) -> str:
+    """Per cell: the ratio's median (range), the median queued packets per side, the TCP flow's RTT range."""
+    cells: dict[tuple, list[dict]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            ab = r.get("vegas_alpha_beta")
+            comp = r["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "")
+            cells.setdefault((r["delay_ms"], r["bdp"], comp, r["algorithm"]), []).append(r)
+    rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | MPTCP/TCP median (range) | queued packets, "
+            "MPTCP / TCP (median) | TCP flow's RTT (ms) | runs |", "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(cells):
+        runs = cells[key]
+        ratios = sorted(r["ratio"] for r in runs)
+        qs = [q for q in (queued_packets(r) for r in runs) if q]
+        rtts = sorted(r["flows"]["tcp"]["rtt_ms"] for r in runs if "tcp" in (r.get("flows") or {}))
+        q = f"{statistics.median(a for a, _ in qs):.1f} / {statistics.median(b for _, b in qs):.1f}" if qs else "-"
+        rt = f"{rtts[0]:.0f}-{rtts[-1]:.0f}" if rtts else "-"
+        d, bdp, comp, algo = key
+        rows.append(f"| {d:g} | {bdp:g} | {comp} | {algo} | {statistics.median(ratios):.2f} "
+                    f"({ratios[0]:.2f}-{ratios[-1]:.2f}) | {q} | {rt} | {len(runs)} |")
+    return "\n".join(rows)
+
+
 def table_from(paths: list[Path]) -> str:
     """The README table from recorded runs (``--out`` files): one row per cell, algorithm and build."""
     cells: dict[tuple, list[dict]] = {}
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), r["competitor"],
+            ab = r.get("vegas_alpha_beta")
+            comp = r["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "") + (
+                f" ({r['competitor_object_sha256'][:8]})" if r.get("competitor_object_sha256") else "")
+            key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), comp,
                    r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
             cells.setdefault(key, []).append(r)
     rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | competitor | MPTCP | build | run (s) | "
@@ -200,7 +314,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delays", default="20,50", help="one-way base delays, ms (0, 20, 50)")
     ap.add_argument("--buffers", default="1", help="FIFO depths in BDPs (0.5, 1, 2)")
-    ap.add_argument("--competitors", default="reno,cubic")
+    ap.add_argument("--competitors", default="reno,cubic", help="reno, cubic, vegas (mplab's BPF port)")
     ap.add_argument("--algorithms", default="lia,olia,balia,wvegas,cubic")
     ap.add_argument("--rtts", default="equal", help="equal, unequal (the second path's delay doubled)")
     ap.add_argument("--runs", type=int, default=3)
@@ -215,10 +329,15 @@ def main() -> None:
     ap.add_argument("--loss-pct", type=float, default=0.0,
                     help="independent random loss on the bottleneck (with --buffers large enough that the FIFO "
                          "never overflows, losses are then random rather than tail drops)")
+    ap.add_argument("--vegas-alpha-beta", type=lambda s: [int(x) for x in s.split(",")], default=[2, 4],
+                    metavar="A,B", help="the Vegas competitor's alpha,beta (tcp_vegas.c's module parameters; "
+                    "default 2,4 as Linux ships it); another pair builds a variant object")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
-    ap.add_argument("--build-dir", type=Path, help="load the coupled algorithms' BPF objects from here "
+    ap.add_argument("--build-dir", type=Path, help="load the BPF objects (coupled algorithms, vegas) from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
+    ap.add_argument("--backlog", type=Path, nargs="+", help="print each recorded run's queued packets per side "
+                    "(with --probe records) and exit")
     ap.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
                     help="print a before/after table of two recorded files and exit")
     args = ap.parse_args()
@@ -228,7 +347,12 @@ def main() -> None:
     if args.compare:
         print(compare_table(*args.compare))
         return
+    if args.backlog:
+        print(backlog_lines(args.backlog))
+        return
     args.algorithms = args.algorithms.split(",")
+    if args.vegas_alpha_beta != [2, 4]:
+        args.build_dir = vegas_variant(*args.vegas_alpha_beta, args.build_dir)
 
     def log(rec: dict) -> None:
         if args.out:

@@ -129,6 +129,9 @@ class SocketSample:
     #: Share of the socket's busy time it was limited by the peer's window / its send buffer (tcp_info).
     rwnd_limited_pct: float = 0.0
     sndbuf_limited_pct: float = 0.0
+    #: The kernel's minimum RTT of the socket (``minrtt``), from the RTT samples a delay-based
+    #: congestion control takes its base RTT from (Vegas' baseRTT is the smallest sample + 1 us).
+    min_rtt_ms: float = 0.0
 
 
 _SS_FIELD = re.compile(r"(\w+):(\S+)")
@@ -167,7 +170,8 @@ def parse_ss(text: str, t_s: float) -> list[SocketSample]:
         limited = {k: float(v) for k, v in _SS_LIMITED.findall(info)}
         out.append(SocketSample(t_s, flow, int(f.get("cwnd", 0)), int(f["ssthresh"]) if "ssthresh" in f else None,
                                 int(f.get("unacked", 0)), rtt, acked, retrans, int(f.get("notsent", 0)), send_q,
-                                info.split()[0], limited.get("rwnd", 0.0), limited.get("sndbuf", 0.0)))
+                                info.split()[0], limited.get("rwnd", 0.0), limited.get("sndbuf", 0.0),
+                                float(f.get("minrtt", 0.0))))
     return out
 
 

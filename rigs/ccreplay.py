@@ -1,8 +1,8 @@
 """Replay one event sequence through the reference model and through mplab's C, window by window.
 
 Two worlds start from the same subflow states. Each event (an ACK of some packets with a new
-smoothed RTT, a loss, a wVegas RTT sample or end of round) is applied to both: in one by
-``harness.cc.oracle`` (the multipath-tcp.org modules in Python), in the other by
+smoothed RTT, a loss, a wVegas or Vegas RTT sample or end of round) is applied to both: in one by
+``harness.cc.oracle`` (the multipath-tcp.org modules and Linux's tcp_vegas.c in Python), in the other by
 ``calc.bpf.c`` (mplab_math.h, through a ``HostCalculator`` or a ``BpfCalculator``). After every
 event the windows of every subflow, and the arithmetic the update used, must be equal.
 
@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 
 from harness.cc import oracle as ref
-from harness.cc.calc import EV_ACK, EV_LOSS, EV_ROUND, EV_SAMPLE, CalcCtx, SfC, WinC, WvC
+from harness.cc.calc import EV_ACK, EV_LOSS, EV_ROUND, EV_SAMPLE, CalcCtx, SfC, VgC, WinC, WvC
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class Subflow:
     snd_una: int = 0
     loss: list[int] = field(default_factory=lambda: [0, 0, 0])
     wv: ref.WvState = field(default_factory=ref.WvState)
+    vg: ref.VegasState = field(default_factory=ref.VegasState)
     pub: ref.Sf | None = None
 
 
@@ -94,16 +95,33 @@ class OracleWorld:
             s.win.ssthresh = ref.reno_ssthresh(s.win.cwnd)
 
     def sample(self, i: int, rtt_us: int) -> None:
-        ref.wvegas_sample(self.subs[i].wv, rtt_us)
+        if self.algorithm == "vegas":
+            ref.vegas_sample(self.subs[i].vg, rtt_us)
+        else:
+            ref.wvegas_sample(self.subs[i].wv, rtt_us)
 
     def round(self, i: int, acked: int) -> None:
         s = self.subs[i]
+        if self.algorithm == "vegas":
+            self._vegas_round(s, acked)
+            return
         before = (s.win.cwnd, s.wv.alpha)
         ref.wvegas_round(s.win, s.wv, self.sfs(), i, acked, self.choices)
         if s.wv.alpha != before[1]:
             self.seen.add("alpha reweighted")
         if s.win.cwnd < before[0]:
             self.seen.add("window down")
+
+    def _vegas_round(self, s: Subflow, acked: int) -> None:
+        before, in_ss, enough = s.win.cwnd, s.win.cwnd < s.win.ssthresh, s.vg.cnt_rtt > 2
+        ref.vegas_round(s.win, s.vg, acked)
+        if not enough:
+            self.seen.add("reno fallback")
+        elif in_ss:
+            # slow start only grows the window; the exit (diff > gamma) never does
+            self.seen.add("slow-start exit" if s.win.cwnd <= before else "slow start")
+        else:
+            self.seen.add({-1: "window down", 0: "window held", 1: "window up"}.get(s.win.cwnd - before, "clamped"))
 
 
 class CWorld(OracleWorld):
@@ -121,6 +139,8 @@ class CWorld(OracleWorld):
         w, st = self.subs[i].win, self.subs[i].wv
         ctx.win = WinC(w.cwnd, w.ssthresh, w.cnt, w.clamp, w.olia_cnt, w.mss)
         ctx.wv = WvC(st.rate, st.weight, st.base_rtt, st.sampled_rtt, st.cnt_rtt, st.alpha, st.queue_delay, st.doing)
+        vg = self.subs[i].vg
+        ctx.vg = VgC(vg.base_rtt, vg.min_rtt, vg.cnt_rtt, vg.doing)
         ctx.me, ctx.event, ctx.acked, ctx.rtt_us = i, event, acked, rtt_us
         ctx.loss1, ctx.loss2, ctx.loss3 = self.subs[i].loss
         return ctx
@@ -132,6 +152,8 @@ class CWorld(OracleWorld):
         (st.rate, st.weight, st.base_rtt, st.sampled_rtt, st.cnt_rtt, st.alpha, st.queue_delay, st.doing) = (
             ctx.wv.rate, ctx.wv.weight, ctx.wv.base_rtt, ctx.wv.sampled_rtt, ctx.wv.cnt_rtt, ctx.wv.alpha,
             ctx.wv.queue_delay, ctx.wv.doing)
+        vg = self.subs[i].vg
+        vg.base_rtt, vg.min_rtt, vg.cnt_rtt, vg.doing = ctx.vg.base_rtt, ctx.vg.min_rtt, ctx.vg.cnt_rtt, ctx.vg.doing
         self.subs[i].loss[0], self.subs[i].loss[1] = ctx.loss1, ctx.loss2
         return ctx
 
@@ -167,6 +189,8 @@ def apply(world: OracleWorld, ev: Event) -> None:
         if world.algorithm == "wvegas":             # .set_state(Open) after recovery: a new round
             base = s.wv.base_rtt
             s.wv = ref.WvState(base_rtt=base)
+        if world.algorithm == "vegas":              # tcp_vegas_state(Open): vegas_enable
+            ref.vegas_enable(s.vg)
     elif ev.kind == "sample":
         world.sample(ev.sf, ev.rtt_us)
     elif ev.kind == "round":
@@ -177,7 +201,8 @@ def apply(world: OracleWorld, ev: Event) -> None:
 def state(world: OracleWorld) -> list[tuple]:
     """What must agree: every subflow's window, counters and (wVegas) round state."""
     return [(s.win.cwnd, s.win.ssthresh, s.win.cnt, s.win.olia_cnt, s.loss[0], s.loss[1],
-             s.wv.rate, s.wv.weight, s.wv.alpha, s.wv.base_rtt, s.wv.queue_delay, s.wv.cnt_rtt)
+             s.wv.rate, s.wv.weight, s.wv.alpha, s.wv.base_rtt, s.wv.queue_delay, s.wv.cnt_rtt,
+             s.vg.base_rtt, s.vg.min_rtt, s.vg.cnt_rtt, s.vg.doing)
             for s in world.subs]
 
 
@@ -197,7 +222,7 @@ def start(rng: random.Random, n: int, short_rtt: bool) -> list[Subflow]:
 def events(algorithm: str, rng: random.Random, subs: list[Subflow], count: int) -> list[Event]:
     """A plausible sequence: ACKs of 1-2 packets (now and then a stretch ACK of up to 8), RTTs
     drifting by a few percent, losses at about one per hundred ACKs; wVegas adds RTT samples and
-    ends rounds."""
+    ends rounds, and so does Vegas (independent single-path flows: no coupling)."""
     out: list[Event] = []
     srtt = [s.srtt for s in subs]
     for _ in range(count):
@@ -206,9 +231,9 @@ def events(algorithm: str, rng: random.Random, subs: list[Subflow], count: int) 
         r = rng.random()
         if r < 0.01:
             out.append(Event("loss", i))
-        elif algorithm == "wvegas" and r < 0.5:
+        elif algorithm in ("wvegas", "vegas") and r < 0.5:
             out.append(Event("sample", i, rtt_us=max(1, (srtt[i] >> 3) + rng.randint(-200, 3_000))))
-        elif algorithm == "wvegas" and r < 0.6:
+        elif algorithm in ("wvegas", "vegas") and r < 0.6:
             out.append(Event("round", i, acked=rng.choice([1, 2])))
         else:
             acked = rng.choice([1, 1, 2, 2, 2, 3]) if rng.random() > 0.02 else rng.randint(4, 8)

@@ -17,7 +17,7 @@ SS = """\
 0      233764 [::ffff:10.77.0.1]:5301 [::ffff:10.77.2.2]:59077
 \t mplab_olia wscale:10,10 rto:272 rtt:71.809/0.935 mss:1448 cwnd:33 ssthresh:21 bytes_acked:9629860 busy:17184ms sndbuf_limited:172ms(1.0%) unacked:33 retrans:0/42 notsent:101360
 0      370688 [::ffff:10.77.0.1]:5302 [::ffff:10.77.1.2]:43396
-\t cubic wscale:10,10 rto:272 rtt:70.794/1.747 cwnd:77 ssthresh:58 bytes_acked:23671040 busy:17528ms rwnd_limited:52ms(0.3%) unacked:75 retrans:0/16
+\t cubic wscale:10,10 rto:272 rtt:70.794/1.747 minrtt:40.61 cwnd:77 ssthresh:58 bytes_acked:23671040 busy:17528ms rwnd_limited:52ms(0.3%) unacked:75 retrans:0/16
 """
 
 
@@ -27,6 +27,7 @@ def test_ss_gives_each_flow_its_window_and_limits():
     assert (got["sf1"].cwnd, got["sf1"].ssthresh, got["sf1"].retrans_total, got["sf1"].cc) == (9, 6, 74, "mplab_olia")
     assert (got["sf2"].cwnd, got["sf2"].notsent_bytes, got["sf2"].sndbuf_limited_pct) == (33, 101360, 1.0)
     assert (got["tcp"].cwnd, got["tcp"].send_q_bytes, got["tcp"].rwnd_limited_pct, got["tcp"].cc) == (77, 370688, 0.3, "cubic")
+    assert (got["tcp"].min_rtt_ms, got["sf1"].min_rtt_ms) == (40.61, 0.0)   # the kernel's min RTT, when ss prints it
     assert all(s.t_s == 2.5 for s in got.values())
 
 

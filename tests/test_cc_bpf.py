@@ -83,6 +83,17 @@ def test_cc_impl_names_the_build(tmp_path):
     assert bpfcc.object_digest(resolve("cubic")) is None
 
 
+def test_vegas_is_a_bench_competitor_that_scenarios_do_not_offer():
+    """mplab_vegas (Linux's tcp_vegas.c as struct_ops) is for bench/cc_theory.py's single-path flow only."""
+    assert "vegas" not in ALGORITHMS
+    with pytest.raises(KeyError):
+        resolve("vegas")
+    cc = BpfCC("vegas")
+    assert (cc.sock_name, cc.obj.name) == ("mplab_vegas", "vegas.bpf.o")
+    digest = bpfcc.file_digest(bpfcc.object_path("vegas"))
+    assert cc.implementation == (f"bpf:mplab_vegas@sha256:{digest}" if digest else "bpf:mplab_vegas")
+
+
 def test_bpftool_argvs():
     assert bpfcc.register_argv(bpfcc.BUILD_DIR / "lia.bpf.o")[:3] == ["bpftool", "struct_ops", "register"]
     assert bpfcc.unregister_argv("mplab_lia") == ["bpftool", "struct_ops", "unregister", "name", "mplab_lia"]
@@ -353,6 +364,32 @@ def test_share_against_reno_at_the_bench_cell(prefix, algorithm):
     print(algorithm, "MPTCP/Reno", round(c.ratio, 2), "coupled subflows", c.coupled_subflows)
     assert c.coupled_subflows == 2, "the coupling map did not hold both subflows"
     assert low <= c.ratio <= high, f"{algorithm}: {c.ratio:.2f} of a Reno flow, outside the bench's {low}-{high}"
+    assert not list_namespaces(ROOT, prefix)
+
+
+@pytest.mark.root
+@needs_build
+def test_vegas_competitor_keeps_the_queue_short(prefix):
+    """mplab_vegas as the rig's TCP flow against wVegas at the 20 ms cell with a 2 BDP (200 kB, 80 ms) FIFO
+    (under 40 s). Both are delay-based, so the queue stays at the packets they aim for (the bench: the Vegas
+    flow's RTT 47-51 ms over a base of 40.6, wVegas 1.3-3.4 times its goodput, no retransmissions after the
+    warm-up), where a loss-based flow fills it (a Reno flow there: RTT 95-106 ms) and takes about 3 times
+    wVegas' goodput (wVegas/Reno 0.25-0.32).
+    The socket reports mplab_vegas, so this is the port and not the kernel's Reno under its name."""
+    from rigs.bottleneck import SharedBottleneck
+
+    _skip_if_shared("wvegas", "vegas")
+    wvegas, vegas = resolve("wvegas"), BpfCC("vegas")
+    with SharedBottleneck(prefix, [wvegas, vegas], rate_mbit=20, buffer_bytes=200_000, qdisc="htb",
+                          path_delay_ms=(40.0, 40.0)) as bn:
+        c = bn.compete(wvegas, duration_s=15, omit_s=3, tcp_cc=vegas, probe=True)
+    tcp = [s for s in c.samples if s.flow == "tcp"]
+    assert tcp and {s.cc for s in tcp} == {"mplab_vegas"}, f"the TCP flow ran {sorted({s.cc for s in tcp})}"
+    half = max(s.t_s for s in tcp) / 2
+    rtt = sum(s.rtt_ms for s in tcp if s.t_s >= half) / len([s for s in tcp if s.t_s >= half])
+    print("wVegas/Vegas", round(c.ratio, 2), "Vegas flow's RTT", round(rtt, 1), "ms")
+    assert rtt < 65, f"the Vegas flow's RTT {rtt:.1f} ms: the FIFO filled (base 40.6 ms, full 120 ms)"
+    assert c.ratio > 0.8, f"wVegas took {c.ratio:.2f} of the Vegas flow (the bench: 1.3-3.4; against Reno 0.3)"
     assert not list_namespaces(ROOT, prefix)
 
 

@@ -1,7 +1,8 @@
 """mplab's coupled congestion control against the multipath-tcp.org kernel's, event by event.
 
 ``harness/cc/oracle.py`` is the reference modules (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c,
-mptcp_wvegas.c) in Python; ``harness/cc/bpf/mplab_math.h`` is what mplab's struct_ops programs run.
+mptcp_wvegas.c, and Linux's tcp_vegas.c for the single-path Vegas competitor) in Python;
+``harness/cc/bpf/mplab_math.h`` is what mplab's struct_ops programs run.
 The replay (``rigs/ccreplay.py``) applies identical event sequences to both and compares
 every subflow's window after every event. Without root the C is the host build of ``calc.bpf.c``
 (the same source file the BPF object is built from); with root it is the BPF object itself, run by
@@ -14,14 +15,15 @@ import shutil
 import pytest
 
 from harness.cc import oracle as ref
-from harness.cc.calc import BPF_DIR, EV_ACK, CalcCtx, HostCalculator, SfC, WinC
+from harness.cc.calc import BPF_DIR, EV_ACK, EV_ROUND, EV_SAMPLE, CalcCtx, HostCalculator, SfC, VgC, WinC
 from rigs.ccreplay import Mismatch, replay
 
-ALGORITHMS = ("lia", "olia", "balia", "wvegas")
+ALGORITHMS = ("lia", "olia", "balia", "wvegas", "vegas")
 #: Branches each algorithm's sequences must reach, or the replay proves nothing about them.
 MUST_SEE = {"lia": {"coupled", "capped"}, "olia": {"epsilon -1", "epsilon 0", "epsilon 1"},
             "balia": {"alpha 1", "alpha >= 2", "rates scaled down"},
-            "wvegas": {"alpha reweighted", "window down"}}
+            "wvegas": {"alpha reweighted", "window down"},
+            "vegas": {"reno fallback", "slow start", "slow-start exit", "window down", "window held", "window up"}}
 #: (seed, subflows, RTTs of a few ms) per algorithm: long and short RTTs, two and three subflows.
 CASES = [(0, 2, False), (1, 3, False), (2, 2, True), (3, 3, True)]
 
@@ -53,6 +55,7 @@ PLANTS = {
     "olia": ("if (cnt >= (1 << OLIA_SCALE) - 1) {", "if (cnt >= (1 << OLIA_SCALE)) {"),
     "balia": ("\talpha = max_rate / rate;", "\talpha = (max_rate + rate - 1) / rate;"),
     "wvegas": ("#define WVEGAS_TOTAL_ALPHA 10", "#define WVEGAS_TOTAL_ALPHA 9"),
+    "vegas": ("#define VEGAS_BETA 4", "#define VEGAS_BETA 5"),
 }
 
 
@@ -151,3 +154,34 @@ def test_the_bpf_object_agrees_with_the_reference(algorithm):
     with BpfCalculator(obj) as bpf:
         for seed, n, short in CASES[:2] + CASES[3:]:
             replay(algorithm, bpf, seed, count=1500, n_subflows=n, short_rtt=short)
+
+
+def _vegas_round(calc: HostCalculator, cwnd: int, ssthresh: int, base_us: int, rtt_us: int) -> tuple[tuple, tuple]:
+    """One Vegas round (three samples: the base, then this round's) in mplab's C and in the model."""
+    ctx = CalcCtx()
+    ctx.win = WinC(cwnd, ssthresh, 0, 0x7FFFFFFF, 0, 1448)
+    ctx.vg = VgC(base_us + 1, 0x7FFFFFFF, 0, 1)
+    for _ in range(3):
+        ctx.event, ctx.rtt_us = EV_SAMPLE, rtt_us
+        calc.call("vegas", ctx)
+    ctx.event, ctx.acked = EV_ROUND, 1
+    calc.call("vegas", ctx)
+    w, st = ref.Win(cwnd, ssthresh), ref.VegasState(base_rtt=base_us + 1, min_rtt=0x7FFFFFFF)
+    for _ in range(3):
+        ref.vegas_sample(st, rtt_us)
+    ref.vegas_round(w, st, 1)
+    return (ctx.win.cwnd, ctx.win.ssthresh), (w.cwnd, w.ssthresh)
+
+
+def test_vegas_by_hand(host_calc):
+    """tcp_vegas.c worked by hand: base RTT 20 ms, this round's 24 ms, diff = cwnd * 4000 / 20001."""
+    # cwnd 10: diff 1 < alpha 2: +1 (ssthresh follows tcp_current_ssthresh: 11/2 + 11/4 = 5 + 2)
+    assert _vegas_round(host_calc, 10, 5, 20_000, 24_000) == ((11, 7),) * 2
+    # cwnd 20: diff 3, between alpha and beta: held
+    assert _vegas_round(host_calc, 20, 5, 20_000, 24_000) == ((20, 15),) * 2
+    # cwnd 30: diff 5 > beta 4: -1, ssthresh min(ssthresh, cwnd) then 29/2 + 29/4 = 21
+    assert _vegas_round(host_calc, 30, 5, 20_000, 24_000) == ((29, 21),) * 2
+    # slow start, cwnd 30: diff 5 > gamma 1: leave at 30 * 20001 / 24001 = 25 (truncated) + 1
+    assert _vegas_round(host_calc, 30, 1000, 20_000, 24_000) == ((26, 26),) * 2
+    # slow start, no queue (diff 0): keep growing
+    assert _vegas_round(host_calc, 30, 1000, 20_000, 20_000) == ((31, 1000),) * 2

@@ -37,6 +37,9 @@ BPF_DIR = Path(__file__).resolve().parent / "bpf"
 BUILD_DIR = BPF_DIR / "build"
 PREFIX = "mplab_"
 COUPLED = ("lia", "olia", "balia", "wvegas")
+#: Single-path programs for benches only (no scenario offers them): Vegas, the competitor of wVegas,
+#: which this project's kernel does not ship (CONFIG_TCP_CONG_VEGAS unset).
+SINGLE_PATH = ("vegas",)
 BTF = "/sys/kernel/btf/vmlinux"
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 #: Kernel modules of the multipath-tcp.org kernel's coupled algorithms.
@@ -148,10 +151,10 @@ def _needed_elsewhere() -> set[str]:
 
 
 class BpfCC:
-    """A coupled algorithm as mplab's BPF struct_ops program (upstream kernels)."""
+    """A coupled algorithm (or a bench's single-path one, SINGLE_PATH) as mplab's BPF struct_ops program."""
 
     def __init__(self, algorithm: str, build_dir: Path | None = None) -> None:
-        if algorithm not in COUPLED:
+        if algorithm not in COUPLED + SINGLE_PATH:
             raise KeyError(algorithm)
         self.algorithm = algorithm
         self.sock_name = f"{PREFIX}{algorithm}"

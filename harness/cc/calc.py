@@ -20,7 +20,7 @@ from harness.errors import PreflightError
 
 MAX_SF = 8
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
-PROGRAMS = ("lia", "olia", "balia", "wvegas")
+PROGRAMS = ("lia", "olia", "balia", "wvegas", "vegas")
 EV_ACK, EV_LOSS, EV_SAMPLE, EV_ROUND = 0, 1, 2, 3
 
 
@@ -46,6 +46,13 @@ class WvC(ctypes.Structure):
                 ("queue_delay", ctypes.c_uint32), ("doing", ctypes.c_uint32)]
 
 
+class VgC(ctypes.Structure):
+    """struct vegas_state (single-path Vegas)."""
+
+    _fields_ = [("base_rtt", ctypes.c_uint32), ("min_rtt", ctypes.c_uint32), ("cnt_rtt", ctypes.c_uint32),
+                ("doing", ctypes.c_uint32)]
+
+
 class CalcCtx(ctypes.Structure):
     """struct calc_ctx: inputs, the window updated in place, and the arithmetic's outputs."""
 
@@ -55,7 +62,7 @@ class CalcCtx(ctypes.Structure):
                 ("loss3", ctypes.c_uint32), ("retransmits", ctypes.c_uint32),
                 ("lia_alpha", ctypes.c_uint64), ("lia_cnt", ctypes.c_uint32), ("balia_pad", ctypes.c_uint32),
                 ("balia_ai", ctypes.c_uint64), ("balia_md", ctypes.c_uint64), ("olia_inc", ctypes.c_int64),
-                ("olia_num", ctypes.c_int32), ("olia_den", ctypes.c_uint32)]
+                ("olia_num", ctypes.c_int32), ("olia_den", ctypes.c_uint32), ("vg", VgC)]
 
 
 class _TestRunOpts(ctypes.Structure):

@@ -1,7 +1,8 @@
 """The multipath-tcp.org kernel's coupled congestion controls, transliterated into Python.
 
 A model of ``mptcp_coupled.c`` (LIA), ``mptcp_olia.c``, ``mptcp_balia.c`` and ``mptcp_wvegas.c``
-(multipath-tcp.org v0.9x) written from their source, not from mplab's: the same fixed point
+(multipath-tcp.org v0.9x), and of Linux's single-path ``tcp_vegas.c`` (the competitor wVegas is
+measured against), written from their source, not from mplab's: the same fixed point
 (scales, truncating divisions, u64 wrap-around), RTTs in the unit the kernel keeps
 ``tp->srtt_us`` in (microseconds << 3), and each module's per-ACK (``cong_avoid``), per-loss
 (``ssthresh``, ``set_state``) and per-RTT (wVegas' round) updates.
@@ -367,3 +368,58 @@ def wvegas_round(w: Win, st: WvState, sfs: list[Sf], me: int, acked: int, ch: Ch
         w.ssthresh = max(w.ssthresh, (w.cwnd >> 1) + (w.cwnd >> 2))
     st.cnt_rtt = 0
     st.sampled_rtt = 0
+
+
+# ---------------------------------------------------------------- Vegas (Linux net/ipv4/tcp_vegas.c)
+# Single path: the competitor wVegas is measured against. Module parameters at their defaults.
+VEGAS_ALPHA, VEGAS_BETA, VEGAS_GAMMA = 2, 4, 1
+
+
+@dataclass
+class VegasState:
+    """struct vegas of tcp_vegas.h (beg_snd_nxt is the caller's: the replay ends rounds itself)."""
+
+    base_rtt: int = 0x7FFFFFFF
+    min_rtt: int = 0x7FFFFFFF
+    cnt_rtt: int = 0
+    doing: int = 1
+
+
+def vegas_enable(st: VegasState) -> None:
+    """vegas_enable: a new round of samples; baseRTT is kept (tcp_vegas_init also resets it)."""
+    st.doing, st.cnt_rtt, st.min_rtt = 1, 0, 0x7FFFFFFF
+
+
+def vegas_sample(st: VegasState, rtt_us: int) -> None:
+    """tcp_vegas_pkts_acked: ``vrtt = rtt + 1`` into baseRTT (ever) and minRTT (this round)."""
+    vrtt = (rtt_us + 1) & U32
+    st.base_rtt = min(st.base_rtt, vrtt)
+    st.min_rtt = min(st.min_rtt, vrtt)
+    st.cnt_rtt += 1
+
+
+def vegas_round(w: Win, st: VegasState, acked: int) -> None:
+    """tcp_vegas_cong_avoid for the ACK that passes beg_snd_nxt, on a cwnd-limited socket in CA_Open."""
+    if st.cnt_rtt <= 2:
+        reno(w, acked)                        # too few samples: tcp_reno_cong_avoid
+    else:
+        rtt = st.min_rtt
+        target = (w.cwnd * st.base_rtt) // rtt                                  # u64, do_div
+        diff = ((w.cwnd * ((rtt - st.base_rtt) & U32)) & U32) // st.base_rtt   # u32 throughout
+        if diff > VEGAS_GAMMA and w.cwnd < w.ssthresh:
+            w.cwnd = min(w.cwnd, (target + 1) & U32)   # leave slow start at the actual rate + 1
+            w.ssthresh = min(w.ssthresh, w.cwnd)       # tcp_vegas_ssthresh
+        elif w.cwnd < w.ssthresh:
+            slow_start(w, acked)
+        elif diff > VEGAS_BETA:
+            w.cwnd -= 1
+            w.ssthresh = min(w.ssthresh, w.cwnd)
+        elif diff < VEGAS_ALPHA:
+            w.cwnd += 1
+        if w.cwnd < 2:
+            w.cwnd = 2
+        elif w.cwnd > w.clamp:
+            w.cwnd = w.clamp
+        w.ssthresh = max(w.ssthresh, (w.cwnd >> 1) + (w.cwnd >> 2))   # tcp_current_ssthresh in CA_Open
+    st.cnt_rtt = 0
+    st.min_rtt = 0x7FFFFFFF

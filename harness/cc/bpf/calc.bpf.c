@@ -49,12 +49,14 @@ struct calc_ctx {
 	__s64 olia_inc;
 	__s32 olia_num;
 	__u32 olia_den;
+	struct vegas_state vg;   /* Vegas (single path): its round state */
 };
 
 /* Scratch copies: globals (an array map value), as the stack is too small and ctx takes no variable offsets. */
 struct mplab_conn conn;
 struct mplab_win win;
 struct wvegas_state wv;
+struct vegas_state vg;
 struct balia_out balia;
 
 /* Field by field: the verifier refuses a context pointer moved before a dereference, which a
@@ -64,6 +66,8 @@ struct balia_out balia;
 #define COPY_WV(D, S) do { (D).rate = (S).rate; (D).weight = (S).weight; (D).base_rtt = (S).base_rtt; \
 	(D).sampled_rtt = (S).sampled_rtt; (D).cnt_rtt = (S).cnt_rtt; (D).alpha = (S).alpha; \
 	(D).queue_delay = (S).queue_delay; (D).doing = (S).doing; } while (0)
+#define COPY_VG(D, S) do { (D).base_rtt = (S).base_rtt; (D).min_rtt = (S).min_rtt; \
+	(D).cnt_rtt = (S).cnt_rtt; (D).doing = (S).doing; } while (0)
 
 static __always_inline int load(struct calc_ctx *ctx)
 {
@@ -80,6 +84,7 @@ static __always_inline int load(struct calc_ctx *ctx)
 	}
 	COPY_WIN(win, ctx->win);
 	COPY_WV(wv, ctx->wv);
+	COPY_VG(vg, ctx->vg);
 	return ctx->me & (MPLAB_MAX_SF - 1);
 }
 
@@ -87,6 +92,7 @@ static __always_inline void store(struct calc_ctx *ctx)
 {
 	COPY_WIN(ctx->win, win);
 	COPY_WV(ctx->wv, wv);
+	COPY_VG(ctx->vg, vg);
 }
 
 /* Each program calls the global functions of mplab_math.h, verified once each, as the struct_ops do. */
@@ -152,6 +158,23 @@ int calc_wvegas(struct calc_ctx *ctx)
 		wvegas_sample(&wv, ctx->rtt_us);
 	else if (ctx->event == EV_ROUND)
 		mplab_wvegas_round(&win, &wv, &conn, me, ctx->acked);
+	else if (ctx->event == EV_ACK && win.cwnd < win.ssthresh)
+		win_slow_start(&win, ctx->acked);
+	else if (ctx->event == EV_LOSS)
+		win.ssthresh = reno_ssthresh(win.cwnd);
+	store(ctx);
+	return 0;
+}
+
+/* Vegas (single path): the same events as wVegas, with vegas.bpf.c's slow start between round ends. */
+SEC("syscall")
+int calc_vegas(struct calc_ctx *ctx)
+{
+	load(ctx);
+	if (ctx->event == EV_SAMPLE)
+		vegas_sample(&vg, ctx->rtt_us);
+	else if (ctx->event == EV_ROUND)
+		vegas_round(&win, &vg, ctx->acked);
 	else if (ctx->event == EV_ACK && win.cwnd < win.ssthresh)
 		win_slow_start(&win, ctx->acked);
 	else if (ctx->event == EV_LOSS)

@@ -617,4 +617,84 @@ MPLAB_GLOBAL int mplab_wvegas_round(struct mplab_win *w, struct wvegas_state *st
 	return 0;
 }
 
+/* ---- Vegas (Linux net/ipv4/tcp_vegas.c): single path, the competitor wVegas is measured against ---- */
+
+/* tcp_vegas.c's module parameters at their defaults: packets queued in the network. */
+#define VEGAS_ALPHA 2
+#define VEGAS_BETA 4
+#define VEGAS_GAMMA 1
+
+/* struct vegas (tcp_vegas.h) without beg_snd_nxt, which the struct_ops keeps beside it. */
+struct vegas_state {
+	__u32 base_rtt;   /* baseRTT: smallest RTT sample + 1 ever seen, microseconds */
+	__u32 min_rtt;    /* minRTT: smallest sample + 1 of this round */
+	__u32 cnt_rtt;    /* cntRTT: samples this round */
+	__u32 doing;      /* doing_vegas_now */
+};
+
+/* vegas_enable (beg_snd_nxt is the caller's); tcp_vegas_init also forgets base_rtt. */
+static __always_inline void vegas_enable(struct vegas_state *st)
+{
+	st->doing = 1;
+	st->cnt_rtt = 0;
+	st->min_rtt = 0x7fffffff;
+}
+
+/* tcp_vegas_pkts_acked: one RTT sample (microseconds); "+ 1" so that neither is ever 0. */
+static __always_inline void vegas_sample(struct vegas_state *st, __u32 rtt_us)
+{
+	__u32 vrtt = rtt_us + 1;
+
+	if (vrtt < st->base_rtt)
+		st->base_rtt = vrtt;
+	if (vrtt < st->min_rtt)
+		st->min_rtt = vrtt;
+	st->cnt_rtt++;
+}
+
+/*
+ * tcp_vegas_cong_avoid for the ACK that ends a round (after(ack, beg_snd_nxt)), on a socket in
+ * CA_Open that is cwnd-limited (with at most 2 samples the kernel's Reno step, which does nothing
+ * otherwise; the struct_ops program skips it then). diff is the kernel's u32 expression, over
+ * base_rtt (not rtt as in wVegas).
+ */
+static __always_inline void vegas_round(struct mplab_win *w, struct vegas_state *st, __u32 acked)
+{
+	__u32 rtt, diff, alt;
+	__u64 target;
+
+	if (st->cnt_rtt <= 2) {
+		win_reno(w, acked);
+	} else {
+		rtt = st->min_rtt;
+		target = ((__u64)w->cwnd * st->base_rtt) / rtt;
+		diff = w->cwnd * (rtt - st->base_rtt) / st->base_rtt;
+		if (diff > VEGAS_GAMMA && w->cwnd < w->ssthresh) {
+			/* slow-start exit: the window that matches the actual rate, + 1 */
+			if ((__u32)target + 1 < w->cwnd)
+				w->cwnd = (__u32)target + 1;
+			if (w->cwnd < w->ssthresh)   /* tcp_vegas_ssthresh: min(ssthresh, cwnd) */
+				w->ssthresh = w->cwnd;
+		} else if (w->cwnd < w->ssthresh) {
+			win_slow_start(w, acked);
+		} else if (diff > VEGAS_BETA) {
+			w->cwnd--;
+			if (w->cwnd < w->ssthresh)
+				w->ssthresh = w->cwnd;
+		} else if (diff < VEGAS_ALPHA) {
+			w->cwnd++;
+		}
+		if (w->cwnd < 2)
+			w->cwnd = 2;
+		else if (w->cwnd > w->clamp)
+			w->cwnd = w->clamp;
+		/* tcp_current_ssthresh in CA_Open */
+		alt = (w->cwnd >> 1) + (w->cwnd >> 2);
+		if (w->ssthresh < alt)
+			w->ssthresh = alt;
+	}
+	st->cnt_rtt = 0;
+	st->min_rtt = 0x7fffffff;
+}
+
 #endif
