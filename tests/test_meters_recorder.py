@@ -80,10 +80,16 @@ def _speedup_transfer_j(tmp_path, s: float, rate_hz: float) -> tuple[float, tupl
     return e.energy_j * s, e.flags, stats
 
 
+@pytest.mark.machine  # holds a 0.25 s window to 1 %: run alone (see `make test`)
 def test_energy_at_speedup_8_with_capped_polls_is_the_energy_at_1(tmp_path):
     """The recorder polls at POLL_CAP_HZ at S = 8 (not 80 Hz): the same transfer's energy must still be the
     S = 1 energy. Point readings at the capped rate, or no pinned edges, lose 2-4 % (measured): the device
-    answers its mean since the last poll, and the edges are pinned."""
+    answers its mean since the last poll, and the edges are pinned.
+
+    Among three other workers' testbeds and two busy loops it read 3.3 % low (13.87 J against 14.34 J): a
+    pin that comes late after the device's step takes a diluted mean, and at S = 8 the window is 0.25 s, so
+    10 ms of scheduling delay is 3 %. That is the speed-up's limit on a loaded machine, not noise to
+    widen the bound for; the test runs with the `machine` tests, away from other workers."""
     e1, flags1, _ = _speedup_transfer_j(tmp_path, 1, METER_HZ)
     e8, flags8, stats8 = _speedup_transfer_j(tmp_path, 8, POLL_CAP_HZ)
     assert flags1 == () and flags8 == ()
