@@ -20,7 +20,11 @@ tests/test_controller_steering.py::test_controller_serve_steers_and_caps_a_real_
 busy() { while :; do :; done; }
 busy & b1=$!
 busy & b2=$!
-trap 'kill $b1 $b2 2>/dev/null' EXIT INT TERM
+pid=
+# Stopped (SIGTERM, or SIGINT where it is not ignored): the busy loops and the round under way go too.
+trap 'kill $b1 $b2 ${pid:+$pid} 2>/dev/null' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 log=$(mktemp -d /tmp/mplab-bench-sigint-XXXXXX)
 failed=0
 start=$(date +%s)
