@@ -74,7 +74,9 @@ setup-lab: apt python-lab
 BPF_DIR := harness/cc/bpf
 BPF_BUILD := $(BPF_DIR)/build
 BPF_OBJS := $(patsubst %,$(BPF_BUILD)/%.bpf.o,lia olia balia wvegas vegas calc)
-BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Wno-unused-variable
+# -fdebug-prefix-map: the objects carry no checkout path, so the same source gives the same object (and the same
+# digest in records' cc_impl) in any clone.
+BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Wno-unused-variable -fdebug-prefix-map=$(CURDIR)=.
 
 bpf:
 	@if [ ! -r /sys/kernel/btf/vmlinux ]; then \
