@@ -1,5 +1,5 @@
 #!/bin/sh
-# The three tests that SIGINT a child, started the way a script starts a background job (`cmd &`, which
+# The four tests that SIGINT a child, started the way a script starts a background job (`cmd &`, which
 # leaves SIGINT ignored: POSIX, job control off), with two busy loops beside them, ROUNDS times.
 #
 #     sudo bench/background_sigint.sh [ROUNDS] [suite]   (default 3; prints one line per round and a summary)
