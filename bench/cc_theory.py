@@ -112,7 +112,8 @@ def vegas_variant(alpha: int, beta: int, build_dir: Path | None) -> Path:
         text = text.replace(old, new)
     math.write_text(text)
     subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wall", "-Wno-unused-variable",
-                    f"-I{BUILD_DIR}", "-c", str(src / "vegas.bpf.c"), "-o", str(out / "vegas.bpf.o")], check=True)
+                    f"-fdebug-prefix-map={src}=.", f"-I{BUILD_DIR}", "-c", str(src / "vegas.bpf.c"),
+                    "-o", str(out / "vegas.bpf.o")], check=True)
     return out
 
 
