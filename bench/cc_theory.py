@@ -236,15 +236,19 @@ def backlog_lines(paths: list[Path]) -> str:
     return "\n".join(rows) + "\n\n" + backlog_cells(paths)
 
 
+def competitor_label(rec: dict) -> str:
+    """The competitor's name, with its alpha and beta where a Vegas variant ran (not Linux's 2 and 4)."""
+    ab = rec.get("vegas_alpha_beta")
+    return rec["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "")
+
+
 def backlog_cells(paths: list[Path]) -> str:
     """Per cell: the ratio's median (range), the median queued packets per side, the TCP flow's RTT range."""
     cells: dict[tuple, list[dict]] = {}
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            ab = r.get("vegas_alpha_beta")
-            comp = r["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "")
-            cells.setdefault((r["delay_ms"], r["bdp"], comp, r["algorithm"]), []).append(r)
+            cells.setdefault((r["delay_ms"], r["bdp"], competitor_label(r), r["algorithm"]), []).append(r)
     rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | MPTCP/TCP median (range) | queued packets, "
             "MPTCP / TCP (median) | TCP flow's RTT (ms) | runs |", "|---|---|---|---|---|---|---|---|"]
     for key in sorted(cells):
@@ -266,8 +270,7 @@ def table_from(paths: list[Path]) -> str:
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            ab = r.get("vegas_alpha_beta")
-            comp = r["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "") + (
+            comp = competitor_label(r) + (
                 f" ({r['competitor_object_sha256'][:8]})" if r.get("competitor_object_sha256") else "")
             key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), comp,
                    r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
