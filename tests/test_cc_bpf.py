@@ -391,36 +391,3 @@ def test_vegas_competitor_keeps_the_queue_short(prefix):
     assert rtt < 65, f"the Vegas flow's RTT {rtt:.1f} ms: the FIFO filled (base 40.6 ms, full 120 ms)"
     assert c.ratio > 0.8, f"wVegas took {c.ratio:.2f} of the Vegas flow (the bench: 1.3-3.4; against Reno 0.3)"
     assert not list_namespaces(ROOT, prefix)
-
-
-#: MPTCP/Reno goodput at bench/cc_theory.py's random-loss cell: 0.2 % of packets dropped at random on the
-#: shaped link (nftables numgen), a 4 BDP (400 kB) FIFO that never overflows, 20 ms each way, one 15 s run
-#: after 3 s. The bench's spread there (5 runs of 20 s): lia 0.61-0.94, balia 0.91-1.33; two uncoupled
-#: Cubic subflows 1.48-2.36; the reference arithmetic in harness/cc/sim.py: lia 0.73-0.92, balia 1.07-1.13.
-#: Bounds: the spread widened by about a third below, upper ends below the uncoupled 1.48, so a coupling
-#: that does not couple fails, and a starving one too. OLIA is left out: its share there is bimodal
-#: (0.16-1.18 over both builds), a subflow left at a few packets by the reference's arithmetic holding
-#: data that upstream's scheduler queued on it (docs/congestion-control.md, "OLIA under random loss").
-#: BALIA is left out too: one 15 s run of it gave 1.53 in the full suite (few loss events in 15 s at
-#: 0.2 %), above the uncoupled 1.48, so no bound on one run tells a coupled BALIA from an uncoupled one;
-#: the bench's medians do.
-RANDOM_LOSS_BOUNDS = {"lia": (0.4, 1.4)}
-
-
-@pytest.mark.root
-@needs_build
-@pytest.mark.parametrize("algorithm", sorted(RANDOM_LOSS_BOUNDS))
-def test_share_against_reno_under_random_loss(prefix, algorithm):
-    """One run of the bench's random-loss cell: about one Reno share, where theory holds (under 40 s)."""
-    from rigs.bottleneck import SharedBottleneck
-
-    _skip_if_shared(algorithm)
-    cc, reno = resolve(algorithm), resolve("reno")
-    with SharedBottleneck(prefix, [cc, reno], rate_mbit=20, buffer_bytes=400_000, qdisc="htb",
-                          path_delay_ms=(40.0, 40.0), random_loss_pct=0.2) as bn:
-        c = bn.compete(cc, duration_s=15, omit_s=3, tcp_cc=reno)
-    low, high = RANDOM_LOSS_BOUNDS[algorithm]
-    print(algorithm, "MPTCP/Reno under random loss", round(c.ratio, 2), "coupled subflows", c.coupled_subflows)
-    assert c.coupled_subflows == 2, "the coupling map did not hold both subflows"
-    assert low <= c.ratio <= high, f"{algorithm}: {c.ratio:.2f} of a Reno flow, outside {low}-{high}"
-    assert not list_namespaces(ROOT, prefix)
