@@ -299,7 +299,9 @@ def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_m
     for a, r in records.items():
         sock = f"mplab_{a}" if a in COUPLED else a
         assert r["status"] == "ok", (a, r["error"])
-        assert r["bytes"] == sc.file_bytes, a
+        # iperf3's -n stops the sender at the write that reaches n bytes, so a short write before it can carry
+        # the last block past n (seen once here: +1112 bytes); short of n, the file did not arrive.
+        assert sc.file_bytes <= r["bytes"] < sc.file_bytes + 128 * 1024, (a, r["bytes"])
         assert r["sender_cc"] == sock, a
         want = (f"bpf:{sock}@sha256:{bpfcc.file_digest(bpfcc.object_path(a))}" if a in COUPLED else "kernel:cubic")
         assert r["cc_impl"] == want
