@@ -100,7 +100,14 @@ def test_a_campaign_at_speedup_4_records_real_time_figures(tmp_path, prefix):
     # energy is in real time too: power (unchanged) x the real-time duration
     assert r["energy_j"] == pytest.approx(r["mean_power_w"] * r["duration_s"], rel=0.05)
     prof = inv.emulation.power_profile
-    assert r["tail_energy_j"] == pytest.approx((prof.base_w + prof.lte.tail_mw / 1000) * 2.0, rel=0.1)
+    # The window ends at the client's exit as seen; the record says how late that can be (exit_lag_s, in
+    # testbed time: 15 ms of wall time x 4 on a quiet machine). A window that late holds that much of the
+    # tail, so the tail misses it: within 10 % plus that, never further off unannounced.
+    tail_w = prof.base_w + prof.lte.tail_mw / 1000
+    assert r["exit_lag_s"] is not None and r["energy_edge_j"] is not None
+    assert abs(r["tail_energy_j"] - tail_w * 2.0) <= 0.1 * tail_w * 2.0 + tail_w * r["exit_lag_s"], r
+    lagged = r["exit_lag_s"] > 0.03 * r["duration_s"] or r["energy_edge_j"] > 0.03 * r["energy_j"]
+    assert any(f.startswith("speedup-lag") for f in r["flags"]) == lagged, r["flags"]
     manifest = json.loads((c.path / "manifest.json").read_text())
     assert manifest["scenario"]["speedup"] == 4 and manifest["testbed"]["speedup"] == 4
 

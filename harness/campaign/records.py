@@ -75,6 +75,12 @@ class SampleRecord(SampleKey):
     iface_throughput_mbit: dict[str, float] | None = None
     energy_j: float | None = Field(default=None, ge=0)
     mean_power_w: float | None = Field(default=None, ge=0)
+    #: How much of ``energy_j`` rests on where, inside the meter readings that straddle the window's edges,
+    #: the power changed (``harness.meters.recorder.edge_uncertainty``); None in older records.
+    energy_edge_j: float | None = Field(default=None, ge=0)
+    #: From the client's release to its exit, less iperf3's transfer time: the most the window (which ends at
+    #: the exit) can sit late against the data; iperf3's own exchanges before and after the data are in it.
+    exit_lag_s: float | None = Field(default=None, ge=0)
     #: The radio tail after the transfer window, until the receiver was idle again (not in ``energy_j``).
     tail_energy_j: float | None = Field(default=None, ge=0)
     #: How long after ``window_end`` the receiver was idle again.

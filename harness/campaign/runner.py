@@ -121,6 +121,8 @@ class ReceiverOutcome:
     tail_skip: TailSkip | None = None
     #: Policy samples: how long the runner waited after the controller's probes before the release.
     probe_idle_wait_s: float | None = None
+    #: Release to exit, less iperf3's transfer time (wall s): the most the window can sit late (``_energy``).
+    exit_lag_s: float | None = None
 
 
 @dataclass
@@ -138,6 +140,32 @@ class SampleOutcome:
 def _times(value: float | None, factor: float) -> float | None:
     """``value`` x ``factor``, None kept (a field the sample could not measure)."""
     return None if value is None else value * factor
+
+
+#: At a speed-up, a window whose energy may be off by more than this fraction for the machine's own delays
+#: (``_speedup_lag``) is flagged: the tolerance a speed-up cell is validated to (docs/speedup.md).
+SPEEDUP_LAG_FRACTION = 0.03
+
+
+def _speedup_lag(s: float, o: ReceiverOutcome) -> list[str]:
+    """A ``speedup-lag`` flag when, at speed-up ``s`` > 1, the machine's delays leave the energy unsure.
+
+    Two measured delays place the window: the client's exit, seen ``exit_lag_s`` after its release plus
+    its transfer time (iperf3's own exchanges and the scheduler), can move the window up to that much
+    late; and the meters' readings straddling its edges (``WindowEnergy.edge_j``: a pin that came late)
+    leave that much energy to where the power changed. Both count S times more against a window S times
+    shorter. At S = 1 the same figures are recorded (``exit_lag_s``, ``energy_edge_j``) but not flagged.
+    """
+    e = o.energy
+    if s <= 1 or o.transfer is None or e is None or not e.energy_j:
+        return []
+    lag = (o.exit_lag_s or 0.0) / o.transfer.seconds
+    edge = (e.edge_j or 0.0) / e.energy_j
+    if max(lag, edge) <= SPEEDUP_LAG_FRACTION:
+        return []
+    return [f"speedup-lag: at S = {s:g} the client's exit came {1000 * (o.exit_lag_s or 0.0):.0f} ms after "
+            f"its transfer time ({100 * lag:.1f} % of it) and the meter's edges leave {100 * edge:.1f} % of the "
+            f"energy unsure (over {100 * SPEEDUP_LAG_FRACTION:g} %: the machine did not keep up)"]
 
 
 def _client_spec(node, mode: str, policy: bool = False) -> tuple[str, bool]:
@@ -482,6 +510,9 @@ class Runner:
             o.window = (w0, w1)
             o.energy = e
             o.flags += list(e.flags)
+            if o.released_at is not None:
+                o.exit_lag_s = max(0.0, o.exited_at - o.released_at - o.transfer.seconds)
+            o.flags += _speedup_lag(self.testbed.speedup, o)
             buf = io.StringIO()
             w = csv.writer(buf)
             w.writerow(["wall_s", "mono_s", "volts", "amps", "watts", "counter_wh", "device_watts"])
@@ -586,6 +617,8 @@ class Runner:
             iface_throughput_mbit=({r: b * 8 / dur / 1e6 for r, b in moved.items()} if moved and dur else None),
             energy_j=e.energy_j * s if e and e.energy_j is not None else None,
             mean_power_w=e.mean_power_w if e else None,
+            energy_edge_j=e.edge_j * s if e and e.edge_j is not None else None,
+            exit_lag_s=_times(o.exit_lag_s, s),
             tail_energy_j=_times(self._tail_energy_j(o), s),
             idle_wait_s=(round(s * (o.idle.wait_s + (o.tail_skip.remaining_s if o.tail_skip else 0.0)), 3)
                          if o.idle else None),

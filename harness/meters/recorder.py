@@ -55,6 +55,10 @@ class WindowEnergy:
     flags: tuple[str, ...]
     #: The device's own counter difference over the window (Wh), when it has one.
     counter_wh: float | None
+    #: How much of ``energy_j`` rests on where, inside the readings' intervals that straddle the window's
+    #: edges, the power changed (J, ``edge_uncertainty``): small when a reading is pinned at each edge,
+    #: larger when a pin came late (a busy machine). None when the energy is unknown.
+    edge_j: float | None = None
 
 
 def integrate(readings: list[Reading], t0: float, t1: float) -> tuple[float, int, float]:
@@ -98,6 +102,28 @@ def integrate_means(readings: list[Reading], t0: float, t1: float) -> tuple[floa
     # Each stretch (a, b] is covered by the first reading at or after b: the one whose mean spans it.
     energy = sum(readings[bisect.bisect_left(ts, b)].watts * (b - a) for a, b in zip(edges, edges[1:]))
     return energy, hi - lo, max(b - a for a, b in zip(edges, edges[1:]))
+
+
+def edge_uncertainty(readings: list[Reading], t0: float, t1: float) -> float:
+    """The energy (J) of a window over [t0, t1] that depends on where the power changed near its edges.
+
+    An edge te inside the interval between two readings (a, b] is placed by assumption: a held mean
+    (``integrate_means``) or a straight line (``integrate``) splits the interval's energy at te in
+    proportion. If the power stepped inside the interval instead, the split is off by at most
+    x·y/(x+y)·ΔP, with x = te - a, y = b - te and ΔP the power's range over the readings around the
+    interval (the one before, the one covering it, the one after). A reading exactly at the edge
+    gives 0; a pin that came 10 ms late after a step gives about 10 ms x ΔP. The sum over both edges.
+    """
+    ts, _, _ = _window(readings, t0, t1)
+    total = 0.0
+    for te in (t0, t1):
+        i = bisect.bisect_left(ts, te)  # ts[i - 1] < te <= ts[i]
+        if ts[i] == te or i == 0:
+            continue
+        x, y = te - ts[i - 1], ts[i] - te
+        near = [r.watts for r in readings[i - 1:i + 2]]
+        total += x * y / (x + y) * (max(near) - min(near))
+    return total
 
 
 def _window(readings: list[Reading], t0: float, t1: float) -> tuple[list[float], int, int]:
@@ -308,7 +334,7 @@ class Recorder:
         inside = [r for r in readings if t0 <= r.wall_s <= t1 and r.counter_wh is not None]
         if len(inside) >= 2:
             counter = inside[-1].counter_wh - inside[0].counter_wh
-        return WindowEnergy(e, e / (t1 - t0), n, gap, tuple(flags), counter)
+        return WindowEnergy(e, e / (t1 - t0), n, gap, tuple(flags), counter, edge_uncertainty(readings, t0, t1))
 
     def discard_before(self, t: float) -> None:
         """Forget readings and faults older than wall time ``t`` (after they have been saved)."""
