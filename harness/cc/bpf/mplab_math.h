@@ -441,6 +441,23 @@ static __always_inline void wvegas_sample(struct wvegas_state *st, __u32 rtt_us)
 	st->cnt_rtt++;
 }
 
+/*
+ * The end of a delay-based round (wVegas, Vegas): the window kept within [2, clamp], then ssthresh
+ * raised to tcp_current_ssthresh's value in CA_Open (3/4 of the window) when it is below it.
+ */
+static __always_inline void win_round_end(struct mplab_win *w)
+{
+	__u32 alt;
+
+	if (w->cwnd < 2)
+		w->cwnd = 2;
+	else if (w->cwnd > w->clamp)
+		w->cwnd = w->clamp;
+	alt = (w->cwnd >> 1) + (w->cwnd >> 2);
+	if (w->ssthresh < alt)
+		w->ssthresh = alt;
+}
+
 /* mptcp_wvegas_weight: this subflow's rate over the connection's (rates of subflows sampling this round). */
 static __always_inline __u64 wvegas_weight(const struct mplab_sf *sf, int me, __u64 my_rate, __u64 prev)
 {
@@ -475,7 +492,7 @@ static __always_inline __u32 wvegas_diff(__u32 cwnd, __u32 base_rtt_us, __u32 rt
 static __always_inline void wvegas_round(struct mplab_win *w, struct wvegas_state *st, const struct mplab_sf *sf,
 					 int me, __u32 acked)
 {
-	__u32 rtt, diff, q_delay, backoff, alt;
+	__u32 rtt, diff, q_delay, backoff;
 	__u64 target;
 
 	if (st->cnt_rtt <= 2) {
@@ -515,14 +532,7 @@ static __always_inline void wvegas_round(struct mplab_win *w, struct wvegas_stat
 				st->queue_delay = 0;
 			}
 		}
-		if (w->cwnd < 2)
-			w->cwnd = 2;
-		else if (w->cwnd > w->clamp)
-			w->cwnd = w->clamp;
-		/* tcp_current_ssthresh in CA_Open */
-		alt = (w->cwnd >> 1) + (w->cwnd >> 2);
-		if (w->ssthresh < alt)
-			w->ssthresh = alt;
+		win_round_end(w);
 	}
 	st->cnt_rtt = 0;
 	st->sampled_rtt = 0;
@@ -660,7 +670,7 @@ static __always_inline void vegas_sample(struct vegas_state *st, __u32 rtt_us)
  */
 static __always_inline void vegas_round(struct mplab_win *w, struct vegas_state *st, __u32 acked)
 {
-	__u32 rtt, diff, alt;
+	__u32 rtt, diff;
 	__u64 target;
 
 	if (st->cnt_rtt <= 2) {
@@ -684,14 +694,7 @@ static __always_inline void vegas_round(struct mplab_win *w, struct vegas_state 
 		} else if (diff < VEGAS_ALPHA) {
 			w->cwnd++;
 		}
-		if (w->cwnd < 2)
-			w->cwnd = 2;
-		else if (w->cwnd > w->clamp)
-			w->cwnd = w->clamp;
-		/* tcp_current_ssthresh in CA_Open */
-		alt = (w->cwnd >> 1) + (w->cwnd >> 2);
-		if (w->ssthresh < alt)
-			w->ssthresh = alt;
+		win_round_end(w);
 	}
 	st->cnt_rtt = 0;
 	st->min_rtt = 0x7fffffff;
