@@ -78,6 +78,8 @@ class DatasetRow(SampleKey):
     mean_power_w: float | None = Field(default=None, ge=0)
     #: Energy of the radio tail after the transfer window, until the receiver was idle again (None: not recorded).
     tail_energy_j: float | None = Field(default=None, ge=0)
+    #: How much of energy_j rests on where the power changed at the window's edges (None: not recorded).
+    energy_edge_j: float | None = Field(default=None, ge=0)
     meter_kind: str
     energy_source: str
     testbed_kind: str
@@ -212,6 +214,7 @@ def to_row(rec: SampleRecord, split: str) -> dict:
         wifi_throughput_mbit=it.get("wifi", 0.0), lte_throughput_mbit=it.get("lte", 0.0),
         bytes=rec.bytes, throughput_mbit=rec.throughput_mbit, duration_s=rec.duration_s,
         energy_j=rec.energy_j, mean_power_w=rec.mean_power_w, tail_energy_j=rec.tail_energy_j,
+        energy_edge_j=rec.energy_edge_j,
         meter_kind=rec.meter_kind,
         energy_source=rec.energy_source, testbed_kind=rec.testbed_kind, kernel=rec.kernel,
         cc_impl=rec.cc_impl, flags="; ".join(rec.flags))

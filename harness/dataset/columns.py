@@ -9,7 +9,7 @@ from __future__ import annotations
 
 INT_COLUMNS = ("n_receivers", "sample_index", "wifi_bytes", "lte_bytes", "bytes")
 FLOAT_COLUMNS = ("wifi_throughput_mbit", "lte_throughput_mbit", "throughput_mbit", "duration_s", "energy_j",
-                 "mean_power_w", "tail_energy_j")
+                 "mean_power_w", "tail_energy_j", "energy_edge_j")
 #: Text columns with few distinct values: categorical (dictionary-encoded) in the Parquet file.
 CATEGORICAL_COLUMNS = ("campaign", "case_id", "cc", "mode", "receiver", "split", "meter_kind", "energy_source",
                        "testbed_kind", "kernel", "cc_impl")
@@ -37,6 +37,8 @@ COLUMN_DOCS: dict[str, tuple[str, str]] = {
     "mean_power_w": ("W", "mean receiver power over the transfer window"),
     "tail_energy_j": ("J", "energy from the end of the transfer window until the receiver was idle again "
                            "(empty for campaigns that did not record it)"),
+    "energy_edge_j": ("J", "how much of energy_j rests on where the power changed inside the meter readings that "
+                           "straddle the window's edges: its resolution (empty for campaigns that did not record it)"),
     "meter_kind": ("", "energy meter driver (e.g. um25c, ina219, emulated-um25c)"),
     "energy_source": ("", "measured, emulated or synthetic"),
     "testbed_kind": ("", "lab, emulated or synthetic"),
