@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from harness.errors import CommandError, CommandTimeout
+from harness.campaign.runner import stop_on_signals
+from harness.errors import CommandError, CommandTimeout, Interrupted
 from harness.hosts.local import LocalHost, NamespaceHost
 
 
@@ -179,3 +182,37 @@ def test_a_zombie_counts_as_stopped_for_namespace_cleanup():
         child.kill()
         child.wait()
     assert not _running(child.pid)
+
+
+@pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Interrupted), (signal.SIGINT, KeyboardInterrupt)])
+@pytest.mark.parametrize("how", ["run", "start"])
+def test_a_stop_signal_while_a_child_is_created_stops_the_run_and_leaves_no_child(tmp_path, monkeypatch, signum,
+                                                                                  raised, how):
+    """A set-up interrupted by Ctrl-C once left a namespace behind: the signal's exception came while Popen
+    was creating ``ip netns add``, Popen does not kill a child it forked when interrupted there, and the
+    child made its namespace after the teardown. Here the signal comes at that moment every time: the run
+    must still stop with the signal's exception, and the child must be gone (it would write a file 0.5 s
+    later)."""
+    marker = tmp_path / "late"
+    real = subprocess.Popen
+
+    class SignalledWhileCreating(real):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            os.kill(os.getpid(), signum)  # the handler runs before this returns
+            time.sleep(0.01)
+
+    monkeypatch.setattr(subprocess, "Popen", SignalledWhileCreating)
+    # Default SIGINT whatever started the suite (a background job starts with it ignored; mplab keeps that).
+    argv = ["sh", "-c", f"sleep 0.5; touch {marker}"]
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(raised), stop_on_signals():
+            if how == "run":
+                LocalHost("t").run(argv)
+            else:
+                LocalHost("t").start(argv)
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+    time.sleep(1.0)
+    assert not marker.exists(), "the child outlived the interrupted run"

@@ -25,7 +25,7 @@ import harness
 from harness.cc import CongestionControl
 from harness.campaign.control import CONTROL_FIELDS, SampleControl
 from harness.errors import CommandError, Interrupted, MplabError, TrafficError
-from harness.hosts.local import BackgroundProcess, ProcessResult
+from harness.hosts.local import BackgroundProcess, ProcessResult, hold_if_spawning
 from harness.meters.idle import IdleResult, IdleSettings, IdleWaiter
 from harness.meters.recorder import Recorder, WindowEnergy
 from harness.campaign.plan import SamplePlan
@@ -57,6 +57,9 @@ def signal_reason(signum: int) -> str:
 def stop_on_signals() -> Iterator[None]:
     """Turn SIGTERM/SIGHUP into ``Interrupted`` for the block, so teardown and session logs run.
 
+    SIGINT stays Python's ``KeyboardInterrupt`` (and stays ignored where mplab was started with it
+    ignored). Any of them that comes while a child is being created waits until the child is owned
+    (``harness.hosts.local.spawning``), so an interrupted set-up never leaves one running unowned.
     A no-op outside the main thread (Python delivers signals to the main thread only).
     """
     if threading.current_thread() is not threading.main_thread():
@@ -64,9 +67,15 @@ def stop_on_signals() -> Iterator[None]:
         return
 
     def _raise(signum, frame):
+        if hold_if_spawning(signum):
+            return  # delivered again once the child being created is owned
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise Interrupted(signal_reason(signum), signum)
 
     old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        old[signal.SIGINT] = signal.signal(signal.SIGINT, _raise)
     try:
         yield
     finally:

@@ -13,14 +13,16 @@ Commands are argument lists, never shell strings. The one shell involved is the 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +47,62 @@ GATE_READY = "mplab-gate-ready"
 
 #: Exit status of a gated process whose stdin closed before it was released.
 GATE_ABORTED = 97
+
+
+class _Spawn:
+    """The child being created inside ``spawning`` (set by the caller as soon as Popen returns)."""
+
+    child: subprocess.Popen | None = None
+
+
+#: Stop signals that came while the main thread was creating a child (``spawning``), and its depth.
+_held: list[int] = []
+_spawning = [0]
+
+
+def hold_if_spawning(signum: int) -> bool:
+    """For a stop signal's handler: True, with the signal noted, while a child is being created.
+
+    Python's ``Popen`` does not kill a child it has forked when an exception (a handler's) interrupts it
+    before it has seen the exec succeed: the child runs on, owned by nobody. Set up interrupted by Ctrl-C
+    that way left a namespace behind (``ip netns add`` finished after the teardown had removed the
+    prefix's namespaces). The handler returns instead, and ``spawning`` delivers the signal again once
+    the caller owns the child.
+    """
+    if _spawning[0] and threading.current_thread() is threading.main_thread():
+        _held.append(signum)
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[_Spawn]:
+    """Create a child inside this block and set ``.child``: a stop signal that comes meanwhile waits.
+
+    At the end of the block a held signal is delivered again (``signal.raise_signal``), after the child
+    is killed (its process group with it): the handler then raises as it would have, and nothing the
+    block started is left running. Outside the main thread this is a plain block (signals go to it only).
+    """
+    spawn = _Spawn()
+    if threading.current_thread() is not threading.main_thread():
+        yield spawn
+        return
+    _spawning[0] += 1
+    try:
+        yield spawn
+    finally:
+        _spawning[0] -= 1
+    if _spawning[0] or not _held:
+        return
+    signum = _held[0]
+    _held.clear()
+    if spawn.child is not None:
+        with contextlib.suppress(OSError):
+            if os.getpgid(spawn.child.pid) == spawn.child.pid:
+                os.killpg(spawn.child.pid, signal.SIGKILL)
+            spawn.child.kill()
+        spawn.child.wait()
+    signal.raise_signal(signum)
 
 
 def gated_argv(argv: Sequence[str]) -> list[str]:
@@ -202,12 +260,16 @@ class _LocalProcess(BackgroundProcess):
         self._result: ProcessResult | None = None
         self._stopped = False
         try:
-            self._popen = subprocess.Popen(
-                list(argv), stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
-                stdout=self._out, stderr=self._err, start_new_session=True)
+            with spawning() as spawn:
+                self._popen = spawn.child = subprocess.Popen(
+                    list(argv), stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+                    stdout=self._out, stderr=self._err, start_new_session=True)
         except OSError as exc:
             self._cleanup_files()
             raise CommandError(host, argv, None, str(exc), note="could not start") from exc
+        except BaseException:  # a stop signal held while it started: the child is gone (spawning)
+            self._cleanup_files()
+            raise
         self.pid = self._popen.pid
 
     def poll(self) -> int | None:
@@ -319,14 +381,24 @@ class LocalHost(Host):
         log.debug("[%s] $ %s", self.name, shlex.join(argv))
         t0 = time.monotonic()
         try:
-            cp = subprocess.run(full, check=False, input=input, capture_output=True, text=True, timeout=timeout,
-                                stdin=None if input is not None else subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-            raise CommandTimeout(self.name, argv, None, err, note=f"killed after {timeout:.1f} s") from None
+            # subprocess.run, with the child created inside ``spawning`` (a Ctrl-C then never orphans it).
+            with spawning() as spawn:
+                proc = spawn.child = subprocess.Popen(
+                    full, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         except FileNotFoundError as exc:
             raise CommandError(self.name, argv, 127, str(exc), note="program not found") from None
-        res = CommandResult(self.name, tuple(argv), cp.returncode, cp.stdout, cp.stderr, time.monotonic() - t0)
+        with proc:
+            try:
+                out, err = proc.communicate(input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                raise CommandTimeout(self.name, argv, None, err or "", note=f"killed after {timeout:.1f} s") from None
+            except BaseException:
+                proc.kill()
+                raise
+        res = CommandResult(self.name, tuple(argv), proc.returncode, out, err, time.monotonic() - t0)
         if check:
             res.check()
         return res
