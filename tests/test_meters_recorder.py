@@ -121,14 +121,14 @@ def test_energy_at_speedup_8_with_capped_polls_is_the_energy_at_1(tmp_path):
 @pytest.mark.machine  # pins 40 ms late on purpose: the rest must still answer within milliseconds
 def test_pins_late_by_40_ms_at_speedup_8_are_announced_by_the_edge_uncertainty(tmp_path):
     """The busy machine's case made certain: both pins 40 ms after the device's steps. The energy reads low
-    (the first reading's mean is diluted by idle power; the last holds idle power past the end), and the
-    edges' uncertainty says so: it covers the loss and is over 3 % of the energy, where the runner flags
-    a speed-up sample (``speedup-lag``)."""
+    (the first reading's mean is diluted by idle power; the last holds idle power past the end) by as
+    much as 4 %, less when a regular poll (every 50 ms) falls between a step and its pin (2.1 % once).
+    Whatever it is, the edges' uncertainty covers it, and a loss over 3 % is never left below the 3 %
+    at which the runner flags a speed-up sample (``speedup-lag``)."""
     e1, edge1, _, _ = _speedup_transfer_j(tmp_path, 1, METER_HZ)
     e8, edge8, _, _ = _speedup_transfer_j(tmp_path, 8, POLL_CAP_HZ, late_s=0.04)
-    assert e8 < 0.97 * e1  # 40 ms of a 250 ms window
-    assert e1 - e8 <= 0.01 * e1 + edge1 + edge8, (e8, e1, edge1, edge8)
-    assert edge8 > 0.03 * e8
+    assert abs(e1 - e8) <= 0.01 * e1 + edge1 + edge8, (e8, e1, edge1, edge8)
+    assert abs(e1 - e8) <= 0.03 * e1 or edge8 > 0.03 * e8, (e8, e1, edge8)
 
 
 def test_a_silent_integrating_meter_at_the_capped_rate_is_still_flagged(tmp_path):
