@@ -91,18 +91,18 @@ def spawning() -> Iterator[_Spawn]:
     try:
         yield spawn
     finally:
+        # Also when the block failed (a program not found): the stop request is not lost, it wins.
         _spawning[0] -= 1
-    if _spawning[0] or not _held:
-        return
-    signum = _held[0]
-    _held.clear()
-    if spawn.child is not None:
-        with contextlib.suppress(OSError):
-            if os.getpgid(spawn.child.pid) == spawn.child.pid:
-                os.killpg(spawn.child.pid, signal.SIGKILL)
-            spawn.child.kill()
-        spawn.child.wait()
-    signal.raise_signal(signum)
+        if not _spawning[0] and _held:
+            signum = _held[0]
+            _held.clear()
+            if spawn.child is not None:
+                with contextlib.suppress(OSError):
+                    if os.getpgid(spawn.child.pid) == spawn.child.pid:
+                        os.killpg(spawn.child.pid, signal.SIGKILL)
+                    spawn.child.kill()
+                spawn.child.wait()
+            signal.raise_signal(signum)
 
 
 def gated_argv(argv: Sequence[str]) -> list[str]:
