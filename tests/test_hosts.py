@@ -216,3 +216,17 @@ def test_a_stop_signal_while_a_child_is_created_stops_the_run_and_leaves_no_chil
         signal.signal(signal.SIGINT, old_int)
     time.sleep(1.0)
     assert not marker.exists(), "the child outlived the interrupted run"
+
+
+def test_a_stop_signal_while_a_creation_fails_still_stops_the_run(monkeypatch):
+    """The signal held during a creation that then fails (a program not found) is not kept for later: the
+    run stops with the signal's exception, not with the lesser error."""
+    class SignalledThenMissing(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)
+            raise FileNotFoundError(2, "No such file or directory", args[0][0])
+
+    monkeypatch.setattr(subprocess, "Popen", SignalledThenMissing)
+    with pytest.raises(Interrupted), stop_on_signals():
+        LocalHost("t").run(["no-such-program"])
