@@ -134,8 +134,14 @@ class SamplesFailed(MplabError):
     exit_code = EXIT_SAMPLES_FAILED
 
 
-class Interrupted(MplabError):
-    """A signal stopped the work (SIGINT, SIGTERM); what was completed is kept."""
+class Interrupted(BaseException):
+    """A signal stopped the work (SIGINT, SIGTERM); what was completed is kept.
+
+    Not an ``MplabError`` (nor an ``Exception``), like ``KeyboardInterrupt``: the runner catches
+    ``MplabError`` around each step of a sample to record the step as failed and go on, and a SIGTERM
+    raised inside one of those steps was recorded as a failed sample ("start: stopped by SIGTERM")
+    while the run went on to its end with exit 0. A stop request must reach the campaign's handler.
+    """
 
     def __init__(self, message: str, signum: int = 2) -> None:
         super().__init__(message)

@@ -17,7 +17,7 @@ from rich.logging import RichHandler
 
 import harness
 from controller.setup2 import control_factory
-from harness.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_USAGE, MplabError, is_disk_full
+from harness.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, MplabError, is_disk_full
 from lte import realcell
 from lte.hostcheck import version_checks as lte_version_checks
 from mplab.commands import campaign as campaign_cli
@@ -102,7 +102,7 @@ def run(argv: list[str] | None = None) -> int:
     usage_errors, aborts = _click_kinds()
     try:
         rc = app(args=argv, prog_name="mplab", standalone_mode=False)
-    except MplabError as exc:
+    except (MplabError, Interrupted) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

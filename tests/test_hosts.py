@@ -230,3 +230,23 @@ def test_a_stop_signal_while_a_creation_fails_still_stops_the_run(monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", SignalledThenMissing)
     with pytest.raises(Interrupted), stop_on_signals():
         LocalHost("t").run(["no-such-program"])
+
+
+def test_a_stop_request_is_not_a_failed_step(monkeypatch):
+    """The runner records a sample's step that raised ``MplabError`` as failed and goes on; a SIGTERM that
+    came during such a step (a client's start) was recorded as "start: stopped by SIGTERM" and the run went
+    on to its end with exit 0. ``Interrupted`` passes any ``except MplabError`` (and ``except Exception``)."""
+    real = subprocess.Popen
+
+    class SignalledWhileCreating(real):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)
+
+    monkeypatch.setattr(subprocess, "Popen", SignalledWhileCreating)
+    with pytest.raises(Interrupted), stop_on_signals():
+        try:
+            LocalHost("t").run(["true"])
+        except Exception:  # noqa: BLE001 - what a step's handler catches
+            pytest.fail("the stop request was caught as a failed step")
