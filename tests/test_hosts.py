@@ -229,7 +229,7 @@ def test_a_stop_signal_while_a_creation_fails_still_stops_the_run(monkeypatch):
 
     monkeypatch.setattr(subprocess, "Popen", SignalledThenMissing)
     with pytest.raises(Interrupted), stop_on_signals():
-        LocalHost("t").run(["no-such-program"])
+        LocalHost("t").run(["true"])  # the fake Popen says it is missing
 
 
 def test_a_stop_request_is_not_a_failed_step(monkeypatch):
