@@ -184,6 +184,20 @@ def test_a_zombie_counts_as_stopped_for_namespace_cleanup():
     assert not _running(child.pid)
 
 
+def _signalled_while_creating(signum: int) -> type[subprocess.Popen]:
+    """A Popen that sends this process ``signum`` inside its own constructor, once the child exists: the
+    moment a stop signal's exception used to orphan the child (the handler runs before it returns)."""
+    real = subprocess.Popen
+
+    class SignalledWhileCreating(real):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            os.kill(os.getpid(), signum)
+            time.sleep(0.01)
+
+    return SignalledWhileCreating
+
+
 @pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Interrupted), (signal.SIGINT, KeyboardInterrupt)])
 @pytest.mark.parametrize("how", ["run", "start"])
 def test_a_stop_signal_while_a_child_is_created_stops_the_run_and_leaves_no_child(tmp_path, monkeypatch, signum,
@@ -194,15 +208,7 @@ def test_a_stop_signal_while_a_child_is_created_stops_the_run_and_leaves_no_chil
     must still stop with the signal's exception, and the child must be gone (it would write a file 0.5 s
     later)."""
     marker = tmp_path / "late"
-    real = subprocess.Popen
-
-    class SignalledWhileCreating(real):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            os.kill(os.getpid(), signum)  # the handler runs before this returns
-            time.sleep(0.01)
-
-    monkeypatch.setattr(subprocess, "Popen", SignalledWhileCreating)
+    monkeypatch.setattr(subprocess, "Popen", _signalled_while_creating(signum))
     # Default SIGINT whatever started the suite (a background job starts with it ignored; mplab keeps that).
     argv = ["sh", "-c", f"sleep 0.5; touch {marker}"]
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -236,15 +242,7 @@ def test_a_stop_request_is_not_a_failed_step(monkeypatch):
     """The runner records a sample's step that raised ``MplabError`` as failed and goes on; a SIGTERM that
     came during such a step (a client's start) was recorded as "start: stopped by SIGTERM" and the run went
     on to its end with exit 0. ``Interrupted`` passes any ``except MplabError`` (and ``except Exception``)."""
-    real = subprocess.Popen
-
-    class SignalledWhileCreating(real):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(0.01)
-
-    monkeypatch.setattr(subprocess, "Popen", SignalledWhileCreating)
+    monkeypatch.setattr(subprocess, "Popen", _signalled_while_creating(signal.SIGTERM))
     with pytest.raises(Interrupted), stop_on_signals():
         try:
             LocalHost("t").run(["true"])
