@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from harness.cc import resolve
-from harness.cc.bpfcc import BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, object_digest
+from harness.cc.bpfcc import BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, object_digest, vegas_rounds
 from rigs.bottleneck import Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
@@ -142,6 +142,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
             order = algos if rnd % 2 == 0 else algos[::-1]
             for cc in order:
                 for comp_name, comp in comps.items():
+                    t0_ns = time.monotonic_ns()
                     c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp, probe=args.probe)
                     results.setdefault((cc.algorithm, comp_name), []).append(c)
                     rec = {"delay_ms": delay_ms, "bdp": bdp, "buffer_bytes": buf, "rtt": rtt, "round": rnd,
@@ -158,6 +159,8 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
                            "random_loss_pct": args.loss_pct,
                            "vegas_alpha_beta": args.vegas_alpha_beta if "vegas" in competitors else None,
+                           "vegas_rounds": compact_rounds(vegas_rounds(bn.root, t0_ns), t0_ns)
+                           if comp_name == "vegas" else None,
                            "time": time.time()}
                     log(rec)
                     print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} {cc.algorithm:6} vs {comp_name:5} "
@@ -168,6 +171,74 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
         lines.append(f"| {delay_ms:g} | {bdp:g} | {rtt} | {comp} | {algo} | {s['median']:.2f} | "
                      f"{s['min']:.2f}-{s['max']:.2f} | {s['n']} |")
     return lines
+
+
+#: Fields of each round end in a record's ``vegas_rounds`` (harness.cc.bpfcc.vegas_rounds; t_s from the run's start).
+ROUND_FIELDS = ("t_s", "kind", "base_rtt", "min_rtt", "cnt_rtt", "srtt_us", "packets_out", "cwnd_before",
+                "cwnd_after")
+
+
+def recorded(paths: list[Path]):
+    """Every run recorded in ``paths`` (``--out`` files), in order."""
+    for path in paths:
+        for line in path.read_text().splitlines():
+            yield json.loads(line)
+
+
+def compact_rounds(rounds: list[dict], t0_ns: int) -> dict:
+    """The Vegas flow's round ends as columns (a run at 100 ms holds about 250 of them)."""
+    rows = [[round((r["t_ns"] - t0_ns) / 1e9, 4), *(r[k] for k in ROUND_FIELDS[1:])] for r in rounds]
+    return {"fields": list(ROUND_FIELDS), "rows": rows}
+
+
+def round_view(rec: dict) -> dict | None:
+    """What the Vegas flow's own rounds saw over the second half of the measured time: Vegas' ``diff``
+    (cwnd (minRTT - baseRTT) / baseRTT, its rule's input, integer as tcp_vegas.c computes it) beside the
+    packets its window keeps queued by the smoothed RTT (cwnd (srtt - base) / srtt), and how far the
+    round's minimum sat below the smoothed RTT. Where diff stays within alpha..beta while the queue by the
+    smoothed RTT is many times beta, the per-round minimum hides the queue from the rule."""
+    tr = rec.get("vegas_rounds")
+    if not tr or not tr["rows"]:
+        return None
+    rows = [dict(zip(tr["fields"], r)) for r in tr["rows"]]
+    half = rec["omit_s"] + rec["duration_s"] / 2
+    rows = [r for r in rows if r["t_s"] >= half] or rows
+    alpha, beta = rec.get("vegas_alpha_beta") or (2, 4)
+    ruled = [r for r in rows if r["kind"] == "vegas"]
+    diffs = [r["cwnd_before"] * (r["min_rtt"] - r["base_rtt"]) // r["base_rtt"] for r in ruled]
+    med = statistics.median
+    return {
+        "rounds": len(rows), "ruled": len(ruled),
+        "reno": sum(r["kind"] == "reno" for r in rows), "idle": sum(r["kind"] == "idle" for r in rows),
+        "cwnd": med(r["cwnd_before"] for r in rows),
+        "base_ms": med(r["base_rtt"] for r in rows) / 1000,
+        "min_over_base_ms": med((r["min_rtt"] - r["base_rtt"]) / 1000 for r in ruled) if ruled else None,
+        "srtt_over_min_ms": med((r["srtt_us"] - r["min_rtt"]) / 1000 for r in ruled) if ruled else None,
+        "diff": med(diffs) if diffs else None,
+        "grow": sum(d < alpha for d in diffs), "hold": sum(alpha <= d <= beta for d in diffs),
+        "shrink": sum(d > beta for d in diffs),
+        "queued_by_srtt": med(r["cwnd_before"] * max(0, r["srtt_us"] - r["base_rtt"]) / r["srtt_us"] for r in rows),
+        "samples": med(r["cnt_rtt"] for r in ruled) if ruled else None,
+    }
+
+
+def round_lines(paths: list[Path]) -> str:
+    """Per run with a Vegas competitor: its own rounds (``--vegas-rounds``, round_view)."""
+    rows = ["| delay (ms each way) | buffer (BDP) | MPTCP | round | MPTCP/Vegas | Vegas rounds (ruled / Reno / idle) | "
+            "RTT samples per round | cwnd | base RTT (ms) | minRTT - base (ms) | srtt - minRTT (ms) | diff | "
+            "rounds grow / hold / shrink | packets queued by srtt |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def f(x, fmt=".1f"):
+        return "-" if x is None else format(x, fmt)
+    for r in recorded(paths):
+        v = round_view(r)
+        if v is not None:
+            rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['algorithm']} | {r['round']} | {r['ratio']:.2f} | "
+                        f"{v['rounds']} ({v['ruled']} / {v['reno']} / {v['idle']}) | {f(v['samples'], 'g')} | "
+                        f"{v['cwnd']:g} | {v['base_ms']:.1f} | {f(v['min_over_base_ms'])} | "
+                        f"{f(v['srtt_over_min_ms'])} | {f(v['diff'], 'g')} | "
+                        f"{v['grow']} / {v['hold']} / {v['shrink']} | {v['queued_by_srtt']:.1f} |")
+    return "\n".join(rows)
 
 
 def loss_per_packet(rec: dict) -> tuple[float, float] | None:
@@ -222,13 +293,11 @@ def backlog_lines(paths: list[Path]) -> str:
     rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | round | MPTCP/TCP | queued packets, "
             "MPTCP / TCP | TCP flow's RTT (ms) | its min RTT (ms) | Vegas' implied base RTT (ms) | retransmissions, "
             "MPTCP / TCP |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for path in paths:
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            qp = queued_packets(r)
-            tcp = (r.get("flows") or {}).get("tcp", {})
-            base = vegas_implied_base(r)
-            rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['algorithm']} | {r['round']} | "
+    for r in recorded(paths):
+        qp = queued_packets(r)
+        tcp = (r.get("flows") or {}).get("tcp", {})
+        base = vegas_implied_base(r)
+        rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['algorithm']} | {r['round']} | "
                         f"{r['ratio']:.2f} | {f'{qp[0]:.1f} / {qp[1]:.1f}' if qp else '-'} | "
                         f"{tcp.get('rtt_ms', '-')} | {tcp.get('min_rtt_ms') or '-'} | "
                         f"{f'{base[0]:.1f}-{base[1]:.1f}' if base else '-'} | "
@@ -245,10 +314,8 @@ def competitor_label(rec: dict) -> str:
 def backlog_cells(paths: list[Path]) -> str:
     """Per cell: the ratio's median (range), the median queued packets per side, the TCP flow's RTT range."""
     cells: dict[tuple, list[dict]] = {}
-    for path in paths:
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            cells.setdefault((r["delay_ms"], r["bdp"], competitor_label(r), r["algorithm"]), []).append(r)
+    for r in recorded(paths):
+        cells.setdefault((r["delay_ms"], r["bdp"], competitor_label(r), r["algorithm"]), []).append(r)
     rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | MPTCP/TCP median (range) | queued packets, "
             "MPTCP / TCP (median) | TCP flow's RTT (ms) | runs |", "|---|---|---|---|---|---|---|---|"]
     for key in sorted(cells):
@@ -267,14 +334,12 @@ def backlog_cells(paths: list[Path]) -> str:
 def table_from(paths: list[Path]) -> str:
     """The README table from recorded runs (``--out`` files): one row per cell, algorithm and build."""
     cells: dict[tuple, list[dict]] = {}
-    for path in paths:
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            comp = competitor_label(r) + (
-                f" ({r['competitor_object_sha256'][:8]})" if r.get("competitor_object_sha256") else "")
-            key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), comp,
-                   r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
-            cells.setdefault(key, []).append(r)
+    for r in recorded(paths):
+        comp = competitor_label(r) + (
+            f" ({r['competitor_object_sha256'][:8]})" if r.get("competitor_object_sha256") else "")
+        key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), comp,
+               r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
+        cells.setdefault(key, []).append(r)
     rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | competitor | MPTCP | build | run (s) | "
             "MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) | "
             "congestion events per packet, MPTCP/TCP (median) |",
@@ -296,8 +361,7 @@ def compare_table(before: Path, after: Path) -> str:
     """Before/after per cell: median (range) of MPTCP/TCP over the runs of each recorded file."""
     def cells(path: Path) -> dict[tuple, list[float]]:
         out: dict[tuple, list[float]] = {}
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
+        for r in recorded([path]):
             out.setdefault((r["delay_ms"], r["bdp"], r["rtt"], r["competitor"], r["algorithm"]), []).append(r["ratio"])
         return out
 
@@ -342,6 +406,8 @@ def main() -> None:
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     ap.add_argument("--backlog", type=Path, nargs="+", help="print each recorded run's queued packets per side "
                     "(with --probe records) and exit")
+    ap.add_argument("--vegas-rounds", type=Path, nargs="+", help="print what each recorded run's Vegas flow "
+                    "saw in its own rounds (the trace mplab_vegas keeps) and exit")
     ap.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
                     help="print a before/after table of two recorded files and exit")
     args = ap.parse_args()
@@ -353,6 +419,9 @@ def main() -> None:
         return
     if args.backlog:
         print(backlog_lines(args.backlog))
+        return
+    if args.vegas_rounds:
+        print(round_lines(args.vegas_rounds))
         return
     args.algorithms = args.algorithms.split(",")
     if args.vegas_alpha_beta != [2, 4]:

@@ -377,14 +377,21 @@ def test_vegas_competitor_keeps_the_queue_short(prefix):
     flow's RTT 47-51 ms over a base of 40.6, wVegas 1.3-3.4 times its goodput, no retransmissions after the
     warm-up), where a loss-based flow fills it (a Reno flow there: RTT 95-106 ms) and takes about 3 times
     wVegas' goodput (wVegas/Reno 0.25-0.32).
-    The socket reports mplab_vegas, so this is the port and not the kernel's Reno under its name."""
+    The socket reports mplab_vegas, so this is the port and not the kernel's Reno under its name.
+
+    Its trace of round ends (``bpfcc.vegas_rounds``) is what the bench reads Vegas' own view from: one
+    socket, a round per RTT, the path's base RTT, and in the second half every round in congestion
+    avoidance moving the window as tcp_vegas.c's rule says for the diff the trace's own figures give."""
     from rigs.bottleneck import SharedBottleneck
 
     _skip_if_shared("wvegas", "vegas")
     wvegas, vegas = resolve("wvegas"), BpfCC("vegas")
     with SharedBottleneck(prefix, [wvegas, vegas], rate_mbit=20, buffer_bytes=200_000, qdisc="htb",
                           path_delay_ms=(40.0, 40.0)) as bn:
+        t0_ns = time.monotonic_ns()
         c = bn.compete(wvegas, duration_s=15, omit_s=3, tcp_cc=vegas, probe=True)
+        rounds = bpfcc.vegas_rounds(ROOT, t0_ns)
+    _check_vegas_rounds(rounds, seconds=18)
     tcp = [s for s in c.samples if s.flow == "tcp"]
     assert tcp and {s.cc for s in tcp} == {"mplab_vegas"}, f"the TCP flow ran {sorted({s.cc for s in tcp})}"
     half = max(s.t_s for s in tcp) / 2
@@ -393,3 +400,24 @@ def test_vegas_competitor_keeps_the_queue_short(prefix):
     assert rtt < 65, f"the Vegas flow's RTT {rtt:.1f} ms: the FIFO filled (base 40.6 ms, full 120 ms)"
     assert c.ratio > 0.8, f"wVegas took {c.ratio:.2f} of the Vegas flow (the bench: 1.3-3.4; against Reno 0.3)"
     assert not list_namespaces(ROOT, prefix)
+
+
+def _check_vegas_rounds(rounds: list[dict], seconds: float) -> None:
+    """mplab_vegas' trace of one Vegas flow at a 40.6 ms path (see the test above)."""
+    assert {r["port"] for r in rounds} and len({r["port"] for r in rounds}) == 1, "one Vegas socket, one port"
+    # one round per RTT (40.6 ms idle, up to 65 ms with the queue the test allows): at least one per 80 ms
+    assert len(rounds) >= seconds / 0.08, f"{len(rounds)} round ends in {seconds} s"
+    base = rounds[-1]["base_rtt"] / 1000
+    assert 40.0 <= base <= 42.0, f"base RTT {base:.1f} ms on a 40.6 ms path"
+    late = [r for r in rounds if (r["t_ns"] - rounds[0]["t_ns"]) / 1e9 >= seconds / 2]
+    ruled = [r for r in late if r["kind"] == "vegas"]
+    assert len(ruled) >= 0.9 * len(late), f"{len(late) - len(ruled)} of {len(late)} late rounds left to Reno"
+    wrong = []
+    for r in ruled:
+        if r["cwnd_before"] < r["ssthresh_after"]:
+            continue  # slow start (after a loss): not the rule's round
+        diff = r["cwnd_before"] * (r["min_rtt"] - r["base_rtt"]) // r["base_rtt"]
+        step = -1 if diff > 4 else 1 if diff < 2 else 0
+        if r["cwnd_after"] - r["cwnd_before"] != step:
+            wrong.append((diff, r["cwnd_before"], r["cwnd_after"]))
+    assert not wrong, f"rounds whose window did not follow Vegas' rule (diff, before, after): {wrong[:5]}"

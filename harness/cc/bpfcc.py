@@ -290,12 +290,7 @@ COUPLED_IMPLS: dict[str, Callable[[str], object]] = {"upstream": BpfCC, "multipa
 
 def conn_entries(host: Host, algorithm: str) -> int | None:
     """Entries in ``algorithm``'s coupling map (live coupled connections); None if not loaded."""
-    name = map_name(algorithm)
-    res = host.run(["bpftool", "-j", "map", "show"], check=False)
-    try:
-        maps = [m for m in json.loads(res.stdout or "[]") if m.get("name") == name]
-    except (json.JSONDecodeError, AttributeError):
-        return None
+    maps = _maps_named(host, map_name(algorithm))
     if not maps:
         return None
     total = 0
@@ -306,3 +301,37 @@ def conn_entries(host: Host, algorithm: str) -> int | None:
         except json.JSONDecodeError:
             return None
     return total
+
+
+#: mplab_vegas' ring of round ends (vegas.bpf.c: ``vegas_rounds``, struct vegas_round_rec).
+VEGAS_ROUNDS_MAP = "vegas_rounds"
+#: vegas_round_rec.kind: Vegas' rule decided; too few RTT samples (Reno's step); too few and not cwnd-limited.
+VEGAS_ROUND_KINDS = ("vegas", "reno", "idle")
+
+
+def _maps_named(host: Host, name: str) -> list[dict]:
+    res = host.run(["bpftool", "-j", "map", "show"], check=False)
+    try:
+        return [m for m in json.loads(res.stdout or "[]") if m.get("name") == name]
+    except (json.JSONDecodeError, AttributeError):
+        return []
+
+
+def vegas_rounds(host: Host, since_ns: int = 0) -> list[dict]:
+    """mplab_vegas' round ends written at or after ``since_ns`` (CLOCK_MONOTONIC nanoseconds, the clock of
+    ``time.monotonic_ns()`` and of the program's ``bpf_ktime_get_ns``), oldest first: per round the socket's
+    port, what decided it (``kind``, VEGAS_ROUND_KINDS), base and minimum RTT and the sample count as the
+    algorithm held them (microseconds + 1, tcp_vegas.c's unit), the smoothed RTT, packets out, and the window
+    before and after. The ring keeps the last 8192; [] when no mplab_vegas is loaded."""
+    out: list[dict] = []
+    for m in _maps_named(host, VEGAS_ROUNDS_MAP):
+        dump = host.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])], check=False)
+        try:
+            entries = json.loads(dump.stdout or "[]")
+        except json.JSONDecodeError:
+            continue
+        for e in entries:
+            rec = (e.get("formatted") or {}).get("value") or e.get("value")
+            if isinstance(rec, dict) and rec.get("seq") and rec["t_ns"] >= since_ns:
+                out.append({**rec, "kind": VEGAS_ROUND_KINDS[rec["kind"]] if rec["kind"] < 3 else str(rec["kind"])})
+    return sorted(out, key=lambda r: (r["t_ns"], r["seq"]))
