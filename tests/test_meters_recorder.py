@@ -172,7 +172,11 @@ def _transfer_expected_j(p, start: float, dur: float, rate: float, t0: float, t1
     return e
 
 
+@pytest.mark.machine  # holds a 10 Hz meter to no gap and 0.5 %: run alone (see `make test`)
 def test_known_transfer_integrates_to_expected_energy_within_half_a_percent(tmp_path):
+    """Beside three other workers' testbeds and two busy loops the recorder once went 0.32 s without a
+    reading (three poll periods) and flagged the window meter-gap, as it should: a starved recorder is the
+    machine's limit, announced, not an integration error. So the test runs with the `machine` tests."""
     # A short-tailed LTE profile so the whole promotion/active/tail cycle fits in a few seconds.
     profile = default_profile(lte=RadioPower(active_mw=1288.04, mw_per_mbit=51.97, promotion_s=0.26,
                                              promotion_mw=1210.4, tail_s=1.5, tail_mw=1060.0))
@@ -195,6 +199,7 @@ def test_known_transfer_integrates_to_expected_energy_within_half_a_percent(tmp_
     assert e.counter_wh is not None and abs(e.counter_wh * 3600 - expected) <= 2 * 3.6
 
 
+@pytest.mark.machine  # holds a clean window to no gap at 10 Hz: run alone (as the known transfer)
 def test_meter_vanishing_mid_sample_flags_the_sample_reconnects_and_loses_nothing(tmp_path):
     with DeviceProcess(tmp_path, profile=default_profile(base_w=2.0)) as dev:
         meter = open_meter("emulated-um25c", dev.link, timeout_s=0.3)
@@ -225,6 +230,7 @@ def test_meter_vanishing_mid_sample_flags_the_sample_reconnects_and_loses_nothin
     assert len([r for r in rows if not r["fault"]]) == len(trace)  # every reading is on disk
 
 
+@pytest.mark.machine  # holds a clean window to no gap at 10 Hz: run alone (as the known transfer)
 def test_garbage_burst_is_not_a_fault_but_a_silent_meter_is(tmp_path):
     with DeviceProcess(tmp_path, profile=default_profile(base_w=2.0)) as dev:
         meter = open_meter("emulated-um25c", dev.link, timeout_s=0.3)
