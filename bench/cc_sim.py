@@ -11,6 +11,9 @@ one Reno or Cubic flow at one FIFO link, under three loss processes:
   full FIFO about as often as a fast flow's, so slow flows lose more per packet;
 * ``random``: an unlimited FIFO and independent loss ``--loss`` per packet: events go by packets sent.
 
+wVegas against Vegas (``--algorithms wvegas --competitors vegas --processes smooth``) is the delay-based
+pairing: the packets each side holds in the FIFO (mean after the warm-up) are what the shares follow.
+
 Prints MPTCP/TCP goodput (median of ``--seeds`` runs; the seed spreads the flows' start times and
 draws the random losses) and the MPTCP connection's congestion events per packet over the TCP
 flow's (about 1 when losses go by packets sent). Pure Python, no root:
@@ -40,7 +43,8 @@ def one_run(algo: str, comp: str, process: str, rtts: tuple[float, float], bdp: 
         kw = {"buffer_pkts": max(15, int(bdp * bdp_packets(args.rate, rtts[0]))),
               "tick_s": args.tick / 1000 if process == "bursty" else 0.0}
     r = simulate(specs, rate_mbit=args.rate, seconds=args.seconds, warmup_s=args.warmup, seed=seed, **kw)
-    return {"ratio": r.ratio("mptcp", "tcp"), "events_per_packet": loss_per_packet(r, "mptcp", "tcp")}
+    return {"ratio": r.ratio("mptcp", "tcp"), "events_per_packet": loss_per_packet(r, "mptcp", "tcp"),
+            "queued": [r.backlog("mptcp"), r.backlog("tcp")]}
 
 
 def main() -> None:
@@ -49,8 +53,8 @@ def main() -> None:
     ap.add_argument("--buffers", default="1", help="drop-tail FIFO depths in BDPs")
     ap.add_argument("--rtts", default="equal", help="equal, unequal (the second path's delay doubled)")
     ap.add_argument("--algorithms", default="lia,olia,balia,reno,cubic",
-                    help="MPTCP: coupled lia/olia/balia, or reno/cubic for two uncoupled subflows")
-    ap.add_argument("--competitors", default="reno,cubic")
+                    help="MPTCP: coupled lia/olia/balia/wvegas, or reno/cubic for two uncoupled subflows")
+    ap.add_argument("--competitors", default="reno,cubic", help="reno, cubic, or vegas (tcp_vegas.c)")
     ap.add_argument("--processes", default=",".join(PROCESSES))
     ap.add_argument("--rate", type=float, default=20.0, help="bottleneck Mbit/s")
     ap.add_argument("--loss", type=float, default=0.002, help="random loss per packet")
@@ -63,8 +67,8 @@ def main() -> None:
     rows, cells = [], []
     t0 = time.time()
     print("| delay (ms each way) | buffer (BDP) | RTTs | loss process | competitor | MPTCP | MPTCP/TCP median | range "
-          "| congestion events per packet, MPTCP / TCP |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| congestion events per packet, MPTCP / TCP | packets queued, MPTCP / TCP |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for d in (float(x) for x in args.delays.split(",")):
         rtt = max(2 * d, 1.0) / 1000 + 0.0006    # the rig's idle RTT: the delay line plus ~0.6 ms of veths
         for rshape in args.rtts.split(","):
@@ -79,11 +83,13 @@ def main() -> None:
                             runs = [one_run(algo, comp, process, rtts, bdp, args, s) for s in range(args.seeds)]
                             ratios = sorted(r["ratio"] for r in runs)
                             ev = statistics.median(r["events_per_packet"] for r in runs)
+                            queued = [statistics.median(r["queued"][k] for r in runs) for k in (0, 1)]
                             cell = {"delay_ms": d, "bdp": bdp, "rtt": rshape, "process": process, "competitor": comp,
-                                    "algorithm": algo, "ratios": ratios, "events_per_packet": ev}
+                                    "algorithm": algo, "ratios": ratios, "events_per_packet": ev, "queued": queued}
                             cells.append(cell)
                             line = (f"| {d:g} | {bdp:g} | {rshape} | {process} | {comp} | {algo} | "
-                                    f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {ev:.2f} |")
+                                    f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {ev:.2f} | "
+                                    f"{queued[0]:.1f} / {queued[1]:.1f} |")
                             rows.append(line)
                             print(line, flush=True)
     print(f"({len(cells)} cells x {args.seeds} seeds in {time.time() - t0:.0f} s)")

@@ -78,11 +78,39 @@ def test_an_ack_clocked_sender_at_drop_tail_loses_by_increase():
     assert lia_ev < 1.3 and lia >= 0.8, (lia, lia_ev)
 
 
+def wvegas_vs_vegas(seed: int):
+    return simulate([FlowSpec("mptcp", "wvegas", RTT), FlowSpec("mptcp", "wvegas", RTT),
+                     FlowSpec("tcp", "vegas", RTT)],
+                    rate_mbit=RATE, buffer_pkts=bdp_packets(RATE, RTT), seconds=40, warmup_s=15, seed=seed)
+
+
+def test_wvegas_holds_its_total_alpha_in_the_fifo_and_vegas_between_alpha_and_beta():
+    """wVegas' subflows hold total_alpha = 10 packets in the FIFO between them, Vegas 2-4 (its diff
+    is taken from the round's minimum RTT over base RTT, so a little more by the mean): the
+    shares follow the backlogs, 2.4-3.4 at 20 ms. Seeds 0 and 1 start with every base RTT right;
+    seed 2's wVegas subflows come out of slow start with a queue in their base RTT (49 ms on a
+    41 ms path) and hold twice as much."""
+    for seed in (0, 1):
+        r = wvegas_vs_vegas(seed)
+        assert 9.0 <= r.backlog("mptcp") <= 11.5, (seed, r.queued)
+        assert 2.0 <= r.backlog("tcp") <= 4.5, (seed, r.queued)
+        assert 2.2 <= r.ratio("mptcp", "tcp") <= 3.5, (seed, r.ratio("mptcp", "tcp"))
+        assert r.drops < 50 and not any(r.events), "delay-based flows lose nothing after the warm-up"
+
+
+def test_wvegas_with_a_vegas_sized_total_alpha_takes_under_two_shares(monkeypatch):
+    """A planted total alpha of 4 (what a wrong scale or weight would do): the backlog and the ratio
+    fall out of the bounds above."""
+    monkeypatch.setattr(ref, "WVEGAS_TOTAL_ALPHA", 4)
+    r = wvegas_vs_vegas(0)
+    assert r.backlog("mptcp") < 6.5 and r.ratio("mptcp", "tcp") < 2.0, (r.queued, r.ratio("mptcp", "tcp"))
+
+
 def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="either"):
         simulate([FlowSpec("t", "reno", RTT)], rate_mbit=RATE, buffer_pkts=10, loss_p=0.01)
     with pytest.raises(ValueError, match="no model"):
-        simulate([FlowSpec("t", "vegas", RTT)], rate_mbit=RATE, buffer_pkts=10, seconds=1, warmup_s=0)
+        simulate([FlowSpec("t", "bbr", RTT)], rate_mbit=RATE, buffer_pkts=10, seconds=1, warmup_s=0)
 
 
 def test_synchronisation_counts_events_every_subflow_shares():

@@ -34,6 +34,7 @@ MSS = 1448
 WIRE_BYTES = 1514
 COUPLED = ("lia", "olia", "balia")
 SINGLE = ("reno", "cubic")
+DELAY_BASED = ("wvegas", "vegas")   # per-RTT rounds of RTT samples (tcp_vegas.c's structure)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,14 @@ class _Flow:
     loss: list[int] = field(default_factory=lambda: [0, 0, 0])   # OLIA's loss1..3 (bytes)
     cubic: _Cubic = field(default_factory=_Cubic)
     cub_acc: float = 0.0
+    wv: ref.WvState = field(default_factory=ref.WvState)       # wVegas' round
+    vg: ref.VegasState = field(default_factory=ref.VegasState)  # Vegas' round
+    round_start: float = 0.0         # beg_snd_nxt, as a send time: a packet sent at or after it ends the round
+    recovering: bool = False         # between a cut and the first ACK of a packet sent after it (CA_Open again)
+    backoffs: list[float] = field(default_factory=list)   # wVegas: rounds its queueing-delay backoff cut
+    queued: int = 0                  # packets in the FIFO now
+    queued_sum: int = 0              # summed at each ACK after the warm-up (the link is busy: even in time)
+    queued_n: int = 0
 
 
 @dataclass
@@ -81,6 +90,11 @@ class SimResult:
     drops: int
     overflows: list[float]           # start of each drop-tail overflow episode (empty with random loss)
     seconds: float
+    queued: list[float] = field(default_factory=list)     # mean packets in the FIFO per flow, after the warm-up
+    backoffs: list[list[float]] = field(default_factory=list)   # wVegas' backoff times per flow
+
+    def backlog(self, conn: str) -> float:
+        return sum(q for s, q in zip(self.specs, self.queued) if s.conn == conn)
 
     def goodput(self, conn: str) -> int:
         return sum(d for s, d in zip(self.specs, self.delivered) if s.conn == conn)
@@ -101,9 +115,36 @@ def _srtt_update(f: _Flow, rtt_s: float) -> None:
 def _sfs(flows: list[_Flow], me: _Flow) -> tuple[list[ref.Sf], int]:
     """The connection's subflows as the oracle sees them, and ``me``'s index among them."""
     mine = [f for f in flows if f.spec.conn == me.spec.conn]
-    sfs = [ref.Sf(cwnd=f.win.cwnd, srtt=f.srtt or 1,
-                  loss_int=ref.olia_loss_int(*f.loss)) for f in mine]
+    sfs = [ref.Sf(cwnd=f.win.cwnd, srtt=f.srtt or 1, loss_int=ref.olia_loss_int(*f.loss),
+                  rate=f.wv.rate, sampling=int(f.wv.sampled_rtt > 0)) for f in mine]
     return sfs, mine.index(me)
+
+
+def _delay_based_ack(flows: list[_Flow], f: _Flow, now: float, sent: float) -> None:
+    """tcp_vegas_cong_avoid / mptcp_wvegas_cong_avoid for one ACKed packet: the round's update on
+    the ACK of a packet sent after the round began, slow start between rounds. Every flow here is
+    window-limited, so the reference's not-cwnd-limited branch never runs."""
+    w = f.win
+    if sent < f.round_start:
+        if w.cwnd < w.ssthresh:
+            ref.slow_start(w, 1)
+        return
+    f.round_start = now
+    if f.spec.algorithm == "vegas":
+        ref.vegas_round(w, f.vg, 1)
+        return
+    sfs, me = _sfs(flows, f)
+    before = w.cwnd
+    ref.wvegas_round(w, f.wv, sfs, me, 1)
+    if w.cwnd < before - 1:     # the ±1 rule moves one packet: anything more is the backoff
+        f.backoffs.append(now)
+
+
+def _enable(f: _Flow, now: float) -> None:
+    """set_state(TCP_CA_Open) after a recovery: a new round (vegas_enable / mptcp_wvegas_enable)."""
+    f.round_start = now
+    ref.vegas_enable(f.vg)
+    f.wv = ref.WvState(base_rtt=f.wv.base_rtt)
 
 
 def _cubic_on_ack(f: _Flow, now: float) -> None:
@@ -158,6 +199,12 @@ def _on_ack(flows: list[_Flow], f: _Flow, now: float) -> None:
         raise ValueError(f"no model of {algo!r}")
 
 
+def _check(specs: list[FlowSpec]) -> None:
+    for s in specs:
+        if s.algorithm not in (*COUPLED, *SINGLE, *DELAY_BASED):
+            raise ValueError(f"no model of {s.algorithm!r}")
+
+
 def _ssthresh(flows: list[_Flow], f: _Flow) -> int:
     """The window after a congestion event, by the flow's algorithm."""
     algo = f.spec.algorithm
@@ -178,6 +225,8 @@ def _cut(flows: list[_Flow], f: _Flow, now: float, timeout: bool) -> bool:
     f.win.cwnd = 1 if timeout else th
     f.win.cnt = f.win.olia_cnt = 0
     f.cut_t = now
+    f.recovering = True
+    f.vg.doing = f.wv.doing = 0
     return timeout
 
 
@@ -194,11 +243,12 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
     """
     if (buffer_pkts is None) == (loss_p <= 0):
         raise ValueError("give either buffer_pkts (drop-tail) or loss_p (random loss), not both")
+    _check(specs)
     rng = random.Random(seed)
     service = WIRE_BYTES * 8 / (rate_mbit * 1e6)
     flows = [_Flow(s, ref.Win(cwnd=initial_cwnd, ssthresh=ref.U32 >> 1)) for s in specs]
     heap: list[tuple[float, int, int, int, float]] = []    # (time, tiebreak, kind, flow, sent at)
-    queue: deque[float] = deque()                           # departure times of packets in the FIFO
+    queue: deque[tuple[float, int]] = deque()               # (departure time, flow) of packets in the FIFO
     state = {"free": 0.0, "n": 0, "drops": 0, "last_drop": -1.0}
     overflows: list[float] = []
     ACK, LOSS, RESUME = 0, 1, 2
@@ -214,8 +264,8 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
         while f.inflight < f.win.cwnd:
             f.inflight += 1
             state["n"] += 1
-            while queue and queue[0] <= now:
-                queue.popleft()
+            while queue and queue[0][0] <= now:
+                flows[queue.popleft()[1]].queued -= 1
             dep = max(now, state["free"]) + service
             dropped = (rng.random() < loss_p) if loss_p > 0 else len(queue) >= buffer_pkts
             if dropped:
@@ -226,7 +276,8 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
                 heapq.heappush(heap, (back(dep + f.spec.rtt_s), state["n"], LOSS, i, now))
                 continue
             state["free"] = dep
-            queue.append(dep)
+            queue.append((dep, i))
+            f.queued += 1
             heapq.heappush(heap, (back(dep + f.spec.rtt_s), state["n"], ACK, i, now))
 
     for i in range(len(flows)):   # start times spread over 100 ms: the seed matters at a drop-tail FIFO too
@@ -244,9 +295,25 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
         if kind == ACK:
             _srtt_update(f, now - sent)
             f.acked += 1
-            f.delivered += 1 if now >= warmup_s else 0
+            if now >= warmup_s:
+                f.delivered += 1
+                while queue and queue[0][0] <= now:
+                    flows[queue.popleft()[1]].queued -= 1
+                for g in flows:
+                    g.queued_sum += g.queued
+                    g.queued_n += 1
+            delay_based = f.spec.algorithm in DELAY_BASED
+            if delay_based:      # pkts_acked: every ACK's RTT sample, in recovery too
+                ref.vegas_sample(f.vg, int((now - sent) * 1e6))
+                ref.wvegas_sample(f.wv, int((now - sent) * 1e6))
             if sent >= f.cut_t:
-                _on_ack(flows, f, now)
+                if f.recovering:
+                    f.recovering = False
+                    _enable(f, now)
+                if delay_based:
+                    _delay_based_ack(flows, f, now, sent)
+                else:
+                    _on_ack(flows, f, now)
         elif sent >= f.cut_t:
             if now >= warmup_s:
                 f.events.append(now)
@@ -256,7 +323,9 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
                 heapq.heappush(heap, (stalled[i], state["n"], RESUME, i, now))
         send(i, now)
     return SimResult(list(specs), [f.delivered for f in flows], [f.events for f in flows], state["drops"],
-                     [t for t in overflows if t >= warmup_s], seconds - warmup_s)
+                     [t for t in overflows if t >= warmup_s], seconds - warmup_s,
+                     [f.queued_sum / max(f.queued_n, 1) for f in flows],
+                     [[t for t in f.backoffs if t >= warmup_s] for f in flows])
 
 
 def synchronisation(result: SimResult, conn: str, other: str, window_s: float) -> float:
