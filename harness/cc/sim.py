@@ -134,9 +134,9 @@ def _delay_based_ack(flows: list[_Flow], f: _Flow, now: float, sent: float) -> N
         ref.vegas_round(w, f.vg, 1)
         return
     sfs, me = _sfs(flows, f)
-    before = w.cwnd
+    before, in_ca = w.cwnd, w.cwnd >= w.ssthresh
     ref.wvegas_round(w, f.wv, sfs, me, 1)
-    if w.cwnd < before - 1:     # the ±1 rule moves one packet: anything more is the backoff
+    if in_ca and w.cwnd < before - 1:     # the ±1 rule moves one packet: anything more is the backoff
         f.backoffs.append(now)
 
 
