@@ -96,6 +96,7 @@ def test_wvegas_holds_its_total_alpha_in_the_fifo_and_vegas_between_alpha_and_be
         assert 2.0 <= r.backlog("tcp") <= 4.5, (seed, r.queued)
         assert 2.2 <= r.ratio("mptcp", "tcp") <= 3.5, (seed, r.ratio("mptcp", "tcp"))
         assert r.drops < 50 and not any(r.events), "delay-based flows lose nothing after the warm-up"
+        assert not any(r.backoffs), "the queueing delay holds steady: wVegas' backoff never fires"
 
 
 def test_wvegas_with_a_vegas_sized_total_alpha_takes_under_two_shares(monkeypatch):
