@@ -31,8 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.cc import resolve
-from harness.cc.bpfcc import BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, object_digest, vegas_rounds
+from harness.cc import oracle, resolve
+from harness.cc.bpfcc import (BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, object_digest, vegas_rounds,
+                              wvegas_rounds)
 from rigs.bottleneck import Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
@@ -159,8 +160,10 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
                            "random_loss_pct": args.loss_pct,
                            "vegas_alpha_beta": args.vegas_alpha_beta if "vegas" in competitors else None,
-                           "vegas_rounds": compact_rounds(vegas_rounds(bn.root, t0_ns), t0_ns)
+                           "vegas_rounds": compact_rounds(vegas_rounds(bn.root, t0_ns), t0_ns, ROUND_FIELDS)
                            if comp_name == "vegas" else None,
+                           "wvegas_rounds": compact_rounds(wvegas_rounds(bn.root, t0_ns), t0_ns, WV_ROUND_FIELDS)
+                           if cc.algorithm == "wvegas" else None,
                            "time": time.time()}
                     log(rec)
                     print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} {cc.algorithm:6} vs {comp_name:5} "
@@ -185,10 +188,26 @@ def recorded(paths: list[Path]):
             yield json.loads(line)
 
 
-def compact_rounds(rounds: list[dict], t0_ns: int) -> dict:
-    """The Vegas flow's round ends as columns (a run at 100 ms holds about 250 of them)."""
-    rows = [[round((r["t_ns"] - t0_ns) / 1e9, 4), *(r[k] for k in ROUND_FIELDS[1:])] for r in rounds]
-    return {"fields": list(ROUND_FIELDS), "rows": rows}
+#: Fields of each subflow round end in a record's ``wvegas_rounds`` (harness.cc.bpfcc.wvegas_rounds).
+WV_ROUND_FIELDS = ("t_s", "port", "dport", "slot", "kind", "base_rtt", "rtt", "cnt_rtt", "srtt_us", "packets_out",
+                   "cwnd_before", "cwnd_after", "ssthresh_before", "alpha_before", "alpha_after", "weight_after",
+                   "queue_delay_before", "queue_delay_after")
+
+
+def compact_rounds(rounds: list[dict], t0_ns: int, fields: tuple[str, ...]) -> dict:
+    """A flow's round ends as columns (a run at 100 ms holds about 250 of them per socket)."""
+    rows = [[round((r["t_ns"] - t0_ns) / 1e9, 4), *(r[k] for k in fields[1:])] for r in rounds]
+    return {"fields": list(fields), "rows": rows}
+
+
+def _late_rows(rec: dict, key: str) -> list[dict]:
+    """A recorded trace's rows from the second half of the measured time (all of them if none are)."""
+    tr = rec.get(key)
+    if not tr or not tr["rows"]:
+        return []
+    rows = [dict(zip(tr["fields"], r)) for r in tr["rows"]]
+    half = rec["omit_s"] + rec["duration_s"] / 2
+    return [r for r in rows if r["t_s"] >= half] or rows
 
 
 def round_view(rec: dict) -> dict | None:
@@ -197,12 +216,9 @@ def round_view(rec: dict) -> dict | None:
     packets its window keeps queued by the smoothed RTT (cwnd (srtt - base) / srtt), and how far the
     round's minimum sat below the smoothed RTT. Where diff stays within alpha..beta while the queue by the
     smoothed RTT is many times beta, the per-round minimum hides the queue from the rule."""
-    tr = rec.get("vegas_rounds")
-    if not tr or not tr["rows"]:
+    rows = _late_rows(rec, "vegas_rounds")
+    if not rows:
         return None
-    rows = [dict(zip(tr["fields"], r)) for r in tr["rows"]]
-    half = rec["omit_s"] + rec["duration_s"] / 2
-    rows = [r for r in rows if r["t_s"] >= half] or rows
     alpha, beta = rec.get("vegas_alpha_beta") or (2, 4)
     ruled = [r for r in rows if r["kind"] == "vegas"]
     diffs = [r["cwnd_before"] * (r["min_rtt"] - r["base_rtt"]) // r["base_rtt"] for r in ruled]
@@ -222,14 +238,17 @@ def round_view(rec: dict) -> dict | None:
     }
 
 
+def _fmt(x, fmt: str = ".1f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
 def round_lines(paths: list[Path]) -> str:
     """Per run with a Vegas competitor: its own rounds (``--vegas-rounds``, round_view)."""
     rows = ["| delay (ms each way) | buffer (BDP) | MPTCP | round | MPTCP/Vegas | Vegas rounds (ruled / Reno / idle) | "
             "RTT samples per round | cwnd | base RTT (ms) | minRTT - base (ms) | srtt - minRTT (ms) | diff | "
             "rounds grow / hold / shrink | packets queued by srtt |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
-    def f(x, fmt=".1f"):
-        return "-" if x is None else format(x, fmt)
+    f = _fmt
     for r in recorded(paths):
         v = round_view(r)
         if v is not None:
@@ -238,6 +257,59 @@ def round_lines(paths: list[Path]) -> str:
                         f"{v['cwnd']:g} | {v['base_ms']:.1f} | {f(v['min_over_base_ms'])} | "
                         f"{f(v['srtt_over_min_ms'])} | {f(v['diff'], 'g')} | "
                         f"{v['grow']} / {v['hold']} / {v['shrink']} | {v['queued_by_srtt']:.1f} |")
+    return "\n".join(rows)
+
+
+def wvegas_view(rec: dict) -> list[dict]:
+    """What each wVegas subflow's own rounds saw over the second half of the measured time: its diff
+    (cwnd (rtt - base) / rtt from the round's *mean* RTT, the rule's input, integer as mptcp_wvegas.c
+    computes it) against its alpha (total_alpha weighted by its share of the rate, floor 2), beside
+    the packets its window keeps queued by the smoothed RTT, and how often the queueing-delay backoff
+    cut the window (a rule round that took more than the one packet the rule moves)."""
+    rows = _late_rows(rec, "wvegas_rounds")
+    med = statistics.median
+    out = []
+    for sock in sorted({(r["port"], r["dport"]) for r in rows}):
+        mine = [r for r in rows if (r["port"], r["dport"]) == sock]
+        ruled = [r for r in mine if r["kind"] == "wvegas" and r["rtt"]]
+        if len(ruled) < max(10, len(mine) / 2):
+            continue    # an iperf3 control connection (the namespace's default is the algorithm too)
+        slot = mine[-1]["slot"]
+        diffs = [oracle.wvegas_diff(r["cwnd_before"], r["base_rtt"], r["rtt"]) for r in ruled]
+        out.append({
+            "slot": slot, "rounds": len(mine), "ruled": len(ruled),
+            "cwnd": med(r["cwnd_before"] for r in mine), "base_ms": med(r["base_rtt"] for r in mine) / 1000,
+            "rtt_over_base_ms": med((r["rtt"] - r["base_rtt"]) / 1000 for r in ruled) if ruled else None,
+            "srtt_over_rtt_ms": med((r["srtt_us"] - r["rtt"]) / 1000 for r in ruled) if ruled else None,
+            "diff": med(diffs) if diffs else None,
+            "alpha": med(r["alpha_before"] for r in ruled) if ruled else None,
+            "weight": med(r["weight_after"] for r in ruled) / 65536 if ruled else None,
+            "grow": sum(r["cwnd_after"] == r["cwnd_before"] + 1 for r in ruled),
+            "hold": sum(r["cwnd_after"] == r["cwnd_before"] for r in ruled),
+            "shrink": sum(r["cwnd_after"] == r["cwnd_before"] - 1 for r in ruled),
+            "backoffs": sum(r["cwnd_after"] < r["cwnd_before"] - 1 for r in ruled),
+            "queued_by_srtt": med(r["cwnd_before"] * max(0, r["srtt_us"] - r["base_rtt"]) / r["srtt_us"]
+                                  for r in mine),
+            "samples": med(r["cnt_rtt"] for r in ruled) if ruled else None,
+        })
+    return out
+
+
+def wvegas_round_lines(paths: list[Path]) -> str:
+    """Per run of wVegas, per subflow: its own rounds (``--wvegas-rounds``, wvegas_view)."""
+    rows = ["| delay (ms each way) | buffer (BDP) | competitor | round | MPTCP/TCP | subflow | rounds (ruled) | "
+            "RTT samples per round | cwnd | base RTT (ms) | mean RTT - base (ms) | srtt - mean RTT (ms) | diff | "
+            "alpha | weight | rounds grow / hold / shrink / backoff | packets queued by srtt |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    f = _fmt
+    for r in recorded(paths):
+        for v in wvegas_view(r):
+            rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['round']} | {r['ratio']:.2f} | "
+                        f"{v['slot']} | {v['rounds']} ({v['ruled']}) | {f(v['samples'], 'g')} | {v['cwnd']:g} | "
+                        f"{v['base_ms']:.1f} | {f(v['rtt_over_base_ms'])} | {f(v['srtt_over_rtt_ms'])} | "
+                        f"{f(v['diff'], 'g')} | {f(v['alpha'], 'g')} | {f(v['weight'], '.2f')} | "
+                        f"{v['grow']} / {v['hold']} / {v['shrink']} / {v['backoffs']} | {v['queued_by_srtt']:.1f} |")
     return "\n".join(rows)
 
 
@@ -408,6 +480,8 @@ def main() -> None:
                     "(with --probe records) and exit")
     ap.add_argument("--vegas-rounds", type=Path, nargs="+", help="print what each recorded run's Vegas flow "
                     "saw in its own rounds (the trace mplab_vegas keeps) and exit")
+    ap.add_argument("--wvegas-rounds", type=Path, nargs="+", help="print what each recorded wVegas run's subflows "
+                    "saw in their own rounds (the trace mplab_wvegas keeps) and exit")
     ap.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
                     help="print a before/after table of two recorded files and exit")
     args = ap.parse_args()
@@ -422,6 +496,9 @@ def main() -> None:
         return
     if args.vegas_rounds:
         print(round_lines(args.vegas_rounds))
+        return
+    if args.wvegas_rounds:
+        print(wvegas_round_lines(args.wvegas_rounds))
         return
     args.algorithms = args.algorithms.split(",")
     if args.vegas_alpha_beta != [2, 4]:

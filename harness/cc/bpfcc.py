@@ -303,10 +303,12 @@ def conn_entries(host: Host, algorithm: str) -> int | None:
     return total
 
 
-#: mplab_vegas' ring of round ends (vegas.bpf.c: ``vegas_rounds``, struct vegas_round_rec).
-VEGAS_ROUNDS_MAP = "vegas_rounds"
-#: vegas_round_rec.kind: Vegas' rule decided; too few RTT samples (Reno's step); too few and not cwnd-limited.
-VEGAS_ROUND_KINDS = ("vegas", "reno", "idle")
+#: The delay-based algorithms' rings of round ends (MPLAB_TRACE_RING in mplab_cc.h): ``vegas_rounds``
+#: (vegas.bpf.c, struct vegas_round_rec) and ``wvegas_rounds`` (wvegas.bpf.c, struct wvegas_round_rec).
+VEGAS_ROUNDS_MAP, WVEGAS_ROUNDS_MAP = "vegas_rounds", "wvegas_rounds"
+#: A record's ``kind``: the algorithm's own rule decided (named by the algorithm: "vegas", "wvegas"); too
+#: few RTT samples (Reno's step); too few and not cwnd-limited (the window left alone).
+ROUND_KINDS = ("", "reno", "idle")
 
 
 def _maps_named(host: Host, name: str) -> list[dict]:
@@ -317,14 +319,16 @@ def _maps_named(host: Host, name: str) -> list[dict]:
         return []
 
 
-def vegas_rounds(host: Host, since_ns: int = 0) -> list[dict]:
-    """mplab_vegas' round ends written at or after ``since_ns`` (CLOCK_MONOTONIC nanoseconds, the clock of
-    ``time.monotonic_ns()`` and of the program's ``bpf_ktime_get_ns``), oldest first: per round the socket's
-    port, what decided it (``kind``, VEGAS_ROUND_KINDS), base and minimum RTT and the sample count as the
-    algorithm held them (microseconds + 1, tcp_vegas.c's unit), the smoothed RTT, packets out, and the window
-    before and after. The ring keeps the last 8192; [] when no mplab_vegas is loaded."""
+def trace_rounds(host: Host, ring: str, since_ns: int = 0) -> list[dict]:
+    """The round ends in trace ring ``ring`` (VEGAS_ROUNDS_MAP, WVEGAS_ROUNDS_MAP) written at or after
+    ``since_ns`` (CLOCK_MONOTONIC nanoseconds, the clock of ``time.monotonic_ns()`` and of the program's
+    ``bpf_ktime_get_ns``), oldest first, each as its record's fields (``kind`` by name, ROUND_KINDS, the
+    rule's rounds by the algorithm's).
+    RTTs are microseconds + 1, the unit tcp_vegas.c and mptcp_wvegas.c keep them in. A ring keeps its
+    last 8192 (Vegas) or 16384 (wVegas) entries; [] when the algorithm is not loaded."""
+    kinds = (ring.removesuffix("_rounds"), *ROUND_KINDS[1:])
     out: list[dict] = []
-    for m in _maps_named(host, VEGAS_ROUNDS_MAP):
+    for m in _maps_named(host, ring):
         dump = host.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])], check=False)
         try:
             entries = json.loads(dump.stdout or "[]")
@@ -332,6 +336,23 @@ def vegas_rounds(host: Host, since_ns: int = 0) -> list[dict]:
             continue
         for e in entries:
             rec = (e.get("formatted") or {}).get("value") or e.get("value")
-            if isinstance(rec, dict) and rec.get("seq") and rec["t_ns"] >= since_ns:
-                out.append({**rec, "kind": VEGAS_ROUND_KINDS[rec["kind"]] if rec["kind"] < 3 else str(rec["kind"])})
+            if not isinstance(rec, dict) or not isinstance(rec.get("head"), dict):
+                continue
+            rec = {**rec.pop("head"), **rec}     # struct mplab_round's fields beside the algorithm's own
+            if rec.get("seq") and rec["t_ns"] >= since_ns:
+                out.append({**rec, "kind": kinds[rec["kind"]] if rec["kind"] < 3 else str(rec["kind"])})
     return sorted(out, key=lambda r: (r["t_ns"], r["seq"]))
+
+
+def vegas_rounds(host: Host, since_ns: int = 0) -> list[dict]:
+    """mplab_vegas' round ends (trace_rounds): per round the socket's port, ``kind``, base and minimum RTT
+    and the sample count as the algorithm held them, the smoothed RTT, packets out, and the window before
+    and after."""
+    return trace_rounds(host, VEGAS_ROUNDS_MAP, since_ns)
+
+
+def wvegas_rounds(host: Host, since_ns: int = 0) -> list[dict]:
+    """mplab_wvegas' round ends (trace_rounds): per subflow round the port and slot, ``kind``, base RTT,
+    the round's mean RTT and sample count, alpha and queueing delay before and after, the weight after
+    (2^-16), the smoothed RTT, packets out, and the window before and after."""
+    return trace_rounds(host, WVEGAS_ROUNDS_MAP, since_ns)

@@ -331,6 +331,34 @@ def wvegas_weight(sfs: list[Sf], me: int, my_rate: int, prev: int) -> int:
     return prev
 
 
+def wvegas_diff(cwnd: int, base_rtt: int, rtt: int) -> int:
+    """The subflow's packets in the queue by the round's mean RTT: cwnd (rtt - base) / rtt."""
+    return (cwnd * ((rtt - base_rtt) & U32)) // rtt if rtt > base_rtt else 0
+
+
+def wvegas_alpha(weight: int) -> int:
+    """The subflow's alpha: total_alpha weighted by its share of the connection's rate, at least 2."""
+    return max(2, ((weight * WVEGAS_TOTAL_ALPHA) & U64) >> WVEGAS_SCALE)
+
+
+def wvegas_ca_step(w: Win, st: WvState, rtt: int, diff: int, ch: Choices = Choices()) -> None:
+    """A congestion-avoidance round with the round's alpha (st.alpha, weighted already): +1 below it,
+    -1 above it, then the backoff to base_rtt / (2 rtt) of the window when the queueing delay has
+    doubled since the smallest one seen since the last backoff."""
+    if diff > st.alpha:
+        w.cwnd -= 1
+        w.ssthresh = min(w.ssthresh, (w.cwnd - 1) & U32)
+    elif diff < st.alpha:
+        w.cwnd += 1
+    q_delay = (rtt - st.base_rtt) & U32
+    if not st.queue_delay or st.queue_delay > q_delay:
+        st.queue_delay = q_delay
+    if (q_delay or not ch.wvegas_no_zero_backoff) and q_delay >= 2 * st.queue_delay:
+        backoff = ((st.base_rtt << WVEGAS_SCALE) // (2 * rtt)) & U32
+        w.cwnd = ((w.cwnd * backoff) & U64) >> WVEGAS_SCALE
+        st.queue_delay = 0
+
+
 def wvegas_round(w: Win, st: WvState, sfs: list[Sf], me: int, acked: int, ch: Choices = Choices()) -> None:
     """mptcp_wvegas_cong_avoid for the ACK that ends a round (a subflow in CA_Open)."""
     if st.cnt_rtt <= 2:
@@ -338,7 +366,7 @@ def wvegas_round(w: Win, st: WvState, sfs: list[Sf], me: int, acked: int, ch: Ch
     else:
         rtt = st.sampled_rtt // st.cnt_rtt
         target = (w.cwnd * st.base_rtt) // rtt
-        diff = (w.cwnd * ((rtt - st.base_rtt) & U32)) // rtt if rtt > st.base_rtt else 0
+        diff = wvegas_diff(w.cwnd, st.base_rtt, rtt)
         if diff > WVEGAS_GAMMA and _in_slow_start(w, ch):
             w.cwnd = min(w.cwnd, (target + 1) & U32)
             w.ssthresh = min(w.ssthresh, (w.cwnd - 1) & U32)
@@ -348,19 +376,8 @@ def wvegas_round(w: Win, st: WvState, sfs: list[Sf], me: int, acked: int, ch: Ch
             if diff >= st.alpha:
                 st.rate = (w.cwnd << WVEGAS_SCALE) // rtt
                 st.weight = wvegas_weight(sfs, me, st.rate, st.weight)
-                st.alpha = max(2, ((st.weight * WVEGAS_TOTAL_ALPHA) & U64) >> WVEGAS_SCALE)
-            if diff > st.alpha:
-                w.cwnd -= 1
-                w.ssthresh = min(w.ssthresh, (w.cwnd - 1) & U32)
-            elif diff < st.alpha:
-                w.cwnd += 1
-            q_delay = (rtt - st.base_rtt) & U32
-            if not st.queue_delay or st.queue_delay > q_delay:
-                st.queue_delay = q_delay
-            if (q_delay or not ch.wvegas_no_zero_backoff) and q_delay >= 2 * st.queue_delay:
-                backoff = ((st.base_rtt << WVEGAS_SCALE) // (2 * rtt)) & U32
-                w.cwnd = ((w.cwnd * backoff) & U64) >> WVEGAS_SCALE
-                st.queue_delay = 0
+                st.alpha = wvegas_alpha(st.weight)
+            wvegas_ca_step(w, st, rtt, diff, ch)
         if w.cwnd < 2:
             w.cwnd = 2
         elif w.cwnd > w.clamp:

@@ -24,6 +24,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 #include "mplab_math.h"
 
 char _license[] SEC("license") = "GPL";
@@ -317,5 +318,90 @@ static __always_inline struct mplab_conn *mplab_coupled(void *map, struct sock *
 	.ssthresh = (void *)NAME##_ssthresh,                                      \
 	.undo_cwnd = (void *)NAME##_undo_cwnd,                                    \
 	.name = "mplab_" #NAME
+
+/*
+ * A trace of round ends (the delay-based algorithms: Vegas, wVegas). Every record begins with
+ * struct mplab_round: when, which socket, what decided the round, and the window before and after;
+ * the algorithm adds what its rule read. MPLAB_TRACE_RING(NAME, REC, LEN) defines NAME_rounds, an
+ * array of LEN records of struct REC (whose member `head` is a struct mplab_round), and NAME_seq,
+ * the count written so far; record n goes to entry n % LEN. NAME_trace_next(sk, kind, base_rtt,
+ * cnt_rtt) takes the next entry with its head filled (0 if the maps are missing). A bench reads
+ * the ring with `bpftool map dump` (harness.cc.bpfcc.trace_rounds). Tracing writes nothing an
+ * algorithm reads.
+ */
+struct mplab_round {
+	__u64 seq;              /* 1, 2, ...: the entry's number since the program was loaded */
+	__u64 t_ns;             /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	__u32 port;             /* the socket's local port */
+	__u32 dport;            /* and its peer's (a server's subflows share the local port) */
+	__u32 kind;             /* 0 the algorithm's rule, 1 too few samples (Reno's step), 2 too few and not cwnd-limited */
+	__u32 base_rtt;         /* microseconds + 1, as the algorithm keeps them */
+	__u32 cnt_rtt;          /* RTT samples this round */
+	__u32 srtt_us;          /* the socket's smoothed RTT */
+	__u32 packets_out;
+	__u32 cwnd_before;
+	__u32 ssthresh_before;
+	__u32 cwnd_after;       /* as before until the round's update writes them */
+	__u32 ssthresh_after;
+	__u32 pad;
+};
+
+static __always_inline void mplab_round_fill(struct mplab_round *h, const struct sock *sk, __u32 kind,
+					     __u32 base_rtt, __u32 cnt_rtt)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	h->port = sk->__sk_common.skc_num;
+	h->dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	h->kind = kind;
+	h->base_rtt = base_rtt;
+	h->cnt_rtt = cnt_rtt;
+	h->srtt_us = tp->srtt_us >> 3;
+	h->packets_out = tp->packets_out;
+	h->cwnd_before = h->cwnd_after = tp->snd_cwnd;
+	h->ssthresh_before = h->ssthresh_after = tp->snd_ssthresh;
+}
+
+static __always_inline void mplab_round_done(struct mplab_round *h, const struct mplab_win *w)
+{
+	h->cwnd_after = w->cwnd;
+	h->ssthresh_after = w->ssthresh;
+}
+
+#define MPLAB_TRACE_RING(NAME, REC, LEN)                                      \
+	struct {                                                                  \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                     \
+		__uint(max_entries, LEN);                                             \
+		__type(key, __u32);                                                   \
+		__type(value, struct REC);                                            \
+	} NAME##_rounds SEC(".maps");                                             \
+                                                                              \
+	struct {                                                                  \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                     \
+		__uint(max_entries, 1);                                               \
+		__type(key, __u32);                                                   \
+		__type(value, __u64);                                                 \
+	} NAME##_seq SEC(".maps");                                                \
+                                                                              \
+	static __always_inline struct REC *NAME##_trace_next(const struct sock *sk, __u32 kind, \
+							     __u32 base_rtt, __u32 cnt_rtt) \
+	{                                                                         \
+		struct REC *r;                                                        \
+		__u32 zero = 0, idx;                                                  \
+		__u64 *seq, n;                                                        \
+                                                                              \
+		seq = bpf_map_lookup_elem(&NAME##_seq, &zero);                        \
+		if (!seq)                                                             \
+			return 0;                                                         \
+		n = __sync_fetch_and_add(seq, 1) + 1;                                 \
+		idx = (__u32)(n % (LEN));                                             \
+		r = bpf_map_lookup_elem(&NAME##_rounds, &idx);                        \
+		if (!r)                                                               \
+			return 0;                                                         \
+		r->head.seq = n;                                                      \
+		r->head.t_ns = bpf_ktime_get_ns();                                    \
+		mplab_round_fill(&r->head, sk, kind, base_rtt, cnt_rtt);              \
+		return r;                                                             \
+	}
 
 #endif

@@ -22,65 +22,22 @@
 
 #define VEGAS_TRACE_LEN 8192
 
-/* What one round end decided from and what it did. */
+/* What one round end decided from (mplab_round: the base RTT, samples, window) and the round's minimum RTT. */
 struct vegas_round_rec {
-	__u64 seq;          /* 1, 2, ...: the entry's number since the program was loaded */
-	__u64 t_ns;         /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
-	__u32 port;         /* the socket's local port */
-	__u32 kind;         /* 0 Vegas' rule, 1 too few samples (Reno's step), 2 too few and not cwnd-limited */
-	__u32 base_rtt;     /* microseconds + 1, as the algorithm keeps them */
-	__u32 min_rtt;
-	__u32 cnt_rtt;
-	__u32 srtt_us;      /* the socket's smoothed RTT */
-	__u32 packets_out;
-	__u32 cwnd_before;
-	__u32 cwnd_after;
-	__u32 ssthresh_after;
+	struct mplab_round head;
+	__u32 min_rtt;      /* microseconds + 1 */
+	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, VEGAS_TRACE_LEN);
-	__type(key, __u32);
-	__type(value, struct vegas_round_rec);
-} vegas_rounds SEC(".maps");
+MPLAB_TRACE_RING(vegas, vegas_round_rec, VEGAS_TRACE_LEN)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} vegas_seq SEC(".maps");
-
-/* Write one round end; before the update (state as decided from), then the window it left. */
 static __always_inline struct vegas_round_rec *vegas_trace(const struct sock *sk, const struct vegas_state *st,
 							   __u32 kind)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-	struct vegas_round_rec *r;
-	__u32 zero = 0, idx;
-	__u64 *seq, n;
+	struct vegas_round_rec *r = vegas_trace_next(sk, kind, st->base_rtt, st->cnt_rtt);
 
-	seq = bpf_map_lookup_elem(&vegas_seq, &zero);
-	if (!seq)
-		return 0;
-	n = __sync_fetch_and_add(seq, 1) + 1;
-	idx = (__u32)(n % VEGAS_TRACE_LEN);
-	r = bpf_map_lookup_elem(&vegas_rounds, &idx);
-	if (!r)
-		return 0;
-	r->seq = n;
-	r->t_ns = bpf_ktime_get_ns();
-	r->port = sk->__sk_common.skc_num;
-	r->kind = kind;
-	r->base_rtt = st->base_rtt;
-	r->min_rtt = st->min_rtt;
-	r->cnt_rtt = st->cnt_rtt;
-	r->srtt_us = tp->srtt_us >> 3;
-	r->packets_out = tp->packets_out;
-	r->cwnd_before = tp->snd_cwnd;
-	r->cwnd_after = tp->snd_cwnd;
-	r->ssthresh_after = tp->snd_ssthresh;
+	if (r)
+		r->min_rtt = st->min_rtt;
 	return r;
 }
 
@@ -167,10 +124,8 @@ void BPF_PROG(vegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		win_load(&w, sk, 0);
 		vegas_round(&w, &ca->v, acked);
 		win_store(&w, sk);
-		if (rec) {
-			rec->cwnd_after = w.cwnd;
-			rec->ssthresh_after = w.ssthresh;
-		}
+		if (rec)
+			mplab_round_done(&rec->head, &w);
 	} else if (tcp_in_slow_start(tp)) {
 		tcp_slow_start(tp, acked);
 	}

@@ -7,13 +7,60 @@
  * packets) weighted by the subflow's share of the connection's rate; +1/-1 packet per
  * RTT, and a backoff to base_rtt/(2 rtt) when queueing delay doubles. Loss handling
  * as Reno; plain TCP sockets are Reno.
+ *
+ * Every round end is written to wvegas_rounds, a ring of WVEGAS_TRACE_LEN entries (vegas.bpf.c's
+ * kind of trace): the subflow's slot, the round's mean RTT and sample count, base RTT, alpha,
+ * weight and queueing delay as the round decided from them and as it left them, the window before
+ * and after, so that a bench can read each subflow's own view (bench/cc_theory.py --wvegas-rounds).
+ * Tracing writes nothing the algorithm reads.
  */
 #include "mplab_cc.h"
 
 MPLAB_CC_SKELETON(wvegas)
 MPLAB_RENO_SSTHRESH(wvegas)
 
-/* The round's arithmetic and update are mplab_math.h's (wvegas_sample, wvegas_round). */
+#define WVEGAS_TRACE_LEN 16384
+
+/* What one subflow's round end decided from (mplab_round: base RTT, samples, window) and wVegas' own state. */
+struct wvegas_round_rec {
+	struct mplab_round head;
+	__u64 weight_after;       /* the subflow's share of the connection's rate, 2^-16 */
+	__u32 slot;               /* the subflow's slot in its connection (0-based) */
+	__u32 rtt;                /* the round's mean sample (sampled_rtt / cnt_rtt; 0 without samples) */
+	__u32 alpha_before;
+	__u32 alpha_after;
+	__u32 queue_delay_before;
+	__u32 queue_delay_after;
+};
+
+MPLAB_TRACE_RING(wvegas, wvegas_round_rec, WVEGAS_TRACE_LEN)
+
+/* Write one round end as decided from; wvegas_trace_done adds what it left. */
+static __always_inline struct wvegas_round_rec *wvegas_trace(const struct sock *sk, const struct wvegas_state *st,
+							     int me, __u32 kind)
+{
+	struct wvegas_round_rec *r = wvegas_trace_next(sk, kind, st->base_rtt, st->cnt_rtt);
+
+	if (!r)
+		return 0;
+	r->slot = me;
+	r->rtt = st->cnt_rtt ? st->sampled_rtt / st->cnt_rtt : 0;
+	r->alpha_before = r->alpha_after = st->alpha;
+	r->queue_delay_before = r->queue_delay_after = st->queue_delay;
+	r->weight_after = st->weight;
+	return r;
+}
+
+static __always_inline void wvegas_trace_done(struct wvegas_round_rec *r, const struct mplab_win *w,
+					      const struct wvegas_state *st)
+{
+	if (!r)
+		return;
+	mplab_round_done(&r->head, w);
+	r->alpha_after = st->alpha;
+	r->queue_delay_after = st->queue_delay;
+	r->weight_after = st->weight;
+}
 
 #define CA_EVENT_CWND_RESTART 1
 #define CA_EVENT_LOSS 3
@@ -83,6 +130,7 @@ void BPF_PROG(wvegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct mplab_ca *ca = ca_of(sk);
+	struct wvegas_round_rec *rec;
 	struct mplab_conn *c;
 	struct mplab_win w;
 	int me = 0;
@@ -101,10 +149,13 @@ void BPF_PROG(wvegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		ca->beg_snd_nxt = tp->snd_nxt;
 		if (ca->wv.cnt_rtt <= 2 && !tcp_is_cwnd_limited(sk)) {
 			/* tcp_reno_cong_avoid leaves a window that is not cwnd-limited alone */
+			wvegas_trace(sk, &ca->wv, me, 2);
 			ca->wv.cnt_rtt = 0;
 			ca->wv.sampled_rtt = 0;
 		} else {
+			rec = wvegas_trace(sk, &ca->wv, me, ca->wv.cnt_rtt <= 2 ? 1 : 0);
 			mplab_wvegas_round(&w, &ca->wv, c, me, acked);
+			wvegas_trace_done(rec, &w, &ca->wv);
 		}
 	} else if (w.cwnd < w.ssthresh) {
 		win_slow_start(&w, acked);
