@@ -199,7 +199,35 @@ def _on_ack(flows: list[_Flow], f: _Flow, now: float) -> None:
         raise ValueError(f"no model of {algo!r}")
 
 
-def _check(specs: list[FlowSpec]) -> None:
+def _acked(flows: list[_Flow], f: _Flow, now: float, sent: float) -> None:
+    """One ACK of a packet sent at ``sent``: the RTT sample, then the window update by the flow's algorithm
+    (none for a packet sent before the last cut: recovery)."""
+    _srtt_update(f, now - sent)
+    f.acked += 1
+    delay_based = f.spec.algorithm in DELAY_BASED
+    if delay_based:      # pkts_acked: every ACK's RTT sample, in recovery too
+        ref.vegas_sample(f.vg, int((now - sent) * 1e6))
+        ref.wvegas_sample(f.wv, int((now - sent) * 1e6))
+    if sent < f.cut_t:
+        return
+    if f.recovering:
+        f.recovering = False
+        _enable(f, now)
+    if delay_based:
+        _delay_based_ack(flows, f, now, sent)
+    else:
+        _on_ack(flows, f, now)
+
+
+def _drain(flows: list[_Flow], queue: deque[tuple[float, int]], now: float) -> None:
+    """Take the packets that have left the FIFO by ``now`` off it (and off their flows' counts)."""
+    while queue and queue[0][0] <= now:
+        flows[queue.popleft()[1]].queued -= 1
+
+
+def _check(specs: list[FlowSpec], buffer_pkts: int | None, loss_p: float) -> None:
+    if (buffer_pkts is None) == (loss_p <= 0):
+        raise ValueError("give either buffer_pkts (drop-tail) or loss_p (random loss), not both")
     for s in specs:
         if s.algorithm not in (*COUPLED, *SINGLE, *DELAY_BASED):
             raise ValueError(f"no model of {s.algorithm!r}")
@@ -241,9 +269,7 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
     ``min_rto_s`` > 0: a loss in a window of fewer than 4 packets (too few for three duplicate
     ACKs) is a timeout: the flow sends nothing for ``min_rto_s``, then restarts from a window of 1.
     """
-    if (buffer_pkts is None) == (loss_p <= 0):
-        raise ValueError("give either buffer_pkts (drop-tail) or loss_p (random loss), not both")
-    _check(specs)
+    _check(specs, buffer_pkts, loss_p)
     rng = random.Random(seed)
     service = WIRE_BYTES * 8 / (rate_mbit * 1e6)
     flows = [_Flow(s, ref.Win(cwnd=initial_cwnd, ssthresh=ref.U32 >> 1)) for s in specs]
@@ -264,8 +290,7 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
         while f.inflight < f.win.cwnd:
             f.inflight += 1
             state["n"] += 1
-            while queue and queue[0][0] <= now:
-                flows[queue.popleft()[1]].queued -= 1
+            _drain(flows, queue, now)
             dep = max(now, state["free"]) + service
             dropped = (rng.random() < loss_p) if loss_p > 0 else len(queue) >= buffer_pkts
             if dropped:
@@ -293,27 +318,13 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
             continue
         f.inflight -= 1
         if kind == ACK:
-            _srtt_update(f, now - sent)
-            f.acked += 1
             if now >= warmup_s:
                 f.delivered += 1
-                while queue and queue[0][0] <= now:
-                    flows[queue.popleft()[1]].queued -= 1
-                for g in flows:
+                _drain(flows, queue, now)
+                for g in flows:     # the FIFO's contents at each ACK (the link is busy: even in time)
                     g.queued_sum += g.queued
                     g.queued_n += 1
-            delay_based = f.spec.algorithm in DELAY_BASED
-            if delay_based:      # pkts_acked: every ACK's RTT sample, in recovery too
-                ref.vegas_sample(f.vg, int((now - sent) * 1e6))
-                ref.wvegas_sample(f.wv, int((now - sent) * 1e6))
-            if sent >= f.cut_t:
-                if f.recovering:
-                    f.recovering = False
-                    _enable(f, now)
-                if delay_based:
-                    _delay_based_ack(flows, f, now, sent)
-                else:
-                    _on_ack(flows, f, now)
+            _acked(flows, f, now, sent)
         elif sent >= f.cut_t:
             if now >= warmup_s:
                 f.events.append(now)
