@@ -42,9 +42,11 @@ def one_run(algo: str, comp: str, process: str, rtts: tuple[float, float], bdp: 
     else:
         kw = {"buffer_pkts": max(15, int(bdp * bdp_packets(args.rate, rtts[0]))),
               "tick_s": args.tick / 1000 if process == "bursty" else 0.0}
-    r = simulate(specs, rate_mbit=args.rate, seconds=args.seconds, warmup_s=args.warmup, seed=seed, **kw)
+    r = simulate(specs, rate_mbit=args.rate, seconds=args.seconds, warmup_s=args.warmup, seed=seed,
+                 ack_jitter_s=args.jitter / 1000, wvegas_backoff_at=args.wvegas_backoff_at, **kw)
     return {"ratio": r.ratio("mptcp", "tcp"), "events_per_packet": loss_per_packet(r, "mptcp", "tcp"),
-            "queued": [r.backlog("mptcp"), r.backlog("tcp")]}
+            "queued": [r.backlog("mptcp"), r.backlog("tcp")],
+            "backoffs": sum(len(b) for s, b in zip(specs, r.backoffs) if s.conn == "mptcp")}
 
 
 def main() -> None:
@@ -62,13 +64,16 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=140.0, help="simulated seconds per run")
     ap.add_argument("--warmup", type=float, default=20.0)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--jitter", type=float, default=0.0, help="each ACK up to this many ms later (uniform)")
+    ap.add_argument("--wvegas-backoff-at", type=float, default=float("inf"), metavar="S",
+                    help="plant one wVegas backoff per subflow at S seconds (does it return to holding alpha?)")
     ap.add_argument("--out", type=Path, help="write every cell's result here (JSON)")
     args = ap.parse_args()
     rows, cells = [], []
     t0 = time.time()
     print("| delay (ms each way) | buffer (BDP) | RTTs | loss process | competitor | MPTCP | MPTCP/TCP median | range "
-          "| congestion events per packet, MPTCP / TCP | packets queued, MPTCP / TCP |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| congestion events per packet, MPTCP / TCP | packets queued, MPTCP / TCP | wVegas backoffs after the warm-up |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for d in (float(x) for x in args.delays.split(",")):
         rtt = max(2 * d, 1.0) / 1000 + 0.0006    # the rig's idle RTT: the delay line plus ~0.6 ms of veths
         for rshape in args.rtts.split(","):
@@ -84,12 +89,14 @@ def main() -> None:
                             ratios = sorted(r["ratio"] for r in runs)
                             ev = statistics.median(r["events_per_packet"] for r in runs)
                             queued = [statistics.median(r["queued"][k] for r in runs) for k in (0, 1)]
+                            backoffs = sorted(r["backoffs"] for r in runs)
                             cell = {"delay_ms": d, "bdp": bdp, "rtt": rshape, "process": process, "competitor": comp,
-                                    "algorithm": algo, "ratios": ratios, "events_per_packet": ev, "queued": queued}
+                                    "algorithm": algo, "ratios": ratios, "events_per_packet": ev, "queued": queued,
+                                    "backoffs": backoffs}
                             cells.append(cell)
                             line = (f"| {d:g} | {bdp:g} | {rshape} | {process} | {comp} | {algo} | "
                                     f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {ev:.2f} | "
-                                    f"{queued[0]:.1f} / {queued[1]:.1f} |")
+                                    f"{queued[0]:.1f} / {queued[1]:.1f} | {', '.join(map(str, backoffs))} |")
                             rows.append(line)
                             print(line, flush=True)
     print(f"({len(cells)} cells x {args.seeds} seeds in {time.time() - t0:.0f} s)")

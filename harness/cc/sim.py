@@ -78,6 +78,7 @@ class _Flow:
     queued: int = 0                  # packets in the FIFO now
     queued_sum: int = 0              # summed at each ACK after the warm-up (the link is busy: even in time)
     queued_n: int = 0
+    backoff_at: float = math.inf     # wVegas: plant one backoff at the first round end from then (an experiment)
 
 
 @dataclass
@@ -133,6 +134,8 @@ def _delay_based_ack(flows: list[_Flow], f: _Flow, now: float, sent: float) -> N
     if f.spec.algorithm == "vegas":
         ref.vegas_round(w, f.vg, 1)
         return
+    if now >= f.backoff_at:     # the planted backoff, as mptcp_wvegas.c's (about half; the smallest delay forgotten)
+        f.backoff_at, w.cwnd, f.wv.queue_delay = math.inf, max(2, w.cwnd // 2), 0
     sfs, me = _sfs(flows, f)
     before, in_ca = w.cwnd, w.cwnd >= w.ssthresh
     ref.wvegas_round(w, f.wv, sfs, me, 1)
@@ -260,7 +263,8 @@ def _cut(flows: list[_Flow], f: _Flow, now: float, timeout: bool) -> bool:
 
 def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None = None,
              loss_p: float = 0.0, seconds: float = 120.0, warmup_s: float = 20.0, seed: int = 0,
-             initial_cwnd: int = 10, tick_s: float = 0.0, min_rto_s: float = 0.0) -> SimResult:
+             initial_cwnd: int = 10, tick_s: float = 0.0, min_rto_s: float = 0.0,
+             ack_jitter_s: float = 0.0, wvegas_backoff_at: float = math.inf) -> SimResult:
     """Run the flows through one FIFO: drop-tail at ``buffer_pkts``, or unlimited with loss ``loss_p``.
 
     Goodput and events are counted after ``warmup_s``. ``tick_s`` > 0 hands ACKs (and loss
@@ -268,11 +272,13 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
     each flow then sends in bursts, and an overflow drops from whichever flow's burst meets it.
     ``min_rto_s`` > 0: a loss in a window of fewer than 4 packets (too few for three duplicate
     ACKs) is a timeout: the flow sends nothing for ``min_rto_s``, then restarts from a window of 1.
+    ``ack_jitter_s`` > 0 delays each ACK by up to that much more (uniform). ``wvegas_backoff_at``: each
+    wVegas subflow takes one planted backoff (window halved, smallest delay forgotten) at its next round end.
     """
     _check(specs, buffer_pkts, loss_p)
     rng = random.Random(seed)
     service = WIRE_BYTES * 8 / (rate_mbit * 1e6)
-    flows = [_Flow(s, ref.Win(cwnd=initial_cwnd, ssthresh=ref.U32 >> 1)) for s in specs]
+    flows = [_Flow(s, ref.Win(cwnd=initial_cwnd, ssthresh=ref.U32 >> 1), backoff_at=wvegas_backoff_at) for s in specs]
     heap: list[tuple[float, int, int, int, float]] = []    # (time, tiebreak, kind, flow, sent at)
     queue: deque[tuple[float, int]] = deque()               # (departure time, flow) of packets in the FIFO
     state = {"free": 0.0, "n": 0, "drops": 0, "last_drop": -1.0}
@@ -303,7 +309,8 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
             state["free"] = dep
             queue.append((dep, i))
             f.queued += 1
-            heapq.heappush(heap, (back(dep + f.spec.rtt_s), state["n"], ACK, i, now))
+            jitter = ack_jitter_s * rng.random() if ack_jitter_s > 0 else 0.0
+            heapq.heappush(heap, (back(dep + f.spec.rtt_s + jitter), state["n"], ACK, i, now))
 
     for i in range(len(flows)):   # start times spread over 100 ms: the seed matters at a drop-tail FIFO too
         state["n"] += 1
@@ -333,7 +340,12 @@ def simulate(specs: list[FlowSpec], *, rate_mbit: float, buffer_pkts: int | None
                 state["n"] += 1
                 heapq.heappush(heap, (stalled[i], state["n"], RESUME, i, now))
         send(i, now)
-    return SimResult(list(specs), [f.delivered for f in flows], [f.events for f in flows], state["drops"],
+    return _result(specs, flows, state["drops"], overflows, seconds, warmup_s)
+
+
+def _result(specs: list[FlowSpec], flows: list[_Flow], drops: int, overflows: list[float], seconds: float,
+            warmup_s: float) -> SimResult:
+    return SimResult(list(specs), [f.delivered for f in flows], [f.events for f in flows], drops,
                      [t for t in overflows if t >= warmup_s], seconds - warmup_s,
                      [f.queued_sum / max(f.queued_n, 1) for f in flows],
                      [[t for t in f.backoffs if t >= warmup_s] for f in flows])
