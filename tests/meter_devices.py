@@ -13,6 +13,18 @@ from harness.meters.emulated import device_argv
 
 REPO = Path(__file__).resolve().parent.parent
 
+#: How far ahead of now a test schedules a device's scripted transfer (its script is in wall time, fixed
+#: before the device starts). The device's interpreter, its pty and the meter's first readings come first,
+#: and on a loaded machine (the suite's other workers, two busy loops) that has taken over 1.5 s: a
+#: transfer scheduled 0.5 s ahead ran before the device was up, and one 2.5 s ahead before the idle
+#: power was learnt. DeviceProcess.start refuses a script whose first entry it came up too late for.
+SCRIPT_LEAD_S = 4.0
+
+
+def script_start(lead_s: float = SCRIPT_LEAD_S) -> float:
+    """The wall time a test's scripted transfer starts at."""
+    return time.time() + lead_s
+
 
 def default_profile(**changes) -> PowerProfile:
     data = yaml.safe_load((REPO / "inventory" / "emulated.yaml").read_text())["emulation"]["power_profile"]
@@ -35,6 +47,8 @@ class DeviceProcess:
                                 tail_control=str(self.tail) if tail_control else None,
                                 noise_ma=noise_ma, noise_mv=noise_mv, seed=seed, line_format=line_format)
         self.proc: subprocess.Popen | None = None
+        #: The script's first entry (wall time): the device must be up before it.
+        self.script_at = min(t for t, _ in script) if script else None
 
     def start(self) -> DeviceProcess:
         self.proc = subprocess.Popen(self.argv, cwd=REPO, stderr=subprocess.PIPE)
@@ -45,6 +59,11 @@ class DeviceProcess:
             if time.monotonic() > deadline:
                 raise RuntimeError("device did not publish its pty")
             time.sleep(0.01)
+        if self.script_at is not None and time.time() > self.script_at:
+            late = time.time() - self.script_at
+            self.stop()
+            raise RuntimeError(f"the device came up {late:.1f} s after its script's first entry: the test's "
+                               "set-up outran its schedule (start the script later: SCRIPT_LEAD_S)")
         return self
 
     def set_fault(self, text: str, timeout_s: float = 10.0) -> None:

@@ -5,7 +5,7 @@ import csv
 import time
 
 import pytest
-from meter_devices import DeviceProcess, default_profile
+from meter_devices import DeviceProcess, default_profile, script_start
 
 from harness.config.inventory import RadioPower
 from harness.meters.base import Reading
@@ -82,7 +82,7 @@ def _speedup_transfer_j(tmp_path, s: float, rate_hz: float, late_s: float = 0.0)
     its energy and the energy its edges leave unsure (``edge_uncertainty``) in testbed time (J x S), the
     flags, and the recorder's stats."""
     profile = scale_profile(default_profile(), s)
-    start = time.time() + 2.0  # the device is up by then
+    start = script_start()  # the device is up by then
     end = start + 2.0 / s
     script = [[start, {"lte": 12.0 * s, "wifi": 20.0 * s}], [end, {"lte": 0.0, "wifi": 0.0}]]
     with DeviceProcess(tmp_path, f"s{s:g}", profile=profile, script=script, noise_ma=0.2, noise_mv=1.0) as dev:
@@ -180,7 +180,7 @@ def test_known_transfer_integrates_to_expected_energy_within_half_a_percent(tmp_
     # A short-tailed LTE profile so the whole promotion/active/tail cycle fits in a few seconds.
     profile = default_profile(lte=RadioPower(active_mw=1288.04, mw_per_mbit=51.97, promotion_s=0.26,
                                              promotion_mw=1210.4, tail_s=1.5, tail_mw=1060.0))
-    start = time.time() + 2.0   # the device is up by then (its start-up is not part of the test)
+    start = script_start()   # the device is up by then (its start-up is not part of the test)
     rate, dur = 12.0, 6.0
     script = [[start, {"lte": rate}], [start + dur, {"lte": 0.0}]]
     with DeviceProcess(tmp_path, profile=profile, script=script, noise_ma=0.2, noise_mv=1.0) as dev:

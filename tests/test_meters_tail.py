@@ -12,7 +12,7 @@ import os
 import time
 
 import pytest
-from meter_devices import DeviceProcess, default_profile
+from meter_devices import DeviceProcess, default_profile, script_start
 
 from harness.config.inventory import RadioPower
 from harness.meters.drivers import open_meter
@@ -91,7 +91,7 @@ def _skip(dev: DeviceProcess, token: str, timeout_s: float = 5.0) -> dict:
 
 def test_device_skips_its_tail_and_the_metered_plus_skipped_tail_is_the_waited_one(tmp_path):
     p = default_profile(lte=LTE)
-    start = time.time() + 1.5
+    start = script_start()
     end = start + 1.0
     script = [[start, {"lte": 12.0}], [end, {"lte": 0.0}]]
     with DeviceProcess(tmp_path, profile=p, script=script, tail_control=True) as dev:
@@ -146,7 +146,7 @@ def test_testbed_keeps_the_answers_of_the_devices_that_answered(tmp_path, monkey
     monkeypatch.setattr(tb, "state_dir", tmp_path)
     monkeypatch.setattr(tb, "SKIP_TAIL_S", 1.5)
     p = default_profile(lte=LTE)
-    start = time.time() + 0.5
+    start = script_start()
     script = [[start, {"lte": 12.0}], [start + 0.5, {"lte": 0.0}]]
     # n1's device answers at tb.tail_control("n1"); n2 has no device (dead)
     with DeviceProcess(tmp_path, "meter-n1", profile=p, script=script, tail_control=True) as dev:

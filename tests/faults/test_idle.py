@@ -10,16 +10,15 @@ from harness.config.inventory import RadioPower
 from harness.meters.drivers import open_meter
 from harness.meters.idle import IdleSettings, IdleWaiter
 from harness.meters.recorder import Recorder
-from tests.meter_devices import DeviceProcess, default_profile
+from tests.meter_devices import SCRIPT_LEAD_S, DeviceProcess, default_profile, script_start
 
 
 def test_waits_out_a_tail_it_was_not_told_about_and_measures_it(tmp_path):
     tail_s = 2.0
     profile = default_profile(lte=RadioPower(active_mw=1288.04, mw_per_mbit=51.97, tail_s=tail_s, tail_mw=1060.0))
-    # The device's script is in wall time, fixed before it starts: the transfer begins 5 s on, time for
-    # the device, the meter and one hold window of idle readings even on a loaded machine (with 2.5 s,
-    # beside a loaded suite, the idle window once took in the transfer's first 0.1 s and read 2.82 W).
-    start = time.time() + 5.0
+    # The transfer begins after the device, the meter and one hold window of idle readings, even on a
+    # loaded machine (with 2.5 s, beside a loaded suite, the idle window took in the transfer's first 0.1 s).
+    start = script_start(SCRIPT_LEAD_S + 1.0)
     dur = 1.5
     script = [[start, {"lte": 10.0}], [start + dur, {"lte": 0.0}]]
     with DeviceProcess(tmp_path, profile=profile, script=script, noise_ma=0.2, noise_mv=1.0) as dev:
@@ -28,7 +27,8 @@ def test_waits_out_a_tail_it_was_not_told_about_and_measures_it(tmp_path):
         with Recorder({"n1": meter}) as rec:
             waiter = IdleWaiter(rec, IdleSettings(tolerance_w=0.05, timeout_s=10.0), known_w={"n1": None})
             waiter.learn(["n1"])  # idle before the transfer: the meter's own idle power
-            assert time.time() < start, f"the set-up took {time.time() - start + 5.0:.1f} s: idle not learnt before the transfer"
+            late = time.time() - start
+            assert late < 0, f"the set-up ran {late:.1f} s past the transfer's start: idle not learnt before it"
             assert waiter.reference_w("n1") == pytest.approx(profile.base_w, abs=0.02)
             time.sleep(max(0.0, start + dur - time.time()))
             res = waiter.wait({"n1": start + dur})["n1"]
@@ -59,7 +59,7 @@ def test_idle_power_is_learnt_from_meters_opened_just_now(tmp_path):
 
 def test_a_receiver_that_never_goes_idle_is_reported_unsettled_at_the_deadline(tmp_path):
     profile = default_profile()
-    start = time.time() + 2.0
+    start = script_start()
     script = [[start, {"wifi": 5.0}]]  # busy and never stops
     with DeviceProcess(tmp_path, profile=profile, script=script, noise_ma=0.2, noise_mv=1.0) as dev:
         meter = open_meter("emulated-um25c", dev.link)
