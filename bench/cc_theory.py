@@ -248,14 +248,13 @@ def round_lines(paths: list[Path]) -> str:
             "RTT samples per round | cwnd | base RTT (ms) | minRTT - base (ms) | srtt - minRTT (ms) | diff | "
             "rounds grow / hold / shrink | packets queued by srtt |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
-    f = _fmt
     for r in recorded(paths):
         v = round_view(r)
         if v is not None:
             rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['algorithm']} | {r['round']} | {r['ratio']:.2f} | "
-                        f"{v['rounds']} ({v['ruled']} / {v['reno']} / {v['idle']}) | {f(v['samples'], 'g')} | "
-                        f"{v['cwnd']:g} | {v['base_ms']:.1f} | {f(v['min_over_base_ms'])} | "
-                        f"{f(v['srtt_over_min_ms'])} | {f(v['diff'], 'g')} | "
+                        f"{v['rounds']} ({v['ruled']} / {v['reno']} / {v['idle']}) | {_fmt(v['samples'], 'g')} | "
+                        f"{v['cwnd']:g} | {v['base_ms']:.1f} | {_fmt(v['min_over_base_ms'])} | "
+                        f"{_fmt(v['srtt_over_min_ms'])} | {_fmt(v['diff'], 'g')} | "
                         f"{v['grow']} / {v['hold']} / {v['shrink']} | {v['queued_by_srtt']:.1f} |")
     return "\n".join(rows)
 
@@ -279,18 +278,18 @@ def wvegas_view(rec: dict) -> list[dict]:
         out.append({
             "slot": slot, "rounds": len(mine), "ruled": len(ruled),
             "cwnd": med(r["cwnd_before"] for r in mine), "base_ms": med(r["base_rtt"] for r in mine) / 1000,
-            "rtt_over_base_ms": med((r["rtt"] - r["base_rtt"]) / 1000 for r in ruled) if ruled else None,
-            "srtt_over_rtt_ms": med((r["srtt_us"] - r["rtt"]) / 1000 for r in ruled) if ruled else None,
-            "diff": med(diffs) if diffs else None,
-            "alpha": med(r["alpha_before"] for r in ruled) if ruled else None,
-            "weight": med(r["weight_after"] for r in ruled) / 65536 if ruled else None,
+            "rtt_over_base_ms": med((r["rtt"] - r["base_rtt"]) / 1000 for r in ruled),
+            "srtt_over_rtt_ms": med((r["srtt_us"] - r["rtt"]) / 1000 for r in ruled),
+            "diff": med(diffs),
+            "alpha": med(r["alpha_before"] for r in ruled),
+            "weight": med(r["weight_after"] for r in ruled) / 65536,
             "grow": sum(r["cwnd_after"] == r["cwnd_before"] + 1 for r in ruled),
             "hold": sum(r["cwnd_after"] == r["cwnd_before"] for r in ruled),
             "shrink": sum(r["cwnd_after"] == r["cwnd_before"] - 1 for r in ruled),
             "backoffs": sum(r["cwnd_after"] < r["cwnd_before"] - 1 for r in ruled),
             "queued_by_srtt": med(r["cwnd_before"] * max(0, r["srtt_us"] - r["base_rtt"]) / r["srtt_us"]
                                   for r in mine),
-            "samples": med(r["cnt_rtt"] for r in ruled) if ruled else None,
+            "samples": med(r["cnt_rtt"] for r in ruled),
         })
     return out
 
@@ -302,13 +301,12 @@ def wvegas_round_lines(paths: list[Path]) -> str:
             "alpha | weight | rounds grow / hold / shrink / backoff | packets queued by srtt |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
-    f = _fmt
     for r in recorded(paths):
         for v in wvegas_view(r):
             rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['round']} | {r['ratio']:.2f} | "
-                        f"{v['slot']} | {v['rounds']} ({v['ruled']}) | {f(v['samples'], 'g')} | {v['cwnd']:g} | "
-                        f"{v['base_ms']:.1f} | {f(v['rtt_over_base_ms'])} | {f(v['srtt_over_rtt_ms'])} | "
-                        f"{f(v['diff'], 'g')} | {f(v['alpha'], 'g')} | {f(v['weight'], '.2f')} | "
+                        f"{v['slot']} | {v['rounds']} ({v['ruled']}) | {v['samples']:g} | {v['cwnd']:g} | "
+                        f"{v['base_ms']:.1f} | {v['rtt_over_base_ms']:.1f} | {v['srtt_over_rtt_ms']:.1f} | "
+                        f"{v['diff']:g} | {v['alpha']:g} | {v['weight']:.2f} | "
                         f"{v['grow']} / {v['hold']} / {v['shrink']} / {v['backoffs']} | {v['queued_by_srtt']:.1f} |")
     return "\n".join(rows)
 

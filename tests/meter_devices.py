@@ -59,8 +59,8 @@ class DeviceProcess:
             if time.monotonic() > deadline:
                 raise RuntimeError("device did not publish its pty")
             time.sleep(0.01)
-        if self.script_at is not None and time.time() > self.script_at:
-            late = time.time() - self.script_at
+        late = time.time() - self.script_at if self.script_at is not None else 0.0
+        if late > 0:
             self.stop()
             raise RuntimeError(f"the device came up {late:.1f} s after its script's first entry: the test's "
                                "set-up outran its schedule (start the script later: SCRIPT_LEAD_S)")

@@ -207,16 +207,17 @@ def _acked(flows: list[_Flow], f: _Flow, now: float, sent: float) -> None:
     (none for a packet sent before the last cut: recovery)."""
     _srtt_update(f, now - sent)
     f.acked += 1
-    delay_based = f.spec.algorithm in DELAY_BASED
-    if delay_based:      # pkts_acked: every ACK's RTT sample, in recovery too
+    algo = f.spec.algorithm
+    if algo == "vegas":      # pkts_acked: every ACK's RTT sample, in recovery too
         ref.vegas_sample(f.vg, int((now - sent) * 1e6))
+    elif algo == "wvegas":
         ref.wvegas_sample(f.wv, int((now - sent) * 1e6))
     if sent < f.cut_t:
         return
     if f.recovering:
         f.recovering = False
         _enable(f, now)
-    if delay_based:
+    if algo in DELAY_BASED:
         _delay_based_ack(flows, f, now, sent)
     else:
         _on_ack(flows, f, now)
@@ -256,8 +257,7 @@ def _cut(flows: list[_Flow], f: _Flow, now: float, timeout: bool) -> bool:
     f.win.cwnd = 1 if timeout else th
     f.win.cnt = f.win.olia_cnt = 0
     f.cut_t = now
-    f.recovering = True
-    f.vg.doing = f.wv.doing = 0
+    f.recovering = True     # no round until it ends (set_state: not CA_Open)
     return timeout
 
 
