@@ -12,6 +12,13 @@ algorithms (``--runs`` rounds), so slow drifts of the machine's load hit every a
 Prints the median and range of MPTCP/TCP goodput per cell; ``--out`` appends every run (with
 per-flow socket counters when ``--probe``) as JSON lines.
 
+``--speedups 1,2,4``: each cell also at a speed-up S, as ``mplab run --speedup`` scales the emulated
+testbed (docs/speedup.md): the bottleneck's rate x S, every delay, the run and its warm-up / S, the
+FIFO unchanged in bytes (so its depth in BDPs and packets is the cell's). Records keep the cell in real
+time (``delay_ms``, ``rate_mbit``, ``duration_s``, ``omit_s``) and say ``speedup``; what the rig
+measured in its own time (the probe's RTTs, the traces' times) is in testbed units. The ratio at S
+against S = 1 is how far the shared-bottleneck competition survives the scaling.
+
 Theory (RFC 6356's goal; Khalili et al.; Peng et al.): a coupled connection takes about one TCP
 share (0.8-1.25 of a Reno flow is the bench's goal), two uncoupled subflows about two. wVegas
 (Cao et al.) splits one total alpha over its subflows, so against Vegas it takes what one Vegas flow
@@ -125,18 +132,30 @@ def competitor(name: str, build_dir: Path | None):
     return resolve(name)
 
 
-def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str], log) -> list[str]:
-    """Every (algorithm, competitor) of one rig (delay, buffer, RTT shape), ``--runs`` alternated rounds."""
+def scaled(seconds: int, speedup: float, what: str) -> int:
+    """A run's length in testbed seconds at ``speedup`` (iperf3 takes whole seconds)."""
+    t = seconds / speedup
+    if t != int(t) or t < 1:
+        raise ValueError(f"--{what} {seconds} is not a whole number (>= 1) of seconds at speed-up {speedup:g}; "
+                         "pick one that --speedups divides")
+    return int(t)
+
+
+def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str], log,
+             speedup: float = 1.0) -> list[str]:
+    """Every (algorithm, competitor) of one rig (delay, buffer, RTT shape), ``--runs`` alternated rounds,
+    the rig ``speedup`` times faster than the cell (rate x S, delays and times / S, the FIFO's bytes kept)."""
     rtt_ms = 2 * delay_ms if delay_ms else 1.0
     buf = buffer_bytes(args.rate, rtt_ms, bdp)
-    paths = (2 * delay_ms, 4 * delay_ms if rtt == "unequal" else 2 * delay_ms)
+    paths = (2 * delay_ms / speedup, (4 if rtt == "unequal" else 2) * delay_ms / speedup)
+    duration, omit = scaled(args.duration, speedup, "duration"), scaled(args.omit, speedup, "omit")
     # --build-dir: another build of the BPF programs (an earlier commit's, for before/after tables).
     algos = [BpfCC(a, build_dir=args.build_dir) if args.build_dir and a in COUPLED else resolve(a)
              for a in args.algorithms]
     comps = {c: competitor(c, args.build_dir) for c in competitors}
     ccs = {cc.sock_name: cc for cc in algos + list(comps.values())}
     results: dict[tuple[str, str], list[Competition]] = {}
-    with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
+    with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate * speedup, buffer_bytes=buf, qdisc="htb",
                           path_delay_ms=paths, sender_sysctls=dict(args.sysctl),
                           receiver_sysctls=dict(args.rcv_sysctl), random_loss_pct=args.loss_pct) as bn:
         for rnd in range(args.runs):
@@ -144,7 +163,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
             for cc in order:
                 for comp_name, comp in comps.items():
                     t0_ns = time.monotonic_ns()
-                    c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp, probe=args.probe)
+                    c = bn.compete(cc, duration_s=duration, omit_s=omit, tcp_cc=comp, probe=args.probe)
                     results.setdefault((cc.algorithm, comp_name), []).append(c)
                     rec = {"delay_ms": delay_ms, "bdp": bdp, "buffer_bytes": buf, "rtt": rtt, "round": rnd,
                            "algorithm": cc.algorithm, "cc_impl": cc.implementation,
@@ -152,6 +171,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            "competitor_impl": comp.implementation,
                            "competitor_object_sha256": object_digest(comp),
                            "duration_s": args.duration, "omit_s": args.omit, "rate_mbit": args.rate,
+                           "speedup": speedup,
                            "mptcp_bytes": c.mptcp_bytes, "tcp_bytes": c.tcp_bytes, "ratio": round(c.ratio, 3),
                            "link_use": round((c.mptcp_bytes + c.tcp_bytes) * 8 / args.duration / args.rate / 1e6, 3),
                            "mptcp_retransmits": c.mptcp_retransmits, "tcp_retransmits": c.tcp_retransmits,
@@ -166,12 +186,12 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            if cc.algorithm == "wvegas" else None,
                            "time": time.time()}
                     log(rec)
-                    print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} {cc.algorithm:6} vs {comp_name:5} "
+                    print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} S {speedup:g} {cc.algorithm:6} vs {comp_name:5} "
                           f"round {rnd}: {c.ratio:.2f} (link {rec['link_use']:.2f})", flush=True)
     lines = []
     for (algo, comp), runs in results.items():
         s = summarise(runs)
-        lines.append(f"| {delay_ms:g} | {bdp:g} | {rtt} | {comp} | {algo} | {s['median']:.2f} | "
+        lines.append(f"| {delay_ms:g} | {bdp:g} | {rtt} | {speedup:g} | {comp} | {algo} | {s['median']:.2f} | "
                      f"{s['min']:.2f}-{s['max']:.2f} | {s['n']} |")
     return lines
 
@@ -206,7 +226,7 @@ def _late_rows(rec: dict, key: str) -> list[dict]:
     if not tr or not tr["rows"]:
         return []
     rows = [dict(zip(tr["fields"], r)) for r in tr["rows"]]
-    half = rec["omit_s"] + rec["duration_s"] / 2
+    half = (rec["omit_s"] + rec["duration_s"] / 2) / rec.get("speedup", 1)   # the trace's times are the rig's
     return [r for r in rows if r["t_s"] >= half] or rows
 
 
@@ -337,7 +357,7 @@ def queued_packets(rec: dict) -> tuple[float, float] | None:
     adds well under a millisecond). The quantity Vegas and wVegas steer (their ``diff``), MPTCP (both
     subflows) and the TCP flow: at one FIFO, goodput shares follow these backlogs."""
     flows = rec.get("flows") or {}
-    base = 2 * rec["delay_ms"]
+    base = 2 * rec["delay_ms"] / rec.get("speedup", 1)   # the probe's RTTs are the rig's
     if "tcp" not in flows or not base:
         return None
 
@@ -408,12 +428,12 @@ def table_from(paths: list[Path]) -> str:
         comp = competitor_label(r) + (
             f" ({r['competitor_object_sha256'][:8]})" if r.get("competitor_object_sha256") else "")
         key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), comp,
-               r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"])
+               r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"], r.get("speedup", 1))
         cells.setdefault(key, []).append(r)
     rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | competitor | MPTCP | build | run (s) | "
-            "MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) | "
+            "speed-up | MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) | "
             "congestion events per packet, MPTCP/TCP (median) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(cells):
         runs = cells[key]
         ratios = sorted(r["ratio"] for r in runs)
@@ -421,9 +441,34 @@ def table_from(paths: list[Path]) -> str:
         lr = f"{statistics.median(a / b for a, b in lpp):.2f}" if lpp else "-"
         evs = [x for x in (events_per_packet(r) for r in runs) if x is not None]
         er = f"{statistics.median(evs):.2f}" if evs else "-"
-        d, bdp, rtt, loss, comp, algo, build, dur = key
-        rows.append(f"| {d:g} | {bdp:g} | {rtt} | {loss:g} | {comp} | {algo} | {build} | {dur} | "
+        d, bdp, rtt, loss, comp, algo, build, dur, s = key
+        rows.append(f"| {d:g} | {bdp:g} | {rtt} | {loss:g} | {comp} | {algo} | {build} | {dur} | {s:g} | "
                     f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {len(ratios)} | {lr} | {er} |")
+    return "\n".join(rows)
+
+
+def speedup_table(paths: list[Path]) -> str:
+    """Per cell, the MPTCP/TCP ratio at each speed-up beside S = 1's: the median and range of its runs,
+    the median's ratio to S = 1's, and whether it lies within S = 1's own range (with a few runs per
+    cell, the spread between runs is wider than 3 %: a median outside S = 1's range is a change the runs
+    can show, one inside it is not)."""
+    cells: dict[tuple, dict[float, list[float]]] = {}
+    for r in recorded(paths):
+        key = (r["delay_ms"], r["bdp"], r["rtt"], competitor_label(r), r["algorithm"])
+        cells.setdefault(key, {}).setdefault(r.get("speedup", 1), []).append(r["ratio"])
+    rows = ["| delay (ms each way) | buffer (BDP) | RTTs | competitor | MPTCP | S | MPTCP/TCP median (range) | "
+            "x S = 1 | within S = 1's range | runs |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for key in sorted(cells):
+        by_s = cells[key]
+        base = sorted(by_s[1]) if 1 in by_s else None
+        for s in sorted(by_s):
+            xs = sorted(by_s[s])
+            med = statistics.median(xs)
+            rel = f"{med / statistics.median(base):.2f}" if base and s != 1 else "-"
+            inside = ("yes" if base[0] <= med <= base[-1] else "no") if base and s != 1 else "-"
+            d, bdp, rtt, comp, algo = key
+            rows.append(f"| {d:g} | {bdp:g} | {rtt} | {comp} | {algo} | {s:g} | {med:.2f} ({xs[0]:.2f}-{xs[-1]:.2f}) "
+                        f"| {rel} | {inside} | {len(xs)} |")
     return "\n".join(rows)
 
 
@@ -459,6 +504,8 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=20, help="measured seconds per run")
     ap.add_argument("--omit", type=int, default=5, help="warm-up seconds left out of each run")
     ap.add_argument("--rate", type=float, default=20.0, help="bottleneck Mbit/s")
+    ap.add_argument("--speedups", default="1", help="comma list of speed-ups S: each cell at rate x S, delays and "
+                    "times / S, the FIFO's bytes kept (as `mplab run --speedup`)")
     ap.add_argument("--probe", action="store_true", help="sample the sender's sockets (ss) twice a second")
     ap.add_argument("--sysctl", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
                     help="key=value set in the sender's namespace (repeatable)")
@@ -480,6 +527,8 @@ def main() -> None:
                     "saw in its own rounds (the trace mplab_vegas keeps) and exit")
     ap.add_argument("--wvegas-rounds", type=Path, nargs="+", help="print what each recorded wVegas run's subflows "
                     "saw in their own rounds (the trace mplab_wvegas keeps) and exit")
+    ap.add_argument("--speedup-table", type=Path, nargs="+", help="print each cell's ratio at every recorded "
+                    "speed-up beside S = 1's and exit")
     ap.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
                     help="print a before/after table of two recorded files and exit")
     args = ap.parse_args()
@@ -488,6 +537,9 @@ def main() -> None:
         return
     if args.compare:
         print(compare_table(*args.compare))
+        return
+    if args.speedup_table:
+        print(speedup_table(args.speedup_table))
         return
     if args.backlog:
         print(backlog_lines(args.backlog))
@@ -507,12 +559,20 @@ def main() -> None:
             with args.out.open("a") as f:
                 f.write(json.dumps(rec) + "\n")
 
-    table = ["| delay (ms, each way) | buffer (BDP) | RTTs | competitor | MPTCP | MPTCP/TCP median | range | runs |",
-             "|---|---|---|---|---|---|---|---|"]
+    speedups = [float(s) for s in args.speedups.split(",")]
+    try:                   # refused before anything is built
+        for s in speedups:
+            scaled(args.duration, s, "duration")
+            scaled(args.omit, s, "omit")
+    except ValueError as e:
+        ap.error(str(e))
+    table = ["| delay (ms, each way) | buffer (BDP) | RTTs | speed-up | competitor | MPTCP | MPTCP/TCP median | "
+             "range | runs |", "|---|---|---|---|---|---|---|---|---|"]
     for delay in (float(d) for d in args.delays.split(",")):
         for bdp in (float(b) for b in args.buffers.split(",")):
             for rtt in args.rtts.split(","):
-                table += run_cell(args, delay, bdp, rtt, args.competitors.split(","), log)
+                for s in speedups:
+                    table += run_cell(args, delay, bdp, rtt, args.competitors.split(","), log, s)
     print("\n".join(table))
 
 
