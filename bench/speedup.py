@@ -4,6 +4,7 @@ Run as root on a machine with kernel MPTCP and iperf3 (`make bpf` for the couple
 
     uv run python bench/speedup.py [--inventory emulated|paper-lab] [--receivers 1,3,9] [--modes wifi,lte,both]
         [--ccs cubic,lia] [--speedups 1,4,8,16] [--runs 3] [--file-size 6M] [--loss 0,1] [--out FILE [--merge]]
+        [--scenario scenarios/paper-setup1.yaml] [--testbeds K]
 
 A grid too long for one run is split across runs with ``--merge`` (each run has its own S = 1 baseline;
 the table keeps every run's cells, arguments and machine figures, the 1-minute load among them).
@@ -13,7 +14,12 @@ cell (receiver count x mode x congestion control) ``--runs`` times, shuffled wit
 S: the median over runs of the network total throughput (Mbit/s, the receivers' sum per sample) and of
 the total energy (J, the receivers' sum per sample), both in testbed (real) time as records hold them;
 their ratio to S = 1; flagged records (meter gaps, tails) and failed samples; and, per campaign, what
-the machine sustained: achieved / configured rate and CPU busy (the manifest's interference section).
+the machine sustained: achieved / configured rate and CPU busy (the manifest's interference section),
+and its wall time against the estimate `mplab run --dry-run` prints for it (on ``--testbeds`` K copies:
+the one-testbed estimate / K, as the dry run's "at best"; set-up is not in the estimate, it is in the wall).
+
+``--scenario``: a slice of that scenario (its settle, timeout, retries, seed and shuffle; the grid
+options, where given, narrow its congestion controls, receiver counts, modes, samples and file size).
 
 Energies are taken from samples none of whose records was flagged (a meter gap or an unsettled tail
 makes a sample's energy untrusted). A cell holds at S when both ratios are within 3 % of 1, no sample
@@ -33,10 +39,12 @@ import time
 import uuid
 from pathlib import Path
 
-from harness.campaign.campaign import start_campaign
+from harness.campaign.campaign import dry_run_estimate_s, start_campaign
+from harness.campaign.plan import plan_campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
-from harness.config.scenario import Scenario
+from harness.config.scenario import Scenario, load_scenario
+from harness.errors import ConfigError
 from harness.upkeep.clean import clean_prefix
 
 from harness.emulation.speedup import highest_holding
@@ -63,13 +71,17 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
     """One campaign at speedup ``s``: per cell the totals of each sample, and the machine's figures."""
     prefix = f"mplab-sp{uuid.uuid4().hex[:5]}-"
     inv = _inventory(inv_name, prefix, loss)
-    sc = parse_model(Scenario, {"name": "speedup", "congestion_controls": args.ccs, "receiver_counts": args.receivers,
-                                "modes": args.modes, "samples_per_case": args.runs, "file_size": args.file_size,
-                                "transfer_timeout_s": 600, "retries": 1, "seed": 11, "speedup": s}, "bench")
+    base = ({k: v for k, v in args.scenario.model_dump(mode="json").items()
+             if k in ("settle_s", "transfer_timeout_s", "retries", "seed", "shuffle")} if args.scenario
+            else {"transfer_timeout_s": 600, "retries": 1, "seed": 11})
+    sc = parse_model(Scenario, {**base, "name": "speedup", "congestion_controls": args.ccs,
+                                "receiver_counts": args.receivers, "modes": args.modes, "samples_per_case": args.runs,
+                                "file_size": args.file_size, "speedup": s}, "bench")
+    estimate = dry_run_estimate_s(plan_campaign(sc, inv), sc, inv) / args.testbeds
     t0 = time.monotonic()
     load_before = os.getloadavg()[0]
     try:
-        c = start_campaign(sc, inv, runs, campaign_id=f"{inv_name}-l{loss:g}-s{s:g}")
+        c = start_campaign(sc, inv, runs, campaign_id=f"{inv_name}-l{loss:g}-s{s:g}", testbeds=args.testbeds)
     finally:
         clean_prefix(prefix)
     wall = time.monotonic() - t0
@@ -90,7 +102,8 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
             cell["energy_j"].append(sum(r["energy_j"] for r in recs))
     itf = (c.manifest.get("interference") or [{}])[-1]
     rate = [t["rate_ratio_mean"] for t in (itf.get("testbeds") or {}).values() if t.get("rate_ratio_mean")]
-    return {"wall_s": round(wall, 1), "cells": cells, "load_1m": load, "cpu_busy_mean": itf.get("cpu_busy_mean"),
+    return {"wall_s": round(wall, 1), "estimate_s": round(estimate, 1), "wall_over_estimate": round(wall / estimate, 3),
+            "testbeds": args.testbeds, "cells": cells, "load_1m": load, "cpu_busy_mean": itf.get("cpu_busy_mean"),
             "cpu_busy_max": itf.get("cpu_busy_max"), "rate_ratio": min(rate) if rate else None}
 
 
@@ -136,24 +149,43 @@ def merge(old: dict, results: dict, machine: dict) -> tuple[dict, dict]:
     return cells, {**old.get("machine", {}), **machine}
 
 
+def grid(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The campaign's grid: the options given, else the scenario's (``--scenario``), else the defaults."""
+    sc = None
+    if args.scenario:
+        try:
+            sc = args.scenario = load_scenario(args.scenario)
+        except ConfigError as e:
+            ap.error(str(e))
+    args.receivers = ([int(x) for x in args.receivers.split(",")] if args.receivers
+                      else sc.receiver_counts if sc else [1, 3, 9])
+    args.modes = args.modes.split(",") if args.modes else sc.modes if sc else ["wifi", "lte", "both"]
+    args.ccs = args.ccs.split(",") if args.ccs else sc.congestion_controls if sc else ["cubic", "lia"]
+    args.runs = args.runs or (sc.samples_per_case if sc else 3)
+    args.file_size = args.file_size or (sc.file_size if sc else "6M")
+    if args.testbeds < 1:
+        ap.error("--testbeds must be 1 or more")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--inventory", default="emulated", help="comma list of " + ", ".join(INVENTORIES))
-    ap.add_argument("--receivers", default="1,3,9")
-    ap.add_argument("--modes", default="wifi,lte,both")
-    ap.add_argument("--ccs", default="cubic,lia")
+    ap.add_argument("--scenario", type=Path, default=None, help="run a slice of this scenario (its settle, timeout, "
+                    "retries, seed, shuffle; by default its grid too)")
+    ap.add_argument("--receivers", default=None, help="comma list (default 1,3,9, or the scenario's)")
+    ap.add_argument("--modes", default=None, help="comma list (default wifi,lte,both, or the scenario's)")
+    ap.add_argument("--ccs", default=None, help="comma list (default cubic,lia, or the scenario's)")
     ap.add_argument("--speedups", default="1,4,8,16")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--file-size", default="6M")
+    ap.add_argument("--runs", type=int, default=None, help="samples per cell (default 3, or the scenario's)")
+    ap.add_argument("--file-size", default=None, help="default 6M, or the scenario's")
+    ap.add_argument("--testbeds", type=int, default=1, help="run each campaign on K parallel testbeds")
     ap.add_argument("--loss", default="0", help="comma list of loss_pct on every channel")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     ap.add_argument("--keep", type=Path, default=None, help="keep the campaigns here (default: a scratch dir)")
     ap.add_argument("--merge", action="store_true",
                     help="add this run's cells to those already in --out (a grid split across runs)")
     args = ap.parse_args()
-    args.receivers = [int(x) for x in args.receivers.split(",")]
-    args.modes = args.modes.split(",")
-    args.ccs = args.ccs.split(",")
+    grid(ap, args)
     speedups = sorted({float(x) for x in args.speedups.split(",")} | {1.0})
     results: dict[str, dict] = {}
     machine: dict[str, dict] = {}
@@ -164,8 +196,8 @@ def main() -> int:
                 runs = {s: one_campaign(inv_name, loss, s, args, Path(tmp)) for s in speedups}
                 for s, res in runs.items():
                     key = f"{inv_name} loss {loss:g}% s{s:g}"
-                    machine[key] = {k: res[k] for k in ("wall_s", "load_1m", "cpu_busy_mean", "cpu_busy_max",
-                                                        "rate_ratio")}
+                    machine[key] = {k: res[k] for k in ("wall_s", "estimate_s", "wall_over_estimate", "testbeds",
+                                                        "load_1m", "cpu_busy_mean", "cpu_busy_max", "rate_ratio")}
                     print(f"{key}: {machine[key]}", flush=True)
                     if s > 1:
                         results[key] = compare(runs[1.0], res)
@@ -174,7 +206,7 @@ def main() -> int:
         for cell, row in sorted(rows.items()):
             print(f"{key:34} {cell:18} {row['mbit_ratio'] or float('nan'):8.3f} "
                   f"{row['energy_ratio'] or float('nan'):8.3f}  {'yes' if row['holds'] else 'no: ' + row['why']}")
-    this_run = {k: v for k, v in vars(args).items() if k not in ("out", "merge")}
+    this_run = {k: (v.name if k == "scenario" and v else v) for k, v in vars(args).items() if k not in ("out", "merge")}
     runs_args = [this_run]
     if args.merge and args.out and args.out.exists():
         old = json.loads(args.out.read_text())
