@@ -45,7 +45,7 @@ def one_run(algo: str, comp: str, process: str, rtts: tuple[float, float], bdp: 
     r = simulate(specs, rate_mbit=args.rate, seconds=args.seconds, warmup_s=args.warmup, seed=seed,
                  ack_jitter_s=args.jitter / 1000, wvegas_backoff_at=args.wvegas_backoff_at, **kw)
     return {"ratio": r.ratio("mptcp", "tcp"), "events_per_packet": loss_per_packet(r, "mptcp", "tcp"),
-            "queued": [r.backlog("mptcp"), r.backlog("tcp")],
+            "queued": [r.backlog("mptcp"), r.backlog("tcp")], "wvegas_rounds": r.round_means("mptcp"),
             "backoffs": sum(len(b) for s, b in zip(specs, r.backoffs) if s.conn == "mptcp")}
 
 
@@ -72,8 +72,9 @@ def main() -> None:
     rows, cells = [], []
     t0 = time.time()
     print("| delay (ms each way) | buffer (BDP) | RTTs | loss process | competitor | MPTCP | MPTCP/TCP median | range "
-          "| congestion events per packet, MPTCP / TCP | packets queued, MPTCP / TCP | wVegas backoffs after the warm-up |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| congestion events per packet, MPTCP / TCP | packets queued, MPTCP / TCP | wVegas backoffs after the warm-up "
+          "| wVegas by its rounds: diff (packets) / mean RTT - base (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for d in (float(x) for x in args.delays.split(",")):
         rtt = max(2 * d, 1.0) / 1000 + 0.0006    # the rig's idle RTT: the delay line plus ~0.6 ms of veths
         for rshape in args.rtts.split(","):
@@ -90,13 +91,16 @@ def main() -> None:
                             ev = statistics.median(r["events_per_packet"] for r in runs)
                             queued = [statistics.median(r["queued"][k] for r in runs) for k in (0, 1)]
                             backoffs = sorted(r["backoffs"] for r in runs)
+                            wr = [r["wvegas_rounds"] for r in runs if r["wvegas_rounds"]]
+                            wv = [statistics.median(x[k] for x in wr) for k in (0, 1)] if wr else None
                             cell = {"delay_ms": d, "bdp": bdp, "rtt": rshape, "process": process, "competitor": comp,
                                     "algorithm": algo, "ratios": ratios, "events_per_packet": ev, "queued": queued,
-                                    "backoffs": backoffs}
+                                    "backoffs": backoffs, "wvegas_rounds": wv}
                             cells.append(cell)
                             line = (f"| {d:g} | {bdp:g} | {rshape} | {process} | {comp} | {algo} | "
                                     f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {ev:.2f} | "
-                                    f"{queued[0]:.1f} / {queued[1]:.1f} | {', '.join(map(str, backoffs))} |")
+                                    f"{queued[0]:.1f} / {queued[1]:.1f} | {', '.join(map(str, backoffs))} | "
+                                    + (f"{wv[0]:.1f} / {wv[1]:.1f} |" if wv else "- |"))
                             rows.append(line)
                             print(line, flush=True)
     print(f"({len(cells)} cells x {args.seeds} seeds in {time.time() - t0:.0f} s)")

@@ -300,7 +300,7 @@ def wvegas_view(rec: dict) -> list[dict]:
             "cwnd": med(r["cwnd_before"] for r in mine), "base_ms": med(r["base_rtt"] for r in mine) / 1000,
             "rtt_over_base_ms": med((r["rtt"] - r["base_rtt"]) / 1000 for r in ruled),
             "srtt_over_rtt_ms": med((r["srtt_us"] - r["rtt"]) / 1000 for r in ruled),
-            "diff": med(diffs),
+            "diff": med(diffs), "diff_mean": statistics.mean(diffs),
             "alpha": med(r["alpha_before"] for r in ruled),
             "weight": med(r["weight_after"] for r in ruled) / 65536,
             "grow": sum(r["cwnd_after"] == r["cwnd_before"] + 1 for r in ruled),
@@ -317,7 +317,7 @@ def wvegas_view(rec: dict) -> list[dict]:
 def wvegas_round_lines(paths: list[Path]) -> str:
     """Per run of wVegas, per subflow: its own rounds (``--wvegas-rounds``, wvegas_view)."""
     rows = ["| delay (ms each way) | buffer (BDP) | competitor | round | MPTCP/TCP | subflow | rounds (ruled) | "
-            "RTT samples per round | cwnd | base RTT (ms) | mean RTT - base (ms) | srtt - mean RTT (ms) | diff | "
+            "RTT samples per round | cwnd | base RTT (ms) | mean RTT - base (ms) | srtt - mean RTT (ms) | diff (mean) | "
             "alpha | weight | rounds grow / hold / shrink / backoff | packets queued by srtt |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
@@ -326,7 +326,7 @@ def wvegas_round_lines(paths: list[Path]) -> str:
             rows.append(f"| {r['delay_ms']:g} | {r['bdp']:g} | {r['competitor']} | {r['round']} | {r['ratio']:.2f} | "
                         f"{v['slot']} | {v['rounds']} ({v['ruled']}) | {v['samples']:g} | {v['cwnd']:g} | "
                         f"{v['base_ms']:.1f} | {v['rtt_over_base_ms']:.1f} | {v['srtt_over_rtt_ms']:.1f} | "
-                        f"{v['diff']:g} | {v['alpha']:g} | {v['weight']:.2f} | "
+                        f"{v['diff']:g} ({v['diff_mean']:.1f}) | {v['alpha']:g} | {v['weight']:.2f} | "
                         f"{v['grow']} / {v['hold']} / {v['shrink']} / {v['backoffs']} | {v['queued_by_srtt']:.1f} |")
     return "\n".join(rows)
 

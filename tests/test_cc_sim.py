@@ -97,6 +97,11 @@ def test_wvegas_holds_its_total_alpha_in_the_fifo_and_vegas_between_alpha_and_be
         assert 2.2 <= r.ratio("mptcp", "tcp") <= 3.5, (seed, r.ratio("mptcp", "tcp"))
         assert r.drops < 50 and not any(r.events), "delay-based flows lose nothing after the warm-up"
         assert not any(r.backoffs), "the queueing delay holds steady: wVegas' backoff never fires"
+        # By its own rounds (as the rig's trace reads them), each subflow holds diff at its alpha, and
+        # the alphas (total_alpha x weight, rounded down) add up to 9.
+        diff, qdelay_ms = r.round_means("mptcp")
+        assert diff == pytest.approx(9, abs=0.5) and 6 < qdelay_ms < 10, (seed, diff, qdelay_ms)
+        assert r.round_means("tcp") is None, "only wVegas' rounds are kept"
 
 
 def test_wvegas_with_a_vegas_sized_total_alpha_takes_under_two_shares(monkeypatch):
@@ -119,6 +124,7 @@ def test_one_wvegas_backoff_locks_the_reference_into_backing_off():
     r = simulate(specs, **kw, wvegas_backoff_at=25)
     assert r.ratio("mptcp", "tcp") < 1.2 and r.backlog("mptcp") < 5, (r.ratio("mptcp", "tcp"), r.queued)
     assert min(len(b) for b in r.backoffs[:2]) > 30, "a backoff every few rounds, not one"
+    assert r.round_means("mptcp")[0] < 4, "by its own rounds, the cycle holds well under its alpha"
 
 
 def test_bad_arguments_are_refused():

@@ -10,6 +10,7 @@ from meter_devices import DeviceProcess, default_profile, script_start
 from harness.config.inventory import RadioPower
 from harness.meters.base import Reading
 from harness.meters.drivers import open_meter
+from harness.meters.emulated import SCRIPT_STEP_S, Device, ScriptRates
 from harness.meters.recorder import Recorder, TraceWriter, edge_uncertainty, integrate, integrate_means
 from harness.emulation.speedup import METER_HZ, POLL_CAP_HZ, scale_profile
 
@@ -74,6 +75,26 @@ def test_edge_uncertainty_is_the_most_a_step_inside_the_straddling_interval_can_
     assert integrate_means(on_time, 1.0, 2.0)[0] == pytest.approx(6.0)
     # flat power: wherever the edge falls, nothing is unsure
     assert edge_uncertainty([_r(0.05 * k, 3.0) for k in range(60)], 0.33, 2.01) == 0.0
+
+
+def test_a_scripted_device_changes_its_power_exactly_when_its_script_does():
+    """The emulated device steps its power model every SCRIPT_STEP_S, and a step breaks at each script
+    entry: a transfer that starts between two steps is metered from its start, not from the next step (at
+    S = 8, 5 ms of idle power at the start of a 0.25 s window is 2 % of its energy; beside a loaded machine's
+    late pins that once took the S = 8 energy past what its edges announce)."""
+    profile = default_profile(lte=RadioPower(active_mw=1000.0, mw_per_mbit=0.0))   # no promotion, no tail
+    dev = Device(profile, script=ScriptRates([]), noise_ma=0.0, noise_mv=0.0)
+    start = dev.t + 1.0
+    end = start + 0.25
+    dev.script = ScriptRates([[start + dev.wall_offset, {"lte": 10.0}], [end + dev.wall_offset, {}]])
+    dev.tick(start - 0.6 * SCRIPT_STEP_S)         # the device's last step before the start: it starts between two
+    e0 = dev.energy_j(start)                      # idle power held up to the start
+    dev.tick(end)
+    e1 = dev.energy_j(end)
+    # (wall times near 1.8e9 s carry about 2e-7 s of rounding; a missed step is 2e-3 J here)
+    assert e1 - e0 == pytest.approx((profile.base_w + 1.0) * 0.25, rel=1e-6)
+    dev.tick(end + 1.0)
+    assert dev.energy_j(end + 1.0) - e1 == pytest.approx(profile.base_w, rel=1e-6)   # idle from the end on
 
 
 def _speedup_transfer_j(tmp_path, s: float, rate_hz: float, late_s: float = 0.0) -> tuple[float, float, tuple, dict]:

@@ -79,6 +79,8 @@ class _Flow:
     queued_sum: int = 0              # summed at each ACK after the warm-up (the link is busy: even in time)
     queued_n: int = 0
     backoff_at: float = math.inf     # wVegas: plant one backoff at the first round end from then (an experiment)
+    #: wVegas: each congestion-avoidance round end as the rule saw it: (time, diff, mean RTT - base RTT in us)
+    rounds: list[tuple[float, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +95,16 @@ class SimResult:
     seconds: float
     queued: list[float] = field(default_factory=list)     # mean packets in the FIFO per flow, after the warm-up
     backoffs: list[list[float]] = field(default_factory=list)   # wVegas' backoff times per flow
+    rounds: list[list[tuple[float, int, int]]] = field(default_factory=list)   # wVegas' CA rounds per flow
+
+    def round_means(self, conn: str) -> tuple[float, float] | None:
+        """wVegas' own view of its backlog after the warm-up, as the rig's round trace gives it: the sum over
+        ``conn``'s subflows of each one's mean diff (packets), and the mean of the rounds' RTT over base (ms)."""
+        mine = [r for s, r in zip(self.specs, self.rounds) if s.conn == conn and r]
+        if not mine:
+            return None
+        return (sum(sum(d for _, d, _ in r) / len(r) for r in mine),
+                sum(q for r in mine for _, _, q in r) / sum(len(r) for r in mine) / 1000)
 
     def backlog(self, conn: str) -> float:
         return sum(q for s, q in zip(self.specs, self.queued) if s.conn == conn)
@@ -138,6 +150,9 @@ def _delay_based_ack(flows: list[_Flow], f: _Flow, now: float, sent: float) -> N
         f.backoff_at, w.cwnd, f.wv.queue_delay = math.inf, max(2, w.cwnd // 2), 0
     sfs, me = _sfs(flows, f)
     before, in_ca = w.cwnd, w.cwnd >= w.ssthresh
+    if in_ca and f.wv.cnt_rtt > 2:
+        rtt = f.wv.sampled_rtt // f.wv.cnt_rtt
+        f.rounds.append((now, ref.wvegas_diff(w.cwnd, f.wv.base_rtt, rtt), rtt - f.wv.base_rtt))
     ref.wvegas_round(w, f.wv, sfs, me, 1)
     if in_ca and w.cwnd < before - 1:     # the ±1 rule moves one packet: anything more is the backoff
         f.backoffs.append(now)
@@ -348,7 +363,8 @@ def _result(specs: list[FlowSpec], flows: list[_Flow], drops: int, overflows: li
     return SimResult(list(specs), [f.delivered for f in flows], [f.events for f in flows], drops,
                      [t for t in overflows if t >= warmup_s], seconds - warmup_s,
                      [f.queued_sum / max(f.queued_n, 1) for f in flows],
-                     [[t for t in f.backoffs if t >= warmup_s] for f in flows])
+                     [[t for t in f.backoffs if t >= warmup_s] for f in flows],
+                     [[r for r in f.rounds if r[0] >= warmup_s] for f in flows])
 
 
 def synchronisation(result: SimResult, conn: str, other: str, window_s: float) -> float:
