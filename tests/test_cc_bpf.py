@@ -422,8 +422,17 @@ def _check_base_rtt(who: str, rounds: list[dict], round_rtt: str) -> None:
 
 
 def _check_vegas_rounds(rounds: list[dict], seconds: float) -> None:
-    """mplab_vegas' trace of one Vegas flow at a 40.6 ms path (see the test above)."""
-    assert {r["port"] for r in rounds} and len({r["port"] for r in rounds}) == 1, "one Vegas socket, one port"
+    """mplab_vegas' trace of one Vegas flow at a 40.6 ms path (see the test above). The receiving client's
+    data socket runs Vegas too (iperf3's -C sets both ends) and may end a round on the ACK of the 37-byte
+    cookie it sends (seen once in 30 loaded runs); it sends nothing else, so it writes no more than that."""
+    socks: dict[tuple[int, int], list[dict]] = {}
+    for r in rounds:
+        socks.setdefault((r["port"], r["dport"]), []).append(r)
+    assert socks, "no Vegas round ends"
+    flow = max(socks, key=lambda k: len(socks[k]))
+    others = {k: len(v) for k, v in socks.items() if k != flow}
+    assert all(n <= 2 for n in others.values()), f"one Vegas flow, not {len(socks)}: {others}"
+    rounds = socks[flow]
     # one round per RTT (40.6 ms idle, up to 65 ms with the queue the test allows): at least one per 80 ms
     assert len(rounds) >= seconds / 0.08, f"{len(rounds)} round ends in {seconds} s"
     _check_base_rtt("the Vegas flow", rounds, "min_rtt")
