@@ -405,7 +405,8 @@ def backlog_cells(paths: list[Path]) -> str:
     """Per cell: the ratio's median (range), the median queued packets per side, the TCP flow's RTT range."""
     cells: dict[tuple, list[dict]] = {}
     for r in recorded(paths):
-        cells.setdefault((r["delay_ms"], r["bdp"], competitor_label(r), r["algorithm"]), []).append(r)
+        cells.setdefault((r["delay_ms"], r["bdp"], competitor_label(r), r["algorithm"], r.get("speedup", 1)),
+                         []).append(r)
     rows = ["| delay (ms each way) | buffer (BDP) | competitor | MPTCP | MPTCP/TCP median (range) | queued packets, "
             "MPTCP / TCP (median) | TCP flow's RTT (ms) | runs |", "|---|---|---|---|---|---|---|---|"]
     for key in sorted(cells):
@@ -415,8 +416,8 @@ def backlog_cells(paths: list[Path]) -> str:
         rtts = sorted(r["flows"]["tcp"]["rtt_ms"] for r in runs if "tcp" in (r.get("flows") or {}))
         q = f"{statistics.median(a for a, _ in qs):.1f} / {statistics.median(b for _, b in qs):.1f}" if qs else "-"
         rt = f"{rtts[0]:.0f}-{rtts[-1]:.0f}" if rtts else "-"
-        d, bdp, comp, algo = key
-        rows.append(f"| {d:g} | {bdp:g} | {comp} | {algo} | {statistics.median(ratios):.2f} "
+        d, bdp, comp, algo, s = key
+        rows.append(f"| {d:g}{f' (S {s:g})' if s != 1 else ''} | {bdp:g} | {comp} | {algo} | {statistics.median(ratios):.2f} "
                     f"({ratios[0]:.2f}-{ratios[-1]:.2f}) | {q} | {rt} | {len(runs)} |")
     return "\n".join(rows)
 
