@@ -40,13 +40,16 @@ def _allowed() -> list[str]:
     return ROOT.read_text(f"/proc/sys/{ALLOWED_CC.replace('.', '/')}").split()
 
 
-def _wait_map_empty(algorithm: str, timeout_s: float = 30.0) -> int | None:
-    """Entries left in the coupling map once sockets have had ``timeout_s`` to close.
+def _wait_map_empty(algorithm: str, timeout_s: float = 120.0) -> int | None:
+    """Entries left in the coupling map once sockets have had ``timeout_s`` to close (returns as soon as
+    the map is empty, which is at once in almost every run).
 
-    A subflow frees its entry in .release, when the kernel destroys its socket; sockets that outlive
-    their processes (closing, TIME_WAIT) go when the namespace is dismantled, which the kernel does
-    after `ip netns del` returns, in a work queue. Loaded (two busy loops beside the suite) that took more
-    than 10 s once: 2 entries were left at 10 s. A leak stays for good; 30 s tells the two apart."""
+    A subflow frees its entry in .release, when the kernel destroys its socket. A socket its process
+    closed lives on as an orphan until its FIN is answered: torn down mid-exchange (the rig deletes its
+    namespaces right after iperf3 exits), it retransmits the FIN into a dismantled namespace until its
+    orphan retries run out (8 by default, about 100 s of backoff) or FIN_WAIT2 times out (60 s). Loaded,
+    2 entries were left at 10 s once; on a quiet machine, 2 at 30 s once. A leak stays for good; 120 s
+    outlasts every orphan timer and tells the two apart."""
     deadline = time.monotonic() + timeout_s
     while True:
         n = bpfcc.conn_entries(ROOT, algorithm)
