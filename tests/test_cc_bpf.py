@@ -45,11 +45,11 @@ def _wait_map_empty(algorithm: str, timeout_s: float = 120.0) -> int | None:
     the map is empty, which is at once in almost every run).
 
     A subflow frees its entry in .release, when the kernel destroys its socket. A socket its process
-    closed lives on as an orphan until its FIN is answered: torn down mid-exchange (the rig deletes its
-    namespaces right after iperf3 exits), it retransmits the FIN into a dismantled namespace until its
-    orphan retries run out (8 by default, about 100 s of backoff) or FIN_WAIT2 times out (60 s). Loaded,
-    2 entries were left at 10 s once; on a quiet machine, 2 at 30 s once. A leak stays for good; 120 s
-    outlasts every orphan timer and tells the two apart."""
+    closed lives on as an orphan until its FIN is answered; the likely case here (not traced) is one torn
+    down mid-exchange (the rig deletes its namespaces right after iperf3 exits), which retransmits its FIN
+    into a dismantled namespace until its orphan retries run out (8 by default, about 100 s of backoff)
+    or FIN_WAIT2 times out (60 s). Loaded, 2 entries were left at 10 s once; on a quiet machine, 2 at
+    30 s once. A leak stays for good; 120 s outlasts those timers and tells the two apart."""
     deadline = time.monotonic() + timeout_s
     while True:
         n = bpfcc.conn_entries(ROOT, algorithm)
