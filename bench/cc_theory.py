@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 
 from harness.cc import oracle, resolve
-from harness.cc.bpfcc import (BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, object_digest, vegas_rounds,
-                              wvegas_rounds)
+from harness.cc.bpfcc import (BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, by_socket, object_digest,
+                              vegas_rounds, wvegas_rounds)
 from rigs.bottleneck import Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
@@ -288,8 +288,7 @@ def wvegas_view(rec: dict) -> list[dict]:
     rows = _late_rows(rec, "wvegas_rounds")
     med = statistics.median
     out = []
-    for sock in sorted({(r["port"], r["dport"]) for r in rows}):
-        mine = [r for r in rows if (r["port"], r["dport"]) == sock]
+    for _, mine in sorted(by_socket(rows).items()):
         ruled = [r for r in mine if r["kind"] == "wvegas" and r["rtt"]]
         if len(ruled) < max(10, len(mine) / 2):
             continue    # an iperf3 control connection (the namespace's default is the algorithm too)

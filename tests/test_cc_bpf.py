@@ -428,9 +428,7 @@ def _check_vegas_rounds(rounds: list[dict], seconds: float) -> None:
     """mplab_vegas' trace of one Vegas flow at a 40.6 ms path (see the test above). The receiving client's
     data socket runs Vegas too (iperf3's -C sets both ends) and may end a round on the ACK of the 37-byte
     cookie it sends (seen once in 30 loaded runs); it sends nothing else, so it writes no more than that."""
-    socks: dict[tuple[int, int], list[dict]] = {}
-    for r in rounds:
-        socks.setdefault((r["port"], r["dport"]), []).append(r)
+    socks = bpfcc.by_socket(rounds)
     assert socks, "no Vegas round ends"
     flow = max(socks, key=lambda k: len(socks[k]))
     others = {k: len(v) for k, v in socks.items() if k != flow}
@@ -458,9 +456,7 @@ def _check_vegas_rounds(rounds: list[dict], seconds: float) -> None:
 def _check_wvegas_rounds(rounds: list[dict], seconds: float) -> None:
     """mplab_wvegas' trace of one two-subflow connection at a 40.6 ms path (see the test above). The
     namespace's default is wVegas too, so iperf3's control connections write (idle) rounds beside the data's."""
-    socks: dict[tuple[int, int], list[dict]] = {}
-    for r in rounds:
-        socks.setdefault((r["port"], r["dport"]), []).append(r)
+    socks = bpfcc.by_socket(rounds)
     data = {k: v for k, v in socks.items() if sum(r["kind"] == "wvegas" for r in v) >= 50}
     assert len(data) == 2 and {v[-1]["slot"] for v in data.values()} == {0, 1}, \
         f"two data subflows in slots 0, 1: {[(k, len(v), v[-1]['slot']) for k, v in socks.items()]}"

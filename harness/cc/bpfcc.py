@@ -344,6 +344,15 @@ def trace_rounds(host: Host, ring: str, since_ns: int = 0) -> list[dict]:
     return sorted(out, key=lambda r: (r["t_ns"], r["seq"]))
 
 
+def by_socket(rounds: list[dict]) -> dict[tuple[int, int], list[dict]]:
+    """A trace's round ends per socket, (local port, peer port), each in the trace's order (a server's
+    subflows share the local port; the peer port tells them apart)."""
+    out: dict[tuple[int, int], list[dict]] = {}
+    for r in rounds:
+        out.setdefault((r["port"], r["dport"]), []).append(r)
+    return out
+
+
 def vegas_rounds(host: Host, since_ns: int = 0) -> list[dict]:
     """mplab_vegas' round ends (trace_rounds): per round the socket's port, ``kind``, base and minimum RTT
     and the sample count as the algorithm held them, the smoothed RTT, packets out, and the window before

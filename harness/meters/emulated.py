@@ -180,14 +180,15 @@ class Device:
             return
         assert self.script is not None
         while self.t < now - 1e-9:
-            t1, rates = min(now, self.t + SCRIPT_STEP_S), None
+            t1 = min(now, self.t + SCRIPT_STEP_S)
+            wall1 = t1 + self.wall_offset
             # A step breaks at the script's next entry, so the power changes exactly when the script does
             # (not up to a step later: at S = 8, 5 ms is 2 % of a 0.25 s window).
             change = self.script.next_after(self.t + self.wall_offset)
             if change is not None and self.t < change - self.wall_offset < t1:
-                t1, rates = change - self.wall_offset, self.script.at(change)
+                t1, wall1 = change - self.wall_offset, change
             self._integrate_to(t1)
-            self.watts = self.model.power_w(t1, rates if rates is not None else self._script_rates(t1))
+            self.watts = self.model.power_w(t1, self.script.at(wall1))
 
     def skip_tail(self, now: float) -> dict[str, float]:
         """Bring the model to ``now`` (monotonic), then drop what its tail still holds: the skipped part."""
