@@ -17,7 +17,7 @@ UV_RUN = $(UV) run --frozen $(if $(wildcard $(LAB_MARKER)),--no-group train --no
 APT_PACKAGES := iperf3 mptcpize iproute2 nftables ethtool procps kmod git \
                 clang llvm libbpf-dev bpftool \
                 openssh-server openssh-client ser2net python3 python3-pip iputils-ping chromium \
-                openvswitch-common openvswitch-switch hostapd wpasupplicant
+                openvswitch-common openvswitch-switch hostapd wpasupplicant tcpdump
 
 # The newest campaign of $(SCENARIO) (ids end in a sortable time stamp), its dataset and model.
 # Campaign ids are <scenario>-<UTC time>: the digit keeps runs/quick-* from matching quick-physics or quick-setup2.

@@ -74,6 +74,8 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     # test and bench rigs, remote meters
     _t("sshd", "openssh-server", "the SSH test rig (a real OpenSSH server in a namespace)"),
     _t("ssh-keygen", "openssh-client", "keys of the SSH test rig"),
+    _t("tcpdump", "tcpdump", "packets on both sides of the shared-bottleneck FIFO: where drops fall "
+                             "(bench/cc_bursts.py)", required=False),
     _t("ser2net", "ser2net", "meters shared over the network (rfc2217/raw TCP)", required=False),
     _t("hostapd", "hostapd", "the lab APs; here: parses every rendered hostapd.conf (wifi.realcheck)"),
     _t("wpa_supplicant", "wpasupplicant", "lab receivers' WiFi; here: parses every rendered supplicant config"),

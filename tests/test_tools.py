@@ -19,8 +19,8 @@ import pytest
 from harness.tools import TOOLS, local_packages, missing_from
 
 REPO = Path(__file__).resolve().parent.parent
-#: Where the code builds argv lists: the library, the CLI, the benches and the test rigs.
-SOURCES = ("harness", "lte", "wifi", "training", "controller", "mplab", "bench", "tests")
+#: Where the code builds argv lists: the library, the CLI, the benches, the test rigs (rigs/) and the tests.
+SOURCES = ("harness", "lte", "wifi", "training", "controller", "mplab", "bench", "rigs", "tests")
 #: Names in argv lists of tests that are deliberately not programs, or are the test's own subject.
 NOT_PROGRAMS = {
     "definitely-not-a-program-xyz": "tests that a missing program is reported",

@@ -1,0 +1,186 @@
+"""Where a drop-tail FIFO's drops fall: packets captured on both sides of the shared bottleneck.
+
+tcpdump in the bottleneck's namespace records every data packet from the sender as it arrives (``b0``,
+inbound) and as it leaves (``b1``, outbound: the kernel's packet tap runs after the qdisc has dequeued it),
+with kernel timestamps on one clock. A packet seen arriving and never leaving within the FIFO's longest
+sojourn was dropped by it.
+
+Per flow (the TCP flow, subflow 1, subflow 2 of rigs/bottleneck.py) this gives packets, drops, loss events
+(a flow's drops within one round trip count once, as TCP reacts to them once) and how the flow's packets
+reach the FIFO: in *trains* of back-to-back packets, a train ending where the gap to the flow's next packet
+is at least half a packet's time at the bottleneck's rate. An ACK-clocked flow at a full link sends a train
+per ACK (2 packets with delayed ACKs, a few more while its window grows); a sender that delivers a
+window's worth in one go sends long trains, and a drop-tail FIFO drops the tail of a long train first. The
+mean train length *a drop fell in*, beside the mean train length *a packet is in*, says whether drops
+select the long trains.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pathlib import Path
+
+from harness.hosts.local import BackgroundProcess, NamespaceHost
+from harness.hosts.ready import wait_until
+
+#: Data packets only (pure ACKs and the iperf3 control connection's small writes are shorter).
+DATA_FILTER = "tcp and src host {src} and greater 200"
+
+#: One tcpdump text line (``-tt -n -S``) of a data segment: time, source, destination, sequence range.
+_LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+): "
+                   r"Flags \[[^\]]*\], seq (\d+):(\d+)")
+_KERNEL_DROPS = re.compile(r"(\d+) packets? dropped by kernel")
+
+
+@dataclass(frozen=True)
+class Packet:
+    t: float
+    flow: str
+    seq: int
+    end: int
+
+
+def capture_argv(dev: str, direction: str, path: str, src: str) -> list[str]:
+    """tcpdump writing ``dev``'s data packets from ``src`` in one ``direction`` (in, out) to ``path``."""
+    return ["tcpdump", "-i", dev, "-Q", direction, "-n", "-s", "128", "-B", "16384", "-U", "-w", path,
+            DATA_FILTER.format(src=src)]
+
+
+def read_argv(path: str) -> list[str]:
+    """tcpdump printing a capture file: epoch times, numeric addresses, absolute sequence numbers."""
+    return ["tcpdump", "-r", path, "-tt", "-n", "-S"]
+
+
+def kernel_drops(stderr: str) -> int | None:
+    """The packets tcpdump says the kernel dropped before it saw them (a capture that lost packets)."""
+    m = _KERNEL_DROPS.search(stderr)
+    return int(m.group(1)) if m else None
+
+
+def parse(text: str, flow_of) -> list[Packet]:
+    """The data segments of tcpdump's text output, each named by ``flow_of(src_port, dst_addr)`` (None: not ours)."""
+    out = []
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if not m:
+            continue
+        flow = flow_of(int(m.group(3)), m.group(4))
+        if flow is None:
+            continue
+        out.append(Packet(float(m.group(1)), flow, int(m.group(6)), int(m.group(7))))
+    return out
+
+
+def dropped(arrivals: Sequence[Packet], departures: Iterable[Packet], max_sojourn_s: float) -> list[bool]:
+    """For each arrival (in time order), whether it never left: no departure of the same segment (flow,
+    sequence range) within ``max_sojourn_s`` after it that an earlier arrival had not already claimed.
+    A retransmitted segment arrives twice and leaves once: the first arrival is the one dropped."""
+    left: dict[tuple, list[float]] = defaultdict(list)
+    for p in departures:
+        left[(p.flow, p.seq, p.end)].append(p.t)
+    for times in left.values():
+        times.sort()
+    used: dict[tuple, int] = defaultdict(int)
+    out = []
+    for p in arrivals:
+        key = (p.flow, p.seq, p.end)
+        times, i = left.get(key, []), used[key]
+        # A departure before this arrival belongs to nothing later either: skip past it.
+        while i < len(times) and times[i] < p.t:
+            i += 1
+        if i < len(times) and times[i] <= p.t + max_sojourn_s:
+            used[key] = i + 1
+            out.append(False)
+        else:
+            used[key] = i
+            out.append(True)
+    return out
+
+
+def trains(times: Sequence[float], gap_s: float) -> list[int]:
+    """For each of one flow's arrival times (sorted), the length of the train it is in (gaps < ``gap_s``)."""
+    lengths: list[int] = []
+    start = 0
+    for i in range(1, len(times) + 1):
+        if i == len(times) or times[i] - times[i - 1] >= gap_s:
+            lengths += [i - start] * (i - start)
+            start = i
+    return lengths
+
+
+def loss_events(drop_times: Sequence[float], rtt_s: float) -> int:
+    """Drops of one flow grouped into congestion events: a drop more than one RTT after the event's first starts one."""
+    events, start = 0, None
+    for t in sorted(drop_times):
+        if start is None or t - start > rtt_s:
+            events, start = events + 1, t
+    return events
+
+
+def percentile(xs: Sequence[int], q: float) -> float:
+    s = sorted(xs)
+    return float(s[min(len(s) - 1, int(q * len(s)))]) if s else 0.0
+
+
+def flow_report(arrivals: Sequence[Packet], drops: Sequence[bool], gap_s: float, rtt_s: float,
+                since: float = 0.0) -> dict[str, dict]:
+    """Per flow, over the arrivals at or after ``since``: packets, drops, loss events, their rates per packet,
+    trains (mean over packets, 95th percentile), and the mean train a drop fell in."""
+    by_flow: dict[str, list[tuple[Packet, bool]]] = defaultdict(list)
+    for p, d in zip(arrivals, drops):
+        by_flow[p.flow].append((p, d))
+    out = {}
+    for flow, rows in sorted(by_flow.items()):
+        rows.sort(key=lambda r: r[0].t)
+        lengths = trains([p.t for p, _ in rows], gap_s)
+        kept = [(p, d, n) for (p, d), n in zip(rows, lengths) if p.t >= since]
+        if not kept:
+            continue
+        n = len(kept)
+        drop_trains = [ln for _, d, ln in kept if d]
+        events = loss_events([p.t for p, d, _ in kept if d], rtt_s)
+        out[flow] = {
+            "packets": n,
+            "drops": len(drop_trains),
+            "drops_per_packet": len(drop_trains) / n,
+            "loss_events": events,
+            "events_per_1k_packets": 1000 * events / n,
+            "train_mean": sum(ln for _, _, ln in kept) / n,
+            "train_p95": percentile([ln for _, _, ln in kept], 0.95),
+            "train_of_drops_mean": sum(drop_trains) / len(drop_trains) if drop_trains else None,
+        }
+    return out
+
+
+class Capture:
+    """Two tcpdumps in ``host``'s namespace: data from ``src`` arriving on ``dev_in`` and leaving by ``dev_out``."""
+
+    def __init__(self, host: NamespaceHost, dev_in: str, dev_out: str, src: str, directory: str) -> None:
+        self.host = host
+        self.paths = {"in": f"{directory}/arrive.pcap", "out": f"{directory}/leave.pcap"}
+        self._argv = {"in": capture_argv(dev_in, "in", self.paths["in"], src),
+                      "out": capture_argv(dev_out, "out", self.paths["out"], src)}
+        self._procs: dict[str, BackgroundProcess] = {}
+        #: Packets each tcpdump said the kernel dropped (None: it did not say).
+        self.kernel_drops: dict[str, int | None] = {}
+
+    def __enter__(self) -> Capture:
+        for side, argv in self._argv.items():
+            self._procs[side] = self.host.start(argv, label=f"tcpdump-{side}")
+            # tcpdump opens its file once the capture is active: before that, packets would go unseen.
+            wait_until(lambda path=self.paths[side]: Path(path).exists(), 10, f"tcpdump on {argv[2]} ({side})",
+                       proc=self._procs[side])
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for side, p in self._procs.items():
+            res = p.stop(grace_s=5.0)
+            self.kernel_drops[side] = kernel_drops(res.stderr or "")
+        self._procs = {}
+
+    def read(self, side: str, flow_of) -> list[Packet]:
+        res = self.host.run(read_argv(self.paths[side]), check=False)
+        return sorted(parse(res.stdout, flow_of), key=lambda p: p.t)

@@ -1,0 +1,93 @@
+"""rigs/capture.py's accounting of a two-sided capture: which arrivals a FIFO dropped, trains, loss events.
+
+No root: the lines are tcpdump 4.99's own text for MPTCP data segments (captured on this machine), and the
+packet sequences are built so that a wrong pairing, an off-by-one train boundary or an ungrouped loss event
+gives a different number.
+"""
+from __future__ import annotations
+
+import pytest
+
+from rigs.capture import Packet, capture_argv, dropped, flow_report, kernel_drops, loss_events, parse, trains
+
+LINES = """\
+1795738675.249117 IP 10.77.0.1.5301 > 10.77.1.2.57112: Flags [.], seq 1045888318:1045889766, ack 3945904798, \
+win 64, options [nop,nop,TS val 3254249549 ecr 4072095809,mptcp 26 dss ack 17787990024430318711 seq \
+4935666301476966304 subseq 1 len 1448,nop,nop], length 1448
+1795738675.249125 IP 10.77.0.1.5301 > 10.77.2.2.40000: Flags [P.], seq 77:1525, ack 1, win 64, options \
+[nop,nop,TS val 3254249549 ecr 4072095809,mptcp 26 dss ack 1 seq 9 subseq 2 len 1448,nop,nop], length 1448
+1795738675.226923 IP 10.77.0.1.5301 > 10.77.1.2.57096: Flags [S.], seq 2215899542, ack 3828456002, win 65483, \
+options [mss 65495,sackOK,TS val 1972353613 ecr 3860326233,nop,wscale 10,mptcp 12 capable v1], length 0
+1795738675.251757 IP 10.77.0.1.5302 > 10.77.1.2.41000: Flags [.], seq 10:1458, ack 1, win 64, length 1448
+1795738675.251800 IP 10.77.0.1.22 > 10.77.1.2.41001: Flags [.], seq 10:1458, ack 1, win 64, length 1448
+"""
+
+
+def flow_of(port: int, dst: str) -> str | None:
+    if port == 5302:
+        return "tcp"
+    if port == 5301:
+        return "sf1" if dst.startswith("10.77.1.") else "sf2"
+    return None
+
+
+def test_parse_takes_the_tcp_sequence_range_not_the_mptcp_options_and_skips_what_is_not_ours():
+    pkts = parse(LINES, flow_of)
+    # The SYN-ACK has no range; port 22 is not a flow of the rig.
+    assert pkts == [Packet(1795738675.249117, "sf1", 1045888318, 1045889766),
+                    Packet(1795738675.249125, "sf2", 77, 1525),
+                    Packet(1795738675.251757, "tcp", 10, 1458)]
+
+
+def test_a_retransmitted_segment_counts_its_first_arrival_as_the_drop():
+    a = [Packet(1.0, "tcp", 0, 1448), Packet(1.001, "tcp", 1448, 2896), Packet(1.5, "tcp", 0, 1448)]
+    d = [Packet(1.01, "tcp", 1448, 2896), Packet(1.52, "tcp", 0, 1448)]
+    assert dropped(a, d, max_sojourn_s=0.2) == [True, False, False]
+
+
+def test_a_departure_before_an_arrival_or_after_the_longest_sojourn_is_not_its():
+    a = [Packet(2.0, "sf1", 0, 1448), Packet(3.0, "sf2", 0, 1448)]
+    d = [Packet(1.9, "sf1", 0, 1448), Packet(3.3, "sf2", 0, 1448)]
+    assert dropped(a, d, max_sojourn_s=0.2) == [True, True]
+    # Same sequence range on another flow is another segment.
+    assert dropped([Packet(1.0, "sf1", 0, 1448)], [Packet(1.01, "sf2", 0, 1448)], 0.2) == [True]
+
+
+def test_trains_break_at_the_gap_and_every_packet_carries_its_trains_length():
+    # Binary fractions of a second, so the gaps are exact: 1/4096 s apart, then 1/1024 s apart.
+    times = [0, 1 / 4096, 2 / 4096, 4 / 1024, 5 / 1024, 6 / 1024, 7 / 1024, 1.0]
+    # Gap 1/1024 s: the first three are one train; the next four are 1/1024 s apart, at the gap: trains of one.
+    assert trains(times, gap_s=1 / 1024) == [3, 3, 3, 1, 1, 1, 1, 1]
+    assert trains(times, gap_s=1.1 / 1024) == [3, 3, 3, 4, 4, 4, 4, 1]
+    assert trains([], 0.001) == []
+
+
+def test_drops_within_one_rtt_of_an_events_first_drop_are_one_event():
+    assert loss_events([1.0, 1.02, 1.039, 1.5, 1.51, 3.0], rtt_s=0.04) == 3
+    assert loss_events([1.0, 1.03, 1.06, 1.09], rtt_s=0.04) == 2   # measured from the event's first drop
+    assert loss_events([], rtt_s=0.04) == 0
+
+
+def test_flow_report_says_which_trains_the_drops_fell_in():
+    # sf1 sends a train of 10 and loses its last 3; tcp sends 5 pairs 1 ms apart and loses one packet.
+    a = [Packet(1.0 + i * 1e-5, "sf1", i * 1448, (i + 1) * 1448) for i in range(10)]
+    a += [Packet(1.0 + k * 1e-3 + j * 1e-5, "tcp", (2 * k + j) * 1448, (2 * k + j + 1) * 1448)
+          for k in range(5) for j in range(2)]
+    drops = [i >= 7 for i in range(10)] + [k == 6 for k in range(10)]
+    rep = flow_report(a, drops, gap_s=0.0003, rtt_s=0.04)
+    assert rep["sf1"] == pytest.approx({"packets": 10, "drops": 3, "drops_per_packet": 0.3, "loss_events": 1,
+                                        "events_per_1k_packets": 100.0, "train_mean": 10.0, "train_p95": 10.0,
+                                        "train_of_drops_mean": 10.0})
+    assert rep["tcp"]["train_mean"] == 2.0 and rep["tcp"]["train_of_drops_mean"] == 2.0
+    assert rep["tcp"]["drops"] == 1
+    # The warm-up is left out after the trains are cut: a train that straddles it keeps its length.
+    late = flow_report(a, drops, gap_s=0.0003, rtt_s=0.04, since=1.00005)
+    assert late["sf1"]["packets"] == 5 and late["sf1"]["train_mean"] == 10.0
+
+
+def test_capture_argv_filters_data_from_the_sender_in_one_direction():
+    argv = capture_argv("b0", "in", "/tmp/x.pcap", "10.77.0.1")
+    assert argv[:5] == ["tcpdump", "-i", "b0", "-Q", "in"]
+    assert argv[-1] == "tcp and src host 10.77.0.1 and greater 200"
+    assert kernel_drops("63 packets captured\n126 packets received by filter\n7 packets dropped by kernel") == 7
+    assert kernel_drops("tcpdump: no summary") is None
