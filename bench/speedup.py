@@ -44,7 +44,7 @@ from harness.campaign.plan import plan_campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
 from harness.config.scenario import Scenario, load_scenario
-from harness.errors import ConfigError
+from harness.errors import ConfigError, Interrupted
 from harness.upkeep.clean import clean_prefix
 
 from harness.emulation.speedup import highest_holding
@@ -223,4 +223,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Interrupted as e:   # SIGTERM/SIGHUP: the campaign under way has torn its testbeds down
+        print(f"speedup: {e}; nothing written to --out", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        print("speedup: interrupted by Ctrl-C; nothing written to --out", file=sys.stderr)
+        sys.exit(130)
