@@ -524,10 +524,10 @@ class Runner:
             o.flags += _speedup_lag(self.testbed.speedup, o)
             buf = io.StringIO()
             w = csv.writer(buf)
-            w.writerow(["wall_s", "mono_s", "volts", "amps", "watts", "counter_wh", "device_watts"])
+            w.writerow(["wall_s", "mono_s", "volts", "amps", "watts", "counter_wh", "device_watts", "polled_wall_s"])
             for r in self.recorder.trace(rx, w0 - 1.0, w1 + 1.0):
                 w.writerow([f"{r.wall_s:.6f}", f"{r.mono_s:.6f}", r.volts, r.amps, f"{r.watts:.6f}", r.counter_wh,
-                            r.device_watts])
+                            r.device_watts, "" if r.polled_wall_s is None else f"{r.polled_wall_s:.6f}"])
             (adir / f"meter-{rx}.csv").write_text(buf.getvalue())
 
     def _skip_tails(self, receivers: list[str]) -> dict[str, TailSkip]:

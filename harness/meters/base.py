@@ -21,6 +21,15 @@ class Reading:
     counter_wh: float | None = None
     #: The power the device itself reports (UM: its 1 mW field), when it differs from ``watts`` (W).
     device_watts: float | None = None
+    #: Wall time the poll that got this reading went out (polled meters). The device measured at some moment
+    #: between it and ``wall_s``, the receipt: on a busy machine either side can wait milliseconds to be
+    #: scheduled. None: a reading the meter pushed, timed by its receipt alone.
+    polled_wall_s: float | None = None
+
+    @property
+    def time_unsure_s(self) -> float:
+        """How long before its time stamp (``wall_s``) the device may have measured: the poll's round trip."""
+        return 0.0 if self.polled_wall_s is None else max(0.0, self.wall_s - self.polled_wall_s)
 
 
 class Meter(ABC):

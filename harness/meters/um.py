@@ -231,6 +231,7 @@ class UMMeter(Meter):
 
         if self._ser is None:
             raise MeterError(f"{self.kind} at {self.port}: not open")
+        polled = time.time()   # a re-poll after a bad frame goes out later: the bound stays a bound
         try:
             buf = read_frame(self._ser, self.model, self.timeout_s, self.stats)
         except (OSError, termios.error, serial.SerialException) as exc:  # the port vanished (pty closed, socket reset)
@@ -241,7 +242,7 @@ class UMMeter(Meter):
         fr = decode_frame(buf, self.model)
         watts = fr.volts * fr.amps if self.model.host_power else fr.watts
         return Reading(mono, wall, fr.volts, fr.amps, watts, counter_wh=fr.groups[fr.group][1],
-                       device_watts=fr.watts)
+                       device_watts=fr.watts, polled_wall_s=polled)
 
     def close(self) -> None:
         close_serial(self._ser)
