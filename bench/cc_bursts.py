@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from harness.cc import resolve
-from rigs.bottleneck import MPTCP_PORT, SERVER, TCP_PORT, SharedBottleneck
-from rigs.capture import Capture, dropped, flow_report
+from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBottleneck
+from rigs.capture import Capture, dropped, episode_shares, episodes, flow_report
 
 PREFIX = "mplab-bench-bur-"
 MSS_WIRE = 1514
@@ -35,6 +35,8 @@ def flow_of(port: int, dst: str) -> str | None:
         return "tcp"
     if port == MPTCP_PORT:
         return "sf1" if dst.startswith("10.77.1.") else "sf2"
+    if port in PATH_PORTS:
+        return f"path{PATH_PORTS.index(port) + 1}"
     return None
 
 
@@ -52,18 +54,29 @@ def run(args, log) -> None:
             for cc in (algos if rnd % 2 == 0 else algos[::-1]):
                 with tempfile.TemporaryDirectory(prefix="mplab-bursts-") as tmp:
                     with Capture(bn.bn, "b0", "b1", SERVER, tmp) as cap:
-                        c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp)
+                        if args.single_path:
+                            c = bn.compete_single_path(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
+                                                       tcp_lead_s=args.tcp_lead)
+                        else:
+                            c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
+                                           tcp_lead_s=args.tcp_lead)
                     arrivals, departures = cap.read("in", flow_of), cap.read("out", flow_of)
                 if not arrivals:
                     sys.exit("cc_bursts: the capture saw no data packets")
                 drops = dropped(arrivals, departures, max_sojourn)
-                flows = flow_report(arrivals, drops, pkt_s / 2, rtt_s + buf * 8 / (args.rate * 1e6),
-                                    since=arrivals[0].t + args.omit)
+                rtt_full = rtt_s + buf * 8 / (args.rate * 1e6)   # the round trip through a full FIFO
+                since = arrivals[0].t + args.omit
+                flows = flow_report(arrivals, drops, pkt_s / 2, rtt_full, since=since)
+                eps = episodes(arrivals, drops, rtt_full, since=since)
+                for flow, share in episode_shares(eps, flows).items():
+                    flows[flow].update(share)
                 rec = {"delay_ms": args.delay, "bdp": args.bdp, "buffer_bytes": buf, "rate_mbit": args.rate,
                        "round": rnd, "algorithm": cc.algorithm, "cc_impl": cc.implementation,
+                       "side": "two single-path flows" if args.single_path else "mptcp", "tcp_lead_s": args.tcp_lead,
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
-                       "capture_kernel_drops": cap.kernel_drops, "flows": flows, "time": time.time()}
+                       "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
+                       "episode_flows": [sorted(e) for e in eps], "time": time.time()}
                 log(rec)
                 print(f"{cc.algorithm} vs {comp.algorithm} round {rnd}: ratio {c.ratio:.2f}", flush=True)
                 print(table([rec]), flush=True)
@@ -71,13 +84,18 @@ def run(args, log) -> None:
 
 def table(recs: list[dict]) -> str:
     lines = ["| algorithm | round | ratio | flow | packets | drops/pkt | events/1k pkts | train (mean) | "
-             "train p95 | train of a drop |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "train p95 | train of a drop | overflow episodes hit (alone) of all | drops per episode hit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         for flow, f in r["flows"].items():
-            tod = f["train_of_drops_mean"]
-            lines.append(f"| {r['algorithm']} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['packets']} | "
+            tod, dpe = f["train_of_drops_mean"], f.get("drops_per_episode_hit")
+            side = "" if r.get("side", "mptcp") == "mptcp" else " (single-path pair)"
+            side += f", TCP {r['tcp_lead_s']:g} s ahead" if r.get("tcp_lead_s") else ""
+            lines.append(f"| {r['algorithm']}{side} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['packets']} | "
                          f"{f['drops_per_packet']:.4f} | {f['events_per_1k_packets']:.2f} | {f['train_mean']:.1f} | "
-                         f"{f['train_p95']:.0f} | {'-' if tod is None else f'{tod:.1f}'} |")
+                         f"{f['train_p95']:.0f} | {'-' if tod is None else f'{tod:.1f}'} | "
+                         f"{f.get('episodes_hit', '-')} ({f.get('episodes_alone', '-')}) of {r.get('episodes', '-')} | "
+                         f"{'-' if dpe is None else f'{dpe:.1f}'} |")
     return "\n".join(lines)
 
 
@@ -91,6 +109,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--duration", type=int, default=30)
     ap.add_argument("--omit", type=int, default=5)
+    ap.add_argument("--single-path", action="store_true",
+                    help="the control: one single-path TCP flow running the algorithm on each path, no MPTCP")
+    ap.add_argument("--tcp-lead", type=float, default=0.0,
+                    help="start the TCP flow this many seconds before the other side (which one got big first)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     args = ap.parse_args()

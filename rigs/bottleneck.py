@@ -48,6 +48,8 @@ from harness.traffic import Iperf3
 
 SERVER = "10.77.0.1"
 MPTCP_PORT, TCP_PORT = 5301, 5302
+#: Servers of ``compete_single_path``'s two path flows (plain TCP), started when it first runs.
+PATH_PORTS = (5303, 5304)
 
 
 def tbf_argv(dev: str, rate_mbit: float, limit_bytes: int) -> list[str]:
@@ -175,6 +177,23 @@ def parse_ss(text: str, t_s: float) -> list[SocketSample]:
     return out
 
 
+def lead_seconds(tcp_lead_s: float) -> int:
+    """A head start iperf3 can measure around: whole seconds (its warm-up and run take whole seconds)."""
+    if tcp_lead_s < 0 or tcp_lead_s != int(tcp_lead_s):
+        raise ValueError(f"tcp_lead_s must be whole seconds >= 0, not {tcp_lead_s}")
+    return int(tcp_lead_s)
+
+
+def release(procs: dict, tcp_lead_s: float) -> None:
+    """Release gated flows together, or the ``tcp`` one ``tcp_lead_s`` seconds before the others."""
+    if tcp_lead_s > 0:
+        procs["tcp"].release()
+        time.sleep(tcp_lead_s)
+    for name, p in procs.items():
+        if not (tcp_lead_s > 0 and name == "tcp"):
+            p.release()
+
+
 class SharedBottleneck:
     """The topology above; a context manager that removes everything it made."""
 
@@ -285,13 +304,16 @@ class SharedBottleneck:
                    poll_s=0.05)
 
     def compete(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3, *,
-                tcp_cc: CongestionControl | None = None, probe: bool = False) -> Competition:
+                tcp_cc: CongestionControl | None = None, probe: bool = False, tcp_lead_s: float = 0.0) -> Competition:
         """MPTCP (2 subflows, ``cc``) and TCP (``tcp_cc``, default ``cc``), started together.
 
         Returns the bytes each received after the warm-up; with ``probe``, the sender's sockets
-        (``ss -ti``) and the MPTCP-level counters every half second.
+        (``ss -ti``) and the MPTCP-level counters every half second. ``tcp_lead_s``: the TCP flow starts that
+        long before the other side, whole seconds, and measures over the same stretch (its warm-up and run
+        that much longer).
         """
         assert self.iperf3 is not None
+        lead = lead_seconds(tcp_lead_s)
         tcp_cc = tcp_cc or cc
         for host in (self.snd, self.rcv):
             # The namespace default covers iperf3's control connections (BBR, this machine's
@@ -300,16 +322,15 @@ class SharedBottleneck:
         procs = {
             "mptcp": self.rcv.start(competing_client_argv(self.iperf3, MPTCP_PORT, duration_s, omit_s,
                                                           cc.sock_name, mptcp=True), gated=True, label="mptcp"),
-            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s, omit_s,
+            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + lead, omit_s + lead,
                                                         tcp_cc.sock_name, mptcp=False), gated=True, label="tcp"),
         }
         before = self._counters() if probe else {}
-        for p in procs.values():
-            p.release()
+        release(procs, tcp_lead_s)
         peak = None
         samples: list[SocketSample] = []
         t0 = time.monotonic()
-        deadline = t0 + duration_s + omit_s + 20
+        deadline = t0 + duration_s + omit_s + lead + 20
         while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
             if cc.algorithm in bpfcc.COUPLED and cc.implementation.startswith("bpf:"):
                 seen = coupled_subflows(self.root, cc.algorithm)
@@ -333,6 +354,49 @@ class SharedBottleneck:
                                    f"({(res.stderr or res.stdout).strip()[-300:]!r})") from None
         return Competition(cc.algorithm, got["mptcp"], got["tcp"], peak, tcp_cc.algorithm,
                            retrans["mptcp"], retrans["tcp"], tuple(samples), moved)
+
+    def compete_single_path(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3, *,
+                            tcp_cc: CongestionControl, tcp_lead_s: float = 0.0) -> Competition:
+        """The control for ``compete``: in place of the MPTCP connection, one single-path TCP flow running
+        ``cc`` on each of its two paths (bound to the receiver's two addresses), against the same TCP flow.
+
+        What the pair gets against the TCP flow is what two independent flows get at this FIFO: the share
+        two uncoupled subflows would have if MPTCP added nothing. ``mptcp_bytes`` is the pair's sum.
+        ``tcp_lead_s`` as in ``compete``.
+        """
+        assert self.iperf3 is not None
+        lead = lead_seconds(tcp_lead_s)
+        if not any(p.label == "iperf3-path" for p in self._servers):
+            self._servers += [self.snd.start(self.iperf3.server_argv(port, mptcp=False), label="iperf3-path")
+                              for port in PATH_PORTS]
+            wait_until(lambda: all(f":{port} " in self.snd.run(["ss", "-Hltn"], check=False).stdout
+                                   for port in PATH_PORTS), 10, f"iperf3 servers on {PATH_PORTS}", poll_s=0.05)
+        for host in (self.snd, self.rcv):
+            host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
+        procs = {
+            "path1": self.rcv.start(competing_client_argv(self.iperf3, PATH_PORTS[0], duration_s, omit_s,
+                                                          cc.sock_name, mptcp=False, bind="10.77.1.2"),
+                                    gated=True, label="path1"),
+            "path2": self.rcv.start(competing_client_argv(self.iperf3, PATH_PORTS[1], duration_s, omit_s,
+                                                          cc.sock_name, mptcp=False, bind="10.77.2.2"),
+                                    gated=True, label="path2"),
+            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + lead, omit_s + lead,
+                                                        tcp_cc.sock_name, mptcp=False), gated=True, label="tcp"),
+        }
+        release(procs, tcp_lead_s)
+        got, retrans = {}, {}
+        for name, p in procs.items():
+            res = p.wait(duration_s + omit_s + lead + 20)
+            try:
+                doc = json.loads(res.stdout)
+                got[name] = int(doc["end"]["sum_received"]["bytes"])
+                retrans[name] = doc["end"].get("sum_sent", {}).get("retransmits")
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise TrafficError(f"{name} flow under {cc.sock_name}: no result "
+                                   f"({(res.stderr or res.stdout).strip()[-300:]!r})") from None
+        pair_retrans = None if None in (retrans["path1"], retrans["path2"]) else retrans["path1"] + retrans["path2"]
+        return Competition(cc.algorithm, got["path1"] + got["path2"], got["tcp"], None, tcp_cc.algorithm,
+                           pair_retrans, retrans["tcp"])
 
     def _counters(self) -> dict[str, int]:
         """Absolute TCP and MPTCP counters of the sender's and receiver's namespaces (nstat, no history file)."""

@@ -120,6 +120,30 @@ def loss_events(drop_times: Sequence[float], rtt_s: float) -> int:
     return events
 
 
+def episodes(arrivals: Sequence[Packet], drops: Sequence[bool], rtt_s: float,
+             since: float = 0.0) -> list[dict[str, int]]:
+    """The FIFO's overflow episodes (drops of any flow within one RTT of the episode's first drop), each as
+    {flow: drops}: whether an overflow hits every flow, as a synchronised drop-tail queue's does, or some."""
+    out: list[dict[str, int]] = []
+    start = None
+    for p in sorted((p for p, d in zip(arrivals, drops) if d and p.t >= since), key=lambda p: p.t):
+        if start is None or p.t - start > rtt_s:
+            out.append({})
+            start = p.t
+        out[-1][p.flow] = out[-1].get(p.flow, 0) + 1
+    return out
+
+
+def episode_shares(eps: list[dict[str, int]], flows: Iterable[str]) -> dict[str, dict]:
+    """Per flow: the episodes it lost packets in, those it alone lost in, and its drops per episode it lost in."""
+    out = {}
+    for f in flows:
+        hit = [e for e in eps if f in e]
+        out[f] = {"episodes_hit": len(hit), "episodes_alone": sum(1 for e in hit if len(e) == 1),
+                  "drops_per_episode_hit": sum(e[f] for e in hit) / len(hit) if hit else None}
+    return out
+
+
 def percentile(xs: Sequence[int], q: float) -> float:
     s = sorted(xs)
     return float(s[min(len(s) - 1, int(q * len(s)))]) if s else 0.0

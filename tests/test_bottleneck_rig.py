@@ -1,6 +1,8 @@
 """The shared-bottleneck rig's pure parts: its qdisc commands and its reading of `ss` (captured output)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rigs.bottleneck import SharedBottleneck, htb_bottleneck_argvs, parse_ss
@@ -62,3 +64,27 @@ def test_a_second_rig_on_a_live_prefix_is_refused_and_the_first_is_left_alone():
     finally:
         root.run(["ip", "netns", "del", f"{prefix}snd"], check=False)
         live.release()
+
+
+def test_a_tcp_head_start_is_whole_seconds_and_releases_the_tcp_flow_first():
+    from rigs.bottleneck import lead_seconds, release
+
+    assert lead_seconds(3) == 3 and lead_seconds(0.0) == 0
+    for bad in (1.5, -1):
+        with pytest.raises(ValueError, match="whole seconds"):
+            lead_seconds(bad)
+    order = []
+
+    class Gated:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def release(self) -> None:
+            order.append((self.name, time.monotonic()))
+
+    procs = {"mptcp": Gated("mptcp"), "tcp": Gated("tcp")}
+    release(procs, 0.2)
+    assert [n for n, _ in order] == ["tcp", "mptcp"] and order[1][1] - order[0][1] >= 0.2
+    order.clear()
+    release(procs, 0.0)
+    assert [n for n, _ in order] == ["mptcp", "tcp"]   # together, in the given order
