@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from harness.cc import resolve
 from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBottleneck
-from rigs.capture import Capture, dropped, episode_shares, episodes, flow_report
+from rigs.capture import Capture, backlog_at_arrivals, backlog_by_flow, dropped, episode_shares, episodes, flow_report
 
 PREFIX = "mplab-bench-bur-"
 MSS_WIRE = 1514
@@ -68,8 +69,14 @@ def run(args, log) -> None:
                 since = arrivals[0].t + args.omit
                 flows = flow_report(arrivals, drops, pkt_s / 2, rtt_full, since=since)
                 eps = episodes(arrivals, drops, rtt_full, since=since)
+                met = backlog_by_flow(arrivals, backlog_at_arrivals(arrivals, drops, departures), buf / MSS_WIRE,
+                                      since=since)
                 for flow, share in episode_shares(eps, flows).items():
                     flows[flow].update(share)
+                    flows[flow].update(met.get(flow, {}))
+                    # When its first data packet reached the FIFO, after the run's first (its head start or lag).
+                    flows[flow]["first_packet_s"] = round(min(p.t for p in arrivals if p.flow == flow)
+                                                          - arrivals[0].t, 4)
                 rec = {"delay_ms": args.delay, "bdp": args.bdp, "buffer_bytes": buf, "rate_mbit": args.rate,
                        "round": rnd, "algorithm": cc.algorithm, "cc_impl": cc.implementation,
                        "side": "two single-path flows" if args.single_path else "mptcp", "tcp_lead_s": args.tcp_lead,
@@ -90,12 +97,40 @@ def table(recs: list[dict]) -> str:
         for flow, f in r["flows"].items():
             tod, dpe = f["train_of_drops_mean"], f.get("drops_per_episode_hit")
             side = "" if r.get("side", "mptcp") == "mptcp" else " (single-path pair)"
-            side += f", TCP {r['tcp_lead_s']:g} s ahead" if r.get("tcp_lead_s") else ""
+            lead = r.get("tcp_lead_s") or 0
+            side += (f", TCP {lead:g} s ahead" if lead > 0 else f", TCP {-lead:g} s behind") if lead else ""
             lines.append(f"| {r['algorithm']}{side} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['packets']} | "
                          f"{f['drops_per_packet']:.4f} | {f['events_per_1k_packets']:.2f} | {f['train_mean']:.1f} | "
                          f"{f['train_p95']:.0f} | {'-' if tod is None else f'{tod:.1f}'} | "
                          f"{f.get('episodes_hit', '-')} ({f.get('episodes_alone', '-')}) of {r.get('episodes', '-')} | "
                          f"{'-' if dpe is None else f'{dpe:.1f}'} |")
+    return "\n".join(lines)
+
+
+def summary(recs: list[dict]) -> str:
+    """Per cell (delay, the MPTCP connection or the single-path pair, the head start): the share's median and
+    range, and per flow the medians of drops per 1000 packets, overflow episodes hit (of all) and drops per
+    episode hit, and when its first packet came."""
+    cells: dict[tuple, list[dict]] = {}
+    for r in recs:
+        cells.setdefault((r["delay_ms"], r.get("side", "mptcp"), r.get("tcp_lead_s") or 0), []).append(r)
+    med = statistics.median
+    lines = ["| delay (ms) | side | TCP head start (s) | share of the TCP flow | per flow: drops per 1000 packets, "
+             "episodes hit of all, drops per episode hit, first packet (s) |", "|---|---|---|---|---|"]
+    for (delay, side, lead), rs in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
+        ratios = [r["ratio"] for r in rs]
+        flows = []
+        for f in rs[0]["flows"]:
+            fs = [r["flows"][f] for r in rs if f in r["flows"]]
+            dpe = [x["drops_per_episode_hit"] for x in fs if x.get("drops_per_episode_hit") is not None]
+            first = [x["first_packet_s"] for x in fs if "first_packet_s" in x]
+            full = [x["met_full"] for x in fs if "met_full" in x]
+            flows.append(f"{f} {1000 * med(x['drops_per_packet'] for x in fs):.2f}, "
+                         f"{med(x['episodes_hit'] for x in fs):g} of {med(r['episodes'] for r in rs):g}, "
+                         f"{med(dpe) if dpe else float('nan'):.1f}" + (f", {med(first):.2f}" if first else "")
+                         + (f", met it 95 % full {100 * med(full):.1f} %" if full else ""))
+        lines.append(f"| {delay:g} | {side} | {lead:g} | {med(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}, "
+                     f"n {len(ratios)}) | {'; '.join(flows)} |")
     return "\n".join(lines)
 
 
@@ -112,10 +147,14 @@ def main() -> None:
     ap.add_argument("--single-path", action="store_true",
                     help="the control: one single-path TCP flow running the algorithm on each path, no MPTCP")
     ap.add_argument("--tcp-lead", type=float, default=0.0,
-                    help="start the TCP flow this many seconds before the other side (which one got big first)")
+                    help="start the TCP flow this many whole seconds before the other side (negative: after it)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
+    ap.add_argument("--summary", type=Path, nargs="+", help="print the medians per cell of these recorded runs and exit")
     args = ap.parse_args()
+    if args.summary:
+        print(summary([json.loads(line) for p in args.summary for line in p.read_text().splitlines() if line.strip()]))
+        return
     if args.table:
         print(table([json.loads(line) for p in args.table for line in p.read_text().splitlines() if line.strip()]))
         return

@@ -177,21 +177,38 @@ def parse_ss(text: str, t_s: float) -> list[SocketSample]:
     return out
 
 
+def received(results: dict, cc: CongestionControl) -> tuple[dict[str, int], dict[str, int | None]]:
+    """Bytes received after the warm-up and the sender's retransmissions, per flow, from iperf3's JSON."""
+    got, retrans = {}, {}
+    for name, res in results.items():
+        try:
+            doc = json.loads(res.stdout)
+            got[name] = int(doc["end"]["sum_received"]["bytes"])
+            retrans[name] = doc["end"].get("sum_sent", {}).get("retransmits")
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise TrafficError(f"{name} flow under {cc.sock_name}: no result "
+                               f"({(res.stderr or res.stdout).strip()[-300:]!r})") from None
+    return got, retrans
+
+
 def lead_seconds(tcp_lead_s: float) -> int:
     """A head start iperf3 can measure around: whole seconds (its warm-up and run take whole seconds)."""
-    if tcp_lead_s < 0 or tcp_lead_s != int(tcp_lead_s):
-        raise ValueError(f"tcp_lead_s must be whole seconds >= 0, not {tcp_lead_s}")
+    if tcp_lead_s != int(tcp_lead_s):
+        raise ValueError(f"tcp_lead_s must be whole seconds, not {tcp_lead_s}")
     return int(tcp_lead_s)
 
 
 def release(procs: dict, tcp_lead_s: float) -> None:
-    """Release gated flows together, or the ``tcp`` one ``tcp_lead_s`` seconds before the others."""
-    if tcp_lead_s > 0:
-        procs["tcp"].release()
-        time.sleep(tcp_lead_s)
-    for name, p in procs.items():
-        if not (tcp_lead_s > 0 and name == "tcp"):
-            p.release()
+    """Release gated flows together, or the ``tcp`` one ``tcp_lead_s`` seconds before the others
+    (negative: the others that long before it)."""
+    first = [n for n in procs if (n == "tcp") == (tcp_lead_s > 0)] if tcp_lead_s else list(procs)
+    for name in first:
+        procs[name].release()
+    if tcp_lead_s:
+        time.sleep(abs(tcp_lead_s))
+        for name, p in procs.items():
+            if name not in first:
+                p.release()
 
 
 class SharedBottleneck:
@@ -309,20 +326,22 @@ class SharedBottleneck:
 
         Returns the bytes each received after the warm-up; with ``probe``, the sender's sockets
         (``ss -ti``) and the MPTCP-level counters every half second. ``tcp_lead_s``: the TCP flow starts that
-        long before the other side, whole seconds, and measures over the same stretch (its warm-up and run
-        that much longer).
+        long before the other side (negative: after it), whole seconds, and the side that starts first
+        measures over the same stretch as the other (its warm-up and run that much longer).
         """
         assert self.iperf3 is not None
         lead = lead_seconds(tcp_lead_s)
+        tcp_ahead, ahead = max(lead, 0), max(-lead, 0)   # whichever starts first measures that much longer
         tcp_cc = tcp_cc or cc
         for host in (self.snd, self.rcv):
             # The namespace default covers iperf3's control connections (BBR, this machine's
             # default, is not what we measure); -C sets the data sockets.
             host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
         procs = {
-            "mptcp": self.rcv.start(competing_client_argv(self.iperf3, MPTCP_PORT, duration_s, omit_s,
+            "mptcp": self.rcv.start(competing_client_argv(self.iperf3, MPTCP_PORT, duration_s + ahead,
+                                                          omit_s + ahead,
                                                           cc.sock_name, mptcp=True), gated=True, label="mptcp"),
-            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + lead, omit_s + lead,
+            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + tcp_ahead, omit_s + tcp_ahead,
                                                         tcp_cc.sock_name, mptcp=False), gated=True, label="tcp"),
         }
         before = self._counters() if probe else {}
@@ -330,7 +349,7 @@ class SharedBottleneck:
         peak = None
         samples: list[SocketSample] = []
         t0 = time.monotonic()
-        deadline = t0 + duration_s + omit_s + lead + 20
+        deadline = t0 + duration_s + omit_s + abs(lead) + 20
         while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
             if cc.algorithm in bpfcc.COUPLED and cc.implementation.startswith("bpf:"):
                 seen = coupled_subflows(self.root, cc.algorithm)
@@ -342,16 +361,8 @@ class SharedBottleneck:
             time.sleep(0.5)
         after = self._counters() if probe else {}
         moved = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
-        got, retrans = {}, {}
-        for name, p in procs.items():
-            res = p.wait(5.0) if p.poll() is not None else p.stop()
-            try:
-                doc = json.loads(res.stdout)
-                got[name] = int(doc["end"]["sum_received"]["bytes"])
-                retrans[name] = doc["end"].get("sum_sent", {}).get("retransmits")
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise TrafficError(f"{name} flow under {cc.sock_name}: no result "
-                                   f"({(res.stderr or res.stdout).strip()[-300:]!r})") from None
+        results = {name: p.wait(5.0) if p.poll() is not None else p.stop() for name, p in procs.items()}
+        got, retrans = received(results, cc)
         return Competition(cc.algorithm, got["mptcp"], got["tcp"], peak, tcp_cc.algorithm,
                            retrans["mptcp"], retrans["tcp"], tuple(samples), moved)
 
@@ -366,6 +377,7 @@ class SharedBottleneck:
         """
         assert self.iperf3 is not None
         lead = lead_seconds(tcp_lead_s)
+        tcp_ahead, ahead = max(lead, 0), max(-lead, 0)   # whichever starts first measures that much longer
         if not any(p.label == "iperf3-path" for p in self._servers):
             self._servers += [self.snd.start(self.iperf3.server_argv(port, mptcp=False), label="iperf3-path")
                               for port in PATH_PORTS]
@@ -374,26 +386,19 @@ class SharedBottleneck:
         for host in (self.snd, self.rcv):
             host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
         procs = {
-            "path1": self.rcv.start(competing_client_argv(self.iperf3, PATH_PORTS[0], duration_s, omit_s,
+            "path1": self.rcv.start(competing_client_argv(self.iperf3, PATH_PORTS[0], duration_s + ahead,
+                                                          omit_s + ahead,
                                                           cc.sock_name, mptcp=False, bind="10.77.1.2"),
                                     gated=True, label="path1"),
-            "path2": self.rcv.start(competing_client_argv(self.iperf3, PATH_PORTS[1], duration_s, omit_s,
+            "path2": self.rcv.start(competing_client_argv(self.iperf3, PATH_PORTS[1], duration_s + ahead,
+                                                          omit_s + ahead,
                                                           cc.sock_name, mptcp=False, bind="10.77.2.2"),
                                     gated=True, label="path2"),
-            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + lead, omit_s + lead,
+            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + tcp_ahead, omit_s + tcp_ahead,
                                                         tcp_cc.sock_name, mptcp=False), gated=True, label="tcp"),
         }
         release(procs, tcp_lead_s)
-        got, retrans = {}, {}
-        for name, p in procs.items():
-            res = p.wait(duration_s + omit_s + lead + 20)
-            try:
-                doc = json.loads(res.stdout)
-                got[name] = int(doc["end"]["sum_received"]["bytes"])
-                retrans[name] = doc["end"].get("sum_sent", {}).get("retransmits")
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise TrafficError(f"{name} flow under {cc.sock_name}: no result "
-                                   f"({(res.stderr or res.stdout).strip()[-300:]!r})") from None
+        got, retrans = received({name: p.wait(duration_s + omit_s + abs(lead) + 20) for name, p in procs.items()}, cc)
         pair_retrans = None if None in (retrans["path1"], retrans["path2"]) else retrans["path1"] + retrans["path2"]
         return Competition(cc.algorithm, got["path1"] + got["path2"], got["tcp"], None, tcp_cc.algorithm,
                            pair_retrans, retrans["tcp"])

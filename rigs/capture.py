@@ -16,6 +16,7 @@ select the long trains.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -142,6 +143,27 @@ def episode_shares(eps: list[dict[str, int]], flows: Iterable[str]) -> dict[str,
         out[f] = {"episodes_hit": len(hit), "episodes_alone": sum(1 for e in hit if len(e) == 1),
                   "drops_per_episode_hit": sum(e[f] for e in hit) / len(hit) if hit else None}
     return out
+
+
+def backlog_at_arrivals(arrivals: Sequence[Packet], drops: Sequence[bool], departures: Sequence[Packet]) -> list[int]:
+    """For each arrival (in time order), the packets in the FIFO just before it: those that arrived, were kept
+    and had not yet left. Which flows' packets meet a full FIFO is which flows' packets it drops."""
+    kept = sorted(p.t for p, d in zip(arrivals, drops) if not d)
+    left = sorted(p.t for p in departures)
+    return [bisect.bisect_left(kept, p.t) - bisect.bisect_left(left, p.t) for p in arrivals]
+
+
+def backlog_by_flow(arrivals: Sequence[Packet], backlog: Sequence[int], fifo_packets: float,
+                    since: float = 0.0) -> dict[str, dict]:
+    """Per flow: the mean FIFO backlog its packets met (a fraction of the FIFO), and the share of its packets that
+    met it at least 95 % full."""
+    by_flow: dict[str, list[int]] = defaultdict(list)
+    for p, q in zip(arrivals, backlog):
+        if p.t >= since:
+            by_flow[p.flow].append(q)
+    return {f: {"backlog_met": sum(qs) / len(qs) / fifo_packets,
+                "met_full": sum(1 for q in qs if q >= 0.95 * fifo_packets) / len(qs)}
+            for f, qs in sorted(by_flow.items())}
 
 
 def percentile(xs: Sequence[int], q: float) -> float:

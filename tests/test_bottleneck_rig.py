@@ -66,13 +66,12 @@ def test_a_second_rig_on_a_live_prefix_is_refused_and_the_first_is_left_alone():
         live.release()
 
 
-def test_a_tcp_head_start_is_whole_seconds_and_releases_the_tcp_flow_first():
+def test_a_head_start_is_whole_seconds_and_releases_the_side_that_leads_first():
     from rigs.bottleneck import lead_seconds, release
 
-    assert lead_seconds(3) == 3 and lead_seconds(0.0) == 0
-    for bad in (1.5, -1):
-        with pytest.raises(ValueError, match="whole seconds"):
-            lead_seconds(bad)
+    assert lead_seconds(3) == 3 and lead_seconds(0.0) == 0 and lead_seconds(-2) == -2
+    with pytest.raises(ValueError, match="whole seconds"):
+        lead_seconds(1.5)
     order = []
 
     class Gated:
@@ -85,6 +84,9 @@ def test_a_tcp_head_start_is_whole_seconds_and_releases_the_tcp_flow_first():
     procs = {"mptcp": Gated("mptcp"), "tcp": Gated("tcp")}
     release(procs, 0.2)
     assert [n for n, _ in order] == ["tcp", "mptcp"] and order[1][1] - order[0][1] >= 0.2
+    order.clear()
+    release(procs, -0.2)   # the other side ahead
+    assert [n for n, _ in order] == ["mptcp", "tcp"] and order[1][1] - order[0][1] >= 0.2
     order.clear()
     release(procs, 0.0)
     assert [n for n, _ in order] == ["mptcp", "tcp"]   # together, in the given order

@@ -91,3 +91,18 @@ def test_capture_argv_filters_data_from_the_sender_in_one_direction():
     assert argv[-1] == "tcp and src host 10.77.0.1 and greater 200"
     assert kernel_drops("63 packets captured\n126 packets received by filter\n7 packets dropped by kernel") == 7
     assert kernel_drops("tcpdump: no summary") is None
+
+
+def test_the_backlog_an_arrival_meets_counts_kept_arrivals_not_yet_gone():
+    from rigs.capture import backlog_at_arrivals, backlog_by_flow
+
+    a = [Packet(1.0, "tcp", 0, 1), Packet(1.1, "sf1", 0, 1), Packet(1.2, "sf1", 1, 2), Packet(1.3, "tcp", 1, 2),
+         Packet(1.5, "sf1", 2, 3)]
+    drops = [False, False, True, False, False]
+    d = [Packet(1.25, "tcp", 0, 1), Packet(1.4, "sf1", 0, 1)]
+    # Before 1.0: empty; 1.1: tcp#0 queued; 1.2: two; 1.3: tcp#0 left, sf1#1 dropped: one; 1.5: tcp#1 only.
+    q = backlog_at_arrivals(a, drops, d)
+    assert q == [0, 1, 2, 1, 1]
+    by = backlog_by_flow(a, q, fifo_packets=2)
+    assert by["sf1"] == pytest.approx({"backlog_met": (1 + 2 + 1) / 3 / 2, "met_full": 1 / 3})
+    assert by["tcp"] == pytest.approx({"backlog_met": (0 + 1) / 2 / 2, "met_full": 0.0})
