@@ -50,7 +50,7 @@ def run(args, log) -> None:
     comp = resolve(args.competitor)
     ccs = {cc.sock_name: cc for cc in [*algos, comp]}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
-                          path_delay_ms=(2 * args.delay, 2 * args.delay)) as bn:
+                          path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows) as bn:
         for rnd in range(args.runs):
             for cc in (algos if rnd % 2 == 0 else algos[::-1]):
                 with tempfile.TemporaryDirectory(prefix="mplab-bursts-") as tmp:
@@ -79,7 +79,8 @@ def run(args, log) -> None:
                                                           - arrivals[0].t, 4)
                 rec = {"delay_ms": args.delay, "bdp": args.bdp, "buffer_bytes": buf, "rate_mbit": args.rate,
                        "round": rnd, "algorithm": cc.algorithm, "cc_impl": cc.implementation,
-                       "side": "two single-path flows" if args.single_path else "mptcp", "tcp_lead_s": args.tcp_lead,
+                       "side": "two single-path flows" if args.single_path
+                       else ("mptcp" if args.subflows == 2 else "mptcp, one subflow"), "tcp_lead_s": args.tcp_lead,
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
@@ -96,7 +97,7 @@ def table(recs: list[dict]) -> str:
     for r in recs:
         for flow, f in r["flows"].items():
             tod, dpe = f["train_of_drops_mean"], f.get("drops_per_episode_hit")
-            side = "" if r.get("side", "mptcp") == "mptcp" else " (single-path pair)"
+            side = "" if r.get("side", "mptcp") == "mptcp" else f" ({r['side']})"
             lead = r.get("tcp_lead_s") or 0
             side += (f", TCP {lead:g} s ahead" if lead > 0 else f", TCP {-lead:g} s behind") if lead else ""
             lines.append(f"| {r['algorithm']}{side} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['packets']} | "
@@ -148,6 +149,8 @@ def main() -> None:
                     help="the control: one single-path TCP flow running the algorithm on each path, no MPTCP")
     ap.add_argument("--tcp-lead", type=float, default=0.0,
                     help="start the TCP flow this many whole seconds before the other side (negative: after it)")
+    ap.add_argument("--subflows", type=int, choices=(1, 2), default=2,
+                    help="1: the MPTCP connection keeps its first subflow only (is the cap per connection?)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the medians per cell of these recorded runs and exit")

@@ -218,7 +218,8 @@ class SharedBottleneck:
                  buffer_bytes: int = 50_000, base_delay_ms: float = 0.0, *, qdisc: str = "tbf",
                  path_delay_ms: tuple[float, float] | None = None,
                  sender_sysctls: dict[str, str | int] | None = None,
-                 receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0) -> None:
+                 receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0,
+                 subflows: int = 2) -> None:
         self.prefix = prefix
         #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
         self.base_delay_ms = base_delay_ms
@@ -232,6 +233,10 @@ class SharedBottleneck:
         self.receiver_sysctls = dict(receiver_sysctls or {})
         #: Independent random loss on the shaped link (nftables numgen), for comparing tail drops with it.
         self.random_loss_pct = random_loss_pct
+        #: 2: the MPTCP connection joins a second subflow on path 2; 1: it keeps its first one only (a control).
+        if subflows not in (1, 2):
+            raise ValueError(f"subflows must be 1 or 2, not {subflows}")
+        self.subflows = subflows
         self.ccs = list(ccs)
         self.rate_mbit = rate_mbit
         self.buffer_bytes = buffer_bytes
@@ -306,7 +311,8 @@ class SharedBottleneck:
                 host.run(sysctl_argv(key, value))
         snd.run(mptcp_limits_argv(8, 8))
         rcv.run(mptcp_limits_argv(2, 2))
-        rcv.run(mptcp_endpoint_argv("10.77.2.2", "c2", ("subflow",)))
+        if self.subflows == 2:
+            rcv.run(mptcp_endpoint_argv("10.77.2.2", "c2", ("subflow",)))
         delays = {dst: ms for dst, ms in zip(("10.77.1.2", "10.77.2.2"), self.path_delay_ms) if ms > 0}
         if delays:
             self._servers.append(delayline.start(rtr, delays, uplink_dev="t0"))
