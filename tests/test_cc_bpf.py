@@ -355,7 +355,11 @@ def test_lia_couples_both_subflows_at_a_shared_bottleneck_without_starving_them(
 #: of this test), wvegas 0.28-0.32; two uncoupled subflows 1.29-2.16. Bounds: that spread widened by
 #: about half, upper ends below the uncoupled 1.29 (README, "Coupled congestion control against theory").
 #: Single 15 s runs vary this much: the test catches a starving or an uncoupled algorithm, not a 20 % drift.
-SHARE_BOUNDS = {"lia": (0.2, 1.1), "olia": (0.2, 1.15), "balia": (0.25, 1.25), "wvegas": (0.15, 0.6)}
+#: LIA's lower bound was 0.2 until a quiet clean-clone CI ran it at 0.19. Which flow gets big first sticks at
+#: these drop-tail FIFOs (bench/cc_bursts.py: a 3 s head start moves two Cubic flows' share of a third from
+#: 2.23 to 0.83), and the MPTCP connection's second subflow joins a few RTTs after the TCP flow starts; 0.15
+#: keeps a starving LIA (under 0.1 in the 50 Mbit/s test above) out.
+SHARE_BOUNDS = {"lia": (0.15, 1.1), "olia": (0.2, 1.15), "balia": (0.25, 1.25), "wvegas": (0.15, 0.6)}
 
 
 @pytest.mark.root
