@@ -78,7 +78,10 @@ def parse(text: str, flow_of) -> list[Packet]:
 def dropped(arrivals: Sequence[Packet], departures: Iterable[Packet], max_sojourn_s: float) -> list[bool]:
     """For each arrival (in time order), whether it never left: no departure of the same segment (flow,
     sequence range) within ``max_sojourn_s`` after it that an earlier arrival had not already claimed.
-    A retransmitted segment arrives twice and leaves once: the first arrival is the one dropped."""
+    A retransmitted segment arrives twice and leaves once: the first arrival is the one dropped, as long as the
+    retransmission leaves more than ``max_sojourn_s`` after the original arrived. It does at a FIFO of a BDP or
+    more: its duplicate ACKs need a base RTT and a full FIFO's wait, and it waits in the FIFO again. At a
+    shallow FIFO with no delay the two can swap, which moves a drop's time by about an RTT, not the count."""
     left: dict[tuple, list[float]] = defaultdict(list)
     for p in departures:
         left[(p.flow, p.seq, p.end)].append(p.t)
