@@ -47,7 +47,9 @@ def run(args, log) -> None:
     rtt_s = 2 * args.delay / 1000
     buf = int(args.rate * 1e6 / 8 * rtt_s * args.bdp)
     pkt_s = MSS_WIRE * 8 / (args.rate * 1e6)
-    max_sojourn = buf * 8 / (args.rate * 1e6) + 0.05   # the full FIFO's wait, and HTB's bursts
+    fifo_s = buf * 8 / (args.rate * 1e6)   # a full FIFO's wait
+    max_sojourn = fifo_s + 0.05            # and HTB's bursts
+    rtt_full = rtt_s + fifo_s              # the round trip through a full FIFO
     algos = [resolve(a) for a in args.algorithms]
     comp = resolve(args.competitor)
     ccs = {cc.sock_name: cc for cc in [*algos, comp]}
@@ -67,7 +69,6 @@ def run(args, log) -> None:
                 if not arrivals:
                     sys.exit("cc_bursts: the capture saw no data packets")
                 drops = dropped(arrivals, departures, max_sojourn)
-                rtt_full = rtt_s + buf * 8 / (args.rate * 1e6)   # the round trip through a full FIFO
                 since = arrivals[0].t + args.omit
                 flows = flow_report(arrivals, drops, pkt_s / 2, rtt_full, since=since)
                 eps = episodes(arrivals, drops, rtt_full, since=since)
@@ -137,6 +138,11 @@ def summary(recs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def recorded(paths: list[Path]) -> list[dict]:
+    """Every run recorded in ``paths`` (``--out`` files), in order."""
+    return [json.loads(line) for p in paths for line in p.read_text().splitlines() if line.strip()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--delay", type=float, default=20.0, help="one-way base delay, ms")
@@ -158,10 +164,10 @@ def main() -> None:
     ap.add_argument("--summary", type=Path, nargs="+", help="print the medians per cell of these recorded runs and exit")
     args = ap.parse_args()
     if args.summary:
-        print(summary([json.loads(line) for p in args.summary for line in p.read_text().splitlines() if line.strip()]))
+        print(summary(recorded(args.summary)))
         return
     if args.table:
-        print(table([json.loads(line) for p in args.table for line in p.read_text().splitlines() if line.strip()]))
+        print(table(recorded(args.table)))
         return
     args.algorithms = args.algorithms.split(",")
 

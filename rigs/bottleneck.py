@@ -37,7 +37,7 @@ from harness.machine import allow_ccs, write_state
 from harness.upkeep.claim import PrefixClaim
 from harness.upkeep.clean import clean_prefix
 from harness.errors import TrafficError
-from harness.hosts.local import LocalHost, NamespaceHost
+from harness.hosts.local import BackgroundProcess, LocalHost, NamespaceHost
 from harness.hosts.ready import wait_until
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
@@ -335,21 +335,9 @@ class SharedBottleneck:
         long before the other side (negative: after it), whole seconds, and the side that starts first
         measures over the same stretch as the other (its warm-up and run that much longer).
         """
-        assert self.iperf3 is not None
         lead = lead_seconds(tcp_lead_s)
-        tcp_ahead, ahead = max(lead, 0), max(-lead, 0)   # whichever starts first measures that much longer
         tcp_cc = tcp_cc or cc
-        for host in (self.snd, self.rcv):
-            # The namespace default covers iperf3's control connections (BBR, this machine's
-            # default, is not what we measure); -C sets the data sockets.
-            host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
-        procs = {
-            "mptcp": self.rcv.start(competing_client_argv(self.iperf3, MPTCP_PORT, duration_s + ahead,
-                                                          omit_s + ahead,
-                                                          cc.sock_name, mptcp=True), gated=True, label="mptcp"),
-            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + tcp_ahead, omit_s + tcp_ahead,
-                                                        tcp_cc.sock_name, mptcp=False), gated=True, label="tcp"),
-        }
+        procs = self._clients(cc, tcp_cc, {"mptcp": (MPTCP_PORT, True, None)}, duration_s, omit_s, lead)
         before = self._counters() if probe else {}
         release(procs, tcp_lead_s)
         peak = None
@@ -383,31 +371,39 @@ class SharedBottleneck:
         """
         assert self.iperf3 is not None
         lead = lead_seconds(tcp_lead_s)
-        tcp_ahead, ahead = max(lead, 0), max(-lead, 0)   # whichever starts first measures that much longer
         if not any(p.label == "iperf3-path" for p in self._servers):
             self._servers += [self.snd.start(self.iperf3.server_argv(port, mptcp=False), label="iperf3-path")
                               for port in PATH_PORTS]
             wait_until(lambda: all(f":{port} " in self.snd.run(["ss", "-Hltn"], check=False).stdout
                                    for port in PATH_PORTS), 10, f"iperf3 servers on {PATH_PORTS}", poll_s=0.05)
-        for host in (self.snd, self.rcv):
-            host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
-        procs = {
-            "path1": self.rcv.start(competing_client_argv(self.iperf3, PATH_PORTS[0], duration_s + ahead,
-                                                          omit_s + ahead,
-                                                          cc.sock_name, mptcp=False, bind="10.77.1.2"),
-                                    gated=True, label="path1"),
-            "path2": self.rcv.start(competing_client_argv(self.iperf3, PATH_PORTS[1], duration_s + ahead,
-                                                          omit_s + ahead,
-                                                          cc.sock_name, mptcp=False, bind="10.77.2.2"),
-                                    gated=True, label="path2"),
-            "tcp": self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + tcp_ahead, omit_s + tcp_ahead,
-                                                        tcp_cc.sock_name, mptcp=False), gated=True, label="tcp"),
-        }
+        paths = {"path1": (PATH_PORTS[0], False, "10.77.1.2"), "path2": (PATH_PORTS[1], False, "10.77.2.2")}
+        procs = self._clients(cc, tcp_cc, paths, duration_s, omit_s, lead)
         release(procs, tcp_lead_s)
         got, retrans = received({name: p.wait(duration_s + omit_s + abs(lead) + 20) for name, p in procs.items()}, cc)
         pair_retrans = None if None in (retrans["path1"], retrans["path2"]) else retrans["path1"] + retrans["path2"]
         return Competition(cc.algorithm, got["path1"] + got["path2"], got["tcp"], None, tcp_cc.algorithm,
                            pair_retrans, retrans["tcp"])
+
+    def _clients(self, cc: CongestionControl, tcp_cc: CongestionControl,
+                 flows: dict[str, tuple[int, bool, str | None]], duration_s: int, omit_s: int,
+                 lead: int) -> dict[str, BackgroundProcess]:
+        """Gated reverse-mode clients: each of ``flows`` (name: server port, MPTCP?, bind address) under ``cc``,
+        then the TCP flow under ``tcp_cc``. ``lead`` is the TCP flow's head start (whole seconds; negative: the
+        others'); the side that starts first warms up and runs that much longer, so both measure one stretch."""
+        assert self.iperf3 is not None
+        for host in (self.snd, self.rcv):
+            # The namespace default covers iperf3's control connections (BBR, this machine's
+            # default, is not what we measure); -C sets the data sockets.
+            host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
+        ahead = max(-lead, 0)
+        procs = {name: self.rcv.start(competing_client_argv(self.iperf3, port, duration_s + ahead, omit_s + ahead,
+                                                            cc.sock_name, mptcp=mptcp, bind=bind),
+                                      gated=True, label=name)
+                 for name, (port, mptcp, bind) in flows.items()}
+        procs["tcp"] = self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + max(lead, 0),
+                                                            omit_s + max(lead, 0), tcp_cc.sock_name, mptcp=False),
+                                      gated=True, label="tcp")
+        return procs
 
     def _counters(self) -> dict[str, int]:
         """Absolute TCP and MPTCP counters of the sender's and receiver's namespaces (nstat, no history file)."""
