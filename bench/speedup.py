@@ -5,6 +5,7 @@ Run as root on a machine with kernel MPTCP and iperf3 (`make bpf` for the couple
     uv run python bench/speedup.py [--inventory emulated|paper-lab] [--receivers 1,3,9] [--modes wifi,lte,both]
         [--ccs cubic,lia] [--speedups 1,4,8,16] [--runs 3] [--file-size 6M] [--loss 0,1] [--out FILE [--merge]]
         [--scenario scenarios/paper-setup1.yaml] [--testbeds K]
+    uv run python bench/speedup.py --reestimate bench/results/speedup_slice_cubic.json
 
 A grid too long for one run is split across runs with ``--merge`` (each run has its own S = 1 baseline;
 the table keeps every run's cells, arguments and machine figures, the 1-minute load among them).
@@ -15,8 +16,10 @@ S: the median over runs of the network total throughput (Mbit/s, the receivers' 
 the total energy (J, the receivers' sum per sample), both in testbed (real) time as records hold them;
 their ratio to S = 1; flagged records (meter gaps, tails) and failed samples; and, per campaign, what
 the machine sustained: achieved / configured rate and CPU busy (the manifest's interference section),
-and its wall time against the estimate `mplab run --dry-run` prints for it (on ``--testbeds`` K copies:
-the one-testbed estimate / K, as the dry run's "at best"; set-up is not in the estimate, it is in the wall).
+and its wall time against the estimate `mplab run --dry-run` prints for it (on ``--testbeds`` K copies: the
+samples dealt out from one queue in plan order, as the runner deals them; set-up is not in the estimate, it is
+in the wall), with where the time went per sample (``sample_timing``: the transfer against the sharing
+model's, and the runner's overhead between samples against the estimate's).
 
 ``--scenario``: a slice of that scenario (its settle, timeout, retries, seed and shuffle; the grid
 options, where given, narrow its congestion controls, receiver counts, modes, samples and file size).
@@ -39,7 +42,7 @@ import time
 import uuid
 from pathlib import Path
 
-from harness.campaign.campaign import dry_run_estimate_s, start_campaign
+from harness.campaign.campaign import TAIL_SKIP_S, queue_makespan_s, sample_estimates_s, start_campaign
 from harness.campaign.plan import plan_campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
@@ -67,17 +70,61 @@ def _inventory(name: str, prefix: str, loss_pct: float) -> Inventory:
     return Inventory.model_validate(data)
 
 
+def slice_scenario(args: argparse.Namespace, s: float) -> Scenario:
+    """The campaign's scenario at speedup ``s``: the grid asked for, with ``--scenario``'s settle, timeout,
+    retries, seed and shuffle."""
+    base = ({k: v for k, v in args.scenario.model_dump(mode="json").items()
+             if k in ("settle_s", "transfer_timeout_s", "retries", "seed", "shuffle")} if args.scenario
+            else {"transfer_timeout_s": 600, "retries": 1, "seed": 11})
+    return parse_model(Scenario, {**base, "name": "speedup", "congestion_controls": args.ccs,
+                                  "receiver_counts": args.receivers, "modes": args.modes,
+                                  "samples_per_case": args.runs, "file_size": args.file_size, "speedup": s}, "bench")
+
+
+def reestimate(table: Path) -> int:
+    """A recorded table's wall times against today's estimator (the same plans: the same grid and seed), and,
+    where a run kept its campaigns (``--keep``) and they are still there, where each one's time went."""
+    data = json.loads(table.read_text())
+    seen: set[str] = set()
+    for run in reversed(data["runs"]):  # a key merged twice holds its last run's figures
+        args = argparse.Namespace(**{**run, "scenario": None})
+        if run.get("scenario"):
+            args.scenario = load_scenario(REPO / "scenarios" / f"{run['scenario']}.yaml")
+        k = run.get("testbeds", 1)
+        for inv_name in run["inventory"].split(","):
+            for loss in (float(x) for x in str(run["loss"]).split(",")):
+                for s in sorted({float(x) for x in str(run["speedups"]).split(",")} | {1.0}):
+                    key = f"{inv_name} loss {loss:g}% s{s:g}"
+                    m = data["machine"].get(key)
+                    if not m or key in seen:
+                        continue
+                    seen.add(key)
+                    sc = slice_scenario(args, s)
+                    inv = _inventory(inv_name, "mplab-sp-", loss)
+                    plans = plan_campaign(sc, inv)
+                    per = sample_estimates_s(plans, sc, inv)
+                    est = queue_makespan_s(per, k)
+                    then = (f"; recorded then {m['estimate_s']:.0f} s (x{m['wall_over_estimate']:.3f})"
+                            if "estimate_s" in m else "")
+                    print(f"{key} K={k}: wall {m['wall_s']:.0f} s, estimate {est:.0f} s (x{m['wall_s'] / est:.3f})"
+                          f"{then}; evenly shared {sum(per) / k:.0f} s", flush=True)
+                    kept = Path(run["keep"] or "/nonexistent") / f"{inv_name}-l{loss:g}-s{s:g}" / "samples.jsonl"
+                    if kept.exists():
+                        records = [json.loads(line) for line in kept.read_text().splitlines() if line.strip()]
+                        timing = sample_timing(records, dict(zip((p.sample_id for p in plans), per)), s,
+                                               s_overhead(sc))
+                        print(f"  kept campaign: {timing}")
+    return 0
+
+
 def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace, runs: Path) -> dict:
     """One campaign at speedup ``s``: per cell the totals of each sample, and the machine's figures."""
     prefix = f"mplab-sp{uuid.uuid4().hex[:5]}-"
     inv = _inventory(inv_name, prefix, loss)
-    base = ({k: v for k, v in args.scenario.model_dump(mode="json").items()
-             if k in ("settle_s", "transfer_timeout_s", "retries", "seed", "shuffle")} if args.scenario
-            else {"transfer_timeout_s": 600, "retries": 1, "seed": 11})
-    sc = parse_model(Scenario, {**base, "name": "speedup", "congestion_controls": args.ccs,
-                                "receiver_counts": args.receivers, "modes": args.modes, "samples_per_case": args.runs,
-                                "file_size": args.file_size, "speedup": s}, "bench")
-    estimate = dry_run_estimate_s(plan_campaign(sc, inv), sc, inv) / args.testbeds
+    sc = slice_scenario(args, s)
+    plans = plan_campaign(sc, inv)
+    per_sample = sample_estimates_s(plans, sc, inv)
+    estimate = queue_makespan_s(per_sample, args.testbeds)
     t0 = time.monotonic()
     load_before = os.getloadavg()[0]
     try:
@@ -103,8 +150,49 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
     itf = (c.manifest.get("interference") or [{}])[-1]
     rate = [t["rate_ratio_mean"] for t in (itf.get("testbeds") or {}).values() if t.get("rate_ratio_mean")]
     return {"wall_s": round(wall, 1), "estimate_s": round(estimate, 1), "wall_over_estimate": round(wall / estimate, 3),
+            "evenly_shared_s": round(sum(per_sample) / args.testbeds, 1),
             "testbeds": args.testbeds, "cells": cells, "load_1m": load, "cpu_busy_mean": itf.get("cpu_busy_mean"),
-            "cpu_busy_max": itf.get("cpu_busy_max"), "rate_ratio": min(rate) if rate else None}
+            "cpu_busy_max": itf.get("cpu_busy_max"), "rate_ratio": min(rate) if rate else None,
+            "samples": sample_timing(c.records(), dict(zip((p.sample_id for p in plans), per_sample)),
+                                     s, s_overhead(sc))}
+
+
+def s_overhead(sc: Scenario) -> float:
+    """What the estimate gives a sample beyond its transfer, in wall time (``sample_estimates_s``)."""
+    return TAIL_SKIP_S / sc.speedup + 0.5 + sc.settle_s
+
+
+def sample_timing(records: list[dict], estimates: dict[str, float], s: float, overhead_s: float) -> dict:
+    """Where a campaign's wall time went against its estimate, per sample (wall seconds, medians and ranges).
+
+    A sample's slot is from its release to the next release on the same testbed (the last one of each testbed
+    has none); its transfer is its slowest receiver's (records hold ``duration_s`` in testbed time, S x the
+    wall); the rest of the slot is the runner's overhead (tails, idle hold, settle, set-up of the transfer).
+    Against the estimate's transfer (the sharing model's) and its overhead (``s_overhead``).
+    """
+    by_sample: dict[str, list[dict]] = {}
+    for r in records:
+        by_sample.setdefault(r["sample_id"], []).append(r)
+    by_bed: dict[str, list[tuple[float, str, float]]] = {}
+    for sid, recs in by_sample.items():
+        if any(r["status"] != "ok" or r.get("started_at") is None for r in recs):
+            continue
+        transfer = max(r["duration_s"] for r in recs) / s
+        by_bed.setdefault(recs[0].get("testbed") or "", []).append((min(r["started_at"] for r in recs), sid, transfer))
+    transfer_ratio, overhead, slot_ratio = [], [], []
+    for rows in by_bed.values():
+        rows.sort()
+        for (t0, sid, transfer), (t1, _, _) in zip(rows, rows[1:]):
+            model_transfer = estimates[sid] - overhead_s
+            transfer_ratio.append(transfer / model_transfer)
+            overhead.append(t1 - t0 - transfer)
+            slot_ratio.append((t1 - t0) / estimates[sid])
+
+    def spread(xs: list[float]) -> list[float] | None:
+        return [round(statistics.median(xs), 3), round(min(xs), 3), round(max(xs), 3)] if xs else None
+    return {"n": len(slot_ratio), "slot_over_estimate": spread(slot_ratio),
+            "transfer_over_model": spread(transfer_ratio), "overhead_s": spread(overhead),
+            "model_overhead_s": round(overhead_s, 3)}
 
 
 def _median(xs: list[float]) -> float | None:
@@ -184,7 +272,11 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep the campaigns here (default: a scratch dir)")
     ap.add_argument("--merge", action="store_true",
                     help="add this run's cells to those already in --out (a grid split across runs)")
+    ap.add_argument("--reestimate", type=Path, default=None, metavar="TABLE",
+                    help="run nothing: print a recorded table's wall times against today's estimate")
     args = ap.parse_args()
+    if args.reestimate:
+        return reestimate(args.reestimate)
     grid(ap, args)
     speedups = sorted({float(x) for x in args.speedups.split(",")} | {1.0})
     results: dict[str, dict] = {}
@@ -196,8 +288,9 @@ def main() -> int:
                 runs = {s: one_campaign(inv_name, loss, s, args, Path(tmp)) for s in speedups}
                 for s, res in runs.items():
                     key = f"{inv_name} loss {loss:g}% s{s:g}"
-                    machine[key] = {k: res[k] for k in ("wall_s", "estimate_s", "wall_over_estimate", "testbeds",
-                                                        "load_1m", "cpu_busy_mean", "cpu_busy_max", "rate_ratio")}
+                    machine[key] = {k: res[k] for k in ("wall_s", "estimate_s", "wall_over_estimate",
+                                                        "evenly_shared_s", "testbeds", "load_1m", "cpu_busy_mean",
+                                                        "cpu_busy_max", "rate_ratio", "samples")}
                     print(f"{key}: {machine[key]}", flush=True)
                     if s > 1:
                         results[key] = compare(runs[1.0], res)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from harness.campaign.campaign import queue_makespan_s, sample_estimates_s
 from harness.campaign.entry import RunOptions, check_options, run_campaign
 from harness.campaign.plan import plan_campaign
 from harness.config.inventory import load_inventory
@@ -47,6 +48,21 @@ def test_a_dry_run_reads_scenario_then_inventory_plans_and_builds_nothing(tmp_pa
     assert out.dry_run.inventory.name == inv.name and out.dry_run.scenario.name == sc.name
     assert out.dry_run.eta_s > 0
     assert not (tmp_path / "runs").exists()
+
+
+def test_on_parallel_testbeds_the_estimate_deals_samples_from_one_queue_as_the_runner_does():
+    # The runner's copies each take the next sample as they fall free (parallel.run_queue): a long sample
+    # dealt last keeps one copy busy while the other idles, which total / K does not see.
+    assert queue_makespan_s([10, 1, 1, 1], 2) == 10
+    assert queue_makespan_s([1, 1, 1, 10], 2) == 11
+    assert queue_makespan_s([3, 3, 3, 3], 2) == 6 and queue_makespan_s([1, 2, 3], 1) == 6
+    one = run_campaign(RunOptions(scenario=QUICK, dry_run=True)).dry_run
+    two = run_campaign(RunOptions(scenario=QUICK, dry_run=True, testbeds=2)).dry_run
+    assert two.eta_s == pytest.approx(one.eta_s)  # the one-testbed figure does not move
+    per = sample_estimates_s(two.plans, two.scenario, two.inventory)
+    assert sum(per) == pytest.approx(one.eta_s)
+    assert two.eta_testbeds_s == pytest.approx(queue_makespan_s(per, 2))
+    assert one.eta_s / 2 <= two.eta_testbeds_s < one.eta_s
 
 
 def test_the_inventory_option_wins_over_the_scenarios():

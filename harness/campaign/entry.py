@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.campaign.campaign import RunHooks, build_control, dry_run_estimate_s, resume_campaign, start_campaign
+from harness.campaign.campaign import (RunHooks, build_control, queue_makespan_s, resume_campaign, sample_estimates_s,
+                                      start_campaign)
 from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
 from harness.campaign.control import ControlFactory
 from harness.campaign.plan import SamplePlan, plan_campaign
@@ -65,7 +66,11 @@ class DryRun:
     scenario: Scenario
     inventory: Inventory
     plans: list[SamplePlan]
+    #: The estimated wall time on one testbed, and on the ``testbeds`` copies asked for (the samples dealt out
+    #: from one queue as the runner deals them); set-up not included.
     eta_s: float
+    testbeds: int = 1
+    eta_testbeds_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,9 @@ def run_campaign(options: RunOptions, hooks: RunHooks | None = None,
     if options.dry_run:
         plans = plan_campaign(scenario, inventory, source)
         control = build_control(scenario, source, options.control_factory)  # a model not covering it: refused
-        return Outcome(dry_run=DryRun(scenario, inventory, plans,
-                                      dry_run_estimate_s(plans, scenario, inventory, control)))
+        per_sample = sample_estimates_s(plans, scenario, inventory, control)
+        return Outcome(dry_run=DryRun(scenario, inventory, plans, sum(per_sample), options.testbeds,
+                                      queue_makespan_s(per_sample, options.testbeds)))
     if options.cluster:
         campaign = start_cluster_campaign(scenario, inventory, options.runs_dir, options.cluster,
                                           campaign_id=options.campaign_id, scenario_source=source, hooks=hooks,

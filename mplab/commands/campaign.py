@@ -157,7 +157,7 @@ def run(
                          shard_size=shard_size, speedup=speedup, speedup_table=speedup_table,
                          access_kinds=obj.get("access_kinds"), control_factory=obj.get("control_factory"))
     if dry_run and resume is None:
-        print_dry_run(run_campaign(options, note=console.print).dry_run, testbeds)
+        print_dry_run(run_campaign(options, note=console.print).dry_run)
         return
     with _watching(watch_port if watch else None) as watcher, _progress() as progress:
         outcome = run_campaign(options, _hooks(progress, watcher), note=console.print)
@@ -170,7 +170,7 @@ def run(
                             f"with their reasons (e.g. {outcome.failed_samples[0]}); see `mplab status {campaign.path}`")
 
 
-def print_dry_run(dry: DryRun, testbeds: int) -> None:
+def print_dry_run(dry: DryRun) -> None:
     """The plan's first samples, the speed-up, and the estimated wall time."""
     sc, inv, plans = dry.scenario, dry.inventory, dry.plans
     console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
@@ -182,9 +182,10 @@ def print_dry_run(dry: DryRun, testbeds: int) -> None:
     if sc.speedup != 1:
         console.print(f"speedup {sc.speedup:g}: the emulated testbed runs {sc.speedup:g} x faster than "
                       "real time; records are written in real time")
-    eta = dry.eta_s
+    eta, k = dry.eta_s, dry.testbeds
     console.print(f"estimated wall time: {eta / 60:.1f} min" + (
-        f" on one testbed, at best {eta / 60 / testbeds:.1f} min on {testbeds}" if testbeds > 1 else ""))
+        f" on one testbed, {(dry.eta_testbeds_s or eta) / 60:.1f} min on {k} (the samples dealt out in plan order; "
+        f"{eta / 60 / k:.1f} min were they evenly shared), set-up not included" if k > 1 else ""))
 
 
 def print_damaged(c: Campaign, st: dict) -> None:
