@@ -18,6 +18,7 @@ a connection that keeps one subflow (``--subflows 1``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -27,10 +28,14 @@ from pathlib import Path
 
 from harness.cc import resolve
 from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBottleneck
+from rigs.cwnd_trace import CwndTrace, name_sockets
+from rigs.cwnd_trace import flow_report as flow_windows
 from rigs.capture import Capture, backlog_at_arrivals, backlog_by_flow, dropped, episode_shares, episodes, flow_report
 
 PREFIX = "mplab-bench-bur-"
 MSS_WIRE = 1514
+#: The rig's segment size (1500-byte MTU, IPv4, TCP timestamps).
+MSS = 1448
 
 
 def flow_of(port: int, dst: str) -> str | None:
@@ -57,7 +62,9 @@ def run(args, log) -> None:
                           path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows) as bn:
         for rnd in range(args.runs):
             for cc in (algos if rnd % 2 == 0 else algos[::-1]):
-                with tempfile.TemporaryDirectory(prefix="mplab-bursts-") as tmp:
+                with tempfile.TemporaryDirectory(prefix="mplab-bursts-") as tmp, contextlib.ExitStack() as stack:
+                    trace = (stack.enter_context(CwndTrace([MPTCP_PORT, TCP_PORT, *PATH_PORTS], tmp)) if args.cwnd
+                             else None)
                     with Capture(bn.bn, "b0", "b1", SERVER, tmp) as cap:
                         if args.single_path:
                             c = bn.compete_single_path(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
@@ -66,6 +73,8 @@ def run(args, log) -> None:
                             c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
                                            tcp_lead_s=args.tcp_lead)
                     arrivals, departures = cap.read("in", flow_of), cap.read("out", flow_of)
+                    stack.close()  # the trace ends with the run
+                    windows = cwnd_report(trace, args.omit) if trace else None
                 if not arrivals:
                     sys.exit("cc_bursts: the capture saw no data packets")
                 drops = dropped(arrivals, departures, max_sojourn)
@@ -88,9 +97,37 @@ def run(args, log) -> None:
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
+                if windows is not None:
+                    rec["cwnd"] = windows
                 log(rec)
                 print(f"{cc.algorithm} vs {comp.algorithm} round {rnd}: ratio {c.ratio:.2f}", flush=True)
                 print(table([rec]), flush=True)
+                if windows is not None:
+                    print(cwnd_table([rec]), flush=True)
+
+
+def cwnd_report(trace: CwndTrace, omit_s: float) -> dict:
+    """Per flow, what its window did after the warm-up (rigs/cwnd_trace.py), and whether the trace lost events."""
+    acks, states = trace.read()
+    if not acks:
+        sys.exit("cc_bursts: the window trace saw no ACKs (tracefs, or the tcp_probe tracepoint, missing?)")
+    since = min(a.t for a in acks) + omit_s
+    return {"overrun": trace.overrun,
+            "flows": flow_windows(acks, states, name_sockets(acks, flow_of), MSS, since=since)}
+
+
+def cwnd_table(recs: list[dict]) -> str:
+    """Per run and flow (``--cwnd``): loss epochs per second, W_max, the cut, the epoch, the climb back to
+    W_max against Linux Cubic's for the same loss, and how often the flow had a full window out at an ACK."""
+    lines = ["| side | round | ratio | flow | mean cwnd | loss epochs/s | W_max | cut | epoch (s) | climb (s) | "
+             "Cubic's climb (s) | climb / Cubic's | window-limited |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in recs:
+        for flow, f in (r.get("cwnd") or {}).get("flows", {}).items():
+            lines.append(f"| {r.get('side', 'mptcp')} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['cwnd_mean']:.1f} | "
+                         f"{f['loss_epochs_per_s']} | {f['w_max_median']} | {f['cut_median']} | {f['epoch_s_median']} | "
+                         f"{f['regain_s_median']} ({f['regained']}) | {f['cubic_regain_s_median']} | "
+                         f"{f['regain_over_cubic_median']} | {f['window_limited']} |")
+    return "\n".join(lines)
 
 
 def table(recs: list[dict]) -> str:
@@ -159,6 +196,8 @@ def main() -> None:
                     help="start the TCP flow this many whole seconds before the other side (negative: after it)")
     ap.add_argument("--subflows", type=int, choices=(1, 2), default=2,
                     help="1: the MPTCP connection keeps its first subflow only (is the cap per connection?)")
+    ap.add_argument("--cwnd", action="store_true",
+                    help="also trace every flow's window ACK by ACK (the kernel's tcp_probe; rigs/cwnd_trace.py)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the medians per cell of these recorded runs and exit")
@@ -167,7 +206,10 @@ def main() -> None:
         print(summary(recorded(args.summary)))
         return
     if args.table:
-        print(table(recorded(args.table)))
+        recs = recorded(args.table)
+        print(table(recs))
+        if any("cwnd" in r for r in recs):
+            print(cwnd_table([r for r in recs if "cwnd" in r]))
         return
     args.algorithms = args.algorithms.split(",")
 
