@@ -179,7 +179,9 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
                 since: float | None = None) -> dict[str, dict]:
     """Per named flow, over ACKs from ``since`` on (trace time): the mean window (packets, per ACK), how
     often the flow was window-limited at an ACK, loss epochs per second, and medians over its epochs of W_max,
-    the cut (window after / W_max), the epoch's length, the climb back to W_max and Cubic's K for that W_max."""
+    the cut (window after / W_max), the epoch's length, the climb back to W_max, the climb Linux Cubic would
+    take for the same loss (``cubic_regain_s``) and their ratio epoch by epoch. The Cubic figures mean
+    something only for a flow that ran Cubic."""
     out: dict[str, dict] = {}
     for sock, name in names.items():
         mine = [a for a in acks if a.sock == sock and (since is None or a.t >= since)]
