@@ -118,15 +118,17 @@ def cwnd_report(trace: CwndTrace, omit_s: float) -> dict:
 
 def cwnd_table(recs: list[dict]) -> str:
     """Per run and flow (``--cwnd``): loss epochs per second, W_max, the cut, the epoch, the climb back to
-    W_max against Linux Cubic's for the same loss, and how often the flow had a full window out at an ACK."""
+    W_max against Linux Cubic's for the same loss, and how often, at an ACK, the flow had a full window out and
+    how often the receiver's window had no room."""
     lines = ["| side | round | ratio | flow | mean cwnd | loss epochs/s | W_max | cut | epoch (s) | climb (s) | "
-             "Cubic's climb (s) | climb / Cubic's | window-limited |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Cubic's climb (s) | climb / Cubic's | window-limited | receiver-window-limited |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         for flow, f in (r.get("cwnd") or {}).get("flows", {}).items():
             lines.append(f"| {r.get('side', 'mptcp')} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['cwnd_mean']:.1f} | "
                          f"{f['loss_epochs_per_s']} | {f['w_max_median']} | {f['cut_median']} | {f['epoch_s_median']} | "
                          f"{f['regain_s_median']} ({f['regained']}) | {f['cubic_regain_s_median']} | "
-                         f"{f['regain_over_cubic_median']} | {f['window_limited']} |")
+                         f"{f['regain_over_cubic_median']} | {f['window_limited']} | {f['rwnd_limited']} |")
     return "\n".join(lines)
 
 

@@ -1,10 +1,11 @@
 """Each sending socket's congestion window, ACK by ACK, from the kernel's own tracepoints.
 
 ``tcp:tcp_probe`` fires for every segment a TCP socket in the established state receives: at a sender, each
-ACK, with the socket's ``snd_cwnd``, ``ssthresh``, ``srtt`` (microseconds) and ``snd_nxt - snd_una`` (the
-bytes in flight) after the kernel has read it. ``tcp:tcp_cong_state_set`` fires when the socket's
-congestion state changes (0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss): a window reduction for loss starts
-with the move into Recovery or Loss. MPTCP subflows are TCP sockets, so both fire for them too.
+ACK, with the socket's ``snd_cwnd``, ``ssthresh``, ``srtt`` (microseconds), ``snd_wnd`` (what the receiver's
+window allows) and ``snd_nxt - snd_una`` (the bytes in flight), as they were before the kernel reads it.
+``tcp:tcp_cong_state_set`` fires when the socket's congestion state changes (0 Open, 1 Disorder, 2 CWR,
+3 Recovery, 4 Loss): a window reduction for loss starts with the move into Recovery or Loss. MPTCP subflows
+are TCP sockets, so both fire for them too.
 
 The tracepoints see every namespace; ``CwndTrace`` enables them in a tracefs instance of its own
 (``/sys/kernel/tracing/instances/mplab-cwnd-<pid>-<n>``), filtered to the server ports the sender listens on,
@@ -13,10 +14,11 @@ with the ``mono`` clock, and removes the instance when it ends (one a crashed ru
 From the trace, per flow (``flow_report``): loss events and their rate, the window at each (W_max) and after
 it (the reduction), how long each epoch between two loss events lasted, how long the window took to climb
 back to the W_max before it, beside the time Linux Cubic's curve gives for that climb (``cubic_regain_s``:
-the kernel's beta = 717/1024 and C = 410/1024 per second cubed, its fast convergence, ``net/ipv4/tcp_cubic.c``),
-and how often the flow was window-limited when an ACK came (its bytes in
-flight within one segment of its window). Cubic's own state (``epoch_start``, ``bic_K``, ``delay_min``) is
-not on either tracepoint: what is here is what the window did, not why Cubic chose it.
+the kernel's beta = 717/1024 and C = 410/1024 per second cubed, its fast convergence, ``net/ipv4/tcp_cubic.c``);
+how often the flow was window-limited when an ACK came (its bytes in flight within one segment of its window),
+and how often the receiver's window left it no room for a segment (a subflow's window is its connection's,
+so a hole on one subflow can hold the other back). Cubic's own state (``epoch_start``, ``bic_K``,
+``delay_min``) is not on either tracepoint: what is here is what the window did, not why Cubic chose it.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ RENO_ESTIMATE_PER_PACKET = 15 / 8
 _PROBE = re.compile(r"\s(\d+\.\d+): tcp_probe: family=AF_INET6? src=\[?(?:::ffff:)?([\d.]+)\]?:(\d+) "
                     r"dest=\[?(?:::ffff:)?([\d.]+)\]?:(\d+) "
                     r".*?snd_nxt=0x([0-9a-f]+) snd_una=0x([0-9a-f]+) snd_cwnd=(\d+) ssthresh=(\d+) "
-                    r"snd_wnd=\d+ srtt=(\d+)")
+                    r"snd_wnd=(\d+) srtt=(\d+)")
 _STATE = re.compile(r"\s(\d+\.\d+): tcp_cong_state_set: family=AF_INET6? sport=(\d+) dport=(\d+) "
                     r"saddr=([\d.]+) daddr=([\d.]+) .*?cong_state=(\d+)")
 
@@ -61,6 +63,7 @@ class Ack:
     ssthresh: int
     in_flight: int     # bytes, snd_nxt - snd_una (mod 2^32)
     srtt_us: int
+    snd_wnd: int = 0   # bytes the receiver's window allows from snd_una (for a subflow, the connection's)
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def parse(text: str, ports: Iterable[int]) -> tuple[list[Ack], list[StateChange]
             sport = int(m[3])
             if sport in keep:
                 acks.append(Ack(float(m[1]), (sport, m[4], int(m[5])), int(m[8]), int(m[9]),
-                                (int(m[6], 16) - int(m[7], 16)) % (1 << 32), int(m[10])))
+                                (int(m[6], 16) - int(m[7], 16)) % (1 << 32), int(m[11]), int(m[10])))
             continue
         m = _STATE.search(line)
         if m and int(m[2]) in keep:
@@ -194,6 +197,7 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
         eps = [e for e, _ in kept]
         span_s = mine[-1].t - mine[0].t
         limited = sum(1 for a in mine if a.in_flight + mss >= a.cwnd * mss)
+        rwnd = sum(1 for a in mine if a.in_flight + mss > a.snd_wnd)
         regain = [e.regain_s for e in eps if e.regain_s is not None]
         # Observed climb over Cubic's, epoch by epoch (only where the window did climb back).
         model = [cubic_regain_s(e.w_max, e.after, last, e.srtt_s, delay_min_s) for e, last in kept]
@@ -203,6 +207,7 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
             "cwnd_mean": round(statistics.fmean(a.cwnd for a in mine), 2),
             "srtt_ms_mean": round(statistics.fmean(a.srtt_us for a in mine) / 1000, 2),
             "window_limited": round(limited / len(mine), 4),
+            "rwnd_limited": round(rwnd / len(mine), 4),
             "loss_epochs": len(eps),
             "loss_epochs_per_s": round(len(eps) / span_s, 4) if span_s > 0 else None,
             "w_max_median": _median([e.w_max for e in eps]),

@@ -16,7 +16,7 @@ from rigs.cwnd_trace import (
 
 PROBE = ("          iperf3-32419   [000] ..s2. {t}: tcp_probe: family=AF_INET6 src=[::ffff:10.77.0.1]:{sport} "
          "dest=[::ffff:{dst}]:{dport} mark=0x0 data_len=0 snd_nxt=0x{nxt:x} snd_una=0x{una:x} snd_cwnd={cwnd} "
-         "ssthresh={ssth} snd_wnd=64512 srtt={srtt} rcv_wnd=65160 sock_cookie=2e44 skbaddr=000000003e272da5 "
+         "ssthresh={ssth} snd_wnd={wnd} srtt={srtt} rcv_wnd=65160 sock_cookie=2e44 skbaddr=000000003e272da5 "
          "skaddr=0000000041b4cf87")
 STATE = ("          iperf3-32419   [000] ..s2. {t}: tcp_cong_state_set: family=AF_INET6 sport={sport} "
          "dport={dport} saddr=10.77.0.1 daddr={dst} saddrv6=::ffff:10.77.0.1 daddrv6=::ffff:{dst} cong_state={s}")
@@ -28,10 +28,12 @@ HEADER = "# tracer: nop\n#\n#           TASK-PID     CPU#  |||||  TIMESTAMP  FUN
 MSS = 1448
 
 
-def probe(t, cwnd, sport=5301, dst="10.77.1.2", dport=45824, in_flight=None, srtt=40000, ssth=2147483647):
+def probe(t, cwnd, sport=5301, dst="10.77.1.2", dport=45824, in_flight=None, srtt=40000, ssth=2147483647,
+          wnd=4_000_000):
     una = 1000
     return PROBE.format(t=f"{t:.6f}", sport=sport, dst=dst, dport=dport, una=una,
-                        nxt=una + (cwnd * MSS if in_flight is None else in_flight), cwnd=cwnd, ssth=ssth, srtt=srtt)
+                        nxt=una + (cwnd * MSS if in_flight is None else in_flight), cwnd=cwnd, ssth=ssth, srtt=srtt,
+                        wnd=wnd)
 
 
 def state(t, s, sport=5301, dst="10.77.1.2", dport=45824):
@@ -43,7 +45,7 @@ def test_parse_reads_both_families_wraps_the_sequence_space_and_keeps_only_the_p
     acks, states = parse(text, [5301, 5302])
     assert [a.sock for a in acks] == [(5302, "10.77.1.2", 45838), (5301, "10.77.1.2", 45824)]
     # 0x10 - 0xfffffff0 across the 2^32 wrap is 32 bytes, not minus four billion.
-    assert acks[0].in_flight == 32 and acks[0].cwnd == 10 and acks[0].srtt_us == 28
+    assert acks[0].in_flight == 32 and acks[0].cwnd == 10 and acks[0].srtt_us == 28 and acks[0].snd_wnd == 65483
     assert acks[1].in_flight == 20 * MSS and acks[1].t == 10.0
     assert states == [StateChange(10.2, (5301, "10.77.1.2", 45824), 3)]
 
@@ -86,9 +88,11 @@ def test_epochs_start_at_the_move_into_recovery_and_measure_the_climb_back_from_
 
 def test_a_flow_with_room_in_its_window_is_counted_as_not_window_limited():
     acks, states = parse("\n".join([probe(0.1, 20), probe(0.2, 20, in_flight=10 * MSS),
-                                    probe(0.3, 20, in_flight=19 * MSS)]), [5301])
+                                    probe(0.3, 20, in_flight=19 * MSS), probe(0.4, 20, wnd=20 * MSS)]), [5301])
     report = flow_report(acks, states, {acks[0].sock: "tcp"}, MSS)["tcp"]
-    assert report["window_limited"] == pytest.approx(2 / 3, abs=1e-4)   # within one segment counts as full
+    assert report["window_limited"] == pytest.approx(3 / 4, abs=1e-4)   # within one segment counts as full
+    # The last ACK: 20 segments out and the receiver's window allowing 20: no room for one more.
+    assert report["rwnd_limited"] == pytest.approx(1 / 4, abs=1e-4)
 
 
 def test_cubic_plateaus_use_the_kernels_fast_convergence():
