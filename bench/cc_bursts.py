@@ -71,7 +71,7 @@ def run(args, log) -> None:
                                                        tcp_lead_s=args.tcp_lead)
                         else:
                             c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
-                                           tcp_lead_s=args.tcp_lead)
+                                           tcp_lead_s=args.tcp_lead, probe=args.cwnd)
                     arrivals, departures = cap.read("in", flow_of), cap.read("out", flow_of)
                     stack.close()  # the trace ends with the run
                     windows = cwnd_report(trace, args.omit) if trace else None
@@ -99,6 +99,8 @@ def run(args, log) -> None:
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
                 if windows is not None:
                     rec["cwnd"] = windows
+                    # The MPTCP-level counters the run moved (nstat in both namespaces: reinjections, duplicates).
+                    rec["mptcp_counters"] = {k: v for k, v in (c.counters or {}).items() if ":MPTcp" in k}
                 log(rec)
                 print(f"{cc.algorithm} vs {comp.algorithm} round {rnd}: ratio {c.ratio:.2f}", flush=True)
                 print(table([rec]), flush=True)
