@@ -15,6 +15,31 @@ from harness.errors import PreflightError, TrafficError
 from harness.hosts.local import Host
 
 _VERSION = re.compile(r"iperf (\d+)\.(\d+)(?:\.(\d+))?")
+#: iperf3's TCP block (``-l``) by default. With ``-n`` it sends whole blocks, so a byte count that is not a
+#: multiple of the block moves up to a block more (iperf3 3.12, measured: ``-n 65536`` sent 131,072 bytes,
+#: ``-n 60000000`` sent 60,030,976).
+IPERF3_BLOCK = 131072
+#: The smallest block ``block_bytes`` picks for a file larger than one default block (smaller writes cost
+#: the sender CPU at every rate the testbeds run).
+MIN_BLOCK = 8192
+
+
+def block_bytes(nbytes: int) -> int | None:
+    """The ``-l`` that makes iperf3 move exactly ``nbytes``: the file itself if it fits in one default block,
+    else the largest divisor of ``nbytes`` no larger than the default block (``60000000``: 125,000 x 480).
+
+    None when the default block divides ``nbytes`` already (every power-of-two size from 128 KiB: the paper's
+    60 MiB) or when no divisor of at least ``MIN_BLOCK`` bytes does (a prime size, say); iperf3 then overshoots
+    by less than a block, and the record's ``bytes`` says what moved.
+    """
+    if nbytes % IPERF3_BLOCK == 0:
+        return None
+    if nbytes <= IPERF3_BLOCK:
+        return nbytes
+    for blocks in range(-(-nbytes // IPERF3_BLOCK), nbytes // MIN_BLOCK + 1):
+        if nbytes % blocks == 0:
+            return nbytes // blocks
+    return None
 
 
 @dataclass(frozen=True)
@@ -63,11 +88,15 @@ class Iperf3:
     def client_argv(self, server: str, port: int, nbytes: int | None, *, bind: str | None, mptcp: bool,
                     cc: str | None, connect_timeout_ms: int = 5000, duration_s: int | None = None,
                     omit_s: int = 0) -> list[str]:
-        """A reverse-mode client: the server sends ``nbytes`` to us, or sends for ``duration_s``
-        seconds after ``omit_s`` seconds of warm-up (give exactly one of the two)."""
+        """A reverse-mode client: the server sends ``nbytes`` to us (exactly: ``block_bytes``), or sends for
+        ``duration_s`` seconds after ``omit_s`` seconds of warm-up (give exactly one of the two)."""
         if (nbytes is None) == (duration_s is None):
             raise ValueError("give either nbytes or duration_s")
-        amount = ["-n", str(nbytes)] if nbytes is not None else ["-t", str(duration_s), "-O", str(omit_s)]
+        if nbytes is not None:
+            block = block_bytes(nbytes)
+            amount = ["-n", str(nbytes), *(["-l", str(block)] if block else [])]
+        else:
+            amount = ["-t", str(duration_s), "-O", str(omit_s)]
         argv = ["iperf3", "-c", server, "-p", str(port), "-R", *amount, "-J",
                 "--get-server-output", "--connect-timeout", str(connect_timeout_ms)]
         if bind:

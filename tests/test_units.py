@@ -13,7 +13,7 @@ from harness.hosts.netcmd import htb_class_argv, radio_qdisc_argvs, veth_argv
 from harness.campaign.plan import plan_campaign
 from harness.campaign.runner import check_paths
 from harness.config.scenario import Scenario
-from harness.traffic import Iperf3, parse_iperf3
+from harness.traffic import IPERF3_BLOCK, MIN_BLOCK, Iperf3, block_bytes, parse_iperf3
 from tests.conftest import small_inventory
 
 DATA = Path(__file__).parent / "data"
@@ -97,6 +97,27 @@ def test_client_argv_modes():
     for bad in ({"nbytes": None}, {"nbytes": 1000, "duration_s": 5}):
         with pytest.raises(ValueError, match="either nbytes or duration_s"):
             legacy.client_argv("10.0.0.1", 5201, bind=None, mptcp=False, cc=None, **bad)
+
+
+@pytest.mark.parametrize("nbytes, block", [
+    (65536, 65536),            # under one default block: the file is the block (iperf3 sent 131,072 without it)
+    (1000, 1000),
+    (62_914_560, None),        # 60 MiB: 480 default blocks already
+    (6 * 1024 * 1024, None),
+    (60_000_000, 125_000),     # 480 blocks of 125,000 (iperf3 sent 60,030,976 without it)
+    (131_101, None),           # a prime over one block: no divisor of at least MIN_BLOCK
+    (417_792, 104_448),        # 3.19 default blocks: 4 of 104,448
+])
+def test_the_block_makes_iperf3_move_exactly_the_file(nbytes, block):
+    assert block_bytes(nbytes) == block
+    if block:
+        assert nbytes % block == 0 and block <= IPERF3_BLOCK and (block >= MIN_BLOCK or block == nbytes)
+        # The largest such divisor: one block fewer would not divide, or would exceed the default block.
+        assert all(nbytes % k for k in range(-(-nbytes // IPERF3_BLOCK), nbytes // block))
+    argv = Iperf3("3.12", native_mptcp=False, mptcpize="/usr/bin/mptcpize").client_argv(
+        "10.0.0.1", 5201, nbytes, bind=None, mptcp=True, cc=None)
+    assert argv[argv.index("-n") + 1] == str(nbytes)
+    assert (argv[argv.index("-l") + 1] if "-l" in argv else None) == (str(block) if block else None)
 
 
 def _readings(points):
