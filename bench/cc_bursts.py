@@ -18,6 +18,7 @@ a connection that keeps one subflow (``--subflows 1``).
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import statistics
@@ -60,6 +61,8 @@ def run(args, log) -> None:
     ccs = {cc.sock_name: cc for cc in [*algos, comp]}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
                           path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows) as bn:
+        if args.wmem_max:  # the sender's socket buffers' ceiling (an MPTCP connection's is its subflows' sum)
+            bn.snd.run(["sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {args.wmem_max}"])
         for rnd in range(args.runs):
             for cc in (algos if rnd % 2 == 0 else algos[::-1]):
                 with tempfile.TemporaryDirectory(prefix="mplab-bursts-") as tmp, contextlib.ExitStack() as stack:
@@ -74,7 +77,7 @@ def run(args, log) -> None:
                                            tcp_lead_s=args.tcp_lead, probe=args.cwnd)
                     arrivals, departures = cap.read("in", flow_of), cap.read("out", flow_of)
                     stack.close()  # the trace ends with the run
-                    windows = cwnd_report(trace, args.omit) if trace else None
+                    windows = cwnd_report(trace, args.omit, segment_sizes(arrivals)) if trace else None
                 if not arrivals:
                     sys.exit("cc_bursts: the capture saw no data packets")
                 drops = dropped(arrivals, departures, max_sojourn)
@@ -94,6 +97,7 @@ def run(args, log) -> None:
                        "side": "two single-path flows" if args.single_path
                        else ("mptcp" if args.subflows == 2 else "mptcp, one subflow"), "tcp_lead_s": args.tcp_lead,
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
+                       "wmem_max": args.wmem_max,
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
@@ -108,14 +112,23 @@ def run(args, log) -> None:
                     print(cwnd_table([rec]), flush=True)
 
 
-def cwnd_report(trace: CwndTrace, omit_s: float) -> dict:
+def segment_sizes(arrivals: list) -> dict[str, int]:
+    """Each flow's usual data segment (bytes), as the capture saw them."""
+    sizes: dict[str, collections.Counter] = {}
+    for p in arrivals:
+        sizes.setdefault(p.flow, collections.Counter())[p.end - p.seq] += 1
+    return {flow: c.most_common(1)[0][0] for flow, c in sizes.items()}
+
+
+def cwnd_report(trace: CwndTrace, omit_s: float, mss: dict[str, int]) -> dict:
     """Per flow, what its window did after the warm-up (rigs/cwnd_trace.py), and whether the trace lost events."""
     acks, states = trace.read()
     if not acks:
         sys.exit("cc_bursts: the window trace saw no ACKs (tracefs, or the tcp_probe tracepoint, missing?)")
     since = min(a.t for a in acks) + omit_s
-    return {"overrun": trace.overrun,
-            "flows": flow_windows(acks, states, name_sockets(acks, flow_of), MSS, since=since)}
+    names = name_sockets(acks, flow_of)
+    return {"overrun": trace.overrun, "mss": mss,
+            "flows": flow_windows(acks, states, names, {n: mss.get(n, MSS) for n in names.values()}, since=since)}
 
 
 def cwnd_table(recs: list[dict]) -> str:
@@ -126,7 +139,12 @@ def cwnd_table(recs: list[dict]) -> str:
              "Cubic's climb (s) | climb / Cubic's | window-limited | receiver-window-limited |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
+        # Runs recorded before each flow's own segment size was kept counted every window in 1,448-byte
+        # segments, which reads an MPTCP subflow's full window (shorter segments) as not full: not shown.
+        sized = "mss" in (r.get("cwnd") or {})
         for flow, f in (r.get("cwnd") or {}).get("flows", {}).items():
+            if not sized:
+                f = {**f, "window_limited": "-", "rwnd_limited": "-"}
             lines.append(f"| {r.get('side', 'mptcp')} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['cwnd_mean']:.1f} | "
                          f"{f['loss_epochs_per_s']} | {f['w_max_median']} | {f['cut_median']} | {f['epoch_s_median']} | "
                          f"{f['regain_s_median']} ({f['regained']}) | {f['cubic_regain_s_median']} | "
@@ -202,6 +220,8 @@ def main() -> None:
                     help="1: the MPTCP connection keeps its first subflow only (is the cap per connection?)")
     ap.add_argument("--cwnd", action="store_true",
                     help="also trace every flow's window ACK by ACK (the kernel's tcp_probe; rigs/cwnd_trace.py)")
+    ap.add_argument("--wmem-max", type=int, default=None,
+                    help="raise the sender's tcp_wmem ceiling to this many bytes (default: the kernel's 4 MiB)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the medians per cell of these recorded runs and exit")

@@ -29,7 +29,7 @@ import re
 import statistics
 import subprocess
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,26 +178,33 @@ def epochs(acks: list[Ack], states: list[StateChange], sock: Socket) -> list[Epo
     return out
 
 
-def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, str], mss: int,
+def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, str], mss: int | Mapping[str, int],
                 since: float | None = None) -> dict[str, dict]:
     """Per named flow, over ACKs from ``since`` on (trace time): the mean window (packets, per ACK), how
     often the flow was window-limited at an ACK, loss epochs per second, and medians over its epochs of W_max,
     the cut (window after / W_max), the epoch's length, the climb back to W_max, the climb Linux Cubic would
     take for the same loss (``cubic_regain_s``) and their ratio epoch by epoch. The Cubic figures mean
-    something only for a flow that ran Cubic."""
+    something only for a flow that ran Cubic.
+
+    ``mss``: the flow's segment size in bytes (one for all, or per flow name). An MPTCP subflow's segments are
+    shorter than a plain TCP flow's on the same MTU (its DSS option takes room), and a window counted as full
+    against the wrong size reads as not full.
+    """
     out: dict[str, dict] = {}
     for sock, name in names.items():
         mine = [a for a in acks if a.sock == sock and (since is None or a.t >= since)]
         if not mine:
             continue
+        seg = mss if isinstance(mss, int) else mss[name]
         every = epochs(acks, states, sock)
         plateaus = cubic_plateaus(e.w_max for e in every)
         delay_min_s = min(a.srtt_us for a in acks if a.sock == sock) / 1e6
         kept = [(e, last) for e, last in zip(every, plateaus) if since is None or e.t >= since]
         eps = [e for e, _ in kept]
         span_s = mine[-1].t - mine[0].t
-        limited = sum(1 for a in mine if a.in_flight + mss >= a.cwnd * mss)
-        rwnd = sum(1 for a in mine if a.in_flight + mss > a.snd_wnd)
+        limited = sum(1 for a in mine if a.in_flight + seg >= a.cwnd * seg)
+        rwnd = sum(1 for a in mine if a.in_flight + seg > a.snd_wnd)
+        room = [a.cwnd - a.in_flight / seg for a in mine if a.in_flight + seg < a.cwnd * seg]
         regain = [e.regain_s for e in eps if e.regain_s is not None]
         # Observed climb over Cubic's, epoch by epoch (only where the window did climb back).
         model = [cubic_regain_s(e.w_max, e.after, last, e.srtt_s, delay_min_s) for e, last in kept]
@@ -208,6 +215,8 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
             "srtt_ms_mean": round(statistics.fmean(a.srtt_us for a in mine) / 1000, 2),
             "window_limited": round(limited / len(mine), 4),
             "rwnd_limited": round(rwnd / len(mine), 4),
+            # At the ACKs where it was not window-limited: how many segments its window had room for.
+            "room_segments_median": _median(room),
             "loss_epochs": len(eps),
             "loss_epochs_per_s": round(len(eps) / span_s, 4) if span_s > 0 else None,
             "w_max_median": _median([e.w_max for e in eps]),

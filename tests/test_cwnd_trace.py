@@ -95,6 +95,14 @@ def test_a_flow_with_room_in_its_window_is_counted_as_not_window_limited():
     assert report["rwnd_limited"] == pytest.approx(1 / 4, abs=1e-4)
 
 
+def test_window_limited_counts_in_the_flows_own_segment_size():
+    # A subflow's segments are shorter (its DSS option): 40 of 1,400 bytes fill a window of 40, which in
+    # 1,448-byte segments would read as 1.3 segments short of full.
+    acks, states = parse(probe(0.1, 40, in_flight=40 * 1400), [5301])
+    assert flow_report(acks, states, {acks[0].sock: "sf1"}, {"sf1": 1400})["sf1"]["window_limited"] == 1.0
+    assert flow_report(acks, states, {acks[0].sock: "sf1"}, MSS)["sf1"]["window_limited"] == 0.0
+
+
 def test_cubic_plateaus_use_the_kernels_fast_convergence():
     # A loss below the last plateau leaves W (1 + 717/1024) / 2, not W; at or above it, W.
     assert cubic_plateaus([100, 80, 90, 120]) == pytest.approx([100, 80 * 1741 / 2048, 90, 120])
