@@ -60,7 +60,8 @@ def run(args, log) -> None:
     comp = resolve(args.competitor)
     ccs = {cc.sock_name: cc for cc in [*algos, comp]}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
-                          path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows) as bn:
+                          path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows,
+                          window=args.window) as bn:
         if args.wmem_max:  # the sender's socket buffers' ceiling (an MPTCP connection's is its subflows' sum)
             bn.snd.run(["sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {args.wmem_max}"])
         for rnd in range(args.runs):
@@ -97,7 +98,7 @@ def run(args, log) -> None:
                        "side": "two single-path flows" if args.single_path
                        else ("mptcp" if args.subflows == 2 else "mptcp, one subflow"), "tcp_lead_s": args.tcp_lead,
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
-                       "wmem_max": args.wmem_max,
+                       "wmem_max": args.wmem_max, "window": args.window,
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
@@ -105,11 +106,24 @@ def run(args, log) -> None:
                     rec["cwnd"] = windows
                     # The MPTCP-level counters the run moved (nstat in both namespaces: reinjections, duplicates).
                     rec["mptcp_counters"] = {k: v for k, v in (c.counters or {}).items() if ":MPTcp" in k}
+                    rec["msk_memory"] = msk_summary(c.msk_memory, args.omit)
                 log(rec)
                 print(f"{cc.algorithm} vs {comp.algorithm} round {rnd}: ratio {c.ratio:.2f}", flush=True)
                 print(table([rec]), flush=True)
                 if windows is not None:
                     print(cwnd_table([rec]), flush=True)
+
+
+def msk_summary(memory: tuple, omit_s: float) -> dict | None:
+    """The MPTCP-level socket's send buffer over the run after the warm-up: medians of its size and of what it
+    held, and how often it held at least 90 % of it (the application cannot write more; the subflows get no
+    new data)."""
+    kept = [(tb, w) for t, tb, w in memory if t >= omit_s]
+    if not kept:
+        return None
+    return {"samples": len(kept), "sndbuf_median": statistics.median(tb for tb, _ in kept),
+            "queued_median": statistics.median(w for _, w in kept),
+            "at_least_90pct_full": round(sum(1 for tb, w in kept if w >= 0.9 * tb) / len(kept), 3)}
 
 
 def segment_sizes(arrivals: list) -> dict[str, int]:
@@ -222,6 +236,8 @@ def main() -> None:
                     help="also trace every flow's window ACK by ACK (the kernel's tcp_probe; rigs/cwnd_trace.py)")
     ap.add_argument("--wmem-max", type=int, default=None,
                     help="raise the sender's tcp_wmem ceiling to this many bytes (default: the kernel's 4 MiB)")
+    ap.add_argument("--window", default=None,
+                    help="iperf3 -w for the other side (e.g. 4M): a fixed socket buffer at both ends, not autotuned")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the medians per cell of these recorded runs and exit")

@@ -64,10 +64,12 @@ def htb_bottleneck_argvs(dev: str, rate_mbit: float, limit_bytes: int) -> list[l
 
 
 def competing_client_argv(iperf3: Iperf3, port: int, duration_s: int, omit_s: int, cc: str, *,
-                          mptcp: bool, bind: str | None = None) -> list[str]:
-    """A reverse-mode client that receives for ``duration_s`` after ``omit_s`` of warm-up."""
-    return iperf3.client_argv(SERVER, port, None, bind=bind, mptcp=mptcp, cc=cc, duration_s=duration_s,
+                          mptcp: bool, bind: str | None = None, window: str | None = None) -> list[str]:
+    """A reverse-mode client that receives for ``duration_s`` after ``omit_s`` of warm-up; ``window``: iperf3's
+    ``-w``, a fixed socket buffer on both ends (the server's sending socket too) in place of autotuning."""
+    argv = iperf3.client_argv(SERVER, port, None, bind=bind, mptcp=mptcp, cc=cc, duration_s=duration_s,
                               omit_s=omit_s)
+    return argv + ["-w", window] if window else argv
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ class Competition:
     #: Counters that moved during the run (``probe=True``): ``nstat`` in the sender's and the
     #: receiver's namespaces, names prefixed ``snd:`` and ``rcv:`` (MPTcpExt*, TcpExt*, Tcp*).
     counters: dict = field(default_factory=dict)
+    #: The MPTCP-level socket's send buffer and what it held, every half second (``probe=True``):
+    #: (seconds since the start, ``tb`` its sndbuf, ``w`` its queued bytes), from ``ss -M -m``.
+    msk_memory: tuple = ()
 
     @property
     def ratio(self) -> float:
@@ -177,6 +182,19 @@ def parse_ss(text: str, t_s: float) -> list[SocketSample]:
     return out
 
 
+_SKMEM = re.compile(r"skmem:\(r\d+,rb\d+,t\d+,tb(\d+),f\d+,w(\d+),")
+
+
+def msk_memory(text: str) -> tuple[int, int] | None:
+    """Of the MPTCP-level sockets ``ss -HMm`` lists, the one holding the most queued bytes (the data
+    connection, not iperf3's control one): its send buffer (``tb``) and queued bytes (``w``)."""
+    found = [(int(m[2]), int(m[1])) for m in _SKMEM.finditer(text)]
+    if not found:
+        return None
+    w, tb = max(found)
+    return tb, w
+
+
 def received(results: dict, cc: CongestionControl) -> tuple[dict[str, int], dict[str, int | None]]:
     """Bytes received after the warm-up and the sender's retransmissions, per flow, from iperf3's JSON."""
     got, retrans = {}, {}
@@ -219,7 +237,7 @@ class SharedBottleneck:
                  path_delay_ms: tuple[float, float] | None = None,
                  sender_sysctls: dict[str, str | int] | None = None,
                  receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0,
-                 subflows: int = 2) -> None:
+                 subflows: int = 2, window: str | None = None) -> None:
         self.prefix = prefix
         #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
         self.base_delay_ms = base_delay_ms
@@ -237,6 +255,9 @@ class SharedBottleneck:
         if subflows not in (1, 2):
             raise ValueError(f"subflows must be 1 or 2, not {subflows}")
         self.subflows = subflows
+        #: iperf3 ``-w`` for the other side's clients (the MPTCP connection, or the single-path pair): a fixed
+        #: socket buffer at both ends; None: the kernel's autotuning, as every transfer of a campaign has it.
+        self.window = window
         self.ccs = list(ccs)
         self.rate_mbit = rate_mbit
         self.buffer_bytes = buffer_bytes
@@ -342,6 +363,7 @@ class SharedBottleneck:
         release(procs, tcp_lead_s)
         peak = None
         samples: list[SocketSample] = []
+        memory: list[tuple[float, int, int]] = []
         t0 = time.monotonic()
         deadline = t0 + duration_s + omit_s + abs(lead) + 20
         while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
@@ -350,15 +372,19 @@ class SharedBottleneck:
                 if seen is not None:
                     peak = max(peak or 0, seen)
             if probe:
+                now = time.monotonic() - t0
                 out = self.snd.run(["ss", "-tinH", "state", "established"], check=False).stdout
-                samples += parse_ss(out, time.monotonic() - t0)
+                samples += parse_ss(out, now)
+                msk = msk_memory(self.snd.run(["ss", "-HMm"], check=False).stdout)
+                if msk:
+                    memory.append((round(now, 2), *msk))
             time.sleep(0.5)
         after = self._counters() if probe else {}
         moved = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
         results = {name: p.wait(5.0) if p.poll() is not None else p.stop() for name, p in procs.items()}
         got, retrans = received(results, cc)
         return Competition(cc.algorithm, got["mptcp"], got["tcp"], peak, tcp_cc.algorithm,
-                           retrans["mptcp"], retrans["tcp"], tuple(samples), moved)
+                           retrans["mptcp"], retrans["tcp"], tuple(samples), moved, tuple(memory))
 
     def compete_single_path(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3, *,
                             tcp_cc: CongestionControl, tcp_lead_s: float = 0.0) -> Competition:
@@ -397,7 +423,7 @@ class SharedBottleneck:
             host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
         ahead = max(-lead, 0)
         procs = {name: self.rcv.start(competing_client_argv(self.iperf3, port, duration_s + ahead, omit_s + ahead,
-                                                            cc.sock_name, mptcp=mptcp, bind=bind),
+                                                            cc.sock_name, mptcp=mptcp, bind=bind, window=self.window),
                                       gated=True, label=name)
                  for name, (port, mptcp, bind) in flows.items()}
         procs["tcp"] = self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + max(lead, 0),

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from rigs.bottleneck import SharedBottleneck, htb_bottleneck_argvs, parse_ss
+from rigs.bottleneck import SharedBottleneck, htb_bottleneck_argvs, msk_memory, parse_ss
 
 #: ``ss -tinH state established`` in the rig's sender during an OLIA run (trimmed): the control
 #: connections (a few bytes), both subflows of the data connection (v4-mapped peers, one with the
@@ -21,6 +21,21 @@ SS = """\
 0      370688 [::ffff:10.77.0.1]:5302 [::ffff:10.77.1.2]:43396
 \t cubic wscale:10,10 rto:272 rtt:70.794/1.747 minrtt:40.61 cwnd:77 ssthresh:58 bytes_acked:23671040 busy:17528ms rwnd_limited:52ms(0.3%) unacked:75 retrans:0/16
 """
+
+
+#: ``ss -HMm`` in the rig's sender during a run with ``-w 4M``: the data connection's MPTCP-level socket
+#: (8 MiB send buffer, 6.2 MB queued) and iperf3's control connection.
+SS_MPTCP = """\
+ESTAB 0      0      [::ffff:10.77.0.1]:5301 [::ffff:10.77.1.2]:60876
+\t skmem:(r0,rb8388608,t0,tb8388608,f737,w6193284,o0,bl0,d0)
+ESTAB 0      0      [::ffff:10.77.0.1]:5301 [::ffff:10.77.1.2]:60874
+\t skmem:(r0,rb131072,t0,tb50176,f2736,w0,o0,bl0,d0)
+"""
+
+
+def test_the_mptcp_level_memory_is_the_data_connections_send_buffer_and_queue():
+    assert msk_memory(SS_MPTCP) == (8388608, 6193284)   # tb and w of the busy one, not the control connection's
+    assert msk_memory("") is None
 
 
 def test_ss_gives_each_flow_its_window_and_limits():
