@@ -12,6 +12,10 @@ were not: 2.0-2.2 packets for every flow), the drop-tail FIFO would drop the tra
 single-path flows in place of the connection (``--single-path``), one side starting first (``--tcp-lead``), and
 a connection that keeps one subflow (``--subflows 1``).
 
+``--cwnd`` adds each flow's window ACK by ACK (the kernel's tcp_probe, rigs/cwnd_trace.py: loss epochs, the cut,
+the climb beside Linux Cubic's, how often the window was full), the MPTCP-level counters the run moved and the
+MPTCP-level socket's send buffer; ``--wmem-max`` and ``--window`` change the sender's buffers (controls).
+
     nice -n 10 uv run --frozen python bench/cc_bursts.py --delay 20 --bdp 2 --algorithms cubic,lia \\
         --competitor cubic --runs 2 --duration 30 --out bench/results/cc_bursts.jsonl
 """
