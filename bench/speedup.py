@@ -42,7 +42,7 @@ import time
 import uuid
 from pathlib import Path
 
-from harness.campaign.campaign import TAIL_SKIP_S, queue_makespan_s, sample_estimates_s, start_campaign
+from harness.campaign.campaign import between_samples_s, queue_makespan_s, sample_estimates_s, start_campaign
 from harness.campaign.plan import plan_campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
@@ -111,8 +111,8 @@ def reestimate(table: Path) -> int:
                     kept = Path(run["keep"] or "/nonexistent") / f"{inv_name}-l{loss:g}-s{s:g}" / "samples.jsonl"
                     if kept.exists():
                         records = [json.loads(line) for line in kept.read_text().splitlines() if line.strip()]
-                        timing = sample_timing(records, dict(zip((p.sample_id for p in plans), per)), s,
-                                               s_overhead(sc))
+                        timing = sample_timing(group_by_sample(records), dict(zip((p.sample_id for p in plans), per)),
+                                               s, between_samples_s(sc, emulated=True))
                         print(f"  kept campaign: {timing}")
     return 0
 
@@ -134,9 +134,7 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
     wall = time.monotonic() - t0
     load = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
     cells: dict[str, dict] = {}
-    by_sample: dict[str, list[dict]] = {}
-    for r in c.records():
-        by_sample.setdefault(r["sample_id"], []).append(r)
+    by_sample = group_by_sample(c.records())
     for recs in by_sample.values():
         cell = cells.setdefault(recs[0]["case_id"], {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0})
         if any(r["status"] != "ok" for r in recs):
@@ -153,26 +151,26 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
             "evenly_shared_s": round(sum(per_sample) / args.testbeds, 1),
             "testbeds": args.testbeds, "cells": cells, "load_1m": load, "cpu_busy_mean": itf.get("cpu_busy_mean"),
             "cpu_busy_max": itf.get("cpu_busy_max"), "rate_ratio": min(rate) if rate else None,
-            "samples": sample_timing(c.records(), dict(zip((p.sample_id for p in plans), per_sample)),
-                                     s, s_overhead(sc))}
+            "samples": sample_timing(by_sample, dict(zip((p.sample_id for p in plans), per_sample)),
+                                     s, between_samples_s(sc, emulated=True))}
 
 
-def s_overhead(sc: Scenario) -> float:
-    """What the estimate gives a sample beyond its transfer, in wall time (``sample_estimates_s``)."""
-    return TAIL_SKIP_S / sc.speedup + 0.5 + sc.settle_s
+def group_by_sample(records: list[dict]) -> dict[str, list[dict]]:
+    """A campaign's records, per sample (one record per receiver)."""
+    by_sample: dict[str, list[dict]] = {}
+    for r in records:
+        by_sample.setdefault(r["sample_id"], []).append(r)
+    return by_sample
 
 
-def sample_timing(records: list[dict], estimates: dict[str, float], s: float, overhead_s: float) -> dict:
+def sample_timing(by_sample: dict[str, list[dict]], estimates: dict[str, float], s: float, overhead_s: float) -> dict:
     """Where a campaign's wall time went against its estimate, per sample (wall seconds, medians and ranges).
 
     A sample's slot is from its release to the next release on the same testbed (the last one of each testbed
     has none); its transfer is its slowest receiver's (records hold ``duration_s`` in testbed time, S x the
     wall); the rest of the slot is the runner's overhead (tails, idle hold, settle, set-up of the transfer).
-    Against the estimate's transfer (the sharing model's) and its overhead (``s_overhead``).
+    Against the estimate's transfer (the sharing model's) and its overhead (``between_samples_s``).
     """
-    by_sample: dict[str, list[dict]] = {}
-    for r in records:
-        by_sample.setdefault(r["sample_id"], []).append(r)
     by_bed: dict[str, list[tuple[float, str, float]]] = {}
     for sid, recs in by_sample.items():
         if any(r["status"] != "ok" or r.get("started_at") is None for r in recs):

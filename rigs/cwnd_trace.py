@@ -192,13 +192,14 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
     """
     out: dict[str, dict] = {}
     for sock, name in names.items():
-        mine = [a for a in acks if a.sock == sock and (since is None or a.t >= since)]
+        theirs = [a for a in acks if a.sock == sock]
+        mine = [a for a in theirs if since is None or a.t >= since]
         if not mine:
             continue
         seg = mss if isinstance(mss, int) else mss[name]
-        every = epochs(acks, states, sock)
+        every = epochs(theirs, states, sock)
         plateaus = cubic_plateaus(e.w_max for e in every)
-        delay_min_s = min(a.srtt_us for a in acks if a.sock == sock) / 1e6
+        delay_min_s = min(a.srtt_us for a in theirs) / 1e6
         kept = [(e, last) for e, last in zip(every, plateaus) if since is None or e.t >= since]
         eps = [e for e, _ in kept]
         span_s = mine[-1].t - mine[0].t

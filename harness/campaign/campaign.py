@@ -460,10 +460,16 @@ TAIL_SKIP_S = 0.8
 
 
 def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory,
-                       control: SampleControl | None = None, testbeds: int = 1) -> float:
-    """A rough wall-time estimate of ``plans`` on ``testbeds`` copies (set-up not included): the samples'
-    estimates (``sample_estimates_s``) dealt out as the runner deals them (``queue_makespan_s``)."""
-    return queue_makespan_s(sample_estimates_s(plans, scenario, inventory, control), testbeds)
+                       control: SampleControl | None = None) -> float:
+    """A rough wall-time estimate of ``plans`` on one testbed (set-up not included): the samples' estimates
+    (``sample_estimates_s``) summed. On K copies, ``queue_makespan_s`` of the same estimates."""
+    return sum(sample_estimates_s(plans, scenario, inventory, control))
+
+
+def between_samples_s(scenario: Scenario, emulated: bool) -> float:
+    """What the estimate gives a sample beyond its transfer, in wall time: the fast-forwarded tail (emulated
+    testbed only), the runner's half second of checks, and the scenario's settle."""
+    return (TAIL_SKIP_S if emulated else 0.0) / scenario.speedup + 0.5 + scenario.settle_s
 
 
 def queue_makespan_s(durations: list[float], testbeds: int) -> float:
@@ -509,7 +515,7 @@ def sample_estimates_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
         else:
             rate = 20.0 if p.mode == "both" else 10.0
             slowest = scenario.file_bytes * 8 / (rate * 1e6)
-        est = (slowest + tail) / scenario.speedup + 0.5 + scenario.settle_s
+        est = slowest / scenario.speedup + between_samples_s(scenario, emu is not None)
         if p.policy is not None and control is not None:
             probing_s = control.estimate_s(p)
             # After the controller's own traffic the runner waits out its tails too (one hold if none).
