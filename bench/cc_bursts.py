@@ -91,7 +91,9 @@ def run(args, log) -> None:
                 eps = episodes(arrivals, drops, rtt_full, since=since)
                 met = backlog_by_flow(arrivals, backlog_at_arrivals(arrivals, drops, departures), buf / MSS_WIRE,
                                       since=since)
+                short = short_segments(arrivals, since)
                 for flow, share in episode_shares(eps, flows).items():
+                    flows[flow]["short_segments"] = short.get(flow)
                     flows[flow].update(share)
                     flows[flow].update(met.get(flow, {}))
                     # When its first data packet reached the FIFO, after the run's first (its head start or lag).
@@ -138,6 +140,19 @@ def segment_sizes(arrivals: list) -> dict[str, int]:
     return {flow: c.most_common(1)[0][0] for flow, c in sizes.items()}
 
 
+def short_segments(arrivals: list, since: float) -> dict[str, float]:
+    """Per flow, the share of its data packets after ``since`` shorter than its usual segment: a window counted
+    in bytes over the usual segment reads short ones as room that is not there."""
+    usual = segment_sizes(arrivals)
+    counts: dict[str, list[int]] = {}
+    for p in arrivals:
+        if p.t >= since:
+            c = counts.setdefault(p.flow, [0, 0])
+            c[0] += p.end - p.seq < usual[p.flow]
+            c[1] += 1
+    return {flow: round(short / n, 4) for flow, (short, n) in counts.items()}
+
+
 def cwnd_report(trace: CwndTrace, omit_s: float, mss: dict[str, int]) -> dict:
     """Per flow, what its window did after the warm-up (rigs/cwnd_trace.py), and whether the trace lost events."""
     acks, states = trace.read()
@@ -152,10 +167,12 @@ def cwnd_report(trace: CwndTrace, omit_s: float, mss: dict[str, int]) -> dict:
 def cwnd_table(recs: list[dict]) -> str:
     """Per run and flow (``--cwnd``): loss epochs per second, W_max, the cut, the epoch, the climb back to
     W_max against Linux Cubic's for the same loss, and how often, at an ACK, the flow had a full window out and
-    how often the receiver's window had no room."""
+    how often the receiver's window had no room; and the ACKs: segments each acknowledged (mean), the share
+    that acknowledged more than two (stretch ACKs), and the median gap between ACKs that moved the window."""
     lines = ["| side | round | ratio | flow | mean cwnd | loss epochs/s | W_max | cut | epoch (s) | climb (s) | "
-             "Cubic's climb (s) | climb / Cubic's | window-limited | receiver-window-limited |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Cubic's climb (s) | climb / Cubic's | window-limited | receiver-window-limited | segments per ACK | "
+             "stretch ACKs | ACK gap (ms) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         # Runs recorded before each flow's own segment size was kept counted every window in 1,448-byte
         # segments, which reads an MPTCP subflow's full window (shorter segments) as not full: not shown.
@@ -166,7 +183,9 @@ def cwnd_table(recs: list[dict]) -> str:
             lines.append(f"| {r.get('side', 'mptcp')} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['cwnd_mean']:.1f} | "
                          f"{f['loss_epochs_per_s']} | {f['w_max_median']} | {f['cut_median']} | {f['epoch_s_median']} | "
                          f"{f['regain_s_median']} ({f['regained']}) | {f['cubic_regain_s_median']} | "
-                         f"{f['regain_over_cubic_median']} | {f['window_limited']} | {f['rwnd_limited']} |")
+                         f"{f['regain_over_cubic_median']} | {f['window_limited']} | {f['rwnd_limited']} | "
+                         f"{f.get('acked_segments_mean', '-')} | {f.get('stretch_acks', '-')} | "
+                         f"{f.get('ack_gap_ms_median', '-')} |")
     return "\n".join(lines)
 
 

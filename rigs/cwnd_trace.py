@@ -43,6 +43,9 @@ LOSS_STATES = (3, 4)
 #: Round trips per packet of Cubic's TCP-friendly estimate: 15/8 (``beta_scale >> 3``, tcp_cubic.c).
 RENO_ESTIMATE_PER_PACKET = 15 / 8
 
+#: An ACK for more segments than this is a stretch ACK (a delayed ACK covers two; the half allows short segments).
+STRETCH_SEGMENTS = 2.5
+
 #: IPv4 addresses, or IPv4-mapped ones of a dual-stack socket (iperf3's server listens on ``::``).
 _PROBE = re.compile(r"\s(\d+\.\d+): tcp_probe: family=AF_INET6? src=\[?(?:::ffff:)?([\d.]+)\]?:(\d+) "
                     r"dest=\[?(?:::ffff:)?([\d.]+)\]?:(\d+) "
@@ -64,6 +67,7 @@ class Ack:
     in_flight: int     # bytes, snd_nxt - snd_una (mod 2^32)
     srtt_us: int
     snd_wnd: int = 0   # bytes the receiver's window allows from snd_una (for a subflow, the connection's)
+    snd_una: int = 0   # as the ACK found it: tcp_probe fires before the ACK is processed
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ def parse(text: str, ports: Iterable[int]) -> tuple[list[Ack], list[StateChange]
             sport = int(m[3])
             if sport in keep:
                 acks.append(Ack(float(m[1]), (sport, m[4], int(m[5])), int(m[8]), int(m[9]),
-                                (int(m[6], 16) - int(m[7], 16)) % (1 << 32), int(m[11]), int(m[10])))
+                                (int(m[6], 16) - int(m[7], 16)) % (1 << 32), int(m[11]), int(m[10]), int(m[7], 16)))
             continue
         m = _STATE.search(line)
         if m and int(m[2]) in keep:
@@ -178,6 +182,12 @@ def epochs(acks: list[Ack], states: list[StateChange], sock: Socket) -> list[Epo
     return out
 
 
+def acked_segments(acks: list[Ack], seg: int) -> list[float]:
+    """Segments each ACK of one socket acknowledged, in order: tcp_probe fires before an ACK is processed, so
+    what an ACK moved ``snd_una`` by shows at the next one (mod 2^32; 0 for a duplicate or a window update)."""
+    return [((b.snd_una - a.snd_una) % (1 << 32)) / seg for a, b in zip(acks, acks[1:])]
+
+
 def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, str], mss: int | Mapping[str, int],
                 since: float | None = None) -> dict[str, dict]:
     """Per named flow, over ACKs from ``since`` on (trace time): the mean window (packets, per ACK), how
@@ -207,6 +217,9 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
         rwnd = sum(1 for a in mine if a.in_flight + seg > a.snd_wnd)
         room = [a.cwnd - a.in_flight / seg for a in mine if a.in_flight + seg < a.cwnd * seg]
         regain = [e.regain_s for e in eps if e.regain_s is not None]
+        acked = acked_segments(mine, seg)
+        moving = [n for n in acked if n > 0]
+        gaps = [b.t - a.t for a, b, n in zip(mine, mine[1:], acked) if n > 0]
         # Observed climb over Cubic's, epoch by epoch (only where the window did climb back).
         model = [cubic_regain_s(e.w_max, e.after, last, e.srtt_s, delay_min_s) for e, last in kept]
         pace = [e.regain_s / m for (e, _), m in zip(kept, model) if e.regain_s is not None and m > 0]
@@ -218,6 +231,12 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
             "rwnd_limited": round(rwnd / len(mine), 4),
             # At the ACKs where it was not window-limited: how many segments its window had room for.
             "room_segments_median": _median(room),
+            # What the receiver's ACKs look like: a delayed-ACK receiver acknowledges two segments at a time; an
+            # ACK for more (a stretch ACK) lets the sender put that many, plus any growth, into the queue at once.
+            "acked_segments_mean": round(statistics.fmean(moving), 3) if moving else None,
+            "stretch_acks": round(sum(1 for n in moving if n > STRETCH_SEGMENTS) / len(moving), 4) if moving else None,
+            "acks_without_progress": round((len(acked) - len(moving)) / len(acked), 4) if acked else None,
+            "ack_gap_ms_median": round(statistics.median(gaps) * 1000, 3) if gaps else None,
             "loss_epochs": len(eps),
             "loss_epochs_per_s": round(len(eps) / span_s, 4) if span_s > 0 else None,
             "w_max_median": _median([e.w_max for e in eps]),

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from rigs.cwnd_trace import (
-    Ack, StateChange, cubic_plateaus, cubic_regain_s, epochs, flow_report, name_sockets, parse,
+    Ack, StateChange, acked_segments, cubic_plateaus, cubic_regain_s, epochs, flow_report, name_sockets, parse,
 )
 
 PROBE = ("          iperf3-32419   [000] ..s2. {t}: tcp_probe: family=AF_INET6 src=[::ffff:10.77.0.1]:{sport} "
@@ -29,8 +29,7 @@ MSS = 1448
 
 
 def probe(t, cwnd, sport=5301, dst="10.77.1.2", dport=45824, in_flight=None, srtt=40000, ssth=2147483647,
-          wnd=4_000_000):
-    una = 1000
+          wnd=4_000_000, una=1000):
     return PROBE.format(t=f"{t:.6f}", sport=sport, dst=dst, dport=dport, una=una,
                         nxt=una + (cwnd * MSS if in_flight is None else in_flight), cwnd=cwnd, ssth=ssth, srtt=srtt,
                         wnd=wnd)
@@ -101,6 +100,23 @@ def test_window_limited_counts_in_the_flows_own_segment_size():
     acks, states = parse(probe(0.1, 40, in_flight=40 * 1400), [5301])
     assert flow_report(acks, states, {acks[0].sock: "sf1"}, {"sf1": 1400})["sf1"]["window_limited"] == 1.0
     assert flow_report(acks, states, {acks[0].sock: "sf1"}, MSS)["sf1"]["window_limited"] == 0.0
+
+
+def test_what_each_ack_acknowledged_shows_at_the_next_one_and_stretch_acks_are_counted():
+    # snd_una as each ACK found it, wrapping past 2^32 on the way: the ACK at 0.1 moved it 2 segments, 0.2
+    # moved it 2, 0.3 moved it 6 (a stretch ACK), 0.4 moved nothing (a duplicate), 0.5 moved 2; the last one's
+    # is unseen.
+    base = (1 << 32) - 5 * MSS
+    unas = [(base + k * MSS) % (1 << 32) for k in (0, 2, 4, 10, 10, 12)]
+    acks, states = parse("\n".join(probe(0.1 * (i + 1), 20, una=u) for i, u in enumerate(unas)), [5301])
+    assert acked_segments(acks, MSS) == [2, 2, 6, 0, 2]
+    report = flow_report(acks, states, {acks[0].sock: "sf1"}, MSS)["sf1"]
+    assert report["stretch_acks"] == pytest.approx(1 / 4, abs=1e-4)
+    assert report["acks_without_progress"] == pytest.approx(1 / 5, abs=1e-4)
+    assert report["acked_segments_mean"] == pytest.approx(3, abs=1e-3)
+    assert report["ack_gap_ms_median"] == pytest.approx(100, abs=1e-3)
+    # Counted in a shorter segment, two 1,448-byte segments are more than two: the flow's own size matters.
+    assert flow_report(acks, states, {acks[0].sock: "sf1"}, 1000)["sf1"]["stretch_acks"] > 0.5
 
 
 def test_cubic_plateaus_use_the_kernels_fast_convergence():

@@ -266,3 +266,16 @@ def test_radio_loop_reshares_as_stations_start_and_finish():
     # Every change went to tc as a class change of the right device.
     assert any(line.startswith("class change dev rx2 ") and "rate 5000kbit" in line
                for line in loop.tc["wifi"].stdin.lines)
+
+
+def test_equal_fits_are_told_apart_by_term_order_not_by_the_last_bits_of_their_rms():
+    # Two 6-term sets that differ only by which extra term was fitted to 0 are the same fit. Their RMS came out
+    # a few ulps apart one way or the other from run to run (BLAS threads on a loaded machine), and the
+    # shipped inventory's text changed with it: the first set in TERMS order wins a tie, whatever the noise.
+    first = (6, 0.0040000000000001, 0.0083, {"P0": 0.0085, "theta_W": 0.0})
+    second = (6, 0.004, 0.0083, {"P0": 0.0085, "theta_B": 0.0})
+    assert cal._lowest_rms([first, second]) is first
+    assert cal._lowest_rms([second, first]) is second
+    # A real difference still wins.
+    better = (6, 0.0039, 0.0083, {"P0": 0.0085, "theta_L": 0.0})
+    assert cal._lowest_rms([first, second, better]) is better

@@ -245,10 +245,18 @@ def fit_power(data: PaperData, caps: Capacities, tolerance: float = 0.02) -> Pow
     if not ok:
         raise CalibrationError(f"no set of power terms explains Table 3 within {tolerance:.0%}")
     m_min = min(r[0] for r in ok)
-    chosen = min((r for r in ok if r[0] == m_min), key=lambda r: r[1])
+    chosen = _lowest_rms([r for r in ok if r[0] == m_min])
     terms = {t: chosen[3].get(t, 0.0) for t in TERMS}
-    best_per_size = [min((r for r in ranking if r[0] == m), key=lambda r: r[1]) for m in range(1, len(TERMS) + 1)]
+    best_per_size = [_lowest_rms([r for r in ranking if r[0] == m]) for m in range(1, len(TERMS) + 1)]
     return PowerFit(terms, chosen[1], chosen[2], best_per_size)
+
+
+def _lowest_rms(fits: list[tuple]) -> tuple:
+    """The fit with the lowest RMS, the first in ``TERMS`` order among equal ones. Sets that differ only by a
+    term fitted to 0 are the same fit, and their RMS differ in the last bits by how the linear algebra ran
+    (BLAS threads): a plain ``min`` picked one or the other from run to run, and the inventory's text with it."""
+    low = min(r[1] for r in fits)
+    return next(r for r in fits if r[1] <= low * (1 + 1e-9))
 
 
 def predicted_energy_j(terms: dict[str, float], duration_s: float, mbit: dict[str, float], mode: str) -> float:
