@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness.cc import resolve
 from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBottleneck
-from rigs.cwnd_trace import CwndTrace, name_sockets
+from rigs.cwnd_trace import CwndTrace, follows, name_sockets
 from rigs.cwnd_trace import flow_report as flow_windows
 from rigs.capture import Capture, backlog_at_arrivals, backlog_by_flow, dropped, episode_shares, episodes, flow_report
 
@@ -65,7 +65,7 @@ def run(args, log) -> None:
     ccs = {cc.sock_name: cc for cc in [*algos, comp]}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
                           path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows,
-                          window=args.window) as bn:
+                          window=args.window, block=args.block) as bn:
         if args.wmem_max:  # the sender's socket buffers' ceiling (an MPTCP connection's is its subflows' sum)
             bn.snd.run(["sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {args.wmem_max}"])
         for rnd in range(args.runs):
@@ -104,7 +104,7 @@ def run(args, log) -> None:
                        "side": "two single-path flows" if args.single_path
                        else ("mptcp" if args.subflows == 2 else "mptcp, one subflow"), "tcp_lead_s": args.tcp_lead,
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
-                       "wmem_max": args.wmem_max, "window": args.window,
+                       "wmem_max": args.wmem_max, "window": args.window, "block": args.block,
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
@@ -234,6 +234,29 @@ def summary(recs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def coupling_table(recs: list[dict], window_s: float) -> str:
+    """Per pair of flows over the runs with a window trace (``--cwnd``): of the second flow's loss epochs, how
+    many began within ``window_s`` after one of the first's, against chance. Subflows whose losses follow each
+    other more than they follow the TCP flow's are coupled by more than the FIFO they share."""
+    pairs: dict[tuple[str, str], list[float]] = {}
+    for r in recs:
+        flows = {f: v.get("epoch_starts") for f, v in (r.get("cwnd") or {}).get("flows", {}).items()}
+        for a, ta in flows.items():
+            for b, tb in flows.items():
+                if a != b and ta is not None and tb is not None:
+                    hits, chance = follows(ta, tb, window_s)
+                    acc = pairs.setdefault((a, b), [0, 0.0, 0])
+                    acc[0] += hits
+                    acc[1] += chance
+                    acc[2] += len(tb)
+    lines = [f"| leader | follower | follower's epochs within {window_s:g} s after the leader's | by chance |",
+             "|---|---|---|---|"]
+    for (a, b), (hits, chance, n) in sorted(pairs.items()):
+        lines.append(f"| {a} | {b} | {hits} of {n} ({100 * hits / n:.0f} %) | {chance:.1f} ({100 * chance / n:.0f} %) |"
+                     if n else f"| {a} | {b} | 0 of 0 | - |")
+    return "\n".join(lines)
+
+
 def recorded(paths: list[Path]) -> list[dict]:
     """Every run recorded in ``paths`` (``--out`` files), in order."""
     return [json.loads(line) for p in paths for line in p.read_text().splitlines() if line.strip()]
@@ -261,10 +284,18 @@ def main() -> None:
                     help="raise the sender's tcp_wmem ceiling to this many bytes (default: the kernel's 4 MiB)")
     ap.add_argument("--window", default=None,
                     help="iperf3 -w for the other side (e.g. 4M): a fixed socket buffer at both ends, not autotuned")
+    ap.add_argument("--block", default=None,
+                    help="iperf3 -l for the other side: the sending application's write size (default 128K)")
+    ap.add_argument("--coupling", type=Path, nargs="+",
+                    help="print how often each flow's losses follow another's in these recorded --cwnd runs and exit")
+    ap.add_argument("--coupling-window", type=float, default=0.25, help="seconds after a loss, for --coupling")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--table", type=Path, nargs="+", help="print the table of these recorded runs and exit")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the medians per cell of these recorded runs and exit")
     args = ap.parse_args()
+    if args.coupling:
+        print(coupling_table(recorded(args.coupling), args.coupling_window))
+        return
     if args.summary:
         print(summary(recorded(args.summary)))
         return

@@ -64,12 +64,14 @@ def htb_bottleneck_argvs(dev: str, rate_mbit: float, limit_bytes: int) -> list[l
 
 
 def competing_client_argv(iperf3: Iperf3, port: int, duration_s: int, omit_s: int, cc: str, *,
-                          mptcp: bool, bind: str | None = None, window: str | None = None) -> list[str]:
+                          mptcp: bool, bind: str | None = None, window: str | None = None,
+                          block: str | None = None) -> list[str]:
     """A reverse-mode client that receives for ``duration_s`` after ``omit_s`` of warm-up; ``window``: iperf3's
-    ``-w``, a fixed socket buffer on both ends (the server's sending socket too) in place of autotuning."""
+    ``-w``, a fixed socket buffer on both ends (the server's sending socket too) in place of autotuning;
+    ``block``: iperf3's ``-l``, how much the sending server hands its socket per write (128 KiB by default)."""
     argv = iperf3.client_argv(SERVER, port, None, bind=bind, mptcp=mptcp, cc=cc, duration_s=duration_s,
                               omit_s=omit_s)
-    return argv + ["-w", window] if window else argv
+    return argv + (["-w", window] if window else []) + (["-l", block] if block else [])
 
 
 @dataclass(frozen=True)
@@ -237,7 +239,7 @@ class SharedBottleneck:
                  path_delay_ms: tuple[float, float] | None = None,
                  sender_sysctls: dict[str, str | int] | None = None,
                  receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0,
-                 subflows: int = 2, window: str | None = None) -> None:
+                 subflows: int = 2, window: str | None = None, block: str | None = None) -> None:
         self.prefix = prefix
         #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
         self.base_delay_ms = base_delay_ms
@@ -258,6 +260,8 @@ class SharedBottleneck:
         #: iperf3 ``-w`` for the other side's clients (the MPTCP connection, or the single-path pair): a fixed
         #: socket buffer at both ends; None: the kernel's autotuning, as every transfer of a campaign has it.
         self.window = window
+        #: iperf3 ``-l`` for the same clients: how much the sending application hands the socket per write.
+        self.block = block
         self.ccs = list(ccs)
         self.rate_mbit = rate_mbit
         self.buffer_bytes = buffer_bytes
@@ -423,7 +427,8 @@ class SharedBottleneck:
             host.run(sysctl_argv("net.ipv4.tcp_congestion_control", cc.sock_name))
         ahead = max(-lead, 0)
         procs = {name: self.rcv.start(competing_client_argv(self.iperf3, port, duration_s + ahead, omit_s + ahead,
-                                                            cc.sock_name, mptcp=mptcp, bind=bind, window=self.window),
+                                                            cc.sock_name, mptcp=mptcp, bind=bind, window=self.window,
+                                                            block=self.block),
                                       gated=True, label=name)
                  for name, (port, mptcp, bind) in flows.items()}
         procs["tcp"] = self.rcv.start(competing_client_argv(self.iperf3, TCP_PORT, duration_s + max(lead, 0),

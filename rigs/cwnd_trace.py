@@ -239,6 +239,8 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
             "ack_gap_ms_median": round(statistics.median(gaps) * 1000, 3) if gaps else None,
             "loss_epochs": len(eps),
             "loss_epochs_per_s": round(len(eps) / span_s, 4) if span_s > 0 else None,
+            # When each began (trace time), to see whether one flow's losses follow another's.
+            "epoch_starts": [round(e.t, 4) for e in eps],
             "w_max_median": _median([e.w_max for e in eps]),
             "cut_median": _median([e.after / e.w_max for e in eps if e.w_max]),
             "epoch_s_median": _median([e.length_s for e in eps if e.length_s is not None]),
@@ -248,6 +250,18 @@ def flow_report(acks: list[Ack], states: list[StateChange], names: dict[Socket, 
             "regain_over_cubic_median": _median(pace),
         }
     return out
+
+
+def follows(leader: list[float], follower: list[float], window_s: float) -> tuple[int, float]:
+    """How many of ``follower``'s loss epochs began within ``window_s`` after one of ``leader``'s (at the same
+    instant counts), and how many would by chance: ``leader``'s epochs, spread evenly over the stretch both
+    flows were traced, would cover that share of it."""
+    hits = sum(1 for t in follower if any(0 <= t - u <= window_s for u in leader))
+    if not leader or not follower:
+        return hits, 0.0
+    span = max(leader[-1], follower[-1]) - min(leader[0], follower[0])
+    covered = min(1.0, len(leader) * window_s / span) if span > 0 else 1.0
+    return hits, covered * len(follower)
 
 
 class CwndTrace:

@@ -11,7 +11,8 @@ import os
 import pytest
 
 from rigs.cwnd_trace import (
-    Ack, StateChange, acked_segments, cubic_plateaus, cubic_regain_s, epochs, flow_report, name_sockets, parse,
+    Ack, StateChange, acked_segments, cubic_plateaus, cubic_regain_s, epochs, flow_report, follows, name_sockets,
+    parse,
 )
 
 PROBE = ("          iperf3-32419   [000] ..s2. {t}: tcp_probe: family=AF_INET6 src=[::ffff:10.77.0.1]:{sport} "
@@ -78,6 +79,7 @@ def test_epochs_start_at_the_move_into_recovery_and_measure_the_climb_back_from_
     assert second.length_s is None and second.regain_s is None
     report = flow_report(acks, states, {sock: "sf1"}, MSS)["sf1"]
     assert report["loss_epochs"] == 2 and report["regained"] == "1/2"
+    assert report["epoch_starts"] == [1.01, 2.0]
     assert report["w_max_median"] == 22 and report["cut_median"] == pytest.approx((14 / 20 + 16 / 24) / 2, abs=1e-4)
     # Every ACK had a full window in flight.
     assert report["window_limited"] == 1.0
@@ -117,6 +119,15 @@ def test_what_each_ack_acknowledged_shows_at_the_next_one_and_stretch_acks_are_c
     assert report["ack_gap_ms_median"] == pytest.approx(100, abs=1e-3)
     # Counted in a shorter segment, two 1,448-byte segments are more than two: the flow's own size matters.
     assert flow_report(acks, states, {acks[0].sock: "sf1"}, 1000)["sf1"]["stretch_acks"] > 0.5
+
+
+def test_losses_that_follow_anothers_are_counted_against_what_chance_gives():
+    leader = [1.0, 5.0, 9.0]
+    # 1.1 and 5.25 follow a leader's loss within 0.25 s, 9.0 at the same instant; 3.0 does not, nor 0.9 (before).
+    assert follows(leader, [0.9, 1.1, 3.0, 5.25, 9.0], 0.25)[0] == 3
+    # By chance: 3 losses x 0.25 s cover 0.75 s of the 8.1 s both were traced, so 5 x 0.75 / 8.1 of them.
+    assert follows(leader, [0.9, 1.1, 3.0, 5.25, 9.0], 0.25)[1] == pytest.approx(5 * 0.75 / 8.1)
+    assert follows([], [1.0], 0.25) == (0, 0.0)
 
 
 def test_cubic_plateaus_use_the_kernels_fast_convergence():
