@@ -5,8 +5,11 @@ as root, and CI runs as root so they run there.
 """
 from __future__ import annotations
 
+import json
 import os
+import resource
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +34,33 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "root" in item.keywords:
             item.add_marker(skip)
+
+
+#: Where each test's wall and CPU time go (one JSON line per test) when set: `bench/suite_cpu.py` runs the
+#: suite with it and sums them per module. CPU is this process's and that of the children it reaped during the
+#: test (subprocesses, daemons a fixture stopped); a module fixture counts with the first test that needs it.
+CPU_LOG = os.environ.get("MPLAB_TEST_CPU_LOG")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not CPU_LOG:
+        yield
+        return
+    before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    t0 = time.monotonic()
+    yield
+    wall = time.monotonic() - t0
+    after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    own, children = (a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
+    line = json.dumps({"test": item.nodeid, "wall_s": round(wall, 3), "cpu_s": round(own, 3),
+                       "children_cpu_s": round(children, 3), "worker": os.environ.get("PYTEST_XDIST_WORKER")})
+    # One write of a line under O_APPEND: the workers' lines never interleave.
+    fd = os.open(CPU_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def default_sigint() -> None:
