@@ -35,7 +35,10 @@ from harness.cc import resolve
 from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBottleneck
 from rigs.cwnd_trace import CwndTrace, follows, name_sockets
 from rigs.cwnd_trace import flow_report as flow_windows
-from rigs.capture import Capture, backlog_at_arrivals, backlog_by_flow, dropped, episode_shares, episodes, flow_report
+from rigs.capture import (
+    Capture, backlog_at_arrivals, backlog_by_flow, came_after, dropped, episode_shares, episodes, flow_report, phase_by_flow,
+    since_departure,
+)
 
 PREFIX = "mplab-bench-bur-"
 MSS_WIRE = 1514
@@ -89,11 +92,14 @@ def run(args, log) -> None:
                 since = arrivals[0].t + args.omit
                 flows = flow_report(arrivals, drops, pkt_s / 2, rtt_full, since=since)
                 eps = episodes(arrivals, drops, rtt_full, since=since)
-                met = backlog_by_flow(arrivals, backlog_at_arrivals(arrivals, drops, departures), buf / MSS_WIRE,
-                                      since=since)
+                backlog = backlog_at_arrivals(arrivals, drops, departures)
+                met = backlog_by_flow(arrivals, backlog, buf / MSS_WIRE, since=since)
+                phase = phase_by_flow(arrivals, drops, backlog, since_departure(arrivals, departures),
+                                      buf / MSS_WIRE, pkt_s, since=since, after=came_after(arrivals, departures))
                 short = short_segments(arrivals, since)
                 for flow, share in episode_shares(eps, flows).items():
                     flows[flow]["short_segments"] = short.get(flow)
+                    flows[flow]["phase"] = phase.get(flow)
                     flows[flow].update(share)
                     flows[flow].update(met.get(flow, {}))
                     # When its first data packet reached the FIFO, after the run's first (its head start or lag).

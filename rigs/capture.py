@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -167,6 +167,66 @@ def backlog_by_flow(arrivals: Sequence[Packet], backlog: Sequence[int], fifo_pac
     return {f: {"backlog_met": sum(qs) / len(qs) / fifo_packets,
                 "met_full": sum(1 for q in qs if q >= 0.95 * fifo_packets) / len(qs)}
             for f, qs in sorted(by_flow.items())}
+
+
+def since_departure(arrivals: Sequence[Packet], departures: Sequence[Packet]) -> list[float | None]:
+    """For each arrival, the time since the FIFO's last departure before it (None before the first). At a full
+    drop-tail FIFO each departure frees room for one packet: the first arrival after it takes the room and any
+    later one before the next departure is dropped, so where in that interval a flow's packets tend to come
+    decides who loses (the phase effect of Floyd and Jacobson, "On traffic phase effects in packet-switched
+    gateways", 1992)."""
+    left = sorted(p.t for p in departures)
+    out: list[float | None] = []
+    for p in arrivals:
+        i = bisect.bisect_left(left, p.t)
+        out.append(p.t - left[i - 1] if i else None)
+    return out
+
+
+def came_after(arrivals: Sequence[Packet], departures: Sequence[Packet]) -> list[str | None]:
+    """For each arrival (in time order), the flow of the arrival just before it if that one came after the
+    FIFO's last departure too (both in one interval between departures), else None: the arrival was the first
+    since the FIFO last sent, the one a full FIFO has room for."""
+    left = sorted(p.t for p in departures)
+    out: list[str | None] = []
+    for k, p in enumerate(arrivals):
+        i = bisect.bisect_left(left, p.t)
+        last = left[i - 1] if i else float("-inf")
+        out.append(arrivals[k - 1].flow if k and arrivals[k - 1].t > last else None)
+    return out
+
+
+def phase_by_flow(arrivals: Sequence[Packet], drops: Sequence[bool], backlog: Sequence[int],
+                  since_dep: Sequence[float | None], fifo_packets: float, service_s: float,
+                  since: float = 0.0, after: Sequence[str | None] | None = None) -> dict[str, dict]:
+    """Per flow, over its arrivals from ``since`` that met the FIFO at least 95 % full: how far into the
+    interval between departures they came (median, in packet service times), and the share dropped of those
+    that came in the first half of an interval and of those in the second half. With ``after``
+    (``came_after``): the share that came behind another arrival in the same interval, the share dropped of
+    those that came first and of those that came behind, and whose packet they came behind (counts)."""
+    rows: dict[str, list[tuple[float, bool, str | None]]] = defaultdict(list)
+    behind = after if after is not None else [None] * len(arrivals)
+    for p, d, q, g, a in zip(arrivals, drops, backlog, since_dep, behind):
+        if p.t >= since and g is not None and q >= 0.95 * fifo_packets:
+            rows[p.flow].append((g / service_s, d, a))
+    out = {}
+    for flow, xs in sorted(rows.items()):
+        early = [d for g, d, _ in xs if g < 0.5]
+        late = [d for g, d, _ in xs if g >= 0.5]
+        phases = sorted(g for g, _, _ in xs)
+        out[flow] = {"full_arrivals": len(xs), "phase_median": round(phases[len(phases) // 2], 3),
+                     "dropped_early": _share(early), "dropped_late": _share(late)}
+        if after is not None:
+            first = [d for _, d, a in xs if a is None]
+            later = [d for _, d, a in xs if a is not None]
+            out[flow].update({"behind_another": round(len(later) / len(xs), 4), "dropped_first": _share(first),
+                              "dropped_behind": _share(later),
+                              "behind_whom": dict(sorted(Counter(a for _, _, a in xs if a is not None).items()))})
+    return out
+
+
+def _share(flags: list[bool]) -> float | None:
+    return round(sum(flags) / len(flags), 4) if flags else None
 
 
 def percentile(xs: Sequence[int], q: float) -> float:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from rigs.capture import Packet, capture_argv, dropped, flow_report, kernel_drops, loss_events, parse, trains
+from rigs.capture import (
+    Packet, came_after, capture_argv, dropped, flow_report, kernel_drops, loss_events, parse, phase_by_flow, since_departure,
+    trains,
+)
 
 LINES = """\
 1795738675.249117 IP 10.77.0.1.5301 > 10.77.1.2.57112: Flags [.], seq 1045888318:1045889766, ack 3945904798, \
@@ -106,3 +109,29 @@ def test_the_backlog_an_arrival_meets_counts_kept_arrivals_not_yet_gone():
     by = backlog_by_flow(a, q, fifo_packets=2)
     assert by["sf1"] == pytest.approx({"backlog_met": (1 + 2 + 1) / 3 / 2, "met_full": 1 / 3})
     assert by["tcp"] == pytest.approx({"backlog_met": (0 + 1) / 2 / 2, "met_full": 0.0})
+
+
+def test_each_arrival_knows_how_long_since_the_fifo_last_sent_and_late_comers_to_a_full_fifo_are_told_apart():
+    # Departures every 1 ms (binary-exact times would not matter here: the phases are compared to 0.5).
+    deps = [Packet(k / 1000, "x", 0, 1) for k in range(1, 6)]
+    arr = [Packet(0.0005, "tcp", 0, 1), Packet(0.0011, "tcp", 1, 2), Packet(0.0019, "sf1", 0, 1),
+           Packet(0.0031, "sf1", 1, 2), Packet(0.0038, "sf1", 2, 3), Packet(0.0041, "tcp", 2, 3)]
+    gaps = since_departure(arr, deps)
+    assert gaps[0] is None and gaps[1:] == pytest.approx([0.0001, 0.0009, 0.0001, 0.0008, 0.0001])
+    # Every arrival met a full FIFO (10 packets of 10); the late ones were dropped.
+    drops = [False, False, True, False, True, False]
+    report = phase_by_flow(arr, drops, [10] * 6, gaps, fifo_packets=10, service_s=0.001)
+    assert report["tcp"] == {"full_arrivals": 2, "phase_median": 0.1, "dropped_early": 0.0, "dropped_late": None}
+    assert report["sf1"]["phase_median"] == pytest.approx(0.8)
+    assert report["sf1"]["dropped_early"] == 0.0 and report["sf1"]["dropped_late"] == 1.0
+    # Who came first since the last departure: the sf1 packet at 1.9 ms came behind the tcp one at 1.1 ms (no
+    # departure between), and the sf1 packet at 3.8 ms behind the sf1 one at 3.1 ms.
+    after = came_after(arr, deps)
+    assert after == [None, None, "tcp", None, "sf1", None]
+    report = phase_by_flow(arr, drops, [10] * 6, gaps, fifo_packets=10, service_s=0.001, after=after)
+    assert report["sf1"]["behind_another"] == pytest.approx(2 / 3, abs=1e-4) and report["sf1"]["behind_whom"] == {"sf1": 1,
+                                                                                                          "tcp": 1}
+    assert report["sf1"]["dropped_first"] == 0.0 and report["sf1"]["dropped_behind"] == 1.0
+    assert report["tcp"]["behind_another"] == 0.0 and report["tcp"]["dropped_behind"] is None
+    # An arrival that met a FIFO with room is not counted.
+    assert phase_by_flow(arr, drops, [5] * 6, gaps, fifo_packets=10, service_s=0.001) == {}
