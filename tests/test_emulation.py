@@ -66,15 +66,18 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
         tb.apply_cc(reno, ["n1"])
         # A timed transfer (not a byte count): however slow this machine is, the subflows are up for
         # seconds while ss looks at them.
+        # 6 s: a clean-clone CI once saw the 3 s transfer's data connection already gone by its third look.
         argv = n1.iperf3.client_argv(tb.server_address, n1.port, None, bind="10.10.1.2", mptcp=True,
-                                     cc="reno", duration_s=3)
+                                     cc="reno", duration_s=6)
+        t0 = time.monotonic()
         proc = n1.host.start(argv)
         seen: dict[str, str] = {}
-        looks, out = 0, ""
+        looks, out, at = 0, "", []
         deadline = time.monotonic() + 20
         while proc.poll() is None and time.monotonic() < deadline and len(seen) < 2:
             out = tb.sender.run(["ss", "-tinH", "state", "established"]).stdout
             looks += 1
+            at.append(round(time.monotonic() - t0, 2))
             peer = None
             for line in out.splitlines():
                 if line and not line[0].isspace():
@@ -87,7 +90,8 @@ def test_topology_shaping_mptcp_and_cc_on_every_subflow(cleanup):
         res = proc.wait(30)
         assert res.returncode == 0, res.stderr
         assert set(seen) == {"10.10.1.2", "10.20.1.2"}, \
-            f"expected a WiFi and an LTE subflow, saw {seen} in {looks} looks; the last ss said:\n{out}"
+            f"expected a WiFi and an LTE subflow, saw {seen} in {looks} looks (at {at} s; the client ended after " \
+            f"{round(time.monotonic() - t0, 2)} s at the latest); the last ss said:\n{out}"
         assert set(seen.values()) == {"reno"}, f"every subflow must run reno, saw {seen}"
         assert "reno" in _allowed().split()
     finally:
