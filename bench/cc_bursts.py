@@ -85,7 +85,8 @@ def run(args, log) -> None:
                                            tcp_lead_s=args.tcp_lead, probe=args.cwnd)
                     arrivals, departures = cap.read("in", flow_of), cap.read("out", flow_of)
                     stack.close()  # the trace ends with the run
-                    windows = cwnd_report(trace, args.omit, segment_sizes(arrivals)) if trace else None
+                    sizes = segment_sizes(arrivals)
+                    windows = cwnd_report(trace, args.omit, sizes) if trace else None
                 if not arrivals:
                     sys.exit("cc_bursts: the capture saw no data packets")
                 drops = dropped(arrivals, departures, max_sojourn)
@@ -94,9 +95,10 @@ def run(args, log) -> None:
                 eps = episodes(arrivals, drops, rtt_full, since=since)
                 backlog = backlog_at_arrivals(arrivals, drops, departures)
                 met = backlog_by_flow(arrivals, backlog, buf / MSS_WIRE, since=since)
-                phase = phase_by_flow(arrivals, drops, backlog, since_departure(arrivals, departures),
-                                      buf / MSS_WIRE, pkt_s, since=since, after=came_after(arrivals, departures))
-                short = short_segments(arrivals, since)
+                gaps = since_departure(arrivals, departures)
+                phase = phase_by_flow(arrivals, drops, backlog, gaps, buf / MSS_WIRE, pkt_s, since=since,
+                                      after=came_after(arrivals, gaps))
+                short = short_segments(arrivals, sizes, since)
                 for flow, share in episode_shares(eps, flows).items():
                     flows[flow]["short_segments"] = short.get(flow)
                     flows[flow]["phase"] = phase.get(flow)
@@ -146,10 +148,10 @@ def segment_sizes(arrivals: list) -> dict[str, int]:
     return {flow: c.most_common(1)[0][0] for flow, c in sizes.items()}
 
 
-def short_segments(arrivals: list, since: float) -> dict[str, float]:
-    """Per flow, the share of its data packets after ``since`` shorter than its usual segment: a window counted
-    in bytes over the usual segment reads short ones as room that is not there."""
-    usual = segment_sizes(arrivals)
+def short_segments(arrivals: list, usual: dict[str, int], since: float) -> dict[str, float]:
+    """Per flow, the share of its data packets after ``since`` shorter than its usual segment (``usual``:
+    ``segment_sizes``): a window counted in bytes over the usual segment reads short ones as room that is not
+    there."""
     counts: dict[str, list[int]] = {}
     for p in arrivals:
         if p.t >= since:

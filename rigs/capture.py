@@ -183,17 +183,12 @@ def since_departure(arrivals: Sequence[Packet], departures: Sequence[Packet]) ->
     return out
 
 
-def came_after(arrivals: Sequence[Packet], departures: Sequence[Packet]) -> list[str | None]:
+def came_after(arrivals: Sequence[Packet], since_dep: Sequence[float | None]) -> list[str | None]:
     """For each arrival (in time order), the flow of the arrival just before it if that one came after the
     FIFO's last departure too (both in one interval between departures), else None: the arrival was the first
-    since the FIFO last sent, the one a full FIFO has room for."""
-    left = sorted(p.t for p in departures)
-    out: list[str | None] = []
-    for k, p in enumerate(arrivals):
-        i = bisect.bisect_left(left, p.t)
-        last = left[i - 1] if i else float("-inf")
-        out.append(arrivals[k - 1].flow if k and arrivals[k - 1].t > last else None)
-    return out
+    since the FIFO last sent, the one a full FIFO has room for. ``since_dep``: ``since_departure``'s times."""
+    return [arrivals[k - 1].flow if k and (g is None or arrivals[k - 1].t > p.t - g) else None
+            for k, (p, g) in enumerate(zip(arrivals, since_dep))]
 
 
 def phase_by_flow(arrivals: Sequence[Packet], drops: Sequence[bool], backlog: Sequence[int],

@@ -126,7 +126,7 @@ def test_each_arrival_knows_how_long_since_the_fifo_last_sent_and_late_comers_to
     assert report["sf1"]["dropped_early"] == 0.0 and report["sf1"]["dropped_late"] == 1.0
     # Who came first since the last departure: the sf1 packet at 1.9 ms came behind the tcp one at 1.1 ms (no
     # departure between), and the sf1 packet at 3.8 ms behind the sf1 one at 3.1 ms.
-    after = came_after(arr, deps)
+    after = came_after(arr, gaps)
     assert after == [None, None, "tcp", None, "sf1", None]
     report = phase_by_flow(arr, drops, [10] * 6, gaps, fifo_packets=10, service_s=0.001, after=after)
     assert report["sf1"]["behind_another"] == pytest.approx(2 / 3, abs=1e-4) and report["sf1"]["behind_whom"] == {"sf1": 1,
