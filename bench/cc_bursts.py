@@ -36,8 +36,8 @@ from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBott
 from rigs.cwnd_trace import CwndTrace, follows, name_sockets
 from rigs.cwnd_trace import flow_report as flow_windows
 from rigs.capture import (
-    Capture, backlog_at_arrivals, backlog_by_flow, came_after, dropped, episode_shares, episodes, flow_report, phase_by_flow,
-    since_departure,
+    Capture, ack_clock, ack_return, backlog_at_arrivals, backlog_by_flow, came_after, dropped, episode_shares, episodes,
+    data_acks, flow_report, phase_by_flow, since_departure,
 )
 
 PREFIX = "mplab-bench-bur-"
@@ -76,6 +76,8 @@ def run(args, log) -> None:
                 with tempfile.TemporaryDirectory(prefix="mplab-bursts-") as tmp, contextlib.ExitStack() as stack:
                     trace = (stack.enter_context(CwndTrace([MPTCP_PORT, TCP_PORT, *PATH_PORTS], tmp)) if args.cwnd
                              else None)
+                    sent = (stack.enter_context(Capture.at_sender(bn.snd, "s0", SERVER, tmp)) if args.ack_clock
+                            else None)
                     with Capture(bn.bn, "b0", "b1", SERVER, tmp) as cap:
                         if args.single_path:
                             c = bn.compete_single_path(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
@@ -84,7 +86,15 @@ def run(args, log) -> None:
                             c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
                                            tcp_lead_s=args.tcp_lead, probe=args.cwnd)
                     arrivals, departures = cap.read("in", flow_of), cap.read("out", flow_of)
-                    stack.close()  # the trace ends with the run
+                    stack.close()  # the trace and the sender's capture end with the run
+                    clock = None
+                    if sent and arrivals:
+                        acks = sent.read_acks("acks", flow_of)
+                        clock = ack_clock(acks, sent.read("data", flow_of), since=arrivals[0].t + args.omit,
+                                          connections=[("sf1", "sf2")])
+                        for flow, ret in ack_return(acks, departures, since=arrivals[0].t + args.omit).items():
+                            clock.setdefault(flow, {}).update(ret)
+                        moved = data_acks(acks, since=arrivals[0].t + args.omit)
                     sizes = segment_sizes(arrivals)
                     windows = cwnd_report(trace, args.omit, sizes) if trace else None
                 if not arrivals:
@@ -116,6 +126,9 @@ def run(args, log) -> None:
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
+                if clock is not None:
+                    rec["ack_clock"] = {"flows": clock, "data_ack": moved, "kernel_drops": sent.kernel_drops}
+                    print(ack_clock_table([rec]), flush=True)
                 if windows is not None:
                     rec["cwnd"] = windows
                     # The MPTCP-level counters the run moved (nstat in both namespaces: reinjections, duplicates).
@@ -126,6 +139,20 @@ def run(args, log) -> None:
                 print(table([rec]), flush=True)
                 if windows is not None:
                     print(cwnd_table([rec]), flush=True)
+
+
+def ack_clock_table(recs: list[dict]) -> str:
+    """Per run and flow (``--ack-clock``): how the sender answered the flow's ACKs (rigs/capture.py ``ack_clock``)."""
+    lines = ["| side | round | ratio | flow | advancing ACKs | answered within 0.1 ms | lag median / p90 / p99 (ms) | "
+             "unanswered before the next | first answer on another flow | ACK back after the FIFO sent: median, "
+             "p10-p90 (ms) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in recs:
+        for flow, f in (r.get("ack_clock") or {}).get("flows", {}).items():
+            lines.append(f"| {r.get('side', 'mptcp')} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['advancing_acks']} | "
+                         f"{f['prompt']:.3f} | {f['lag_ms_median']} / {f['lag_ms_p90']} / {f['lag_ms_p99']} | "
+                         f"{f['unanswered']:.3f} | {f.get('answered_elsewhere', '-')} | {f.get('return_ms_median', '-')}, "
+                         f"{f.get('return_ms_p10', '-')}-{f.get('return_ms_p90', '-')} |")
+    return "\n".join(lines)
 
 
 def msk_summary(memory: tuple, omit_s: float) -> dict | None:
@@ -288,6 +315,8 @@ def main() -> None:
                     help="1: the MPTCP connection keeps its first subflow only (is the cap per connection?)")
     ap.add_argument("--cwnd", action="store_true",
                     help="also trace every flow's window ACK by ACK (the kernel's tcp_probe; rigs/cwnd_trace.py)")
+    ap.add_argument("--ack-clock", action="store_true",
+                    help="also capture the sender's interface (ACKs in, data out): how soon each flow answers its ACKs")
     ap.add_argument("--wmem-max", type=int, default=None,
                     help="raise the sender's tcp_wmem ceiling to this many bytes (default: the kernel's 4 MiB)")
     ap.add_argument("--window", default=None,
@@ -312,6 +341,8 @@ def main() -> None:
         print(table(recs))
         if any("cwnd" in r for r in recs):
             print(cwnd_table([r for r in recs if "cwnd" in r]))
+        if any("ack_clock" in r for r in recs):
+            print(ack_clock_table([r for r in recs if "ack_clock" in r]))
         return
     args.algorithms = args.algorithms.split(",")
 

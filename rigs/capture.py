@@ -29,10 +29,16 @@ from harness.hosts.ready import wait_until
 
 #: Data packets only (pure ACKs and the iperf3 control connection's small writes are shorter).
 DATA_FILTER = "tcp and src host {src} and greater 200"
+#: Pure ACKs to the sender (data segments are longer).
+ACK_FILTER = "tcp and dst host {dst} and less 200"
 
 #: One tcpdump text line (``-tt -n -S``) of a data segment: time, source, destination, sequence range.
 _LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+): "
                    r"Flags \[[^\]]*\], seq (\d+):(\d+)")
+#: One tcpdump text line (``-tt -n -S``) of a segment carrying an ACK: time, source, destination, the ACK number.
+_ACK_LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+): "
+                       r"Flags \[[^\]]*\], (?:seq \d+(?::\d+)?, )?ack (\d+), win (\d+)")
+_DATA_ACK = re.compile(r"mptcp \d+ dss ack (\d+)")
 _KERNEL_DROPS = re.compile(r"(\d+) packets? dropped by kernel")
 
 
@@ -46,8 +52,16 @@ class Packet:
 
 def capture_argv(dev: str, direction: str, path: str, src: str) -> list[str]:
     """tcpdump writing ``dev``'s data packets from ``src`` in one ``direction`` (in, out) to ``path``."""
-    return ["tcpdump", "-i", dev, "-Q", direction, "-n", "-s", "128", "-B", "16384", "-U", "-w", path,
-            DATA_FILTER.format(src=src)]
+    return _tcpdump_argv(dev, direction, path, DATA_FILTER.format(src=src))
+
+
+def ack_capture_argv(dev: str, path: str, dst: str) -> list[str]:
+    """tcpdump writing the pure ACKs to ``dst`` that arrive on ``dev`` to ``path``."""
+    return _tcpdump_argv(dev, "in", path, ACK_FILTER.format(dst=dst))
+
+
+def _tcpdump_argv(dev: str, direction: str, path: str, expression: str) -> list[str]:
+    return ["tcpdump", "-i", dev, "-Q", direction, "-n", "-s", "128", "-B", "16384", "-U", "-w", path, expression]
 
 
 def read_argv(path: str) -> list[str]:
@@ -73,6 +87,159 @@ def parse(text: str, flow_of) -> list[Packet]:
             continue
         out.append(Packet(float(m.group(1)), flow, int(m.group(6)), int(m.group(7))))
     return out
+
+
+@dataclass(frozen=True)
+class AckSeen:
+    t: float
+    flow: str
+    ack: int
+    #: The ACK's source port: a flow's data connection and iperf3's control connection share the flow's name.
+    port: int = 0
+    #: The window field as sent (not scaled).
+    win: int | None = None
+    #: The MPTCP-level acknowledgement (DSS option's data ack) it carried, if any.
+    data_ack: int | None = None
+
+
+def parse_acks(text: str, flow_of) -> list[AckSeen]:
+    """The ACKs in tcpdump's text output, each named by ``flow_of(dst_port, src_addr)`` (the data's source port
+    and destination address: the flow the ACK is for; None: not ours)."""
+    out = []
+    for line in text.splitlines():
+        m = _ACK_LINE.match(line)
+        if not m:
+            continue
+        flow = flow_of(int(m.group(5)), m.group(2))
+        if flow is not None:
+            d = _DATA_ACK.search(line)
+            out.append(AckSeen(float(m.group(1)), flow, int(m.group(6)), int(m.group(3)), int(m.group(7)),
+                               int(d.group(1)) if d else None))
+    return out
+
+
+def data_connection(acks: Sequence[AckSeen]) -> list[AckSeen]:
+    """The ACKs of each flow's busiest connection: iperf3's control connection shares the data's server port and
+    the receiver's address (and, for MPTCP, is a connection of its own with its own data sequence)."""
+    busiest = {}
+    for (flow, port), _ in Counter((a.flow, a.port) for a in acks).most_common()[::-1]:
+        busiest[flow] = port
+    return [a for a in acks if busiest[a.flow] == a.port]
+
+
+def _after(a: int, b: int) -> bool:
+    """Sequence number ``a`` is after ``b`` (mod 2^32, as TCP compares them)."""
+    return 0 < (a - b) % 2**32 < 2**31
+
+
+def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.0, prompt_s: float = 100e-6,
+              connections: Iterable[Iterable[str]] = ()) -> dict[str, dict]:
+    """How each flow's sender answers its ACKs, from one capture at the sender's interface (ACKs in, data out,
+    one clock). For every ACK at or after ``since`` that acknowledged new data (an advancing ACK), the time until
+    the flow sent its next data segment, and which flow sent the first data segment after the ACK.
+
+    A TCP sender with a full window sends from the ACK's own softirq: new segments leave within microseconds
+    (``prompt_s``). An MPTCP subflow has only what the connection-level socket pushed to it; after an ACK the
+    connection pushes on whichever subflow its scheduler picks, at once or when the application releases the
+    socket (upstream ``ack_update_msk``, ``__mptcp_check_push``, ``mptcp_release_cb``). A subflow that answers
+    late, or whose ACKs are answered on the other subflow, is not clocked by its own ACKs.
+
+    Per flow: advancing ACKs; the share answered by the flow within ``prompt_s``; the lag's median, 90th and
+    99th percentile (ms) over those answered before the flow's next advancing ACK; the share not answered before
+    it; and for a flow of one of ``connections`` (sets of flow names: an MPTCP connection's subflows), the share
+    after which another subflow of its connection sent data before it did (``answered_elsewhere``).
+    A flow's ACKs are those of its busiest connection (iperf3's control connection has the same ports)."""
+    acks = data_connection(acks)
+    events = sorted([(a.t, 0, a) for a in acks] + [(p.t, 1, p) for p in data], key=lambda e: (e[0], e[1]))
+    highest: dict[str, int] = {}
+    pending: dict[str, float] = {}          # flow -> time of its advancing ACK not yet answered
+    sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
+    waiting_first: set[str] = set()          # flows whose last advancing ACK no subflow of theirs answered yet
+    lags: dict[str, list[float]] = defaultdict(list)
+    unanswered: Counter = Counter()
+    elsewhere: Counter = Counter()
+    counted: Counter = Counter()
+    for t, kind, e in events:
+        if kind == 0:
+            prev = highest.get(e.flow)
+            highest[e.flow] = e.ack if prev is None or _after(e.ack, prev) else prev
+            if prev is None or not _after(e.ack, prev) or t < since:
+                continue
+            if e.flow in pending:               # its previous advancing ACK got no answer before this one
+                unanswered[e.flow] += 1
+            pending[e.flow] = t
+            counted[e.flow] += 1
+            if e.flow in sibling:
+                waiting_first.add(e.flow)
+        else:
+            for flow in [f for f in waiting_first if f == e.flow or e.flow in sibling[f]]:
+                elsewhere[flow] += flow != e.flow
+                waiting_first.discard(flow)
+            if e.flow in pending:
+                lags[e.flow].append(t - pending.pop(e.flow))
+    out = {}
+    for flow in sorted(counted):
+        xs = sorted(lags[flow])
+        n = counted[flow]
+        lag = {f"lag_ms_{name}": round(1000 * percentile(xs, q), 3) if xs else None
+               for name, q in (("median", 0.5), ("p90", 0.9), ("p99", 0.99))}
+        out[flow] = {"advancing_acks": n, "prompt": round(sum(1 for x in xs if x <= prompt_s) / n, 4), **lag,
+                     "unanswered": round(unanswered[flow] / n, 4)}
+        if flow in sibling:
+            out[flow]["answered_elsewhere"] = round(elsewhere[flow] / n, 4)
+    return out
+
+
+def ack_return(acks: Sequence[AckSeen], departures: Sequence[Packet], since: float = 0.0) -> dict[str, dict]:
+    """How long each flow's ACKs took to come back: for every ACK at or after ``since`` that acknowledges exactly up
+    to the end of a segment that left the FIFO (the flow's own data connection, as ``ack_clock`` picks it), the
+    time from that segment's departure to the ACK's arrival at the sender (both captures on one clock). The base
+    round trip after the FIFO is the same for every flow of one path; a receiver that holds its ACKs back, or
+    sends them in bursts, shows in the spread. Per flow: ACKs matched, median, 10th and 90th percentile and the
+    90-10 spread (ms)."""
+    acks = data_connection(acks)
+    left: dict[tuple[str, int], float] = {}
+    for p in departures:
+        left.setdefault((p.flow, p.end % 2**32), p.t)   # a retransmission's second departure is not the one acked
+    back: dict[str, list[float]] = defaultdict(list)
+    for a in acks:
+        t = left.get((a.flow, a.ack)) if a.t >= since else None
+        if t is not None and t < a.t:
+            back[a.flow].append(a.t - t)
+    out = {}
+    for flow, xs in sorted(back.items()):
+        xs.sort()
+        p10, p50, p90 = (1000 * percentile(xs, q) for q in (0.1, 0.5, 0.9))
+        out[flow] = {"acks_matched": len(xs), "return_ms_median": round(p50, 3), "return_ms_p10": round(p10, 3),
+                     "return_ms_p90": round(p90, 3), "return_ms_spread": round(p90 - p10, 3)}
+    return out
+
+
+def data_acks(acks: Sequence[AckSeen], since: float = 0.0) -> dict | None:
+    """The MPTCP-level acknowledgement as the sender received it, over the subflows' ACKs at or after ``since``:
+    the share of them that moved it, how far it moved (bytes: median, 99th percentile, largest) and how long it
+    stood still between moves (ms: median, 90th percentile, longest). The receiver acknowledges at connection level
+    only what is in order across the subflows; the sender frees its send buffer and moves its connection-level
+    window only then. None without DSS acknowledgements (no MPTCP ACKs seen). Only the data connection's ACKs
+    count (``data_connection``), compared in their low 32 bits (a DSS ack is sent in 4 or 8 bytes)."""
+    seen = sorted((a for a in data_connection(acks) if a.data_ack is not None and a.t >= since), key=lambda a: a.t)
+    if not seen:
+        return None
+    moves: list[tuple[float, int]] = []
+    top = seen[0].data_ack
+    for a in seen[1:]:
+        step = (a.data_ack - top) % 2**32
+        if 0 < step < 2**31:
+            moves.append((a.t, step))
+            top = a.data_ack
+    if not moves:
+        return {"acks": len(seen), "moved": 0.0}
+    steps = sorted(b for _, b in moves)
+    still = sorted(b[0] - a[0] for a, b in zip(moves, moves[1:])) or [0.0]
+    return {"acks": len(seen), "moved": round(len(moves) / len(seen), 4),
+            "step_bytes_median": percentile(steps, 0.5), "step_bytes_p99": percentile(steps, 0.99),
+            "step_bytes_max": steps[-1], "still_ms_median": round(1000 * percentile(still, 0.5), 3),
+            "still_ms_p90": round(1000 * percentile(still, 0.9), 3), "still_ms_max": round(1000 * still[-1], 3)}
 
 
 def dropped(arrivals: Sequence[Packet], departures: Iterable[Packet], max_sojourn_s: float) -> list[bool]:
@@ -224,7 +391,7 @@ def _share(flags: list[bool]) -> float | None:
     return round(sum(flags) / len(flags), 4) if flags else None
 
 
-def percentile(xs: Sequence[int], q: float) -> float:
+def percentile(xs: Sequence[float], q: float) -> float:
     s = sorted(xs)
     return float(s[min(len(s) - 1, int(q * len(s)))]) if s else 0.0
 
@@ -260,13 +427,27 @@ def flow_report(arrivals: Sequence[Packet], drops: Sequence[bool], gap_s: float,
 
 
 class Capture:
-    """Two tcpdumps in ``host``'s namespace: data from ``src`` arriving on ``dev_in`` and leaving by ``dev_out``."""
+    """tcpdumps in ``host``'s namespace, one per side, each writing ``directory/<side>.pcap``.
+
+    ``Capture(host, dev_in, dev_out, src, directory)``: data from ``src`` arriving on ``dev_in`` (side ``in``) and
+    leaving by ``dev_out`` (side ``out``), the two sides of a FIFO. ``Capture.at_sender``: the sender's own
+    interface, its data leaving (``data``) and the ACKs arriving (``acks``)."""
 
     def __init__(self, host: NamespaceHost, dev_in: str, dev_out: str, src: str, directory: str) -> None:
+        self._setup(host, directory, {"in": lambda path: capture_argv(dev_in, "in", path, src),
+                                      "out": lambda path: capture_argv(dev_out, "out", path, src)})
+
+    @classmethod
+    def at_sender(cls, host: NamespaceHost, dev: str, src: str, directory: str) -> Capture:
+        cap = cls.__new__(cls)
+        cap._setup(host, directory, {"data": lambda path: capture_argv(dev, "out", path, src),
+                                     "acks": lambda path: ack_capture_argv(dev, path, src)})
+        return cap
+
+    def _setup(self, host: NamespaceHost, directory: str, argv_of: dict) -> None:
         self.host = host
-        self.paths = {"in": f"{directory}/arrive.pcap", "out": f"{directory}/leave.pcap"}
-        self._argv = {"in": capture_argv(dev_in, "in", self.paths["in"], src),
-                      "out": capture_argv(dev_out, "out", self.paths["out"], src)}
+        self.paths = {side: f"{directory}/{side}.pcap" for side in argv_of}
+        self._argv = {side: build(self.paths[side]) for side, build in argv_of.items()}
         self._procs: dict[str, BackgroundProcess] = {}
         #: Packets each tcpdump said the kernel dropped (None: it did not say).
         self.kernel_drops: dict[str, int | None] = {}
@@ -286,5 +467,12 @@ class Capture:
         self._procs = {}
 
     def read(self, side: str, flow_of) -> list[Packet]:
-        res = self.host.run(read_argv(self.paths[side]), check=False)
-        return sorted(parse(res.stdout, flow_of), key=lambda p: p.t)
+        """The side's data segments in time order."""
+        return sorted(parse(self._text(side), flow_of), key=lambda p: p.t)
+
+    def read_acks(self, side: str, flow_of) -> list[AckSeen]:
+        """The side's ACKs in time order (``flow_of(dst_port, src_addr)``)."""
+        return sorted(parse_acks(self._text(side), flow_of), key=lambda a: a.t)
+
+    def _text(self, side: str) -> str:
+        return self.host.run(read_argv(self.paths[side]), check=False).stdout

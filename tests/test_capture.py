@@ -135,3 +135,92 @@ def test_each_arrival_knows_how_long_since_the_fifo_last_sent_and_late_comers_to
     assert report["tcp"]["behind_another"] == 0.0 and report["tcp"]["dropped_behind"] is None
     # An arrival that met a FIFO with room is not counted.
     assert phase_by_flow(arr, drops, [5] * 6, gaps, fifo_packets=10, service_s=0.001) == {}
+
+
+ACK_LINES = """\
+1795770147.407056 IP 10.77.1.2.50846 > 10.77.0.1.5302: Flags [.], ack 829544965, win 1239, options \
+[nop,nop,TS val 2967811486 ecr 4032265058], length 0
+1795770150.142810 IP 10.77.2.2.41453 > 10.77.0.1.5301: Flags [.], ack 945585661, win 1082, options \
+[nop,nop,TS val 1097944526 ecr 885047591,mptcp 12 dss ack 17455193117584217022], length 0
+1795770188.763891 IP 10.77.1.2.52208 > 10.77.0.1.5301: Flags [S], seq 1995019394, win 64240, options \
+[mss 1460,sackOK,TS val 3265113025 ecr 0,nop,wscale 10,mptcp 4 capable v1], length 0
+1795770150.142811 IP 10.77.2.2.41453 > 10.77.0.1.22: Flags [.], ack 5, win 1082, length 0
+"""
+
+
+def ack_flow_of(port: int, src: str) -> str | None:
+    return flow_of(port, src)
+
+
+def test_parse_acks_reads_the_tcp_ack_the_window_and_the_dss_ack_and_skips_what_is_not_an_ack_of_ours():
+    from rigs.capture import AckSeen, ack_capture_argv, parse_acks
+
+    assert parse_acks(ACK_LINES, ack_flow_of) == [
+        AckSeen(1795770147.407056, "tcp", 829544965, 50846, 1239, None),
+        AckSeen(1795770150.14281, "sf2", 945585661, 41453, 1082, 17455193117584217022)]
+    assert ack_capture_argv("s0", "/tmp/a.pcap", "10.77.0.1")[3:5] == ["-Q", "in"]
+    assert ack_capture_argv("s0", "/tmp/a.pcap", "10.77.0.1")[-1] == "tcp and dst host 10.77.0.1 and less 200"
+
+
+def test_ack_clock_tells_a_prompt_answer_from_a_late_one_an_unanswered_ack_and_an_answer_on_another_flow():
+    from rigs.capture import AckSeen, ack_clock
+
+    acks = [AckSeen(1.0000, "tcp", 100, 7), AckSeen(1.0020, "tcp", 200, 7),
+            AckSeen(1.0021, "tcp", 150, 7),                       # older than the highest: not advancing
+            AckSeen(1.0005, "sf1", 2**32 - 10, 9),                # sf1's sequence space wraps at its next ACK
+            AckSeen(1.0010, "sf1", 5, 9), AckSeen(1.0040, "sf1", 30, 9), AckSeen(1.0060, "sf1", 60, 9),
+            AckSeen(1.0030, "sf2", 500, 8),
+            AckSeen(1.0050, "sf1", 7, 1), AckSeen(1.0051, "sf1", 1, 1)]   # iperf3's control connection: ignored
+    data = [Packet(1.00002, "tcp", 0, 1), Packet(1.00202, "tcp", 1, 2),
+            Packet(1.0025, "sf1", 0, 1),                          # 1.5 ms after sf1's ACK at 1.0 ms
+            Packet(1.00301, "sf1", 1, 2), Packet(1.0031, "sf2", 0, 1),  # sf2's ACK first answered on sf1
+            Packet(1.00605, "sf1", 2, 3)]
+    # The first ACK of each flow only sets where it stands; since=1.0 counts every later one.
+    clock = ack_clock(acks, data, since=1.0, connections=[("sf1", "sf2")])
+    assert clock["tcp"] == {"advancing_acks": 1, "prompt": 1.0, "lag_ms_median": 0.02, "lag_ms_p90": 0.02,
+                            "lag_ms_p99": 0.02, "unanswered": 0.0}
+    # sf1: answered 1.5 ms late; the ACK at 4.0 ms got nothing before its next advancing ACK at 6.0 ms, which was
+    # answered in 0.05 ms.
+    assert clock["sf1"]["advancing_acks"] == 3 and clock["sf1"]["unanswered"] == pytest.approx(1 / 3, abs=1e-4)
+    assert clock["sf1"]["prompt"] == pytest.approx(1 / 3, abs=1e-4)
+    assert (clock["sf1"]["lag_ms_median"], clock["sf1"]["lag_ms_p90"]) == pytest.approx((1.5, 1.5))
+    # The TCP segment at 2.02 ms came first after sf1's ACK at 1.0 ms, but it is not of sf1's connection.
+    assert clock["sf1"]["answered_elsewhere"] == 0.0
+    assert "sf2" not in clock   # its one ACK only set where it stands
+    acks.append(AckSeen(1.0030, "sf2", 600, 8))
+    clock = ack_clock(acks, data, since=1.0, connections=[("sf1", "sf2")])
+    assert clock["sf2"]["answered_elsewhere"] == 1.0 and clock["sf2"]["lag_ms_median"] == pytest.approx(0.1)
+    assert ack_clock(acks, data, since=1.0015)["sf1"]["advancing_acks"] == 2
+
+
+def test_ack_return_times_each_ack_from_the_departure_of_the_segment_it_acknowledges():
+    from rigs.capture import AckSeen, ack_return
+
+    deps = [Packet(1.000, "tcp", 0, 100), Packet(1.001, "tcp", 100, 200), Packet(1.002, "sf1", 0, 100),
+            Packet(1.500, "tcp", 100, 200)]               # a retransmission: the first departure is the one acked
+    acks = [AckSeen(1.040, "tcp", 100, 7), AckSeen(1.045, "tcp", 200, 7), AckSeen(1.052, "sf1", 100, 9),
+            AckSeen(1.060, "sf1", 150, 9),                # acknowledges inside a segment: not matched
+            AckSeen(1.061, "sf1", 100, 1)]                # the control connection's: not the flow's
+    ret = ack_return(acks, deps)
+    assert ret["tcp"]["acks_matched"] == 2 and ret["tcp"]["return_ms_median"] == pytest.approx(44.0)
+    assert ret["tcp"]["return_ms_p10"] == pytest.approx(40.0) and ret["tcp"]["return_ms_spread"] == pytest.approx(4.0)
+    assert ret["sf1"] == {"acks_matched": 1, "return_ms_median": 50.0, "return_ms_p10": 50.0, "return_ms_p90": 50.0,
+                          "return_ms_spread": 0.0}
+
+
+def test_data_acks_counts_the_moves_of_the_connection_level_ack_across_a_wrap():
+    from rigs.capture import AckSeen, data_acks
+
+    top = 2**64 - 1000
+    acks = [AckSeen(0.0, "sf1", 0, 9, 10, top), AckSeen(0.001, "sf2", 0, 8, 10, top),       # stood still
+            AckSeen(0.002, "sf1", 0, 9, 10, (top + 2840) % 2**64),                           # moved across the wrap
+            AckSeen(0.003, "sf2", 0, 8, 10, top),                                            # an older one: no move
+            AckSeen(0.0035, "sf2", 0, 8, 10, (top + 2840) % 2**32),                          # the same, in 4 bytes
+            AckSeen(0.010, "sf2", 0, 8, 10, (top + 2840 + 100_000) % 2**64),
+            AckSeen(0.011, "tcp", 0, 7, 10, None),
+            AckSeen(0.004, "sf1", 0, 3, 10, 5)]   # iperf3's control connection, an MPTCP connection of its own
+    rep = data_acks(acks)
+    assert rep["acks"] == 6 and rep["moved"] == pytest.approx(2 / 6, abs=1e-4)
+    assert (rep["step_bytes_median"], rep["step_bytes_max"]) == (100_000, 100_000)
+    assert rep["step_bytes_p99"] == 100_000 and rep["still_ms_max"] == pytest.approx(8.0)
+    assert data_acks([AckSeen(0.0, "tcp", 0, 7)]) is None
