@@ -145,13 +145,15 @@ def ack_clock_table(recs: list[dict]) -> str:
     """Per run and flow (``--ack-clock``): how the sender answered the flow's ACKs (rigs/capture.py ``ack_clock``)."""
     lines = ["| side | round | ratio | flow | advancing ACKs | answered within 0.1 ms | lag median / p90 / p99 (ms) | "
              "unanswered before the next | first answer on another flow | ACK back after the FIFO sent: median, "
-             "p10-p90 (ms) |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "p10-p90 (ms) | segments sent per advancing ACK: 0 / 1 / 2 / 3 / 4+ |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         for flow, f in (r.get("ack_clock") or {}).get("flows", {}).items():
             lines.append(f"| {r.get('side', 'mptcp')} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['advancing_acks']} | "
                          f"{f['prompt']:.3f} | {f['lag_ms_median']} / {f['lag_ms_p90']} / {f['lag_ms_p99']} | "
                          f"{f['unanswered']:.3f} | {f.get('answered_elsewhere', '-')} | {f.get('return_ms_median', '-')}, "
-                         f"{f.get('return_ms_p10', '-')}-{f.get('return_ms_p90', '-')} |")
+                         f"{f.get('return_ms_p10', '-')}-{f.get('return_ms_p90', '-')} | "
+                         f"{' / '.join(f'{v:.3f}' for v in f['sent_per_ack'].values()) if f.get('sent_per_ack') else '-'} |")
     return "\n".join(lines)
 
 

@@ -146,7 +146,9 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
 
     Per flow: advancing ACKs; the share answered by the flow within ``prompt_s``; the lag's median, 90th and
     99th percentile (ms) over those answered before the flow's next advancing ACK; the share not answered before
-    it; and for a flow of one of ``connections`` (sets of flow names: an MPTCP connection's subflows), the share
+    it; how many segments the flow sent between one advancing ACK and its next (``sent_per_ack``: shares of 0,
+    1, 2, 3, 4 or more: an ACK clock with delayed ACKs sends 2, and 3 where the window grew; a flow refilled late
+    sends 1 and then 3); and for a flow of one of ``connections`` (sets of flow names: an MPTCP connection's subflows), the share
     after which another subflow of its connection sent data before it did (``answered_elsewhere``).
     A flow's ACKs are those of its busiest connection (iperf3's control connection has the same ports)."""
     acks = data_connection(acks)
@@ -159,6 +161,8 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
     unanswered: Counter = Counter()
     elsewhere: Counter = Counter()
     counted: Counter = Counter()
+    sent: dict[str, int] = {}                # flow -> its segments since its last counted advancing ACK
+    per_ack: dict[str, Counter] = defaultdict(Counter)
     for t, kind, e in events:
         if kind == 0:
             prev = highest.get(e.flow)
@@ -167,6 +171,9 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
                 continue
             if e.flow in pending:               # its previous advancing ACK got no answer before this one
                 unanswered[e.flow] += 1
+            if e.flow in sent:
+                per_ack[e.flow][min(sent[e.flow], 4)] += 1
+            sent[e.flow] = 0
             pending[e.flow] = t
             counted[e.flow] += 1
             if e.flow in sibling:
@@ -175,6 +182,8 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
             for flow in [f for f in waiting_first if f == e.flow or e.flow in sibling[f]]:
                 elsewhere[flow] += flow != e.flow
                 waiting_first.discard(flow)
+            if e.flow in sent:
+                sent[e.flow] += 1
             if e.flow in pending:
                 lags[e.flow].append(t - pending.pop(e.flow))
     out = {}
@@ -183,8 +192,11 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
         n = counted[flow]
         lag = {f"lag_ms_{name}": round(1000 * percentile(xs, q), 3) if xs else None
                for name, q in (("median", 0.5), ("p90", 0.9), ("p99", 0.99))}
+        between = sum(per_ack[flow].values())
         out[flow] = {"advancing_acks": n, "prompt": round(sum(1 for x in xs if x <= prompt_s) / n, 4), **lag,
-                     "unanswered": round(unanswered[flow] / n, 4)}
+                     "unanswered": round(unanswered[flow] / n, 4),
+                     "sent_per_ack": {("4+" if k == 4 else str(k)): round(per_ack[flow][k] / between, 4)
+                                      for k in range(5)} if between else None}
         if flow in sibling:
             out[flow]["answered_elsewhere"] = round(elsewhere[flow] / n, 4)
     return out

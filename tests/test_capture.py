@@ -178,7 +178,7 @@ def test_ack_clock_tells_a_prompt_answer_from_a_late_one_an_unanswered_ack_and_a
     # The first ACK of each flow only sets where it stands; since=1.0 counts every later one.
     clock = ack_clock(acks, data, since=1.0, connections=[("sf1", "sf2")])
     assert clock["tcp"] == {"advancing_acks": 1, "prompt": 1.0, "lag_ms_median": 0.02, "lag_ms_p90": 0.02,
-                            "lag_ms_p99": 0.02, "unanswered": 0.0}
+                            "lag_ms_p99": 0.02, "unanswered": 0.0, "sent_per_ack": None}
     # sf1: answered 1.5 ms late; the ACK at 4.0 ms got nothing before its next advancing ACK at 6.0 ms, which was
     # answered in 0.05 ms.
     assert clock["sf1"]["advancing_acks"] == 3 and clock["sf1"]["unanswered"] == pytest.approx(1 / 3, abs=1e-4)
@@ -186,6 +186,9 @@ def test_ack_clock_tells_a_prompt_answer_from_a_late_one_an_unanswered_ack_and_a
     assert (clock["sf1"]["lag_ms_median"], clock["sf1"]["lag_ms_p90"]) == pytest.approx((1.5, 1.5))
     # The TCP segment at 2.02 ms came first after sf1's ACK at 1.0 ms, but it is not of sf1's connection.
     assert clock["sf1"]["answered_elsewhere"] == 0.0
+    # Between sf1's counted ACKs: 2 segments (2.5 and 3.01 ms), then none (before 6.0 ms); after its last ACK the
+    # run ends, which counts nothing.
+    assert clock["sf1"]["sent_per_ack"] == {"0": 0.5, "1": 0.0, "2": 0.5, "3": 0.0, "4+": 0.0}
     assert "sf2" not in clock   # its one ACK only set where it stands
     acks.append(AckSeen(1.0030, "sf2", 600, 8))
     clock = ack_clock(acks, data, since=1.0, connections=[("sf1", "sf2")])
