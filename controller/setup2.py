@@ -29,6 +29,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.campaign.control import PreparedSample
 from harness.errors import ConfigError, MplabError, PreflightError, TrafficError
@@ -41,7 +42,6 @@ from harness.testbeds.base import LossCounters, Testbed, loss_over
 from harness.upkeep.preflight import Check
 from harness.upkeep.ofprobe import switch_check
 
-from controller.model import EnergyModel
 from controller.policy import IFACES, Assignment, Context, Decision, Policy, ReceiverMeasurement, assignment_modes, timed_decide
 from controller.registry import NEEDS_MODEL, make_policy
 from controller.congestion import CongestionSignal, lab_signal_gap, signal_for
@@ -49,6 +49,9 @@ from controller.measure import parse_ss, path_stats, ss_argv
 from controller.steering import backend_class
 from controller.steering.base import SteeredReceiver, Steering, all_both
 from controller.steering.caps import Caps, EgressCaps, HtbCaps, caps_for, meter_shortfall
+
+if TYPE_CHECKING:
+    from controller.model import EnergyModel
 
 log = logging.getLogger("mplab.controller")
 
@@ -222,6 +225,8 @@ class Setup2Control:
         needs_model = [p.name for p in scenario.policies if p.name in NEEDS_MODEL]
         model = None
         if scenario.model:
+            from controller.model import EnergyModel  # numpy and onnxruntime: only for a scenario with a model
+
             model = EnergyModel.open(scenario.model)  # a folder or models:/NAME@alias (harness.model_registry)
             model.check_covers(scenario.congestion_controls, scenario.receiver_counts, scenario.file_bytes, source)
         elif needs_model:

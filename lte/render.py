@@ -10,9 +10,7 @@ Each file comes back as a ``harness.deploy.files.ConfigFile`` whose machine is a
 """
 from __future__ import annotations
 
-from typing import Literal
-
-import jinja2
+from typing import TYPE_CHECKING, Literal
 
 from harness.config.inventory import Inventory
 from harness.config.radio import SIB2_UE_TIMERS, dl_freq_mhz, ul_earfcn, ul_freq_mhz
@@ -20,6 +18,9 @@ from harness.deploy.files import ConfigFile
 from harness.errors import ConfigError
 from lte import cell
 from lte.version import Open5gsVersion, SrsranVersion, parse_srsran_version
+
+if TYPE_CHECKING:
+    import jinja2
 
 #: Which machine of the cell a file is for.
 Role = Literal["enb", "epc", "ue"]
@@ -40,6 +41,8 @@ BANNER = "Written by mplab from the inventory; edits are overwritten by `mplab l
 
 
 def _env() -> jinja2.Environment:
+    import jinja2  # (a twentieth of a second) only to render: `mplab run` imports lte's drivers, which import this
+
     env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=False, autoescape=False)
     env.filters["num"] = lambda x: int(x) if float(x).is_integer() else x

@@ -16,8 +16,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-import jinja2
-
 from harness.errors import ConfigError
 from harness.config.inventory import Inventory
 from harness.deploy.files import ConfigFile
@@ -126,6 +124,8 @@ def render_epc_conf(inv: Inventory) -> ConfigFile[Role]:
     """srsepc's epc.conf (``lte.epc.config_dir``/epc.conf)."""
     assert inv.lte is not None
     epc = inv.lte.epc
+    import jinja2  # only to render (see lte.render._env)
+
     env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     text = env.get_template("srsepc/epc.conf.j2").render(

@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-
 from harness.deploy.files import ConfigFile
 from harness.errors import PreflightError
 from harness.hosts.local import BackgroundProcess, Host
@@ -65,6 +63,8 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
     if r.sim is None:
         raise PreflightError(f"receiver {receiver} has no SIM (sim.imsi) for srsUE")
     keys = sim_keys(secrets, r.sim.imsi)
+    import jinja2  # only to render (see lte.render._env)
+
     env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     # IMEI: any 15 digits; derived from the IMSI so that each receiver's UE is recognisable in the MME log.

@@ -11,15 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import typer
-from rich.logging import RichHandler
 
 import harness
-from controller.setup2 import control_factory
 from harness.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, MplabError, is_disk_full
-from lte import realcell
-from lte.hostcheck import version_checks as lte_version_checks
 from mplab.commands import campaign as campaign_cli
 from mplab.commands import cc as cc_cli
 from mplab.commands import controller as controller_cli
@@ -48,6 +46,48 @@ analysis_cli.register(app)
 watch_cli.register(app)
 
 
+def _access_kinds() -> Any:
+    from lte.realcell import ACCESS_KINDS
+
+    return ACCESS_KINDS
+
+
+def _control_factory() -> Any:
+    from controller.setup2 import control_factory
+
+    return control_factory
+
+
+def _lte_preflight() -> Any:
+    from lte.hostcheck import version_checks
+
+    return version_checks
+
+
+class Wiring(Mapping[str, Any]):
+    """``ctx.obj``: what joins the packages, each imported only when a command first looks it up.
+
+    ``access_kinds``: an emulated inventory's real_cell receivers get lte's driver
+    (``lte.realcell.ACCESS_KINDS``); ``control_factory``: the harness reaches the controller only
+    through it (``controller.setup2.control_factory``, harness.campaign.control); ``lte_preflight``:
+    the LTE cell's version checks for `mplab preflight` (``lte.hostcheck.version_checks``). Each is
+    imported when it is looked up, so that `mplab --help` or `mplab status` never loads the
+    controller, lte's drivers or what they import (numpy, jinja2, ...).
+    """
+
+    _LOADERS: dict[str, Callable[[], Any]] = {"access_kinds": _access_kinds, "control_factory": _control_factory,
+                                              "lte_preflight": _lte_preflight}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._LOADERS[key]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._LOADERS)
+
+    def __len__(self) -> int:
+        return len(self._LOADERS)
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"mplab {harness.__version__}")
@@ -59,10 +99,11 @@ def _main(ctx: typer.Context,
           verbose: bool = typer.Option(False, "--verbose", "-v", help="log every command run"),
           version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="print mplab's version and exit")) -> None:
-    # The one place that knows every side: an emulated inventory's real_cell receivers get lte's driver,
-    # and the harness reaches the controller only through this factory (harness.campaign.control).
-    ctx.obj = {"access_kinds": realcell.ACCESS_KINDS, "control_factory": control_factory,
-               "lte_preflight": lte_version_checks}
+    from rich.logging import RichHandler  # with rich's traceback and pretty-printer: when a command runs, not for -h
+
+    # The one place that knows every side (Wiring): lte's real-cell drivers, the controller's factory, the
+    # LTE preflight; the commands that need them look them up.
+    ctx.obj = Wiring()
     level = logging.DEBUG if verbose else getattr(logging, os.environ.get("MPLAB_LOG", "WARNING").upper(), 30)
     logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(show_path=False)])
 
@@ -99,7 +140,6 @@ def _click_kinds() -> tuple[tuple[type, ...], tuple[type, ...]]:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the app on ``argv`` (default: the process's); return the exit code."""
-    usage_errors, aborts = _click_kinds()
     try:
         rc = app(args=argv, prog_name="mplab", standalone_mode=False)
     except (MplabError, Interrupted) as exc:
@@ -109,7 +149,9 @@ def run(argv: list[str] | None = None) -> int:
         print("interrupted by Ctrl-C (SIGINT); a campaign keeps its completed samples: resume with "
               "`mplab run --resume runs/<campaign>`", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except usage_errors as exc:  # an unknown option or command, a missing or bad argument
+    # An except clause's types are evaluated only when an exception gets that far: click itself is imported
+    # (by _click_kinds) on that path only.
+    except _click_kinds()[0] as exc:  # an unknown option or command, a missing or bad argument
         # click's exceptions (a foreign type): its usage errors carry the command's context only when click
         # got as far as a command; it shows the usage only then.
         if getattr(exc, "ctx", None) is None:
@@ -117,7 +159,7 @@ def run(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         exc.show()
         return EXIT_USAGE
-    except aborts:
+    except _click_kinds()[1]:
         print("aborted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as exc:

@@ -34,15 +34,19 @@ def mean_interval(xs: list[float], level: float = 0.95) -> tuple[float, float] |
     """The ``level`` t-interval of the mean of ``xs``, clipped at 0 (non-negative quantities); None if n < 2."""
     if len(xs) < 2:
         return None
-    from scipy.stats import t  # a few ms to import: only when there is an interval to compute
+    from scipy.stats import t  # over a second of CPU to import: only when there is an interval to compute
 
     m = statistics.fmean(xs)
     half = t.ppf(0.5 + level / 2, len(xs) - 1) * statistics.stdev(xs) / len(xs) ** 0.5
     return max(0.0, m - half), m + half
 
 
-def summarize(records: list[dict]) -> list[CaseSummary]:
-    """One row per case: samples ok/failed, and per-receiver means over the ok records."""
+def summarize(records: list[dict], intervals: bool = True) -> list[CaseSummary]:
+    """One row per case: samples ok/failed, and per-receiver means over the ok records.
+
+    ``intervals``: also the 95% intervals of the means (scipy's t quantiles); without them (the command
+    line's tables, which print none) the ``*_ci_*`` fields are None and scipy is never imported.
+    """
     cases: dict[str, list[dict]] = {}
     for r in records:
         cases.setdefault(r["case_id"], []).append(r)
@@ -62,6 +66,7 @@ def summarize(records: list[dict]) -> list[CaseSummary]:
             sum(1 for r in ok if r["flags"]),
             _mean(rates), _mean(energies),
             _mean([r["mean_power_w"] for r in clean if r["mean_power_w"] is not None]),
-            mean_interval(rates), mean_interval(energies), len(rates), len(energies),
+            mean_interval(rates) if intervals else None, mean_interval(energies) if intervals else None,
+            len(rates), len(energies),
         ))
     return out

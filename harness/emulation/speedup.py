@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.config.inventory import Inventory, PowerProfile, RadioPower, SharedCapacity
 from harness.errors import ConfigError
+
+if TYPE_CHECKING:  # only annotations: `mplab run`'s --speedup-table default must not load the inventory models
+    from harness.config.inventory import Inventory, PowerProfile, RadioPower, SharedCapacity
 
 #: The largest factor accepted (the radio loop then runs at S x its rate; beyond this nothing held).
 MAX_SPEEDUP = 64.0

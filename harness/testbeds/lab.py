@@ -31,11 +31,9 @@ from harness.hosts.ready import wait_until
 from harness.upkeep.preflight import (
     Check, cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, tcp_reachable,
 )
-from harness.deploy.machines import ssh_host
 from harness.deploy.secrets import Secrets, load_secrets
 from harness.upkeep.ofprobe import switch_check
 from harness.meters.ser2net import ser2net_argv
-from harness.hosts.ssh import SSHHost
 from harness.testbeds.base import Node, NodeInterface, Testbed, parallel
 from harness.traffic import Iperf3
 
@@ -51,6 +49,10 @@ class LabTestbed(Testbed):
 
     def __init__(self, inventory: Inventory, hosts: dict[str, Host] | None = None) -> None:
         """Build hosts from ``inventory`` (``hosts`` may supply some by name, e.g. tests' namespace hosts)."""
+        # SSH (paramiko, fabric: a tenth of a second or more to import) only once a lab is built: planning a
+        # campaign, or a dry run, imports this module through the testbed registry and needs none of it.
+        from harness.deploy.machines import ssh_host
+
         super().__init__(inventory)
         if inventory.emulation is not None:
             raise MplabError(f"inventory {inventory.name!r} has an emulation section: it describes an emulated "
@@ -223,6 +225,8 @@ class LabTestbed(Testbed):
 
     def setup(self, ccs: Sequence[CongestionControl]) -> None:
         """Congestion controls, clock offsets, ser2net, iperf3 servers; undone by ``teardown`` on failure."""
+        from harness.hosts.ssh import SSHHost
+
         try:
             hosts = [self.sender, *(n.host for n in self.nodes.values())]
             for cc in ccs:

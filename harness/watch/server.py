@@ -29,7 +29,8 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from harness.errors import ConfigError
-from harness.watch.state import LOOPBACK, CampaignView, open_view
+from harness.watch import LOOPBACK
+from harness.watch.state import CampaignView, open_view
 
 log = logging.getLogger("mplab.watch")
 

@@ -40,8 +40,6 @@ TRACE_TAIL_BYTES = 4 * 1024 * 1024
 MAX_POINTS = 200
 #: At most this many failures, flags, repairs and decisions are pushed (newest kept).
 MAX_EVENTS = 200
-#: Where the page listens by default: it has no authentication.
-LOOPBACK = "127.0.0.1"
 
 
 def energy_label(manifest: dict) -> str:

@@ -12,26 +12,27 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
-from harness.campaign.campaign import RunHooks
-from harness.campaign.entry import DryRun, RunOptions, run_campaign
-from harness.campaign.progress import compute, format_duration, read_events, sessions_from_events
-from harness.campaign.runner import SampleOutcome
-from harness.campaign.status import campaign_status, describe_session
-from harness.campaign.store import Campaign
-from harness.campaign.summary import summarize
 from harness.emulation.speedup import DEFAULT_TABLE
 from harness.errors import ConfigError, SamplesFailed
-from harness.upkeep.clean import CLEANERS, MACHINE_WIDE, clean_prefix
 
+if TYPE_CHECKING:
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from harness.campaign.campaign import RunHooks
+    from harness.campaign.entry import DryRun
+    from harness.campaign.runner import SampleOutcome
+    from harness.campaign.store import Campaign
+
+# The campaign's modules (pydantic models, testbeds, SSH) are imported by the command that runs: `mplab status`
+# and `mplab --help` need none of them.
 console = Console()
 log = logging.getLogger("mplab")
 
@@ -41,18 +42,25 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
 
 
 def summary_table(records: list[dict], title: str) -> Table:
+    from rich.table import Table
+
+    from harness.campaign.summary import summarize
+
     energy_kind = {r.get("energy_source") for r in records} or {"-"}
     t = Table(title=title, caption=f"energy: {', '.join(sorted(str(e) for e in energy_kind))}; "
                                     "means are per receiver over ok samples (energy: unflagged records)")
     for col in ("case", "ok", "failed", "flagged", "Mbit/s", "energy J", "power W"):
         t.add_column(col, justify="left" if col == "case" else "right")
-    for c in summarize(records):
+    for c in summarize(records, intervals=False):  # the table shows no intervals: no scipy
         t.add_row(c.case_id, str(c.samples_ok), str(c.samples_failed), str(c.flagged_records),
                   _fmt(c.mean_throughput_mbit), _fmt(c.mean_energy_j), _fmt(c.mean_power_w, ".3f"))
     return t
 
 
 def _hooks(progress: Progress, watcher: WatchChild | None = None) -> RunHooks:
+    from harness.campaign.campaign import RunHooks
+    from harness.campaign.progress import compute, read_events, sessions_from_events
+
     state: dict = {}
 
     def on_start(campaign: Campaign, plans) -> None:
@@ -119,6 +127,9 @@ def _watching(port: int | None) -> Iterator[WatchChild | None]:
 
 
 def _progress() -> Progress:
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("ETA"), TimeRemainingColumn(), console=console)
 
@@ -149,14 +160,18 @@ def run(
     watch_port: Annotated[int, typer.Option(help="--watch: the page's port")] = 8765,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
+    from harness.campaign.entry import RunOptions, run_campaign
+
     # mplab.cli puts the controller's factory and the real LTE access drivers into the context
-    # (the harness never imports a controller or lte).
-    obj = ctx.find_root().obj if isinstance(ctx.find_root().obj, dict) else {}
+    # (the harness never imports a controller or lte); a dry run builds no testbed, so it loads no drivers.
+    obj = ctx.find_root().obj if isinstance(ctx.find_root().obj, Mapping) else {}
+    plan_only = dry_run and resume is None
     options = RunOptions(scenario=scenario, inventory=inventory, runs_dir=runs_dir, campaign_id=campaign_id,
                          resume=resume, dry_run=dry_run, testbeds=testbeds, force=force, cluster=cluster,
                          shard_size=shard_size, speedup=speedup, speedup_table=speedup_table,
-                         access_kinds=obj.get("access_kinds"), control_factory=obj.get("control_factory"))
-    if dry_run and resume is None:
+                         access_kinds=None if plan_only else obj.get("access_kinds"),
+                         control_factory=obj.get("control_factory"))
+    if plan_only:
         print_dry_run(run_campaign(options, note=console.print).dry_run)
         return
     with _watching(watch_port if watch else None) as watcher, _progress() as progress:
@@ -199,6 +214,10 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
            as_json: Annotated[bool, typer.Option("--json", help="print the status as JSON (for scripts)")] = False,
            ) -> None:
     """Progress of a sweep: samples planned, recorded, ok and failed, the last session, the per-case summary."""
+    from harness.campaign.progress import format_duration
+    from harness.campaign.status import campaign_status, describe_session
+    from harness.campaign.store import Campaign
+
     c = Campaign.open(campaign)
     st = campaign_status(c)
     if as_json:
@@ -234,6 +253,8 @@ def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")
     congestion controls go only if the prefix's testbeds registered them; --machine-wide also
     removes registrations nobody recorded.
     """
+    from harness.upkeep.clean import CLEANERS, MACHINE_WIDE, clean_prefix
+
     if not prefix.startswith("mplab-"):
         raise ConfigError(f"prefix {prefix!r} must start with 'mplab-' (mplab only removes what it made)")
     done = clean_prefix(prefix, cleaners=MACHINE_WIDE if machine_wide else CLEANERS)

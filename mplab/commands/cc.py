@@ -8,11 +8,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from harness.cc import ALGORITHMS, bpfcc, kernel_flavour, resolve
-from harness.errors import PreflightError
-from harness.hosts.local import LocalHost
+from harness.errors import ConfigError, PreflightError
 
 console = Console()
 cc_app = typer.Typer(help="Congestion controls: implementations, preflight, registered BPF programs.",
@@ -22,12 +19,16 @@ cc_app = typer.Typer(help="Congestion controls: implementations, preflight, regi
 @cc_app.command("check")
 def check(algorithms: Annotated[list[str] | None, typer.Argument(help="algorithms (default: all)")] = None) -> None:
     """Preflight each algorithm on this machine (a BPF one is loaded once and unloaded)."""
+    from rich.table import Table
+
+    from harness.cc import ALGORITHMS, kernel_flavour, resolve
+    from harness.hosts.local import LocalHost
+
     host = LocalHost("root")
     flavour = kernel_flavour(host)
     names = algorithms or list(ALGORITHMS)
     unknown = [n for n in names if n not in ALGORITHMS]
     if unknown:
-        from harness.errors import ConfigError
         raise ConfigError(f"unknown congestion control(s) {', '.join(unknown)} (known: {', '.join(ALGORITHMS)})")
     t = Table(title=f"congestion controls on this {flavour} kernel")
     for col in ("algorithm", "implementation", "socket name", "status"):
@@ -49,6 +50,11 @@ def check(algorithms: Annotated[list[str] | None, typer.Argument(help="algorithm
 @cc_app.command("status")
 def status() -> None:
     """mplab's BPF congestion controls registered now, and their live coupled connections."""
+    from rich.table import Table
+
+    from harness.cc import bpfcc
+    from harness.hosts.local import LocalHost
+
     host = LocalHost("root")
     reg = bpfcc.registered(host)
     t = Table(title="registered mplab struct_ops")

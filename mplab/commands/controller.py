@@ -19,19 +19,18 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from harness.errors import ConfigError
 
-from controller.model import EnergyModel
-from controller.policy import DEAD_MBIT, IFACES, Context, Decision, Outcome, PathStats, Policy, ReceiverMeasurement
-from controller.registry import NEEDS_MODEL, PARAM_DOCS, POLICIES, check_params, describe_params, make_policy, \
-    parameter_defaults
+if TYPE_CHECKING:
+    from controller.policy import Decision, Outcome, Policy, ReceiverMeasurement
 
+# The controller's modules (its policies, the energy model with numpy and onnxruntime, the steering backends) are
+# imported by the functions that use them: `mplab --help` and the other commands need none.
 console = Console()
 app = typer.Typer(no_args_is_help=True, help="Setup II controller: policies, the energy model, steering.")
 
@@ -55,6 +54,8 @@ _TIME_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0, None: 1e-3}
 
 def _path_option(text: str, option: str, receivers: set[str]) -> tuple[str | None, str, str]:
     """``[NAME:]NET=VALUE`` -> (receiver or None for every receiver, network, value text)."""
+    from controller.policy import IFACES
+
     who, sep, value = text.partition("=")
     name, _, net = who.rpartition(":")
     if not sep or not value or net not in IFACES:
@@ -107,6 +108,8 @@ def parse_param(text: str) -> tuple[str, object]:
 
 def measurements(probes: list[str], rtts: list[str], losses: list[str]) -> list[ReceiverMeasurement]:
     """Per receiver its probe rates and, where given, each path's RTT and loss (per receiver beats for all)."""
+    from controller.policy import PathStats, ReceiverMeasurement
+
     parsed = [parse_probe(p) for p in probes]
     names = [n for n, _ in parsed]
     if len(set(names)) != len(names):
@@ -129,6 +132,9 @@ def measurements(probes: list[str], rtts: list[str], losses: list[str]) -> list[
 
 def check_path_inputs(policy: str, meas: list[ReceiverMeasurement]) -> None:
     """A policy that reads RTTs (es-mptcp, ee-mptcp) needs one for every path that carries traffic."""
+    from controller.policy import DEAD_MBIT, IFACES
+    from controller.registry import POLICIES
+
     if not POLICIES[policy].needs_paths:
         return
     for m in meas:
@@ -144,6 +150,8 @@ def _caps_text(d: Decision) -> str:
 
 
 def _path_cells(x: ReceiverMeasurement, with_rtt: bool, with_loss: bool) -> list[str]:
+    from controller.policy import IFACES
+
     cells = []
     for net in IFACES:
         st = x.paths.get(net)
@@ -156,6 +164,10 @@ def _path_cells(x: ReceiverMeasurement, with_rtt: bool, with_loss: bool) -> list
 
 def print_decision(pol: Policy, meas: list[ReceiverMeasurement], out: Outcome, note: str) -> None:
     """The table: probes, the given RTT/loss, the assignment and its caps; then the trace's verdict."""
+    from rich.table import Table
+
+    from controller.registry import describe_params
+
     with_rtt = any(st.rtt_s for m in meas for st in m.paths.values())
     with_loss = any(st.loss is not None for m in meas for st in m.paths.values())
     t = Table(title=f"{pol.name}: {describe_params(pol.params())}")
@@ -204,6 +216,9 @@ def decide(
     """Print the assignment POLICY makes for the given probe rates (and per-path RTT and loss)."""
     from harness.config.scenario import parse_size
 
+    from controller.policy import Context
+    from controller.registry import NEEDS_MODEL, POLICIES, check_params, make_policy
+
     if policy not in POLICIES:
         raise ConfigError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})", field="--policy")
     meas = measurements(probe, rtt, loss)
@@ -213,6 +228,8 @@ def decide(
     check_path_inputs(policy, meas)
     m = None
     if model is not None:
+        from controller.model import EnergyModel  # numpy, onnxruntime: only with a model
+
         m = EnergyModel.open(model, tracking_uri)
         m.check_covers([cc], [len(meas)], m.validity.file_bytes[0], source=str(model))
     elif policy in NEEDS_MODEL:
@@ -253,6 +270,8 @@ def policies_cmd(as_json: Annotated[bool, typer.Option("--json", help="print JSO
     """Every registered policy: what it does, its paper, what it needs, its parameters and defaults."""
     from harness import citations
 
+    from controller.registry import PARAM_DOCS, POLICIES, describe_params, parameter_defaults
+
     docs = []
     for name, info in POLICIES.items():
         cite = citations.for_policy(name)
@@ -284,6 +303,8 @@ def policies_cmd(as_json: Annotated[bool, typer.Option("--json", help="print JSO
 
 def parse_cap(text: str, receivers: set[str]) -> tuple[str, str, float]:
     """``NAME:NET=RATE`` (Mbit/s) -> (receiver, network, rate)."""
+    from controller.policy import IFACES
+
     try:
         who, rate = text.split("=", 1)
         name, net = who.split(":", 1)
@@ -303,6 +324,8 @@ def parse_cap(text: str, receivers: set[str]) -> tuple[str, str, float]:
 def serve_decisions(assign: list[str], cap: list[str], receivers: set[str]) -> dict[str, Decision]:
     """The decisions ``--assign NAME=MODE`` and ``--cap NAME:NET=MBIT`` ask for (a cap alone keeps both
     networks; a cap on a network the receiver is not assigned is refused)."""
+    from controller.policy import Decision
+
     decisions: dict[str, Decision] = {}
     for a in assign:
         name, _, mode = a.partition("=")

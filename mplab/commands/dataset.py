@@ -10,9 +10,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.artifacts import FolderPolicy
-from harness.tables import table, utc_minute
-
 console = Console()
 app = typer.Typer(no_args_is_help=True, help="Build datasets from campaigns; publish and pull them by name and version.")
 
@@ -47,6 +44,7 @@ def build(
                                                     "(default: refuse, naming the line)")] = False,
 ) -> None:
     """One row per receiver per sample, validated, split per case, with a card, Croissant metadata and checksums."""
+    from harness.artifacts import FolderPolicy
     from harness.dataset.build import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
     res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged,
@@ -89,6 +87,7 @@ def pull_cmd(
     keep_previous: KeepPrevious = False,
 ) -> None:
     """Bring a published version back, every file checked against SHA256SUMS and the published digest."""
+    from harness.artifacts import FolderPolicy
     from harness.dataset.registry import pull
 
     v = pull(ref, out, tracking_uri, FolderPolicy.from_flags(force, keep_previous))
@@ -99,6 +98,7 @@ def pull_cmd(
 def list_cmd(tracking_uri: TrackingUri = None) -> None:
     """Published datasets and their versions."""
     from harness.dataset.registry import list_datasets
+    from harness.tables import table, utc_minute
 
     rows = list_datasets(tracking_uri)
     if not rows:

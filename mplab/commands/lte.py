@@ -11,19 +11,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from harness.errors import MplabError
-from harness.hosts.local import LocalHost
-from harness.deploy.machines import receiver_hosts
-from harness.deploy.secrets import secrets_for
-from lte.checks import diagnose, run_checks
-from lte.deploy import collect_logs, lte_down, lte_status, lte_up
-from lte.hosts import cell_hosts, lte_hosts, lte_inventory, provision_uri
-from lte.render import render_all
-from lte.subscribers import open_collection
-from lte.version import decide_open5gs, parse_version
 
+# lte's modules (templates, SSH, the subscriber database) are imported by each command: `mplab --help` needs none.
 console = Console()
 app = typer.Typer(name="lte", no_args_is_help=True, help="The lab's LTE cell: srsRAN eNodeB + Open5GS EPC.")
 
@@ -40,6 +31,9 @@ def render(inventory: InventoryArg,
            out: Annotated[Path, typer.Option(help="directory to write into (one subdirectory per machine)")] =
            Path("lte-rendered")) -> None:
     """Write every configuration file of the cell locally, for review."""
+    from harness.deploy.secrets import secrets_for
+    from lte.hosts import lte_inventory
+
     inv = lte_inventory(inventory)
     if inv.lte.epc.kind == "srsepc":
         from lte.render import render_srsenb
@@ -49,6 +43,9 @@ def render(inventory: InventoryArg,
         if sec is None:
             console.print("user_db.csv needs the SIM keys: pass --secrets to render it too")
     else:
+        from lte.render import render_all
+        from lte.version import decide_open5gs, parse_version
+
         # Open5GS keeps the SIM keys in its database (`mplab lte up` writes them), not in a rendered file; a
         # --secrets file is still read, so that a group-readable or invalid one is refused as on the srsEPC path.
         if secrets is not None:
@@ -72,6 +69,11 @@ def up(inventory: InventoryArg, secrets: SecretsOpt = None,
            "--subscribers/--no-subscribers", help="provision the subscriber database (--no-subscribers: leave it)")
        ] = True) -> None:
     """Push configs (keeping backups), provision subscribers, restart daemons in dependency order."""
+    from harness.deploy.secrets import secrets_for
+    from lte.deploy import lte_up
+    from lte.hosts import cell_hosts, lte_inventory, provision_uri
+    from lte.subscribers import open_collection
+
     inv = lte_inventory(inventory)
     sec = secrets_for(inv, inventory, secrets) if subscribers else None
     with ExitStack() as stack:
@@ -100,6 +102,9 @@ def up(inventory: InventoryArg, secrets: SecretsOpt = None,
 @app.command()
 def down(inventory: InventoryArg) -> None:
     """Stop every daemon of the cell, eNodeB first."""
+    from lte.deploy import lte_down
+    from lte.hosts import cell_hosts, lte_inventory
+
     inv = lte_inventory(inventory)
     with cell_hosts(inv) as hosts:
         stopped = lte_down(inv, hosts)
@@ -109,6 +114,11 @@ def down(inventory: InventoryArg) -> None:
 @app.command()
 def status(inventory: InventoryArg) -> None:
     """Which daemons of the cell are running."""
+    from rich.table import Table
+
+    from lte.deploy import lte_status
+    from lte.hosts import cell_hosts, lte_inventory
+
     inv = lte_inventory(inventory)
     with cell_hosts(inv) as hosts:
         rows = lte_status(inv, hosts)
@@ -125,6 +135,10 @@ def status(inventory: InventoryArg) -> None:
 @app.command()
 def check(inventory: InventoryArg) -> None:
     """S1 setup, each receiver attached with a UE-pool address, and a ping through LTE."""
+    from harness.deploy.machines import receiver_hosts
+    from lte.checks import diagnose, run_checks
+    from lte.hosts import lte_hosts, lte_inventory
+
     inv = lte_inventory(inventory)
     hosts = lte_hosts(inv)
     rx = receiver_hosts(inv)
@@ -145,6 +159,9 @@ def check(inventory: InventoryArg) -> None:
 def logs(inventory: InventoryArg,
          dest: Annotated[Path | None, typer.Option(help="where to put them (default lte-logs/<time>)")] = None) -> None:
     """Collect every daemon's journal and log file."""
+    from lte.deploy import collect_logs
+    from lte.hosts import cell_hosts, lte_inventory
+
     inv = lte_inventory(inventory)
     dest = dest or Path("lte-logs") / time.strftime("%Y%m%dT%H%M%S")
     with cell_hosts(inv) as hosts:
@@ -163,6 +180,7 @@ def check_configs(inventory: InventoryArg,
     passes when it gets past parsing. Programs: $MPLAB_LTE_BIN, then PATH. Exit 1 if one refuses its file."""
     import os
 
+    from lte.hosts import cell_hosts, lte_inventory
     from lte.realcheck import BIN_ENV, check_configs as run_check
 
     inv = lte_inventory(inventory)
@@ -205,6 +223,9 @@ def zmq(inventory: InventoryArg,
         ) -> None:
     """All-software cell on this machine: srsenb over ZeroMQ + one srsUE in a namespace (needs srsRAN 4G and
     a running Open5GS EPC here). Holds the cell until Ctrl-C, then stops UE before eNB."""
+    from harness.deploy.secrets import secrets_for
+    from harness.hosts.local import LocalHost
+    from lte.hosts import lte_inventory
     from lte.realcheck import bin_dirs
     from lte.zmq import ZmqCell, check as zmq_check, render_zmq
 

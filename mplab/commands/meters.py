@@ -14,18 +14,18 @@ import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from harness.errors import ConfigError, MeterError, StoreError
-from harness.config.inventory import Inventory, load_inventory
-from harness.meters.base import Meter
-from harness.testbeds.kinds import testbed_class
-from harness.meters.recorder import Recorder, TraceWriter
 
+if TYPE_CHECKING:
+    from harness.config.inventory import Inventory
+    from harness.meters.base import Meter
+
+# The inventory models, the testbeds (SSH) and the recorder are imported by the commands that read meters.
 console = Console()
 meters_app = typer.Typer(help="Energy meters: list, read and record every receiver's meter.", no_args_is_help=True)
 
@@ -43,6 +43,8 @@ def _select(inv: Inventory, receivers: list[str] | None) -> list[str]:
 @contextlib.contextmanager
 def inventory_meters(inv: Inventory, receivers: list[str]) -> Iterator[dict[str, Meter]]:
     """Unopened meters of ``receivers``, as the inventory's testbed kind offers them outside a campaign."""
+    from harness.testbeds.kinds import testbed_class
+
     with testbed_class(inv).standalone_meters(inv, receivers, note=console.print) as meters:
         yield meters
 
@@ -71,6 +73,11 @@ def check(
     """List every meter, read it, and report each receiver's idle power; exit 1 if any meter fails."""
     if duration_s <= 0:
         raise ConfigError(f"must be > 0, got {duration_s}", field="--duration-s")
+    from rich.table import Table
+
+    from harness.config.inventory import load_inventory
+    from harness.meters.recorder import Recorder
+
     inv = load_inventory(inventory)
     names = _select(inv, receiver)
     table = Table(title=f"meters of {inv.name} ({inv.kind})")
@@ -121,6 +128,11 @@ def record(
         raise ConfigError(f"must be > 0, got {rate_hz}", field="--rate-hz")
     if not out.parent.is_dir():
         raise ConfigError(f"directory {out.parent} does not exist", field="--out")
+    from rich.table import Table
+
+    from harness.config.inventory import load_inventory
+    from harness.meters.recorder import Recorder, TraceWriter
+
     inv = load_inventory(inventory)
     names = _select(inv, receiver)
     with inventory_meters(inv, names) as meters:

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 console = Console(stderr=True)
 
@@ -34,6 +33,8 @@ def report(
     Two campaigns of the same scenario (RUN_A RUN_B) are also compared: per case, B - A with its
     interval, drift flagged, and what differs in their manifests.
     """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from analysis.headlines import HEADLINES_FILE
     from analysis.report import STEPS, build_report
     from harness.model_registry import resolve_model

@@ -6,29 +6,29 @@ at set-up time. Mounted on the `mplab` app by ``mplab.cli``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from harness.campaign.campaign import resolve_ccs
-from harness.upkeep.doctor import run_doctor
-from harness.testbeds.kinds import build_testbed, testbed_flavour
-from harness.cc import resolve
 from harness.errors import ConfigError, PreflightError
-from harness.hosts.local import LocalHost
-from harness.config.inventory import load_inventory
-from harness.config.scenario import load_scenario, scenario_inventory
-from harness.upkeep.preflight import Check, failed_essentials, kernel_checks, one_line
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from harness.upkeep.preflight import Check
+
+# The testbeds (SSH), the inventory and scenario models and the checks are imported by the commands that run them.
 console = Console()
 
 
 def checks_table(checks: list[Check], title: str) -> Table:
     """A pass/fail table: one row per check, with what was found and how to fix a failure."""
+    from rich.markup import escape
+    from rich.table import Table
+
     t = Table(title=title, show_lines=False)
     for col in ("host", "check", "result", "found", "fix"):
         t.add_column(col, overflow="fold")
@@ -47,13 +47,21 @@ def preflight(
 ) -> None:
     """Check every host: reachability, kernel and MPTCP, congestion controls, interfaces and routes,
     iperf3, meters, clock offset. Exits 1 if an essential check fails (a sweep would refuse to start)."""
+    from harness.campaign.campaign import resolve_ccs
+    from harness.cc import resolve
+    from harness.config.inventory import load_inventory
+    from harness.config.scenario import load_scenario, scenario_inventory
+    from harness.hosts.local import LocalHost
+    from harness.testbeds.kinds import build_testbed, testbed_flavour
+    from harness.upkeep.preflight import failed_essentials, kernel_checks
+
     sc = load_scenario(scenario) if scenario else None
     inv_path = inventory or (scenario_inventory(sc, scenario) if sc else None)
     if inv_path is None:
         raise ConfigError("give --inventory (e.g. inventory/lab.example.yaml) or --scenario")
     inv = load_inventory(inv_path)
     obj = ctx.find_root().obj
-    testbed = build_testbed(inv, obj.get("access_kinds") if isinstance(obj, dict) else None)
+    testbed = build_testbed(inv, obj.get("access_kinds") if isinstance(obj, Mapping) else None)
     try:
         ccs = (list(resolve_ccs(sc, testbed).values()) if sc else
                [resolve(name, testbed_flavour(testbed)) for name in (cc or ["cubic"])])
@@ -68,7 +76,7 @@ def preflight(
             only = groups[group]
         checks = testbed.preflight(ccs) if only is None else testbed.preflight(ccs, only=only)
         # the LTE cell's versions on its hosts, by the rule `lte up` applies (lte registers it: see mplab.cli)
-        lte_checks = obj.get("lte_preflight") if isinstance(obj, dict) else None
+        lte_checks = obj.get("lte_preflight") if isinstance(obj, Mapping) else None
         if inv.lte is not None and lte_checks is not None and only is None:
             checks += lte_checks(inv)
         if testbed.runs_here and all(c.ok for c in checks if c.name == "kernel MPTCP"):
@@ -88,6 +96,9 @@ def doctor() -> None:
     """Check this machine: every program mplab calls (with versions), the kernel features it needs
     (MPTCP, BTF and struct_ops, HTB/TBF, nftables, namespaces), the Python packages. Exits 1 with the
     fix when something essential is missing."""
+    from harness.upkeep.doctor import run_doctor
+    from harness.upkeep.preflight import failed_essentials, one_line
+
     checks = run_doctor()
     for c in checks:
         mark = "[green]ok  [/]" if c.ok else ("[red]FAIL[/]" if c.essential else "[yellow]warn[/]")
@@ -119,6 +130,8 @@ def calibrate(
     check: Annotated[bool, typer.Option("--check", help="only compare OUT with what the calibration gives")] = False,
 ) -> None:
     """Fit an emulated testbed to the reference paper's baseline Tables 2-3 and write its inventory."""
+    from rich.table import Table
+
     from harness.emulation.calibration import calibrate as run_calibration
     from harness.emulation.calibration import inventory_text, residual_check
 

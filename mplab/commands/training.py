@@ -13,9 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.artifacts import FolderPolicy
 from mplab.commands.dataset import Force, KeepPrevious, TrackingUri
-from harness.tables import table, utc_minute
 
 console = Console()
 models_app = typer.Typer(no_args_is_help=True, help="Registered models: list, promote, pull (MLflow Model Registry).")
@@ -49,7 +47,9 @@ def train(
     """Train the 5 x 200 ReLU MLP on a dataset, compare it with baselines, export ONNX for controllers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from harness.artifacts import FolderPolicy
     from harness.errors import ConfigError
+    from harness.tables import table
 
     try:
         from training.fit import TrainConfig
@@ -100,6 +100,7 @@ def train(
 @models_app.command("list")
 def list_cmd(tracking_uri: TrackingUri = None) -> None:
     """Registered models, their versions and aliases."""
+    from harness.tables import table, utc_minute
     from training.registry import list_models
 
     rows = list_models(tracking_uri)
@@ -134,6 +135,7 @@ def pull_cmd(
     keep_previous: KeepPrevious = False,
 ) -> None:
     """Write a registered version as the folder `mplab train` writes, every file checked against SHA256SUMS."""
+    from harness.artifacts import FolderPolicy
     from training.registry import pull
 
     res = pull(ref, out, tracking_uri, FolderPolicy.from_flags(force, keep_previous))

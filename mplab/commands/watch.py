@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from harness.errors import ConfigError
-from harness.watch.state import LOOPBACK
+from harness.watch import LOOPBACK
 
 
 def watch(run_dir: Annotated[Path, typer.Argument(help="campaign directory (runs/<id>)")],

@@ -2,19 +2,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from harness.errors import ConfigError, MplabError
-from harness.config.inventory import Inventory, load_inventory
-from harness.deploy.machines import host_for, receiver_hosts
-from harness.deploy.secrets import secrets_for
-from wifi.checks import check_association
-from wifi.deploy import wifi_up
-from wifi.render import render_hostapd, render_supplicants
 
+if TYPE_CHECKING:
+    from harness.config.inventory import Inventory
+
+# wifi's modules (templates, SSH) are imported by each command: `mplab --help` needs none.
 console = Console()
 app = typer.Typer(name="wifi", no_args_is_help=True, help="The lab's WiFi: hostapd on the APs, wpa_supplicant on receivers.")
 
@@ -23,6 +21,8 @@ SecretsOpt = Annotated[Path | None, typer.Option("--secrets", help="secrets file
 
 
 def wifi_inventory(path: Path) -> Inventory:
+    from harness.config.inventory import load_inventory
+
     inv = load_inventory(path)
     if inv.wifi is None:
         raise ConfigError("this inventory has no 'wifi' section: the WiFi commands need a lab inventory that "
@@ -34,6 +34,9 @@ def wifi_inventory(path: Path) -> Inventory:
 def render(inventory: InventoryArg, secrets: SecretsOpt = None,
            out: Annotated[Path, typer.Option(help="directory to write into")] = Path("wifi-rendered")) -> None:
     """Write hostapd and wpa_supplicant configs locally (mode 0600: they hold the passphrase)."""
+    from harness.deploy.secrets import secrets_for
+    from wifi.render import render_hostapd, render_supplicants
+
     inv = wifi_inventory(inventory)
     sec = secrets_for(inv, inventory, secrets)
     for f in render_hostapd(inv, sec) + render_supplicants(inv, sec):
@@ -47,6 +50,11 @@ def render(inventory: InventoryArg, secrets: SecretsOpt = None,
 @app.command()
 def up(inventory: InventoryArg, secrets: SecretsOpt = None) -> None:
     """Configure and restart hostapd on each AP, then wpa_supplicant on each receiver; check association."""
+    from harness.deploy.machines import host_for, receiver_hosts
+    from harness.deploy.secrets import secrets_for
+    from wifi.checks import check_association
+    from wifi.deploy import wifi_up
+
     inv = wifi_inventory(inventory)
     sec = secrets_for(inv, inventory, secrets)
     hosts = {ap.host: host_for(inv, ap.host) for ap in inv.wifi.aps}
