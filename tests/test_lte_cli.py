@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import SimpleNamespace
+
+import pytest
 
 from rigs.ltelab import GOLDEN, LAB, REPO
 
@@ -102,3 +105,46 @@ def test_version_decision_rules():
     with pytest.raises(ConfigError, match=r"srsRAN 4G 22.10 is pinned but the eNB host runs 23.04.0"):
         decide_srsran("22.10", parse_srsran_version("Version 23.4.0"))
     assert str(decide_srsran("23.04", parse_srsran_version("Version 23.4.1"))) == "23.04.1"
+
+
+@pytest.mark.parametrize("epc_kind", ["open5gs", "srsepc"])
+def test_lte_check_prints_every_check_and_fails_on_a_failed_one(epc_kind, monkeypatch, capsys, tmp_path):
+    """`mplab lte check` end to end inside mplab: the inventory is the shipped lab one; the cell's hosts and the
+    checks' results are stand-ins (no eNodeB or EPC here), so what is tested is that every check is printed and a
+    failed one ends in its diagnosis and exit 1. (The EPC's log once shadowed the console: AttributeError.)"""
+    import harness.deploy.machines as machines
+    import lte.checks as checks
+    import lte.hosts as lte_hosts
+    from harness.upkeep.preflight import Check
+    from mplab.cli import run
+
+    class Host:
+        closed = 0
+
+        def close(self):
+            Host.closed += 1
+
+    class Service:
+        def logs(self, unit, lines):
+            return "srsepc: S1 Setup Response sent\n"
+
+    seen: dict = {}
+
+    def fake_run_checks(inv, epc, rx, enb=None, epc_console=""):
+        seen["epc_console"] = epc_console
+        return [Check("epc", "s1", True, "eNB connected"), Check("rx1", "attach", False, "no UE-pool address")]
+
+    monkeypatch.setattr(lte_hosts, "lte_hosts",
+                        lambda inv: SimpleNamespace(enb=Host(), epc=Host(), services={"epc": Service()}))
+    monkeypatch.setattr(machines, "receiver_hosts", lambda inv: {"rx1": Host()})
+    monkeypatch.setattr(checks, "run_checks", fake_run_checks)
+    inventory = tmp_path / "lab.yaml"
+    inventory.write_text(LAB.read_text().replace("  epc:\n    host: epc\n", f"  epc:\n    kind: {epc_kind}\n    host: epc\n"))
+    rc = run(["lte", "check", str(inventory)])
+    out, err = capsys.readouterr()
+    assert rc == 1, err
+    assert "s1" in out and "eNB connected" in out and "attach" in out and "no UE-pool address" in out
+    assert err.startswith("error: ") and "Traceback" not in err
+    assert Host.closed == 3
+    # srsepc logs to its console: the S1 check reads it from the unit's journal.
+    assert seen["epc_console"] == ("srsepc: S1 Setup Response sent\n" if epc_kind == "srsepc" else "")

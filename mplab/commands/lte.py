@@ -143,8 +143,8 @@ def check(inventory: InventoryArg) -> None:
     hosts = lte_hosts(inv)
     rx = receiver_hosts(inv)
     try:
-        console = hosts.services["epc"].logs(inv.lte.epc.unit, 300) if inv.lte.epc.kind == "srsepc" else ""
-        checks = run_checks(inv, hosts.epc, rx, enb=hosts.enb, epc_console=console)
+        epc_log = hosts.services["epc"].logs(inv.lte.epc.unit, 300) if inv.lte.epc.kind == "srsepc" else ""
+        checks = run_checks(inv, hosts.epc, rx, enb=hosts.enb, epc_console=epc_log)
     finally:
         for h in [hosts.enb, hosts.epc, *rx.values()]:
             h.close()
