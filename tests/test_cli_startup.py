@@ -99,3 +99,15 @@ def test_the_help_lists_every_command():
     for group, cmd in root.commands.items():
         if hasattr(cmd, "commands"):
             assert names([group]) >= set(cmd.commands), group
+
+
+def test_an_emulated_meter_builds_the_power_profile_not_the_whole_inventory():
+    """Each emulated receiver runs a meter process of its own (``python -m harness.meters.emulated``); it needs the
+    power profile and the line format (``harness.config.metering``), not the inventory's other models."""
+    probe = "import json, sys, harness.meters.emulated; print(json.dumps(sorted(sys.modules)))"
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    loaded = set(json.loads(p.stdout))
+    assert "harness.config.metering" in loaded
+    assert sorted(loaded & {"harness.config.inventory", "harness.config.radio", "harness.config.switch",
+                            *HEAVY}) == []

@@ -54,7 +54,7 @@ import time
 import tty
 from dataclasses import dataclass
 
-from harness.config.inventory import RADIOS, LineFormat, PowerProfile
+from harness.config.metering import RADIOS, LineFormat, PowerProfile
 from harness.meters.ina import format_line
 from harness.meters.um import MODELS, POLL, encode_frame
 from harness.meters.power import PowerModel

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from harness.errors import MeterError
-from harness.config.inventory import LineFormat
+from harness.config.metering import LineFormat
 from harness.meters.base import Meter, Reading, close_serial, open_serial
 
 #: Field name -> (quantity, factor to SI).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from harness.config.inventory import RADIOS, PowerProfile, RadioPower
+from harness.config.metering import RADIOS, PowerProfile, RadioPower
 
 
 @dataclass
