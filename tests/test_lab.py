@@ -339,5 +339,9 @@ def test_lab_campaign_steers_and_caps_at_the_lab_switch(prefix, tmp_path):
     sdn_down = {net: [ln for ln in sdn_flows.splitlines() if f"nw_dst={addr}" in ln and "meter:" in ln]
                 for net, addr in (("wifi", wifi), ("lte", lte))}
     assert not sdn_down["wifi"] and len(sdn_down["lte"]) == 1, sdn_flows
-    # WiFi's port carried the file's WiFi share (its utilisation against 20 Mbit/s).
-    assert 0 < epochs[0]["congestion"]["wifi"]["tx_mbit"] <= 20 * 1.2, epochs[0]
+    # WiFi's port carried the file's WiFi share (its utilisation against 20 Mbit/s). The epochs start at the
+    # release, the clients over SSH a moment later: on a loaded machine the first epoch (0.5 s) once ended before
+    # the transfer's first bytes, so the first epoch that saw WiFi traffic is the one held to the capacity.
+    wifi_tx = [e["congestion"]["wifi"]["tx_mbit"] for e in epochs]
+    assert any(x > 0 for x in wifi_tx), wifi_tx
+    assert next(x for x in wifi_tx if x > 0) <= 20 * 1.2, wifi_tx
