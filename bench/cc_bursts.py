@@ -79,9 +79,9 @@ def run(args, log) -> None:
                     sent = (stack.enter_context(Capture.at_sender(bn.snd, "s0", SERVER, tmp)) if args.ack_clock
                             else None)
                     with Capture(bn.bn, "b0", "b1", SERVER, tmp) as cap:
-                        if args.single_path:
+                        if args.single_path or args.single_path_mptcp:
                             c = bn.compete_single_path(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
-                                                       tcp_lead_s=args.tcp_lead)
+                                                       tcp_lead_s=args.tcp_lead, mptcp=args.single_path_mptcp)
                         else:
                             c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
                                            tcp_lead_s=args.tcp_lead, probe=args.cwnd)
@@ -94,7 +94,7 @@ def run(args, log) -> None:
                                           connections=[("sf1", "sf2")])
                         for flow, ret in ack_return(acks, departures, since=arrivals[0].t + args.omit).items():
                             clock.setdefault(flow, {}).update(ret)
-                        moved = data_acks(acks, since=arrivals[0].t + args.omit)
+                        moved = data_acks(acks, ("sf1", "sf2"), since=arrivals[0].t + args.omit)
                     sizes = segment_sizes(arrivals)
                     windows = cwnd_report(trace, args.omit, sizes) if trace else None
                 if not arrivals:
@@ -120,6 +120,7 @@ def run(args, log) -> None:
                 rec = {"delay_ms": args.delay, "bdp": args.bdp, "buffer_bytes": buf, "rate_mbit": args.rate,
                        "round": rnd, "algorithm": cc.algorithm, "cc_impl": cc.implementation,
                        "side": "two single-path flows" if args.single_path
+                       else "two single-subflow MPTCP connections" if args.single_path_mptcp
                        else ("mptcp" if args.subflows == 2 else "mptcp, one subflow"), "tcp_lead_s": args.tcp_lead,
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
                        "wmem_max": args.wmem_max, "window": args.window, "block": args.block,
@@ -311,6 +312,8 @@ def main() -> None:
     ap.add_argument("--omit", type=int, default=5)
     ap.add_argument("--single-path", action="store_true",
                     help="the control: one single-path TCP flow running the algorithm on each path, no MPTCP")
+    ap.add_argument("--single-path-mptcp", action="store_true",
+                    help="the control with MPTCP: an MPTCP connection of one subflow on each path (implies --subflows 1)")
     ap.add_argument("--tcp-lead", type=float, default=0.0,
                     help="start the TCP flow this many whole seconds before the other side (negative: after it)")
     ap.add_argument("--subflows", type=int, choices=(1, 2), default=2,
@@ -347,6 +350,8 @@ def main() -> None:
             print(ack_clock_table([r for r in recs if "ack_clock" in r]))
         return
     args.algorithms = args.algorithms.split(",")
+    if args.single_path_mptcp:
+        args.subflows = 1
 
     def log(rec: dict) -> None:
         if args.out:

@@ -391,22 +391,30 @@ class SharedBottleneck:
                            retrans["mptcp"], retrans["tcp"], tuple(samples), moved, tuple(memory))
 
     def compete_single_path(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3, *,
-                            tcp_cc: CongestionControl, tcp_lead_s: float = 0.0) -> Competition:
+                            tcp_cc: CongestionControl, tcp_lead_s: float = 0.0, mptcp: bool = False) -> Competition:
         """The control for ``compete``: in place of the MPTCP connection, one single-path TCP flow running
         ``cc`` on each of its two paths (bound to the receiver's two addresses), against the same TCP flow.
 
         What the pair gets against the TCP flow is what two independent flows get at this FIFO: the share
         two uncoupled subflows would have if MPTCP added nothing. ``mptcp_bytes`` is the pair's sum.
-        ``tcp_lead_s`` as in ``compete``.
+        ``tcp_lead_s`` as in ``compete``. ``mptcp``: each path's flow is an MPTCP connection of its own with its
+        one subflow (a rig built with ``subflows=1``, so that neither joins a second): MPTCP on every packet,
+        without two subflows sharing one connection.
         """
+        if mptcp and self.subflows != 1:
+            raise ValueError("two single-subflow MPTCP connections need a rig with subflows=1 "
+                             "(the receiver's subflow endpoint would join a second subflow to each)")
         assert self.iperf3 is not None
         lead = lead_seconds(tcp_lead_s)
-        if not any(p.label == "iperf3-path" for p in self._servers):
-            self._servers += [self.snd.start(self.iperf3.server_argv(port, mptcp=False), label="iperf3-path")
+        label = "iperf3-path-mptcp" if mptcp else "iperf3-path"
+        if any(p.label.startswith("iperf3-path") and p.label != label for p in self._servers):
+            raise ValueError("this rig's path servers run the other protocol: build another rig")
+        if not any(p.label == label for p in self._servers):
+            self._servers += [self.snd.start(self.iperf3.server_argv(port, mptcp=mptcp), label=label)
                               for port in PATH_PORTS]
             wait_until(lambda: all(f":{port} " in self.snd.run(["ss", "-Hltn"], check=False).stdout
                                    for port in PATH_PORTS), 10, f"iperf3 servers on {PATH_PORTS}", poll_s=0.05)
-        paths = {"path1": (PATH_PORTS[0], False, "10.77.1.2"), "path2": (PATH_PORTS[1], False, "10.77.2.2")}
+        paths = {"path1": (PATH_PORTS[0], mptcp, "10.77.1.2"), "path2": (PATH_PORTS[1], mptcp, "10.77.2.2")}
         procs = self._clients(cc, tcp_cc, paths, duration_s, omit_s, lead)
         release(procs, tcp_lead_s)
         got, retrans = received({name: p.wait(duration_s + omit_s + abs(lead) + 20) for name, p in procs.items()}, cc)

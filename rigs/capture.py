@@ -227,14 +227,17 @@ def ack_return(acks: Sequence[AckSeen], departures: Sequence[Packet], since: flo
     return out
 
 
-def data_acks(acks: Sequence[AckSeen], since: float = 0.0) -> dict | None:
-    """The MPTCP-level acknowledgement as the sender received it, over the subflows' ACKs at or after ``since``:
+def data_acks(acks: Sequence[AckSeen], flows: Iterable[str], since: float = 0.0) -> dict | None:
+    """The MPTCP-level acknowledgement as the sender received it, over the ACKs at or after ``since`` of the
+    subflows ``flows`` (one MPTCP connection's: each connection numbers its data on its own):
     the share of them that moved it, how far it moved (bytes: median, 99th percentile, largest) and how long it
     stood still between moves (ms: median, 90th percentile, longest). The receiver acknowledges at connection level
     only what is in order across the subflows; the sender frees its send buffer and moves its connection-level
     window only then. None without DSS acknowledgements (no MPTCP ACKs seen). Only the data connection's ACKs
     count (``data_connection``), compared in their low 32 bits (a DSS ack is sent in 4 or 8 bytes)."""
-    seen = sorted((a for a in data_connection(acks) if a.data_ack is not None and a.t >= since), key=lambda a: a.t)
+    ours = set(flows)
+    seen = sorted((a for a in data_connection(acks) if a.flow in ours and a.data_ack is not None and a.t >= since),
+                  key=lambda a: a.t)
     if not seen:
         return None
     moves: list[tuple[float, int]] = []

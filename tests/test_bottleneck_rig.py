@@ -55,6 +55,14 @@ def test_htb_bottleneck_is_a_rate_over_a_byte_fifo():
     assert argvs[2][-3:] == ["bfifo", "limit", "100000"]
 
 
+def test_single_subflow_mptcp_connections_need_a_rig_without_the_second_subflow():
+    from harness.cc import resolve
+
+    cubic = resolve("cubic")
+    with pytest.raises(ValueError, match="subflows=1"):
+        SharedBottleneck("mplab-test-x-", [cubic], subflows=2).compete_single_path(cubic, tcp_cc=cubic, mptcp=True)
+
+
 def test_unknown_qdisc_is_refused():
     with pytest.raises(ValueError, match="tbf or htb"):
         SharedBottleneck("mplab-test-x-", [], qdisc="red")

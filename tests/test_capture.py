@@ -222,8 +222,10 @@ def test_data_acks_counts_the_moves_of_the_connection_level_ack_across_a_wrap():
             AckSeen(0.010, "sf2", 0, 8, 10, (top + 2840 + 100_000) % 2**64),
             AckSeen(0.011, "tcp", 0, 7, 10, None),
             AckSeen(0.004, "sf1", 0, 3, 10, 5)]   # iperf3's control connection, an MPTCP connection of its own
-    rep = data_acks(acks)
+    rep = data_acks(acks, ("sf1", "sf2"))
     assert rep["acks"] == 6 and rep["moved"] == pytest.approx(2 / 6, abs=1e-4)
     assert (rep["step_bytes_median"], rep["step_bytes_max"]) == (100_000, 100_000)
     assert rep["step_bytes_p99"] == 100_000 and rep["still_ms_max"] == pytest.approx(8.0)
-    assert data_acks([AckSeen(0.0, "tcp", 0, 7)]) is None
+    assert data_acks([AckSeen(0.0, "tcp", 0, 7)], ("sf1", "sf2")) is None
+    # Another MPTCP connection's subflow numbers its data on its own: not counted with these.
+    assert data_acks([*acks, AckSeen(0.005, "path1", 0, 4, 10, 12345)], ("sf1", "sf2")) == rep
