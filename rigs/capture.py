@@ -78,15 +78,16 @@ def kernel_drops(stderr: str) -> int | None:
 def parse(text: str, flow_of) -> list[Packet]:
     """The data segments of tcpdump's text output, each named by ``flow_of(src_port, dst_addr)`` (None: not ours)."""
     out = []
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if not m:
-            continue
+    for m in _matching(text, _LINE):
         flow = flow_of(int(m.group(3)), m.group(4))
-        if flow is None:
-            continue
-        out.append(Packet(float(m.group(1)), flow, int(m.group(6)), int(m.group(7))))
+        if flow is not None:
+            out.append(Packet(float(m.group(1)), flow, int(m.group(6)), int(m.group(7))))
     return out
+
+
+def _matching(text: str, line: re.Pattern) -> Iterable[re.Match]:
+    """The lines of ``text`` that ``line`` matches (at their start)."""
+    return (m for m in map(line.match, text.splitlines()) if m)
 
 
 @dataclass(frozen=True)
@@ -106,13 +107,10 @@ def parse_acks(text: str, flow_of) -> list[AckSeen]:
     """The ACKs in tcpdump's text output, each named by ``flow_of(dst_port, src_addr)`` (the data's source port
     and destination address: the flow the ACK is for; None: not ours)."""
     out = []
-    for line in text.splitlines():
-        m = _ACK_LINE.match(line)
-        if not m:
-            continue
+    for m in _matching(text, _ACK_LINE):
         flow = flow_of(int(m.group(5)), m.group(2))
         if flow is not None:
-            d = _DATA_ACK.search(line)
+            d = _DATA_ACK.search(m.string)
             out.append(AckSeen(float(m.group(1)), flow, int(m.group(6)), int(m.group(3)), int(m.group(7)),
                                int(d.group(1)) if d else None))
     return out
