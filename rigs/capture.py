@@ -134,7 +134,8 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
               connections: Iterable[Iterable[str]] = ()) -> dict[str, dict]:
     """How each flow's sender answers its ACKs, from one capture at the sender's interface (ACKs in, data out,
     one clock). For every ACK at or after ``since`` that acknowledged new data (an advancing ACK), the time until
-    the flow sent its next data segment, and which flow sent the first data segment after the ACK.
+    the flow sent its next data segment, how many it sent before its next such ACK, and whether another subflow
+    of its connection sent first.
 
     A TCP sender with a full window sends from the ACK's own softirq: new segments leave within microseconds
     (``prompt_s``). An MPTCP subflow has only what the connection-level socket pushed to it; after an ACK the
@@ -146,8 +147,9 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
     99th percentile (ms) over those answered before the flow's next advancing ACK; the share not answered before
     it; how many segments the flow sent between one advancing ACK and its next (``sent_per_ack``: shares of 0,
     1, 2, 3, 4 or more: an ACK clock with delayed ACKs sends 2, and 3 where the window grew; a flow refilled late
-    sends 1 and then 3); and for a flow of one of ``connections`` (sets of flow names: an MPTCP connection's subflows), the share
-    after which another subflow of its connection sent data before it did (``answered_elsewhere``).
+    sends 1 and then 3); and for a flow of one of ``connections`` (sets of flow names: an MPTCP connection's
+    subflows), the share after which another subflow of its connection sent data before it did
+    (``answered_elsewhere``).
     A flow's ACKs are those of its busiest connection (iperf3's control connection has the same ports)."""
     acks = data_connection(acks)
     events = sorted([(a.t, 0, a) for a in acks] + [(p.t, 1, p) for p in data], key=lambda e: (e[0], e[1]))
