@@ -15,6 +15,9 @@ a connection that keeps one subflow (``--subflows 1``).
 ``--cwnd`` adds each flow's window ACK by ACK (the kernel's tcp_probe, rigs/cwnd_trace.py: loss epochs, the cut,
 the climb beside Linux Cubic's, how often the window was full), the MPTCP-level counters the run moved and the
 MPTCP-level socket's send buffer; ``--wmem-max`` and ``--window`` change the sender's buffers (controls).
+``--ack-clock`` adds a capture on the sender's own interface: how soon and with how many segments each flow answers
+its ACKs, how long its ACKs take to come back, how the connection-level DATA_ACK moves. ``--single-path-mptcp``
+is the control with MPTCP: an MPTCP connection of one subflow on each path.
 
     nice -n 10 uv run --frozen python bench/cc_bursts.py --delay 20 --bdp 2 --algorithms cubic,lia \\
         --competitor cubic --runs 2 --duration 30 --out bench/results/cc_bursts.jsonl
