@@ -40,7 +40,8 @@ SRSENB_FILES = ("enb.conf", "rr.conf", "sib.conf", "rb.conf")
 BANNER = "Written by mplab from the inventory; edits are overwritten by `mplab lte up` (a backup is kept)."
 
 
-def _env() -> jinja2.Environment:
+def template_env() -> jinja2.Environment:
+    """The Jinja2 environment of every template under lte/templates (strict: an undefined name is an error)."""
     import jinja2  # (a twentieth of a second) only to render: `mplab run` imports lte's drivers, which import this
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
@@ -80,7 +81,7 @@ def render_srsenb(inv: Inventory) -> list[ConfigFile[Role]]:
                ul_mhz=ul_freq_mhz(enb.band, enb.dl_earfcn),
                ul_earfcn=ul_earfcn(enb.band, enb.dl_earfcn),
                cell=cell.derive(enb.n_prb), ue_timers=SIB2_UE_TIMERS)
-    env = _env()
+    env = template_env()
     files = [ConfigFile("enb", f"{enb.config_dir}/{name}", env.get_template(f"{tdir}/{name}.j2").render(ctx))
              for name in SRSENB_FILES]
     check_cell_files(enb.n_prb, files)
@@ -106,7 +107,7 @@ def render_open5gs(inv: Inventory, version: Open5gsVersion) -> list[ConfigFile[R
     ctx.update(version=str(version), gateway=str(epc.ue_gateway),
                tac_yaml=str(tacs[0]) if len(tacs) == 1 else "[" + ", ".join(map(str, tacs)) + "]",
                pool_gateway_split=version.session_gateway_split, new_logger=version.logger_file_path)
-    env = _env()
+    env = template_env()
     out = []
     for daemon in EPC_DAEMONS:
         text = env.get_template(f"open5gs-{version.schema}/{daemon}.yaml.j2").render(ctx, daemon=daemon)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from harness.errors import ConfigError
 from harness.config.inventory import Inventory
 from harness.deploy.files import ConfigFile
-from lte.render import BANNER, Role
+from lte.render import BANNER, Role, template_env
 from lte.secrets import Secrets
 from lte.subscribers import inventory_documents
 
@@ -124,10 +124,7 @@ def render_epc_conf(inv: Inventory) -> ConfigFile[Role]:
     """srsepc's epc.conf (``lte.epc.config_dir``/epc.conf)."""
     assert inv.lte is not None
     epc = inv.lte.epc
-    import jinja2  # only to render (see lte.render._env)
-
-    env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, autoescape=False)
+    env = template_env()
     text = env.get_template("srsepc/epc.conf.j2").render(
         banner=BANNER, inventory_name=inv.name, epc=epc, gateway=str(epc.ue_gateway),
         dns=str(epc.dns[0]) if epc.dns else "8.8.8.8")

@@ -24,7 +24,7 @@ from harness.hosts.local import BackgroundProcess, Host
 from harness.hosts.ready import wait_until
 from harness.config.inventory import Inventory
 from harness.config.radio import RfDevice
-from lte.render import BANNER, Role, render_srsenb, srsran_templates
+from lte.render import BANNER, Role, render_srsenb, srsran_templates, template_env
 from lte.secrets import Secrets, sim_keys
 
 #: Device arguments from srsRAN 4G's ZeroMQ app note (rf_zmq_imp.c argument names).
@@ -63,10 +63,7 @@ def render_zmq(inv: Inventory, receiver: str, secrets: Secrets, config_dir: str,
     if r.sim is None:
         raise PreflightError(f"receiver {receiver} has no SIM (sim.imsi) for srsUE")
     keys = sim_keys(secrets, r.sim.imsi)
-    import jinja2  # only to render (see lte.render._env)
-
-    env = jinja2.Environment(loader=jinja2.PackageLoader("lte", "templates"), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, autoescape=False)
+    env = template_env()
     # IMEI: any 15 digits; derived from the IMSI so that each receiver's UE is recognisable in the MME log.
     imei = "35" + r.sim.imsi[-13:]
     ue = env.get_template(f"{srsran_templates(inv)}/ue.conf.j2").render(
