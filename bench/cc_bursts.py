@@ -17,7 +17,9 @@ the climb beside Linux Cubic's, how often the window was full), the MPTCP-level 
 MPTCP-level socket's send buffer; ``--wmem-max`` and ``--window`` change the sender's buffers (controls).
 ``--ack-clock`` adds a capture on the sender's own interface: how soon and with how many segments each flow answers
 its ACKs, how long its ACKs take to come back, how the connection-level DATA_ACK moves. ``--single-path-mptcp``
-is the control with MPTCP: an MPTCP connection of one subflow on each path.
+is the control with MPTCP: an MPTCP connection of one subflow on each path. ``--jitter MS`` makes the delay line
+hold each packet up to MS longer (uniform, order kept): whether the subflows' extra drops are a phase effect of
+the rig's clockwork timing.
 
     nice -n 10 uv run --frozen python bench/cc_bursts.py --delay 20 --bdp 2 --algorithms cubic,lia \\
         --competitor cubic --runs 2 --duration 30 --out bench/results/cc_bursts.jsonl
@@ -71,7 +73,7 @@ def run(args, log) -> None:
     ccs = {cc.sock_name: cc for cc in [*algos, comp]}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
                           path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows,
-                          window=args.window, block=args.block) as bn:
+                          window=args.window, block=args.block, jitter_ms=args.jitter) as bn:
         if args.wmem_max:  # the sender's socket buffers' ceiling (an MPTCP connection's is its subflows' sum)
             bn.snd.run(["sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {args.wmem_max}"])
         for rnd in range(args.runs):
@@ -127,6 +129,7 @@ def run(args, log) -> None:
                        else ("mptcp" if args.subflows == 2 else "mptcp, one subflow"), "tcp_lead_s": args.tcp_lead,
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
                        "wmem_max": args.wmem_max, "window": args.window, "block": args.block,
+                       "jitter_ms": args.jitter,
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
@@ -331,6 +334,8 @@ def main() -> None:
                     help="iperf3 -w for the other side (e.g. 4M): a fixed socket buffer at both ends, not autotuned")
     ap.add_argument("--block", default=None,
                     help="iperf3 -l for the other side: the sending application's write size (default 128K)")
+    ap.add_argument("--jitter", type=float, default=0.0,
+                    help="the delay line holds each packet up to this many ms longer (uniform, order kept)")
     ap.add_argument("--coupling", type=Path, nargs="+",
                     help="print how often each flow's losses follow another's in these recorded --cwnd runs and exit")
     ap.add_argument("--coupling-window", type=float, default=0.25, help="seconds after a loss, for --coupling")

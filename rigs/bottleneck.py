@@ -239,12 +239,17 @@ class SharedBottleneck:
                  path_delay_ms: tuple[float, float] | None = None,
                  sender_sysctls: dict[str, str | int] | None = None,
                  receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0,
-                 subflows: int = 2, window: str | None = None, block: str | None = None) -> None:
+                 subflows: int = 2, window: str | None = None, block: str | None = None,
+                 jitter_ms: float = 0.0) -> None:
         self.prefix = prefix
         #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
         self.base_delay_ms = base_delay_ms
         #: Downlink delay of path 1 (the TCP flow and subflow 1) and path 2 (subflow 2); overrides the base.
         self.path_delay_ms = path_delay_ms or (base_delay_ms, base_delay_ms)
+        #: The delay line holds each packet up to this much longer (uniform, order kept): the paths' jitter.
+        if jitter_ms and not any(d > 0 for d in self.path_delay_ms):
+            raise ValueError("jitter_ms needs a path delay (the delay line adds it)")
+        self.jitter_ms = jitter_ms
         if qdisc not in ("tbf", "htb"):
             raise ValueError(f"qdisc must be tbf or htb, not {qdisc!r}")
         self.qdisc = qdisc
@@ -340,7 +345,7 @@ class SharedBottleneck:
             rcv.run(mptcp_endpoint_argv("10.77.2.2", "c2", ("subflow",)))
         delays = {dst: ms for dst, ms in zip(("10.77.1.2", "10.77.2.2"), self.path_delay_ms) if ms > 0}
         if delays:
-            self._servers.append(delayline.start(rtr, delays, uplink_dev="t0"))
+            self._servers.append(delayline.start(rtr, delays, uplink_dev="t0", jitter_ms=self.jitter_ms))
         self.iperf3 = Iperf3.check(root)
         self._servers += [snd.start(self.iperf3.server_argv(MPTCP_PORT, mptcp=True), label="iperf3-mptcp"),
                          snd.start(self.iperf3.server_argv(TCP_PORT, mptcp=False), label="iperf3-tcp")]

@@ -9,6 +9,13 @@ receiver's radio queue (HTB + FIFO on ``rx<i>``). Only the downlink is delayed, 
 round-trip time grows by the delay once. Packets to one destination keep their order
 (one FIFO per delay value).
 
+``--jitter MS`` adds to each packet's hold a uniform random extra of up to MS, without reordering: a packet
+never leaves before the one ahead of it in its FIFO (a server with a random service time, as a radio or a
+router's input processing is). It breaks the clockwork timing of a path with no other variation, where
+a drop-tail queue picks its victims by phase rather than by rate (Floyd and Jacobson, "On Traffic Phase
+Effects in Packet-Switched Gateways", 1992, add a random delay of up to one bottleneck service time).
+Default 0: the fixed delay alone.
+
 Run inside the namespace (the TUN device belongs to it)::
 
     python -m harness.emulation.delayline --dev dly0 --delay 10.10.1.2=15 --delay 10.10.2.2=40
@@ -23,6 +30,7 @@ import errno
 import fcntl
 import ipaddress
 import os
+import random
 import select
 import signal
 import struct
@@ -82,13 +90,14 @@ def attached(link_json: str) -> bool:
 
 
 def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s: float = 15.0,
-          rt_priority: int = RT_PRIORITY):
+          rt_priority: int = RT_PRIORITY, jitter_ms: float = 0.0):
     """Steer ``host``'s packets from ``uplink_dev`` through a delay line and start it there.
 
     Args:
         host: the namespace Host (AP, eNB, a router) the delay line lives in.
         delays: destination address -> one-way delay (ms).
         uplink_dev: the device the sender's packets arrive on.
+        jitter_ms: each packet held up to this much longer (uniform, order kept; 0: none).
 
     Returns:
         The running process (a ``BackgroundProcess``), once it holds the TUN device.
@@ -97,7 +106,7 @@ def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s
 
     for argv in setup_argvs(delays, uplink_dev):
         host.run(argv)
-    proc = host.start(delayline_argv(delays, rt_priority), label=f"delayline:{host.name}")
+    proc = host.start(delayline_argv(delays, rt_priority, jitter_ms=jitter_ms), label=f"delayline:{host.name}")
     try:
         wait_until(lambda: attached(host.run(["ip", "-j", "link", "show", DEV]).stdout), deadline_s,
                    f"delay line in {host.name} (attached to {DEV})", proc=proc)
@@ -108,20 +117,29 @@ def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s
 
 
 def delayline_argv(delays: dict[str, float], rt_priority: int = RT_PRIORITY,
-                   python: str = sys.executable) -> list[str]:
+                   python: str = sys.executable, jitter_ms: float = 0.0) -> list[str]:
     """The argument list that starts the delay line (for a namespace Host's ``start``)."""
     argv = [python, "-m", "harness.emulation.delayline", "--dev", DEV, "--rt-priority", str(rt_priority)]
+    if jitter_ms > 0:
+        argv += ["--jitter", f"{jitter_ms:g}"]
     for dst, ms in sorted(delays.items()):
         argv += ["--delay", f"{dst}={ms:g}"]
     return argv
 
 
 class DelayLine:
-    """Read, hold, write back. ``stats`` counts packets and the worst lateness seen."""
+    """Read, hold, write back. ``stats`` counts packets and the worst lateness seen.
 
-    def __init__(self, fd: int, delays_s: dict[str, float]) -> None:
+    ``jitter_s``: each packet's hold grows by a uniform draw from [0, jitter_s) of ``rng``, but never so that
+    it leaves before the packet ahead of it in its FIFO.
+    """
+
+    def __init__(self, fd: int, delays_s: dict[str, float], jitter_s: float = 0.0,
+                 rng: random.Random | None = None) -> None:
         self.fd = fd
         self.delays_s = delays_s
+        self.jitter_s = jitter_s
+        self.rng = rng or random.Random()
         self.queues: dict[float, collections.deque] = collections.defaultdict(collections.deque)
         self.running = True
         self.stats = {"packets": 0, "passed_undelayed": 0, "dropped_write": 0, "late_max_ms": 0.0}
@@ -137,7 +155,18 @@ class DelayLine:
                 self._write(pkt)
                 self.stats["passed_undelayed"] += 1
             else:
-                self.queues[d].append((now + d, pkt))
+                self.hold(now, d, pkt)
+
+    def hold(self, now: float, delay_s: float, pkt: bytes) -> float:
+        """Queue ``pkt`` (arrived at ``now``) in the FIFO of ``delay_s``; return when it is due."""
+        q = self.queues[delay_s]
+        due = now + delay_s
+        if self.jitter_s > 0:
+            due += self.jitter_s * self.rng.random()
+            if q:
+                due = max(due, q[-1][0])   # behind the packet ahead: order is kept
+        q.append((due, pkt))
+        return due
 
     def _write(self, pkt: bytes) -> None:
         try:
@@ -184,7 +213,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--delay", action="append", default=[], help="destination=milliseconds")
     ap.add_argument("--rt-priority", type=int, default=0,
                     help="run under SCHED_FIFO at this priority (1-99; 0: normal scheduling)")
+    ap.add_argument("--jitter", type=float, default=0.0,
+                    help="hold each packet up to this many ms longer (uniform, order kept; default 0)")
     args = ap.parse_args(argv)
+    if not 0 <= args.jitter < 1000:
+        ap.error(f"--jitter must be 0 to 1000 ms, not {args.jitter:g}")
     if args.rt_priority > 0:
         # On a loaded machine a normal-priority Python process is descheduled for tens of ms at a time;
         # the line sleeps in select() between packets, so real-time priority costs others little.
@@ -193,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.delay:
         dst, _, ms = item.partition("=")
         delays[str(ipaddress.IPv4Address(dst))] = float(ms) / 1000
-    line = DelayLine(open_tun(args.dev), delays)
+    line = DelayLine(open_tun(args.dev), delays, jitter_s=args.jitter / 1000)
 
     def _stop(*_):
         line.running = False
