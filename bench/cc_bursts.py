@@ -252,16 +252,18 @@ def table(recs: list[dict]) -> str:
 
 
 def summary(recs: list[dict]) -> str:
-    """Per cell (delay, the MPTCP connection or the single-path pair, the head start): the share's median and
+    """Per cell (delay, the delay line's jitter, the MPTCP connection or the single-path pair, the head start): the
+    share's median and
     range, and per flow the medians of drops per 1000 packets, overflow episodes hit (of all) and drops per
     episode hit, and when its first packet came."""
     cells: dict[tuple, list[dict]] = {}
     for r in recs:
-        cells.setdefault((r["delay_ms"], r.get("side", "mptcp"), r.get("tcp_lead_s") or 0), []).append(r)
+        cells.setdefault((r["delay_ms"], r.get("jitter_ms") or 0, r.get("side", "mptcp"), r.get("tcp_lead_s") or 0),
+                         []).append(r)
     med = statistics.median
-    lines = ["| delay (ms) | side | TCP head start (s) | share of the TCP flow | per flow: drops per 1000 packets, "
-             "episodes hit of all, drops per episode hit, first packet (s) |", "|---|---|---|---|---|"]
-    for (delay, side, lead), rs in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
+    lines = ["| delay (ms) | jitter (ms) | side | TCP head start (s) | share of the TCP flow | per flow: drops per 1000 "
+             "packets, episodes hit of all, drops per episode hit, first packet (s) |", "|---|---|---|---|---|---|"]
+    for (delay, jitter, side, lead), rs in sorted(cells.items(), key=lambda kv: (*kv[0][:3], -kv[0][3])):
         ratios = [r["ratio"] for r in rs]
         flows = []
         for f in rs[0]["flows"]:
@@ -273,7 +275,7 @@ def summary(recs: list[dict]) -> str:
                          f"{med(x['episodes_hit'] for x in fs):g} of {med(r['episodes'] for r in rs):g}, "
                          f"{med(dpe) if dpe else float('nan'):.1f}" + (f", {med(first):.2f}" if first else "")
                          + (f", met it 95 % full {100 * med(full):.1f} %" if full else ""))
-        lines.append(f"| {delay:g} | {side} | {lead:g} | {med(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}, "
+        lines.append(f"| {delay:g} | {jitter:g} | {side} | {lead:g} | {med(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}, "
                      f"n {len(ratios)}) | {'; '.join(flows)} |")
     return "\n".join(lines)
 

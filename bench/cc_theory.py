@@ -157,7 +157,8 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
     results: dict[tuple[str, str], list[Competition]] = {}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate * speedup, buffer_bytes=buf, qdisc="htb",
                           path_delay_ms=paths, sender_sysctls=dict(args.sysctl),
-                          receiver_sysctls=dict(args.rcv_sysctl), random_loss_pct=args.loss_pct) as bn:
+                          receiver_sysctls=dict(args.rcv_sysctl), random_loss_pct=args.loss_pct,
+                          jitter_ms=args.jitter / speedup if delay_ms else 0.0) as bn:
         for rnd in range(args.runs):
             order = algos if rnd % 2 == 0 else algos[::-1]
             for cc in order:
@@ -178,7 +179,7 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                            "coupled_subflows": c.coupled_subflows, "flows": flow_means(c),
                            "counters": c.counters, "loss_events": loss_events(c),
                            "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
-                           "random_loss_pct": args.loss_pct,
+                           "random_loss_pct": args.loss_pct, "jitter_ms": args.jitter if delay_ms else 0.0,
                            "vegas_alpha_beta": args.vegas_alpha_beta if "vegas" in competitors else None,
                            "vegas_rounds": compact_rounds(vegas_rounds(bn.root, t0_ns), t0_ns, ROUND_FIELDS)
                            if comp_name == "vegas" else None,
@@ -427,13 +428,13 @@ def table_from(paths: list[Path]) -> str:
     for r in recorded(paths):
         comp = competitor_label(r) + (
             f" ({r['competitor_object_sha256'][:8]})" if r.get("competitor_object_sha256") else "")
-        key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), comp,
+        key = (r["delay_ms"], r["bdp"], r["rtt"], r.get("random_loss_pct", 0.0), r.get("jitter_ms", 0.0), comp,
                r["algorithm"], (r.get("cc_object_sha256") or "kernel")[:8], r["duration_s"], r.get("speedup", 1))
         cells.setdefault(key, []).append(r)
-    rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | competitor | MPTCP | build | run (s) | "
-            "speed-up | MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) | "
+    rows = ["| delay (ms each way) | buffer (BDP) | RTTs | random loss % | jitter (ms) | competitor | MPTCP | build | "
+            "run (s) | speed-up | MPTCP/TCP median | range | runs | retransmissions per packet, MPTCP/TCP (median) | "
             "congestion events per packet, MPTCP/TCP (median) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(cells):
         runs = cells[key]
         ratios = sorted(r["ratio"] for r in runs)
@@ -441,8 +442,8 @@ def table_from(paths: list[Path]) -> str:
         lr = f"{statistics.median(a / b for a, b in lpp):.2f}" if lpp else "-"
         evs = [x for x in (events_per_packet(r) for r in runs) if x is not None]
         er = f"{statistics.median(evs):.2f}" if evs else "-"
-        d, bdp, rtt, loss, comp, algo, build, dur, s = key
-        rows.append(f"| {d:g} | {bdp:g} | {rtt} | {loss:g} | {comp} | {algo} | {build} | {dur} | {s:g} | "
+        d, bdp, rtt, loss, jitter, comp, algo, build, dur, s = key
+        rows.append(f"| {d:g} | {bdp:g} | {rtt} | {loss:g} | {jitter:g} | {comp} | {algo} | {build} | {dur} | {s:g} | "
                     f"{statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} | {len(ratios)} | {lr} | {er} |")
     return "\n".join(rows)
 
@@ -517,6 +518,8 @@ def main() -> None:
     ap.add_argument("--vegas-alpha-beta", type=lambda s: [int(x) for x in s.split(",")], default=[2, 4],
                     metavar="A,B", help="the Vegas competitor's alpha,beta (tcp_vegas.c's module parameters; "
                     "default 2,4 as Linux ships it); another pair builds a variant object")
+    ap.add_argument("--jitter", type=float, default=0.0,
+                    help="the delay line holds each packet up to this many ms longer (uniform, order kept; / S)")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--build-dir", type=Path, help="load the BPF objects (coupled algorithms, vegas) from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")
