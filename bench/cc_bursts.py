@@ -16,10 +16,11 @@ a connection that keeps one subflow (``--subflows 1``).
 the climb beside Linux Cubic's, how often the window was full), the MPTCP-level counters the run moved and the
 MPTCP-level socket's send buffer; ``--wmem-max`` and ``--window`` change the sender's buffers (controls).
 ``--ack-clock`` adds a capture on the sender's own interface: how soon and with how many segments each flow answers
-its ACKs, how long its ACKs take to come back, how the connection-level DATA_ACK moves. ``--single-path-mptcp``
-is the control with MPTCP: an MPTCP connection of one subflow on each path. ``--jitter MS`` makes the delay line
-hold each packet up to MS longer (uniform, order kept): whether the subflows' extra drops are a phase effect of
-the rig's clockwork timing.
+its ACKs, how long its ACKs take to come back, how the connection-level DATA_ACK moves, and what released each
+segment the flow sent (its own ACK, an ACK of the other subflow, none) with the FIFO's drops by cause.
+``--single-path-mptcp`` is the control with MPTCP: an MPTCP connection of one subflow on each path. ``--jitter MS``
+makes the delay line hold each packet up to MS longer (uniform, order kept): whether the subflows' extra drops are
+a phase effect of the rig's clockwork timing.
 
     nice -n 10 uv run --frozen python bench/cc_bursts.py --delay 20 --bdp 2 --algorithms cubic,lia \\
         --competitor cubic --runs 2 --duration 30 --out bench/results/cc_bursts.jsonl
@@ -41,8 +42,8 @@ from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBott
 from rigs.cwnd_trace import CwndTrace, follows, name_sockets
 from rigs.cwnd_trace import flow_report as flow_windows
 from rigs.capture import (
-    Capture, ack_clock, ack_return, backlog_at_arrivals, backlog_by_flow, came_after, dropped, episode_shares, episodes,
-    data_acks, flow_report, phase_by_flow, since_departure,
+    Capture, ack_clock, ack_return, backlog_at_arrivals, backlog_by_flow, came_after, data_acks, dropped,
+    drops_by_cause, episode_shares, episodes, flow_report, phase_by_flow, send_causes, since_departure,
 )
 
 PREFIX = "mplab-bench-bur-"
@@ -94,8 +95,8 @@ def run(args, log) -> None:
                     stack.close()  # the trace and the sender's capture end with the run
                     clock = None
                     if sent and arrivals:
-                        acks = sent.read_acks("acks", flow_of)
-                        clock = ack_clock(acks, sent.read("data", flow_of), since=arrivals[0].t + args.omit,
+                        acks, sent_data = sent.read_acks("acks", flow_of), sent.read("data", flow_of)
+                        clock = ack_clock(acks, sent_data, since=arrivals[0].t + args.omit,
                                           connections=[("sf1", "sf2")])
                         for flow, ret in ack_return(acks, departures, since=arrivals[0].t + args.omit).items():
                             clock.setdefault(flow, {}).update(ret)
@@ -106,6 +107,9 @@ def run(args, log) -> None:
                     sys.exit("cc_bursts: the capture saw no data packets")
                 drops = dropped(arrivals, departures, max_sojourn)
                 since = arrivals[0].t + args.omit
+                if clock is not None:   # what released each segment the FIFO dropped
+                    by_cause = drops_by_cause(sent_data, send_causes(acks, sent_data, connections=[("sf1", "sf2")]),
+                                              arrivals, drops, since=since)
                 flows = flow_report(arrivals, drops, pkt_s / 2, rtt_full, since=since)
                 eps = episodes(arrivals, drops, rtt_full, since=since)
                 backlog = backlog_at_arrivals(arrivals, drops, departures)
@@ -134,8 +138,10 @@ def run(args, log) -> None:
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
                 if clock is not None:
-                    rec["ack_clock"] = {"flows": clock, "data_ack": moved, "kernel_drops": sent.kernel_drops}
+                    rec["ack_clock"] = {"flows": clock, "data_ack": moved, "kernel_drops": sent.kernel_drops,
+                                        "by_cause": by_cause}
                     print(ack_clock_table([rec]), flush=True)
+                    print(cause_table([rec]), flush=True)
                 if windows is not None:
                     rec["cwnd"] = windows
                     # The MPTCP-level counters the run moved (nstat in both namespaces: reinjections, duplicates).
@@ -161,6 +167,21 @@ def ack_clock_table(recs: list[dict]) -> str:
                          f"{f['unanswered']:.3f} | {f.get('answered_elsewhere', '-')} | {f.get('return_ms_median', '-')}, "
                          f"{f.get('return_ms_p10', '-')}-{f.get('return_ms_p90', '-')} | "
                          f"{' / '.join(f'{v:.3f}' for v in f['sent_per_ack'].values()) if f.get('sent_per_ack') else '-'} |")
+    return "\n".join(lines)
+
+
+def cause_table(recs: list[dict]) -> str:
+    """Per recorded run and flow: what released the segments it sent (``rigs.capture.send_causes``), each cause's
+    share of its segments and the share of those the FIFO dropped (per 1000)."""
+    names = ("own 1", "own 2", "own 3+", "own-still", "sibling", "none")
+    lines = ["| side | jitter (ms) | round | ratio | flow | " + " | ".join(
+             f"{n}: share / drops per 1000" for n in names) + " |", "|---|---|---|---|---|" + "---|" * len(names)]
+    for r in recs:
+        for flow, causes in sorted(((r.get("ack_clock") or {}).get("by_cause") or {}).items()):
+            cells = [f"{100 * c['share']:.1f} % / {1000 * c['drop_rate']:.2f}" if (c := causes.get(n)) else "-"
+                     for n in names]
+            lines.append(f"| {r.get('side', 'mptcp')} | {r.get('jitter_ms') or 0:g} | {r['round']} | "
+                         f"{r['ratio']:.2f} | {flow} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -358,6 +379,8 @@ def main() -> None:
             print(cwnd_table([r for r in recs if "cwnd" in r]))
         if any("ack_clock" in r for r in recs):
             print(ack_clock_table([r for r in recs if "ack_clock" in r]))
+        if any((r.get("ack_clock") or {}).get("by_cause") for r in recs):
+            print(cause_table([r for r in recs if (r.get("ack_clock") or {}).get("by_cause")]))
         return
     args.algorithms = args.algorithms.split(",")
     if args.single_path_mptcp:

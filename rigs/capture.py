@@ -202,6 +202,89 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
     return out
 
 
+#: What released a segment the sender sent (``send_causes``), in the order they are tried.
+CAUSES = ("own", "own-still", "sibling", "none")
+
+
+def send_causes(acks: Sequence[AckSeen], data: Sequence[Packet], prompt_s: float = 100e-6,
+                connections: Iterable[Iterable[str]] = ()) -> list[tuple[str, int]]:
+    """For each data segment in ``data`` (one capture at the sender's interface with ``acks``: one clock), what
+    released it and its place among the segments that release sent: ``(cause, n)``.
+
+    The cause is the latest ACK at most ``prompt_s`` before the segment, tried in this order: ``own``, an ACK of its
+    own flow that acknowledged new data (the ACK clock); ``own-still``, an ACK of its own flow that did not (a
+    duplicate ACK, or an MPTCP receiver's window or connection-level acknowledgement on that subflow); ``sibling``,
+    an ACK of another subflow of its connection (``connections``: an MPTCP connection's subflows; the connection's
+    scheduler hands data to whichever subflow it picks); ``none``, no ACK of those in that time (the application's
+    write, a timer, a push the MPTCP layer made later). ``n`` counts the flow's segments since that ACK (1 for the
+    first), 0 for ``none``. A flow's ACKs are those of its busiest connection (``data_connection``).
+
+    At a full drop-tail FIFO a segment that replaces one that left keeps the queue as it was; one sent on another
+    flow's ACK, or by no ACK at all, adds to it, as a window increase does."""
+    acks = data_connection(acks)
+    sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
+    events = sorted([(a.t, 0, a) for a in acks] + [(p.t, 1, p) for p in data], key=lambda e: (e[0], e[1]))
+    highest: dict[str, int] = {}
+    last: dict[str, tuple[float, bool, int]] = {}   # flow -> (time of its latest ACK, advancing, the ACK's number)
+    count: dict[tuple[str, int], int] = defaultdict(int)
+    out = []
+    for number, (t, kind, e) in enumerate(events):
+        if kind == 0:
+            prev = highest.get(e.flow)
+            advancing = prev is not None and _after(e.ack, prev)
+            if prev is None or advancing:
+                highest[e.flow] = e.ack
+            last[e.flow] = (t, advancing, number)
+            continue
+        cause, ack_id = "none", None
+        own = last.get(e.flow)
+        if own is not None and t - own[0] <= prompt_s:
+            cause, ack_id = ("own" if own[1] else "own-still"), own[2]
+        else:
+            near = [last[f] for f in sibling.get(e.flow, ()) if f in last and t - last[f][0] <= prompt_s]
+            if near:
+                cause, ack_id = "sibling", max(near)[2]
+        if ack_id is None:
+            out.append((cause, 0))
+        else:
+            count[(e.flow, ack_id)] += 1
+            out.append((cause, count[(e.flow, ack_id)]))
+    return out
+
+
+def drops_by_cause(data: Sequence[Packet], causes: Sequence[tuple[str, int]], arrivals: Sequence[Packet],
+                   drops: Sequence[bool], since: float = 0.0) -> dict[str, dict]:
+    """Per flow and cause (``send_causes``): how many of the segments sent at or after ``since`` there were, their
+    share of the flow's, and how many of them the FIFO dropped (``arrivals``/``drops``: its two-sided capture). A
+    sent segment is matched to the FIFO's next arrival of the same flow and sequence range (a retransmission is
+    sent and arrives twice). ``own`` is split by the segment's place after the ACK (``own 1``, ``own 2``,
+    ``own 3+``): a delayed ACK releases two, and a third where the window grew."""
+    arrived: dict[tuple, list[bool]] = defaultdict(list)
+    for p, d in zip(arrivals, drops):
+        arrived[(p.flow, p.seq, p.end)].append(d)
+    taken: dict[tuple, int] = defaultdict(int)
+    counts: dict[str, Counter] = defaultdict(Counter)
+    lost: dict[str, Counter] = defaultdict(Counter)
+    for p, (cause, n) in zip(data, causes):
+        key = (p.flow, p.seq, p.end)
+        fate = arrived.get(key, [])
+        i = taken[key]
+        taken[key] = i + 1
+        if p.t < since or i >= len(fate):
+            continue
+        names = [cause] + ([f"own {min(n, 3)}" + ("+" if n >= 3 else "")] if cause == "own" else [])
+        for name in names:
+            counts[p.flow][name] += 1
+            lost[p.flow][name] += fate[i]
+    out = {}
+    for flow in sorted(counts):
+        total = sum(counts[flow][c] for c in CAUSES)
+        out[flow] = {name: {"segments": n, "share": round(n / total, 4), "dropped": lost[flow][name],
+                            "drop_rate": round(lost[flow][name] / n, 5)}
+                     for name, n in sorted(counts[flow].items())}
+    return out
+
+
 def ack_return(acks: Sequence[AckSeen], departures: Sequence[Packet], since: float = 0.0) -> dict[str, dict]:
     """How long each flow's ACKs took to come back: for every ACK at or after ``since`` that acknowledges exactly up
     to the end of a segment that left the FIFO (the flow's own data connection, as ``ack_clock`` picks it), the

@@ -229,3 +229,44 @@ def test_data_acks_counts_the_moves_of_the_connection_level_ack_across_a_wrap():
     assert data_acks([AckSeen(0.0, "tcp", 0, 7)], ("sf1", "sf2")) is None
     # Another MPTCP connection's subflow numbers its data on its own: not counted with these.
     assert data_acks([*acks, AckSeen(0.005, "path1", 0, 4, 10, 12345)], ("sf1", "sf2")) == rep
+
+
+def test_send_causes_name_the_ack_that_released_each_segment_and_drops_are_counted_by_cause():
+    from rigs.capture import AckSeen, drops_by_cause, send_causes
+
+    acks = [AckSeen(1.0, "sf1", 100, 9), AckSeen(1.0, "sf2", 50, 8), AckSeen(1.0, "tcp", 10, 7),   # where each stands
+            AckSeen(1.010, "sf1", 200, 9),             # advances sf1
+            AckSeen(1.020, "sf2", 50, 8),              # sf2's ACK that acknowledges nothing new (a DATA_ACK, a window)
+            AckSeen(1.0201, "sf1", 7, 1)]              # iperf3's control connection: ignored
+    data = [Packet(1.01002, "sf1", 0, 1), Packet(1.01004, "sf1", 1, 2), Packet(1.01006, "sf1", 2, 3),
+            Packet(1.02005, "sf1", 3, 4),              # sf1's own ACK is 10 ms old; sf2's came 50 us before
+            Packet(1.02003, "sf2", 0, 1),
+            Packet(1.02004, "tcp", 0, 1),              # sf2 is not the TCP flow's sibling
+            Packet(1.5, "sf1", 0, 1)]                  # a retransmission of the first, by no ACK
+    data.sort(key=lambda p: p.t)
+    causes = send_causes(acks, data, connections=[("sf1", "sf2")])
+    by_packet = {(p.flow, p.seq, p.t): c for p, c in zip(data, causes)}
+    assert by_packet[("sf1", 0, 1.01002)] == ("own", 1)
+    assert by_packet[("sf1", 1, 1.01004)] == ("own", 2)
+    assert by_packet[("sf1", 2, 1.01006)] == ("own", 3)
+    assert by_packet[("sf1", 3, 1.02005)] == ("sibling", 1)
+    assert by_packet[("sf2", 0, 1.02003)] == ("own-still", 1)
+    assert by_packet[("tcp", 0, 1.02004)] == ("none", 0)
+    assert by_packet[("sf1", 0, 1.5)] == ("none", 0)
+    # A narrower window leaves the late ones unexplained.
+    assert send_causes(acks, data, prompt_s=30e-6, connections=[("sf1", "sf2")])[2] == ("none", 0)
+
+    # The FIFO dropped the first sending of sf1's segment 0 and its third segment after the ACK, and the segment the
+    # sibling's ACK released; the retransmission got through.
+    arrivals = [Packet(p.t + 1e-6, p.flow, p.seq, p.end) for p in data]
+    dropped_ = {("sf1", 0, 1.01002), ("sf1", 2, 1.01006), ("sf1", 3, 1.02005)}
+    drops = [(p.flow, p.seq, p.t) in dropped_ for p in data]
+    out = drops_by_cause(data, causes, arrivals, drops, since=1.0)
+    assert out["sf1"]["own"] == {"segments": 3, "share": 0.6, "dropped": 2, "drop_rate": pytest.approx(2 / 3, abs=1e-5)}
+    assert out["sf1"]["own 1"]["dropped"] == 1 and out["sf1"]["own 2"]["dropped"] == 0
+    assert out["sf1"]["own 3+"] == {"segments": 1, "share": 0.2, "dropped": 1, "drop_rate": 1.0}
+    assert out["sf1"]["sibling"]["dropped"] == 1
+    assert out["sf1"]["none"] == {"segments": 1, "share": 0.2, "dropped": 0, "drop_rate": 0.0}
+    assert out["sf2"] == {"own-still": {"segments": 1, "share": 1.0, "dropped": 0, "drop_rate": 0.0}}
+    # since: the segments sent before it are not counted.
+    assert "own" not in drops_by_cause(data, causes, arrivals, drops, since=1.02)["sf1"]
