@@ -42,7 +42,7 @@ from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBott
 from rigs.cwnd_trace import CwndTrace, follows, name_sockets
 from rigs.cwnd_trace import flow_report as flow_windows
 from rigs.capture import (
-    Capture, ack_clock, ack_return, backlog_at_arrivals, backlog_by_flow, came_after, data_acks, dropped,
+    Capture, ack_clock, ack_return, ack_spread, backlog_at_arrivals, backlog_by_flow, came_after, data_acks, dropped,
     drops_by_cause, episode_shares, episodes, flow_report, phase_by_flow, send_causes, since_departure,
 )
 
@@ -108,8 +108,9 @@ def run(args, log) -> None:
                 drops = dropped(arrivals, departures, max_sojourn)
                 since = arrivals[0].t + args.omit
                 if clock is not None:   # what released each segment the FIFO dropped
-                    by_cause = drops_by_cause(sent_data, send_causes(acks, sent_data, connections=[("sf1", "sf2")]),
-                                              arrivals, drops, since=since)
+                    rel = send_causes(acks, sent_data, connections=[("sf1", "sf2")])
+                    by_cause = drops_by_cause(sent_data, rel, arrivals, drops, since=since,
+                                              spread=ack_spread(rel, sent_data, departures), service_s=pkt_s)
                 flows = flow_report(arrivals, drops, pkt_s / 2, rtt_full, since=since)
                 eps = episodes(arrivals, drops, rtt_full, since=since)
                 backlog = backlog_at_arrivals(arrivals, drops, departures)
@@ -182,6 +183,31 @@ def cause_table(recs: list[dict]) -> str:
                      for n in names]
             lines.append(f"| {r.get('side', 'mptcp')} | {r.get('jitter_ms') or 0:g} | {r['round']} | "
                          f"{r['ratio']:.2f} | {flow} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def spread_table(recs: list[dict]) -> str:
+    """Per cell (side, jitter) and flow, the runs pooled: the second segment of each pair its own ACK released, by
+    how long the FIFO took to send the segments that ACK acknowledged (``rigs.capture.ack_spread``, in service times):
+    segments and the FIFO's drops per 1000."""
+    from rigs.capture import SPREAD_BINS, spread_bin
+
+    bins = [spread_bin(b) for b in SPREAD_BINS]
+    pooled: dict[tuple, dict[str, list[int]]] = {}
+    for r in recs:
+        for flow, causes in ((r.get("ack_clock") or {}).get("by_cause") or {}).items():
+            cell = pooled.setdefault((r.get("side", "mptcp"), r.get("jitter_ms") or 0, flow), {})
+            for b in bins:
+                c = causes.get(f"own 2 spread {b}")
+                if c:
+                    tot = cell.setdefault(b, [0, 0])
+                    tot[0] += c["segments"]
+                    tot[1] += c["dropped"]
+    lines = ["| side | jitter (ms) | flow | " + " | ".join(f"spread {b}: segments, drops per 1000" for b in bins) + " |",
+             "|---|---|---|" + "---|" * len(bins)]
+    for (side, jitter, flow), cell in sorted(pooled.items()):
+        cells = [f"{cell[b][0]}, {1000 * cell[b][1] / cell[b][0]:.2f}" if b in cell else "-" for b in bins]
+        lines.append(f"| {side} | {jitter:g} | {flow} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -380,7 +406,9 @@ def main() -> None:
         if any("ack_clock" in r for r in recs):
             print(ack_clock_table([r for r in recs if "ack_clock" in r]))
         if any((r.get("ack_clock") or {}).get("by_cause") for r in recs):
-            print(cause_table([r for r in recs if (r.get("ack_clock") or {}).get("by_cause")]))
+            with_causes = [r for r in recs if (r.get("ack_clock") or {}).get("by_cause")]
+            print(cause_table(with_causes))
+            print(spread_table(with_causes))
         return
     args.algorithms = args.algorithms.split(",")
     if args.single_path_mptcp:

@@ -21,6 +21,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pathlib import Path
 
@@ -206,10 +207,20 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
 CAUSES = ("own", "own-still", "sibling", "none")
 
 
+class Release(NamedTuple):
+    """What released one segment the sender sent (``send_causes``)."""
+
+    cause: str
+    #: Its place among its flow's segments since that ACK (1 for the first); 0 for ``none``.
+    n: int
+    #: For ``own``: the sequence range the ACK newly acknowledged (from the flow's previous highest ACK to its own).
+    acked: tuple[int, int] | None = None
+
+
 def send_causes(acks: Sequence[AckSeen], data: Sequence[Packet], prompt_s: float = 100e-6,
-                connections: Iterable[Iterable[str]] = ()) -> list[tuple[str, int]]:
+                connections: Iterable[Iterable[str]] = ()) -> list[Release]:
     """For each data segment in ``data`` (one capture at the sender's interface with ``acks``: one clock), what
-    released it and its place among the segments that release sent: ``(cause, n)``.
+    released it and its place among the segments that release sent (``Release``).
 
     The cause is the latest ACK at most ``prompt_s`` before the segment, tried in this order: ``own``, an ACK of its
     own flow that acknowledged new data (the ACK clock); ``own-still``, an ACK of its own flow that did not (a
@@ -225,7 +236,8 @@ def send_causes(acks: Sequence[AckSeen], data: Sequence[Packet], prompt_s: float
     sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
     events = sorted([(a.t, 0, a) for a in acks] + [(p.t, 1, p) for p in data], key=lambda e: (e[0], e[1]))
     highest: dict[str, int] = {}
-    last: dict[str, tuple[float, bool, int]] = {}   # flow -> (time of its latest ACK, advancing, the ACK's number)
+    # flow -> (time of its latest ACK, the range it newly acknowledged or None, the ACK's number)
+    last: dict[str, tuple[float, tuple[int, int] | None, int]] = {}
     count: dict[tuple[str, int], int] = defaultdict(int)
     out = []
     for number, (t, kind, e) in enumerate(events):
@@ -234,38 +246,77 @@ def send_causes(acks: Sequence[AckSeen], data: Sequence[Packet], prompt_s: float
             advancing = prev is not None and _after(e.ack, prev)
             if prev is None or advancing:
                 highest[e.flow] = e.ack
-            last[e.flow] = (t, advancing, number)
+            last[e.flow] = (t, (prev, e.ack) if advancing else None, number)
             continue
-        cause, ack_id = "none", None
+        cause, ack_id, acked = "none", None, None
         own = last.get(e.flow)
         if own is not None and t - own[0] <= prompt_s:
-            cause, ack_id = ("own" if own[1] else "own-still"), own[2]
+            cause, ack_id, acked = ("own" if own[1] else "own-still"), own[2], own[1]
         else:
             near = [last[f] for f in sibling.get(e.flow, ()) if f in last and t - last[f][0] <= prompt_s]
             if near:
-                cause, ack_id = "sibling", max(near)[2]
+                cause, ack_id = "sibling", max(near, key=lambda x: x[0])[2]
         if ack_id is None:
-            out.append((cause, 0))
+            out.append(Release(cause, 0))
         else:
             count[(e.flow, ack_id)] += 1
-            out.append((cause, count[(e.flow, ack_id)]))
+            out.append(Release(cause, count[(e.flow, ack_id)], acked))
     return out
 
 
-def drops_by_cause(data: Sequence[Packet], causes: Sequence[tuple[str, int]], arrivals: Sequence[Packet],
-                   drops: Sequence[bool], since: float = 0.0) -> dict[str, dict]:
+def ack_spread(releases: Sequence[Release], data: Sequence[Packet], departures: Sequence[Packet]) -> list[float | None]:
+    """For each segment in ``data`` its own ACK released (``send_causes``): how long the FIFO took to send the
+    segments that ACK acknowledged, from the departure of the first to that of the last (s; None where a segment
+    is not in ``departures`` or the release was not ``own``).
+
+    With delayed ACKs each ACK acknowledges two segments and releases two. At a full drop-tail FIFO the first of
+    them replaces the first segment acknowledged, one spread later than an ACK per segment would have; meanwhile
+    the place that segment's departure freed is open to any arrival, a window increase of any flow. So the longer
+    the spread, the likelier the pair's second segment meets a FIFO with no room. A flow with a smaller share of
+    the FIFO has its segments further apart in it, so a longer spread."""
+    start: dict[tuple[str, int], float] = {}
+    end: dict[tuple[str, int], float] = {}
+    for p in departures:
+        start.setdefault((p.flow, p.seq % 2**32), p.t)
+        end.setdefault((p.flow, p.end % 2**32), p.t)
+    out: list[float | None] = []
+    for p, r in zip(data, releases):
+        if r.cause != "own" or r.acked is None:
+            out.append(None)
+            continue
+        t0, t1 = start.get((p.flow, r.acked[0] % 2**32)), end.get((p.flow, r.acked[1] % 2**32))
+        out.append(t1 - t0 if t0 is not None and t1 is not None and t1 >= t0 else None)
+    return out
+
+
+def spread_bin(x: float) -> str:
+    """The ``SPREAD_BINS`` bin of ``x``: ``lo-hi``, or ``lo+`` for the last."""
+    lows = [b for b in SPREAD_BINS if x >= b] or [SPREAD_BINS[0]]
+    i = SPREAD_BINS.index(lows[-1])
+    return f"{SPREAD_BINS[i]:g}-{SPREAD_BINS[i + 1]:g}" if i + 1 < len(SPREAD_BINS) else f"{SPREAD_BINS[i]:g}+"
+
+
+#: Bins of ``ack_spread`` in the FIFO's service times of a full-sized packet (lower bounds).
+SPREAD_BINS = (0.0, 1.5, 3.0, 6.0, 12.0)
+
+
+def drops_by_cause(data: Sequence[Packet], causes: Sequence[Release], arrivals: Sequence[Packet],
+                   drops: Sequence[bool], since: float = 0.0, spread: Sequence[float | None] | None = None,
+                   service_s: float | None = None) -> dict[str, dict]:
     """Per flow and cause (``send_causes``): how many of the segments sent at or after ``since`` there were, their
     share of the flow's, and how many of them the FIFO dropped (``arrivals``/``drops``: its two-sided capture). A
     sent segment is matched to the FIFO's next arrival of the same flow and sequence range (a retransmission is
     sent and arrives twice). ``own`` is split by the segment's place after the ACK (``own 1``, ``own 2``,
-    ``own 3+``): a delayed ACK releases two, and a third where the window grew."""
+    ``own 3+``): a delayed ACK releases two, and a third where the window grew. With ``spread`` (``ack_spread``)
+    and ``service_s`` (the FIFO's time for a full-sized packet), ``own 2`` is split again by the spread of the
+    segments its ACK acknowledged, in service times (``own 2 spread 3-6``: ``SPREAD_BINS``)."""
     arrived: dict[tuple, list[bool]] = defaultdict(list)
     for p, d in zip(arrivals, drops):
         arrived[(p.flow, p.seq, p.end)].append(d)
     taken: dict[tuple, int] = defaultdict(int)
     counts: dict[str, Counter] = defaultdict(Counter)
     lost: dict[str, Counter] = defaultdict(Counter)
-    for p, (cause, n) in zip(data, causes):
+    for k, (p, (cause, n, _)) in enumerate(zip(data, causes)):
         key = (p.flow, p.seq, p.end)
         fate = arrived.get(key, [])
         i = taken[key]
@@ -273,6 +324,8 @@ def drops_by_cause(data: Sequence[Packet], causes: Sequence[tuple[str, int]], ar
         if p.t < since or i >= len(fate):
             continue
         names = [cause] + ([f"own {min(n, 3)}" + ("+" if n >= 3 else "")] if cause == "own" else [])
+        if cause == "own" and n == 2 and spread is not None and service_s and spread[k] is not None:
+            names.append(f"own 2 spread {spread_bin(spread[k] / service_s)}")
         for name in names:
             counts[p.flow][name] += 1
             lost[p.flow][name] += fate[i]

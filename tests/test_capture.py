@@ -246,15 +246,15 @@ def test_send_causes_name_the_ack_that_released_each_segment_and_drops_are_count
     data.sort(key=lambda p: p.t)
     causes = send_causes(acks, data, connections=[("sf1", "sf2")])
     by_packet = {(p.flow, p.seq, p.t): c for p, c in zip(data, causes)}
-    assert by_packet[("sf1", 0, 1.01002)] == ("own", 1)
-    assert by_packet[("sf1", 1, 1.01004)] == ("own", 2)
-    assert by_packet[("sf1", 2, 1.01006)] == ("own", 3)
-    assert by_packet[("sf1", 3, 1.02005)] == ("sibling", 1)
-    assert by_packet[("sf2", 0, 1.02003)] == ("own-still", 1)
-    assert by_packet[("tcp", 0, 1.02004)] == ("none", 0)
-    assert by_packet[("sf1", 0, 1.5)] == ("none", 0)
+    assert by_packet[("sf1", 0, 1.01002)] == ("own", 1, (100, 200))
+    assert by_packet[("sf1", 1, 1.01004)] == ("own", 2, (100, 200))
+    assert by_packet[("sf1", 2, 1.01006)] == ("own", 3, (100, 200))
+    assert by_packet[("sf1", 3, 1.02005)][:2] == ("sibling", 1)
+    assert by_packet[("sf2", 0, 1.02003)] == ("own-still", 1, None)
+    assert by_packet[("tcp", 0, 1.02004)] == ("none", 0, None)
+    assert by_packet[("sf1", 0, 1.5)] == ("none", 0, None)
     # A narrower window leaves the late ones unexplained.
-    assert send_causes(acks, data, prompt_s=30e-6, connections=[("sf1", "sf2")])[2] == ("none", 0)
+    assert send_causes(acks, data, prompt_s=30e-6, connections=[("sf1", "sf2")])[2][:2] == ("none", 0)
 
     # The FIFO dropped the first sending of sf1's segment 0 and its third segment after the ACK, and the segment the
     # sibling's ACK released; the retransmission got through.
@@ -270,3 +270,32 @@ def test_send_causes_name_the_ack_that_released_each_segment_and_drops_are_count
     assert out["sf2"] == {"own-still": {"segments": 1, "share": 1.0, "dropped": 0, "drop_rate": 0.0}}
     # since: the segments sent before it are not counted.
     assert "own" not in drops_by_cause(data, causes, arrivals, drops, since=1.02)["sf1"]
+
+
+def test_ack_spread_times_the_fifo_sending_the_segments_an_ack_acknowledged_and_bins_the_pairs_drops_by_it():
+    from rigs.capture import AckSeen, Release, ack_spread, drops_by_cause, send_causes
+
+    # sf1's ACK to 300 acknowledged 100:200 and 200:300, which left the FIFO 0.6 ms apart; the TCP flow's ACK to 30
+    # acknowledged 10:20 and 20:30, which left 3 ms apart (other flows' packets between them).
+    departures = [Packet(0.9000, "sf1", 100, 200), Packet(0.9006, "sf1", 200, 300),
+                  Packet(0.9100, "tcp", 10, 20), Packet(0.9130, "tcp", 20, 30)]
+    acks = [AckSeen(0.5, "sf1", 100, 9), AckSeen(0.5, "tcp", 10, 7),
+            AckSeen(0.9410, "sf1", 300, 9), AckSeen(0.9530, "tcp", 30, 7)]
+    data = [Packet(0.94102, "sf1", 300, 400), Packet(0.94103, "sf1", 400, 500),
+            Packet(0.95302, "tcp", 30, 40), Packet(0.95303, "tcp", 40, 50),
+            Packet(0.99, "tcp", 50, 60)]                 # by no ACK: no spread
+    rel = send_causes(acks, data)
+    spread = ack_spread(rel, data, departures)
+    assert spread[:4] == pytest.approx([0.0006, 0.0006, 0.003, 0.003]) and spread[4] is None
+    # A release whose acknowledged segments the FIFO capture never saw has no spread.
+    assert ack_spread([Release("own", 1, (7, 9))], data[:1], departures) == [None]
+    # The TCP pair's second segment was dropped: it lands in the 3-6 service-time bin (0.6 ms each), sf1's in 0-1.5.
+    arrivals = [Packet(p.t + 1e-6, p.flow, p.seq, p.end) for p in data]
+    drops = [False, False, False, True, False]
+    out = drops_by_cause(data, rel, arrivals, drops, spread=spread, service_s=0.0006)
+    assert out["sf1"]["own 2 spread 0-1.5"] == {"segments": 1, "share": 0.5, "dropped": 0, "drop_rate": 0.0}
+    assert out["tcp"]["own 2 spread 3-6"]["dropped"] == 1
+    assert "own 2 spread 0-1.5" not in out["tcp"]
+    # The last bin is open.
+    out = drops_by_cause(data, rel, arrivals, drops, spread=[None, None, None, 0.01, None], service_s=0.0006)
+    assert out["tcp"]["own 2 spread 12+"]["dropped"] == 1
