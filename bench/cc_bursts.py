@@ -20,7 +20,8 @@ its ACKs, how long its ACKs take to come back, how the connection-level DATA_ACK
 segment the flow sent (its own ACK, an ACK of the other subflow, none) with the FIFO's drops by cause.
 ``--single-path-mptcp`` is the control with MPTCP: an MPTCP connection of one subflow on each path. ``--jitter MS``
 makes the delay line hold each packet up to MS longer (uniform, order kept): whether the subflows' extra drops are
-a phase effect of the rig's clockwork timing.
+a phase effect of the rig's clockwork timing. ``--quickack`` makes the receiver acknowledge every segment at once (its
+routes' ``quickack 1``): without delayed ACKs no ACK releases a pair.
 
     nice -n 10 uv run --frozen python bench/cc_bursts.py --delay 20 --bdp 2 --algorithms cubic,lia \\
         --competitor cubic --runs 2 --duration 30 --out bench/results/cc_bursts.jsonl
@@ -74,7 +75,8 @@ def run(args, log) -> None:
     ccs = {cc.sock_name: cc for cc in [*algos, comp]}
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
                           path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows,
-                          window=args.window, block=args.block, jitter_ms=args.jitter) as bn:
+                          window=args.window, block=args.block, jitter_ms=args.jitter,
+                          receiver_quickack=args.quickack) as bn:
         if args.wmem_max:  # the sender's socket buffers' ceiling (an MPTCP connection's is its subflows' sum)
             bn.snd.run(["sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {args.wmem_max}"])
         for rnd in range(args.runs):
@@ -134,7 +136,7 @@ def run(args, log) -> None:
                        else ("mptcp" if args.subflows == 2 else "mptcp, one subflow"), "tcp_lead_s": args.tcp_lead,
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
                        "wmem_max": args.wmem_max, "window": args.window, "block": args.block,
-                       "jitter_ms": args.jitter,
+                       "jitter_ms": args.jitter, "receiver_quickack": args.quickack,
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
@@ -153,6 +155,11 @@ def run(args, log) -> None:
                 print(table([rec]), flush=True)
                 if windows is not None:
                     print(cwnd_table([rec]), flush=True)
+
+
+def side_of(rec: dict) -> str:
+    """A recorded run's other side (the MPTCP connection, the single-path pair, ...) and how the receiver ACKed."""
+    return rec.get("side", "mptcp") + (", receiver quickack" if rec.get("receiver_quickack") else "")
 
 
 def ack_clock_table(recs: list[dict]) -> str:
@@ -181,7 +188,7 @@ def cause_table(recs: list[dict]) -> str:
         for flow, causes in sorted(((r.get("ack_clock") or {}).get("by_cause") or {}).items()):
             cells = [f"{100 * c['share']:.1f} % / {1000 * c['drop_rate']:.2f}" if (c := causes.get(n)) else "-"
                      for n in names]
-            lines.append(f"| {r.get('side', 'mptcp')} | {r.get('jitter_ms') or 0:g} | {r['round']} | "
+            lines.append(f"| {side_of(r)} | {r.get('jitter_ms') or 0:g} | {r['round']} | "
                          f"{r['ratio']:.2f} | {flow} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -196,7 +203,7 @@ def spread_table(recs: list[dict]) -> str:
     pooled: dict[tuple, dict[str, list[int]]] = {}
     for r in recs:
         for flow, causes in ((r.get("ack_clock") or {}).get("by_cause") or {}).items():
-            cell = pooled.setdefault((r.get("side", "mptcp"), r.get("jitter_ms") or 0, flow), {})
+            cell = pooled.setdefault((side_of(r), r.get("jitter_ms") or 0, flow), {})
             for b in bins:
                 c = causes.get(f"own 2 spread {b}")
                 if c:
@@ -305,8 +312,7 @@ def summary(recs: list[dict]) -> str:
     episode hit, and when its first packet came."""
     cells: dict[tuple, list[dict]] = {}
     for r in recs:
-        cells.setdefault((r["delay_ms"], r.get("jitter_ms") or 0, r.get("side", "mptcp"), r.get("tcp_lead_s") or 0),
-                         []).append(r)
+        cells.setdefault((r["delay_ms"], r.get("jitter_ms") or 0, side_of(r), r.get("tcp_lead_s") or 0), []).append(r)
     med = statistics.median
     lines = ["| delay (ms) | jitter (ms) | side | TCP head start (s) | share of the TCP flow | per flow: drops per 1000 "
              "packets, episodes hit of all, drops per episode hit, first packet (s) |", "|---|---|---|---|---|---|"]
@@ -385,6 +391,8 @@ def main() -> None:
                     help="iperf3 -l for the other side: the sending application's write size (default 128K)")
     ap.add_argument("--jitter", type=float, default=0.0,
                     help="the delay line holds each packet up to this many ms longer (uniform, order kept)")
+    ap.add_argument("--quickack", action="store_true",
+                    help="the receiver acknowledges every segment at once (route quickack), not every second one")
     ap.add_argument("--coupling", type=Path, nargs="+",
                     help="print how often each flow's losses follow another's in these recorded --cwnd runs and exit")
     ap.add_argument("--coupling-window", type=float, default=0.25, help="seconds after a loss, for --coupling")

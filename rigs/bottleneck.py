@@ -240,7 +240,7 @@ class SharedBottleneck:
                  sender_sysctls: dict[str, str | int] | None = None,
                  receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0,
                  subflows: int = 2, window: str | None = None, block: str | None = None,
-                 jitter_ms: float = 0.0) -> None:
+                 jitter_ms: float = 0.0, receiver_quickack: bool = False) -> None:
         self.prefix = prefix
         #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
         self.base_delay_ms = base_delay_ms
@@ -250,6 +250,9 @@ class SharedBottleneck:
         if jitter_ms and not any(d > 0 for d in self.path_delay_ms):
             raise ValueError("jitter_ms needs a path delay (the delay line adds it)")
         self.jitter_ms = jitter_ms
+        #: The receiver acknowledges every segment at once (its routes' ``quickack 1``) instead of every second one
+        #: (delayed ACKs, the default): a diagnostic for how delayed ACKs pair the senders' segments at the FIFO.
+        self.receiver_quickack = receiver_quickack
         if qdisc not in ("tbf", "htb"):
             raise ValueError(f"qdisc must be tbf or htb, not {qdisc!r}")
         self.qdisc = qdisc
@@ -325,8 +328,9 @@ class SharedBottleneck:
         bn.run(route_add_argv("10.77.1.0/24", via="10.77.3.2"))
         bn.run(route_add_argv("10.77.2.0/24", via="10.77.3.2"))
         rtr.run(route_add_argv("10.77.0.0/24", via="10.77.3.1"))
-        rcv.run(route_add_argv("default", via="10.77.1.1", dev="c1"))
-        rcv.run(route_add_argv("default", via="10.77.2.1", dev="c2", table=102))
+        quickack = ["quickack", "1"] if self.receiver_quickack else []
+        rcv.run(route_add_argv("default", via="10.77.1.1", dev="c1") + quickack)
+        rcv.run(route_add_argv("default", via="10.77.2.1", dev="c2", table=102) + quickack)
         rcv.run(rule_add_argv("10.77.2.2", 102, 1001))
         if self.qdisc == "htb":
             for argv in htb_bottleneck_argvs("b1", self.rate_mbit, self.buffer_bytes):

@@ -1,6 +1,9 @@
-"""The shared-bottleneck rig's pure parts: its qdisc commands and its reading of `ss` (captured output)."""
+"""The shared-bottleneck rig: its qdisc commands and its reading of `ss` (captured output); as root, its prefix
+claim, its delay line's jitter and the receiver's ACK mode."""
 from __future__ import annotations
 
+import re
+import statistics
 import time
 
 import pytest
@@ -113,3 +116,19 @@ def test_a_head_start_is_whole_seconds_and_releases_the_side_that_leads_first():
     order.clear()
     release(procs, 0.0)
     assert [n for n, _ in order] == ["mptcp", "tcp"]   # together, in the given order
+
+
+def test_the_rig_jitters_its_delay_line_and_the_receiver_acknowledges_at_once_when_asked(prefix):
+    """``jitter_ms`` reaches the running delay line (each packet held 5 ms plus up to 2 ms: pings 10 ms apart never
+    queue behind one another, so their round trips spread over the jitter), and ``receiver_quickack`` the kernel's
+    routes in the receiver."""
+    with SharedBottleneck(prefix, [], base_delay_ms=5, jitter_ms=2, receiver_quickack=True) as bn:
+        routes = bn.rcv.run(["ip", "route", "show", "table", "all"]).stdout
+        assert sum("quickack 1" in line for line in routes.splitlines() if line.startswith("default")) == 2
+        out = bn.snd.run(["ping", "-n", "-c", "60", "-i", "0.01", "-W", "2", "10.77.1.2"], check=False).stdout
+        rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
+        assert len(rtts) >= 50, out[-300:]
+        assert min(rtts) >= 5.0
+        # Fixed delay alone: a spread of tenths of a millisecond (bench/delayline.py: mdev 0.08 ms).
+        assert max(rtts) - min(rtts) > 1.0, rtts
+        assert statistics.median(rtts) > min(rtts) + 0.4
