@@ -43,7 +43,7 @@ from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBott
 from rigs.cwnd_trace import CwndTrace, follows, name_sockets
 from rigs.cwnd_trace import flow_report as flow_windows
 from rigs.capture import (
-    Capture, ack_clock, ack_return, ack_spread, backlog_at_arrivals, backlog_by_flow, came_after, data_acks, dropped,
+    Capture, ack_clock, ack_pairing, ack_return, ack_spread, backlog_at_arrivals, backlog_by_flow, came_after, data_acks, dropped,
     drops_by_cause, episode_shares, episodes, flow_report, phase_by_flow, send_causes, since_departure,
 )
 
@@ -102,6 +102,8 @@ def run(args, log) -> None:
                                           connections=[("sf1", "sf2")])
                         for flow, ret in ack_return(acks, departures, since=arrivals[0].t + args.omit).items():
                             clock.setdefault(flow, {}).update(ret)
+                        for flow, pairing in ack_pairing(acks, sent_data, since=arrivals[0].t + args.omit).items():
+                            clock.setdefault(flow, {})["pairing"] = pairing
                         moved = data_acks(acks, ("sf1", "sf2"), since=arrivals[0].t + args.omit)
                     sizes = segment_sizes(arrivals)
                     windows = cwnd_report(trace, args.omit, sizes) if trace else None
@@ -183,11 +185,14 @@ def cause_table(recs: list[dict]) -> str:
     share of its segments and the share of those the FIFO dropped (per 1000)."""
     names = ("own 1", "own 2", "own 3+", "own-still", "sibling", "none")
     lines = ["| side | jitter (ms) | round | ratio | flow | " + " | ".join(
-             f"{n}: share / drops per 1000" for n in names) + " |", "|---|---|---|---|---|" + "---|" * len(names)]
+             f"{n}: share / drops per 1000" for n in names) + " | ACKs of 1 segment / straddling |",
+             "|---|---|---|---|---|" + "---|" * (len(names) + 1)]
     for r in recs:
         for flow, causes in sorted(((r.get("ack_clock") or {}).get("by_cause") or {}).items()):
             cells = [f"{100 * c['share']:.1f} % / {1000 * c['drop_rate']:.2f}" if (c := causes.get(n)) else "-"
                      for n in names]
+            pr = ((r["ack_clock"].get("flows") or {}).get(flow) or {}).get("pairing")
+            cells.append(f"{100 * pr['segments_1']:.1f} % / {100 * (pr['straddling'] or 0):.1f} %" if pr else "-")
             lines.append(f"| {side_of(r)} | {r.get('jitter_ms') or 0:g} | {r['round']} | "
                          f"{r['ratio']:.2f} | {flow} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

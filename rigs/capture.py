@@ -289,6 +289,52 @@ def ack_spread(releases: Sequence[Release], data: Sequence[Packet], departures: 
     return out
 
 
+def ack_pairing(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.0,
+                together_s: float = 200e-6) -> dict[str, dict]:
+    """Which segments each advancing ACK acknowledged, from one capture at the sender's interface: per flow, the
+    share of its advancing ACKs at or after ``since`` that acknowledged 1, 2, or 3 or more segments, and of those
+    that acknowledged two or more, the share whose segments the sender had not sent together (their first sendings
+    more than ``together_s`` apart: ``straddling``).
+
+    A delayed-ACK receiver acknowledges every second segment. While the sender answers each ACK with two segments,
+    each ACK covers one pair the sender sent together; one ACK of a single segment (a quick ACK, a window update
+    that carries new data's acknowledgement) shifts that, and every later ACK covers the second segment of one pair
+    and the first of the next, until another odd ACK shifts it back. Such a straddling ACK's segments left the FIFO
+    apart (``ack_spread``). ACKs whose range does not run along the flow's sent segments (a segment not seen) are
+    left out."""
+    acks = data_connection(acks)
+    sent: dict[str, dict[int, tuple[int, float]]] = defaultdict(dict)   # flow -> seq -> (end, first sending)
+    for p in data:
+        sent[p.flow].setdefault(p.seq % 2**32, (p.end % 2**32, p.t))
+    highest: dict[str, int] = {}
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for a in sorted(acks, key=lambda a: a.t):
+        prev = highest.get(a.flow)
+        if prev is not None and not _after(a.ack, prev):
+            continue
+        highest[a.flow] = a.ack
+        if prev is None or a.t < since:
+            continue
+        times, seq, segs = [], prev, sent.get(a.flow, {})
+        while seq != a.ack and seq in segs and len(times) < 64:
+            seq, t = segs[seq]
+            times.append(t)
+        if seq != a.ack or not times:
+            continue
+        n = len(times)
+        c = counts[a.flow]
+        c["acks"] += 1
+        c["1" if n == 1 else "2" if n == 2 else "3+"] += 1
+        if n >= 2:
+            c["straddling"] += max(times) - min(times) > together_s
+    out = {}
+    for flow, c in sorted(counts.items()):
+        multi = c["2"] + c["3+"]
+        out[flow] = {"acks": c["acks"], **{f"segments_{k}": round(c[k] / c["acks"], 4) for k in ("1", "2", "3+")},
+                     "straddling": round(c["straddling"] / multi, 4) if multi else None}
+    return out
+
+
 def spread_bin(x: float) -> str:
     """The ``SPREAD_BINS`` bin of ``x``: ``lo-hi``, or ``lo+`` for the last."""
     lows = [b for b in SPREAD_BINS if x >= b] or [SPREAD_BINS[0]]

@@ -299,3 +299,29 @@ def test_ack_spread_times_the_fifo_sending_the_segments_an_ack_acknowledged_and_
     # The last bin is open.
     out = drops_by_cause(data, rel, arrivals, drops, spread=[None, None, None, 0.01, None], service_s=0.0006)
     assert out["tcp"]["own 2 spread 12+"]["dropped"] == 1
+
+
+def test_ack_pairing_counts_the_segments_each_ack_covered_and_the_acks_that_straddle_two_sendings():
+    from rigs.capture import AckSeen, ack_pairing
+
+    # sf1 sends pairs at 1.000, 1.005, 1.010, 1.015 (segments of 10 bytes). Its receiver first ACKs each pair
+    # (ACK 20), then one segment alone (ACK 30: a quick ACK), and from there each ACK covers the second segment of
+    # one pair and the first of the next (ACK 50, ACK 70), sent 5 ms apart.
+    data = []
+    for i, t in enumerate((1.000, 1.005, 1.010, 1.015)):
+        data += [Packet(t, "sf1", 20 * i, 20 * i + 10), Packet(t + 2e-5, "sf1", 20 * i + 10, 20 * i + 20)]
+    data += [Packet(1.0152, "sf1", 10, 20)]   # a retransmission: its first sending counts
+    acks = [AckSeen(0.9, "sf1", 0, 9), AckSeen(1.041, "sf1", 20, 9), AckSeen(1.045, "sf1", 30, 9),
+            AckSeen(1.051, "sf1", 50, 9), AckSeen(1.056, "sf1", 70, 9),
+            AckSeen(1.057, "sf1", 70, 9),           # a duplicate: not advancing
+            AckSeen(1.058, "sf1", 75, 9),           # ends inside a segment: not along the sent segments, left out
+            AckSeen(1.0565, "sf1", 3, 1)]           # iperf3's control connection
+    out = ack_pairing(acks, data)["sf1"]
+    assert out["acks"] == 4
+    assert (out["segments_1"], out["segments_2"], out["segments_3+"]) == (0.25, 0.75, 0.0)
+    # Of the three ACKs of two segments, the last two straddle two sendings.
+    assert out["straddling"] == pytest.approx(2 / 3, abs=1e-4)
+    # since leaves out the ACKs before it (the first still sets where the flow stood).
+    assert ack_pairing(acks, data, since=1.05)["sf1"]["acks"] == 2
+    # A threshold above the 5 ms between sendings calls every pair together.
+    assert ack_pairing(acks, data, together_s=0.006)["sf1"]["straddling"] == 0.0
