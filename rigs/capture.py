@@ -272,8 +272,9 @@ def ack_spread(releases: Sequence[Release], data: Sequence[Packet], departures: 
     With delayed ACKs each ACK acknowledges two segments and releases two. At a full drop-tail FIFO the first of
     them replaces the first segment acknowledged, one spread later than an ACK per segment would have; meanwhile
     the place that segment's departure freed is open to any arrival, a window increase of any flow. So the longer
-    the spread, the likelier the pair's second segment meets a FIFO with no room. A flow with a smaller share of
-    the FIFO has its segments further apart in it, so a longer spread."""
+    the spread, the likelier the pair's second segment meets a FIFO with no room. Segments the sender sent together
+    leave the FIFO together; an ACK that covers segments of two sendings (``ack_pairing``) has a long spread, the
+    longer the smaller its flow's share of the FIFO."""
     start: dict[tuple[str, int], float] = {}
     end: dict[tuple[str, int], float] = {}
     for p in departures:
@@ -335,15 +336,15 @@ def ack_pairing(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 
     return out
 
 
+#: Bins of ``ack_spread`` in the FIFO's service times of a full-sized packet (lower bounds).
+SPREAD_BINS = (0.0, 1.5, 3.0, 6.0, 12.0)
+
+
 def spread_bin(x: float) -> str:
     """The ``SPREAD_BINS`` bin of ``x``: ``lo-hi``, or ``lo+`` for the last."""
     lows = [b for b in SPREAD_BINS if x >= b] or [SPREAD_BINS[0]]
     i = SPREAD_BINS.index(lows[-1])
     return f"{SPREAD_BINS[i]:g}-{SPREAD_BINS[i + 1]:g}" if i + 1 < len(SPREAD_BINS) else f"{SPREAD_BINS[i]:g}+"
-
-
-#: Bins of ``ack_spread`` in the FIFO's service times of a full-sized packet (lower bounds).
-SPREAD_BINS = (0.0, 1.5, 3.0, 6.0, 12.0)
 
 
 def drops_by_cause(data: Sequence[Packet], causes: Sequence[Release], arrivals: Sequence[Packet],
