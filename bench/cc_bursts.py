@@ -43,8 +43,9 @@ from rigs.bottleneck import MPTCP_PORT, PATH_PORTS, SERVER, TCP_PORT, SharedBott
 from rigs.cwnd_trace import CwndTrace, follows, name_sockets
 from rigs.cwnd_trace import flow_report as flow_windows
 from rigs.capture import (
-    Capture, ack_clock, ack_pairing, ack_return, ack_spread, backlog_at_arrivals, backlog_by_flow, came_after, data_acks, dropped,
-    drops_by_cause, episode_shares, episodes, flow_report, phase_by_flow, send_causes, since_departure,
+    SPREAD_BINS, Capture, ack_clock, ack_pairing, ack_return, ack_spread, backlog_at_arrivals, backlog_by_flow,
+    came_after, data_acks, dropped, drops_by_cause, episode_shares, episodes, flow_report, phase_by_flow, send_causes,
+    since_departure, spread_bin,
 )
 
 PREFIX = "mplab-bench-bur-"
@@ -202,8 +203,6 @@ def spread_table(recs: list[dict]) -> str:
     """Per cell (side, jitter) and flow, the runs pooled: the second segment of each pair its own ACK released, by
     how long the FIFO took to send the segments that ACK acknowledged (``rigs.capture.ack_spread``, in service times):
     segments and the FIFO's drops per 1000."""
-    from rigs.capture import SPREAD_BINS, spread_bin
-
     bins = [spread_bin(b) for b in SPREAD_BINS]
     pooled: dict[tuple, dict[str, list[int]]] = {}
     for r in recs:
@@ -312,9 +311,8 @@ def table(recs: list[dict]) -> str:
 
 def summary(recs: list[dict]) -> str:
     """Per cell (delay, the delay line's jitter, the MPTCP connection or the single-path pair, the head start): the
-    share's median and
-    range, and per flow the medians of drops per 1000 packets, overflow episodes hit (of all) and drops per
-    episode hit, and when its first packet came."""
+    share's median and range, and per flow the medians of drops per 1000 packets, overflow episodes hit (of all)
+    and drops per episode hit, and when its first packet came."""
     cells: dict[tuple, list[dict]] = {}
     for r in recs:
         cells.setdefault((r["delay_ms"], r.get("jitter_ms") or 0, side_of(r), r.get("tcp_lead_s") or 0), []).append(r)
@@ -333,8 +331,8 @@ def summary(recs: list[dict]) -> str:
                          f"{med(x['episodes_hit'] for x in fs):g} of {med(r['episodes'] for r in rs):g}, "
                          f"{med(dpe) if dpe else float('nan'):.1f}" + (f", {med(first):.2f}" if first else "")
                          + (f", met it 95 % full {100 * med(full):.1f} %" if full else ""))
-        lines.append(f"| {delay:g} | {jitter:g} | {side} | {lead:g} | {med(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}, "
-                     f"n {len(ratios)}) | {'; '.join(flows)} |")
+        lines.append(f"| {delay:g} | {jitter:g} | {side} | {lead:g} | {med(ratios):.2f} "
+                     f"({min(ratios):.2f}-{max(ratios):.2f}, n {len(ratios)}) | {'; '.join(flows)} |")
     return "\n".join(lines)
 
 
@@ -423,6 +421,8 @@ def main() -> None:
             print(cause_table(with_causes))
             print(spread_table(with_causes))
         return
+    if args.jitter and not args.delay:
+        ap.error("--jitter needs --delay above 0 (the delay line adds it)")
     args.algorithms = args.algorithms.split(",")
     if args.single_path_mptcp:
         args.subflows = 1
