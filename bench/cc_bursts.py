@@ -21,7 +21,7 @@ segment the flow sent (its own ACK, an ACK of the other subflow, none) with the 
 ``--single-path-mptcp`` is the control with MPTCP: an MPTCP connection of one subflow on each path. ``--jitter MS``
 makes the delay line hold each packet up to MS longer (uniform, order kept): whether the subflows' extra drops are
 a phase effect of the rig's clockwork timing. ``--quickack`` makes the receiver acknowledge every segment at once (its
-routes' ``quickack 1``): without delayed ACKs no ACK releases a pair.
+routes' ``quickack 1``): without delayed ACKs each ACK covers one segment.
 
     nice -n 10 uv run --frozen python bench/cc_bursts.py --delay 20 --bdp 2 --algorithms cubic,lia \\
         --competitor cubic --runs 2 --duration 30 --out bench/results/cc_bursts.jsonl
