@@ -221,6 +221,7 @@ def quiet_times(tb: EmulatedTestbed, steering, blocks: int) -> list[float]:
     out = []
     for _ in range(blocks):
         steering.apply({"n1": Decision.of("both")})
+        tb.ensure_servers(["n1"])
         argv = n1.iperf3.client_argv(tb.server_address, n1.port, None, bind=n1.interfaces["wifi"].address,
                                      mptcp=True, cc=None, duration_s=6)
         proc = n1.host.start(argv, label="iperf3:n1")

@@ -465,6 +465,7 @@ class Setup2Control:
         self.steering.apply(assignment)
         procs: dict[str, BackgroundProcess] = {}
         try:
+            tb.ensure_servers(rxs)
             for rx in rxs:
                 node = tb.nodes[rx]
                 bind = node.interfaces["lte" if assignment[rx].mode == "lte" else "wifi"].address

@@ -2,17 +2,23 @@
 
 ``Iperf3.check()`` probes a host's iperf3 once (version, native ``-m``/``--mptcp``
 from 3.19, else ``mptcpize``); ``server_argv`` and ``client_argv`` build the
-commands; ``parse_iperf3`` turns the client's JSON into a typed ``Transfer``. Parsing
+commands; ``IperfServers`` keeps one fresh server per receiver on the sender;
+``parse_iperf3`` turns the client's JSON into a typed ``Transfer``. Parsing
 works on plain text so tests feed it captured output.
 """
 from __future__ import annotations
 
 import json
+import logging
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.errors import PreflightError, TrafficError
-from harness.hosts.local import Host
+from harness.hosts.local import BackgroundProcess, Host
+from harness.hosts.ready import wait_until
+
+log = logging.getLogger(__name__)
 
 _VERSION = re.compile(r"iperf (\d+)\.(\d+)(?:\.(\d+))?")
 #: iperf3's TCP block (``-l``) by default. With ``-n`` it sends whole blocks, so a byte count that is not a
@@ -78,9 +84,10 @@ class Iperf3:
         """How MPTCP sockets are obtained: "iperf3 -m" or "mptcpize"."""
         return "iperf3 -m" if self.native_mptcp else "mptcpize"
 
-    def server_argv(self, port: int, mptcp: bool = True) -> list[str]:
-        """A persistent server. An MPTCP listener also accepts plain TCP clients (fallback)."""
-        argv = ["iperf3", "-s", "-p", str(port), "-J"]
+    def server_argv(self, port: int, mptcp: bool = True, *, one_off: bool = False) -> list[str]:
+        """A server (``one_off``: it serves one test and exits). An MPTCP listener also accepts plain TCP
+        clients (fallback)."""
+        argv = ["iperf3", "-s", "-p", str(port), "-J", *(["-1"] if one_off else [])]
         if mptcp and not self.native_mptcp:
             return self._mptcp(argv)
         return argv  # iperf3 >= 3.19 server follows the client's -m
@@ -106,6 +113,83 @@ class Iperf3:
             # subflow, including joins (a listener's own default would not reach them).
             argv += ["-C", cc]
         return self._mptcp(argv) if mptcp else argv
+
+
+class IperfServers:
+    """One iperf3 server per receiver on the sender, each on its own port, a fresh one for every test.
+
+    ``fresh(names)`` comes right before the clients of a test start: it stops the servers of ``names``, waits
+    until their ports have no listener, starts a one-off server (``-1``) on each, and waits until each listens.
+
+    Why not one persistent server per port: after each test, iperf3 (3.12 here, and up to 3.21) closes its
+    listener and opens a new one, and a client that connects before that is told the server is busy, refused,
+    or reset when the old listener closes (``bench/iperf3_back_to_back.py``). Nothing on the sender shows when
+    a persistent server is done with its last test: a client that exits with data unread, or is stopped, aborts
+    its connection, and `ss` then shows no socket of the server's while the server still works on that test.
+    A new process's listener is known to be new.
+    """
+
+    #: Deadline for the old servers' listeners to close and the new ones to listen; and for one `ss` call.
+    LISTEN_S = 15.0
+    POLL_TIMEOUT_S = 30.0
+
+    def __init__(self, host: Host, iperf3: Iperf3, ports: Mapping[str, int]) -> None:
+        self.host = host
+        self.iperf3 = iperf3
+        self.ports = dict(ports)
+        self._procs: dict[str, BackgroundProcess] = {}
+
+    def fresh(self, names: Sequence[str] | None = None) -> None:
+        """A new one-off server, listening, for each of ``names`` (default: every receiver)."""
+        names = list(self.ports) if names is None else list(names)
+        for name in names:
+            old = self._procs.pop(name, None)
+            if old is not None:
+                self._reap(old)
+        ports = [self.ports[n] for n in names]
+        self._wait(ports, listening=False)
+        for name in names:
+            self._procs[name] = self.host.start(self.iperf3.server_argv(self.ports[name], one_off=True),
+                                                label=f"iperf3-server:{name}")
+        self._wait(ports, listening=True)
+
+    def stop(self) -> None:
+        """Stop every server (best effort: teardown must go on)."""
+        for proc in self._procs.values():
+            try:
+                self._reap(proc)
+            except Exception as exc:  # noqa: BLE001 - teardown is best effort, it must go on
+                log.warning("stopping %s: %s", proc.label, exc)
+        self._procs.clear()
+
+    @staticmethod
+    def _reap(proc: BackgroundProcess) -> None:
+        """Stop ``proc`` if it still runs (a one-off server that served its test has exited by itself)."""
+        res = proc.stop(grace_s=1.0)
+        log.debug("%s: exit %s", proc.label, res.returncode)
+
+    def listening(self) -> set[int]:
+        """The ports that have a TCP listener on the sender (an MPTCP listener has one too)."""
+        res = self.host.run(["ss", "-Hltn"], check=False, timeout=self.POLL_TIMEOUT_S)
+        out = set()
+        for line in res.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
+                out.add(int(parts[3].rsplit(":", 1)[-1]))
+        return out
+
+    def _wait(self, ports: list[int], *, listening: bool) -> None:
+        left: set[int] = set()
+
+        def done() -> bool:
+            now = self.listening()
+            left.clear()
+            left.update(p for p in ports if (p in now) != listening)
+            return not left
+
+        what = "iperf3 servers listening" if listening else "the previous iperf3 servers' listeners closed"
+        wait_until(done, self.LISTEN_S, f"[{self.host.name}] {what} on {sorted(ports)}",
+                   detail=lambda: f"still {'missing' if listening else 'open'}: {sorted(left)}")
 
 
 @dataclass(frozen=True)

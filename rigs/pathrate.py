@@ -45,6 +45,7 @@ class PathTransfer:
 
     def __enter__(self) -> PathTransfer:
         node = self.tb.nodes[self.receiver]
+        self.tb.ensure_servers([self.receiver])
         argv = node.iperf3.client_argv(self.tb.server_address, node.port, None,
                                        bind=node.interfaces[self.radio].address, mptcp=False, cc=self.cc,
                                        duration_s=self.seconds, omit_s=0)

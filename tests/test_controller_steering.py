@@ -72,6 +72,7 @@ def steer_mid_transfer(tb: EmulatedTestbed, steering, cc: str) -> tuple[int, int
     Returns (AP bytes to n1 after steering settled, bytes the transfer received, counters).
     """
     n1 = tb.nodes["n1"]
+    tb.ensure_servers(["n1"])
     argv = n1.iperf3.client_argv(tb.server_address, n1.port, FILE_BYTES, bind=n1.interfaces["wifi"].address,
                                  mptcp=True, cc=cc)
     proc = n1.host.start(argv, label="iperf3:n1")
@@ -145,6 +146,7 @@ def test_nftables_counts_each_byte_once_on_paths_with_a_base_delay(prefix):
         steering.setup()
         n1 = tb.nodes["n1"]
         size = 2 * 2**20
+        tb.ensure_servers(["n1"])
         argv = n1.iperf3.client_argv(tb.server_address, n1.port, size, bind=n1.interfaces["wifi"].address,
                                      mptcp=True, cc="cubic")
         res = n1.host.start(argv, label="iperf3:n1").wait(60)

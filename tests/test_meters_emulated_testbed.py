@@ -51,7 +51,7 @@ def test_campaign_records_energy_read_through_the_um_driver(tmp_path, prefix, mo
     assert rec["mean_power_w"] > base + lte.active_mw / 1000 * 0.8
     assert rec["energy_j"] == pytest.approx(rec["mean_power_w"] * rec["duration_s"])
     assert rec["meter_counter_j"] is not None
-    raw = tmp_path / "c1" / "raw" / rec["sample_id"] / "attempt-1" / "meter-n1.csv"
+    raw = tmp_path / "c1" / "raw" / rec["sample_id"] / f"attempt-{rec['attempts']}" / "meter-n1.csv"
     assert raw.exists() and len(raw.read_text().splitlines()) > 10
     (session,) = (tmp_path / "c1" / "meters").glob("trace-*.csv")   # the whole session's trace, as read
     assert len(session.read_text().splitlines()) >= len(raw.read_text().splitlines())

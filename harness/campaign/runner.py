@@ -339,7 +339,6 @@ class Runner:
                 o.error = f"testbed: {why}"
             return list(outs.values())
         try:
-            tb.ensure_servers()
             tb.apply_cc(cc, plan.receivers)
         except (CommandError, MplabError) as exc:
             return _fail_all(outs, f"setup: {exc}")
@@ -451,6 +450,7 @@ class Runner:
         """Pre-spawn each receiver's gated client into ``procs``; False (and every outcome failed) if one fails."""
         tb = self.testbed
         try:
+            tb.ensure_servers(plan.receivers)
             for rx in plan.receivers:
                 node = tb.nodes[rx]
                 bind, mptcp = _client_spec(node, outs[rx].mode, policy=plan.policy is not None)

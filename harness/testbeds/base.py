@@ -6,8 +6,8 @@ controller only use what is defined here, so one runner drives every kind.
 
 Life cycle: ``build`` (from an inventory, nothing touched), ``claim`` (what must be held
 exclusively), ``preflight`` (checks, no side effects), ``setup`` (per campaign), then per
-sample ``check_health``, ``ensure_servers``, ``apply_cc``, ``counters`` around the transfer,
-``skip_tails``; and ``teardown`` (idempotent, reverse order).
+sample ``check_health``, ``apply_cc``, ``counters`` around the transfer, ``ensure_servers``
+right before each test's clients start (a fresh server per test), ``skip_tails``; and ``teardown`` (idempotent, reverse order).
 
 Capabilities: what differs between kinds is *declared* here with a default, and each kind
 overrides what it offers; callers never probe attributes or compare kind names.
@@ -51,9 +51,8 @@ from harness.config.inventory import RADIOS, Inventory
 from harness.meters.base import Meter
 from harness.meters.drivers import meter_from_inventory
 from harness.hosts.netcmd import sysctl_argv
-from harness.hosts.ready import wait_until
 from harness.config.switch import SwitchPorts
-from harness.traffic import Iperf3
+from harness.traffic import Iperf3, IperfServers
 from harness.upkeep.preflight import Check
 
 log = logging.getLogger("mplab.testbed")
@@ -222,7 +221,7 @@ class Testbed(ABC):
         self.nodes: dict[str, Node] = {}
         self.sender_iperf3: Iperf3 | None = None
         #: iperf3 server per receiver on the sender, started by ``ensure_servers``.
-        self._servers: dict[str, BackgroundProcess] = {}
+        self._servers: IperfServers | None = None
 
     @classmethod
     def build(cls, inventory: Inventory, access_kinds: Mapping[str, Any] | None = None,
@@ -413,40 +412,19 @@ class Testbed(ABC):
                 log.warning("stopping %s: %s", proc.label, exc)
         procs.clear()
 
-    #: Deadline for iperf3 servers to listen, and for one `ss` call on the sender.
-    SERVER_LISTEN_S = 15.0
-    SERVER_POLL_TIMEOUT_S = 30.0
-
-    def ensure_servers(self) -> None:
-        """One iperf3 server per receiver on the sender; restart those that died, wait until they listen."""
+    def ensure_servers(self, receivers: Sequence[str] | None = None) -> None:
+        """A fresh iperf3 server on the sender for each of ``receivers`` (default: all), listening: call it right
+        before the clients of each test start (``harness.traffic.IperfServers``)."""
         assert self.sender_iperf3 is not None
-        started = []
-        for name, node in self.nodes.items():
-            proc = self._servers.get(name)
-            if proc is not None and proc.poll() is None:
-                continue
-            if proc is not None:
-                res = proc.stop()
-                log.warning("iperf3 server for %s had exited (%s); restarting", name, res.returncode)
-            self._servers[name] = self.sender.start(self.sender_iperf3.server_argv(node.port),
-                                                    label=f"iperf3-server:{name}")
-            started.append(node.port)
-        if started:
-            self._wait_listening(started)
+        if self._servers is None:
+            self._servers = IperfServers(self.sender, self.sender_iperf3,
+                                         {name: node.port for name, node in self.nodes.items()})
+        self._servers.fresh(receivers)
 
-    def _wait_listening(self, ports: list[int]) -> None:
-        missing = set(ports)
-
-        def listening() -> bool:
-            res = self.sender.run(["ss", "-Hltn"], check=False, timeout=self.SERVER_POLL_TIMEOUT_S)
-            for line in res.stdout.splitlines():
-                parts = line.split()
-                if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
-                    missing.discard(int(parts[3].rsplit(":", 1)[-1]))
-            return not missing
-
-        wait_until(listening, self.SERVER_LISTEN_S, f"[{self.sender.name}] iperf3 servers listening on {sorted(ports)}",
-                   detail=lambda: f"still missing {sorted(missing)}")
+    def stop_servers(self) -> None:
+        """Stop the iperf3 servers (best effort, for teardown)."""
+        if self._servers is not None:
+            self._servers.stop()
 
     def qdisc_stats(self) -> dict[str, str]:
         """``tc -s qdisc`` of the shaping points, by host (best effort; empty on a lab)."""

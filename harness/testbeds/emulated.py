@@ -552,7 +552,7 @@ class EmulatedTestbed(Testbed):
         Only while this testbed holds the prefix: a testbed refused a live prefix (or torn down
         already) removes nothing, so it can never take another's namespaces with it.
         """
-        self.stop_all(self._servers)
+        self.stop_servers()
         self.stop_all(self._devices)
         if self._radiolink is not None:
             self._radiolink.stop()

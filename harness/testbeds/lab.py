@@ -286,7 +286,7 @@ class LabTestbed(Testbed):
 
     def teardown(self) -> None:
         """Stop our servers and ser2net, put default congestion controls back, close connections."""
-        self.stop_all(self._servers)
+        self.stop_servers()
         self.stop_all(self._ser2net)
         hosts = {h.name: h for h in [self.sender, *(n.host for n in self.nodes.values())]}
         for name, cc in self._saved_cc.items():
