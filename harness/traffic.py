@@ -18,7 +18,7 @@ from harness.errors import PreflightError, TrafficError
 from harness.hosts.local import BackgroundProcess, Host
 from harness.hosts.ready import wait_until
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mplab.traffic")
 
 _VERSION = re.compile(r"iperf (\d+)\.(\d+)(?:\.(\d+))?")
 #: iperf3's TCP block (``-l``) by default. With ``-n`` it sends whole blocks, so a byte count that is not a

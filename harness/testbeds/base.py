@@ -7,7 +7,8 @@ controller only use what is defined here, so one runner drives every kind.
 Life cycle: ``build`` (from an inventory, nothing touched), ``claim`` (what must be held
 exclusively), ``preflight`` (checks, no side effects), ``setup`` (per campaign), then per
 sample ``check_health``, ``apply_cc``, ``counters`` around the transfer, ``ensure_servers``
-right before each test's clients start (a fresh server per test), ``skip_tails``; and ``teardown`` (idempotent, reverse order).
+right before each test's clients start (a fresh server per test), ``skip_tails``; and ``teardown``
+(idempotent, reverse order).
 
 Capabilities: what differs between kinds is *declared* here with a default, and each kind
 overrides what it offers; callers never probe attributes or compare kind names.
