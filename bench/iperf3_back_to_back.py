@@ -20,22 +20,17 @@ import collections
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from harness.hosts.local import LocalHost
+from harness.hosts.ready import listening_ports, wait_until
 from harness.traffic import Iperf3, IperfServers
+from rigs.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 #: Run a command at nice 19 in an autogroup of nice 19. Started in a session of its own (``LocalHost.start``), a
@@ -68,8 +63,7 @@ def main() -> int:
     errors: dict[str, collections.Counter] = {k: collections.Counter() for k in ports}
     waited = dict.fromkeys(ports, 0.0)
     try:
-        while ports["persistent"] not in fresh.listening():
-            time.sleep(0.05)
+        wait_until(lambda: ports["persistent"] in listening_ports(host), IperfServers.LISTEN_S, "the persistent server")
         for i in range(2 * args.tests):
             kind = "fresh" if (i // args.block) % 2 else "persistent"
             t0 = time.monotonic()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from harness.errors import PreflightError, TrafficError
 from harness.hosts.local import BackgroundProcess, Host
-from harness.hosts.ready import wait_until
+from harness.hosts.ready import listening_ports, wait_until
 
 log = logging.getLogger("mplab.traffic")
 
@@ -168,21 +168,11 @@ class IperfServers:
         res = proc.stop(grace_s=1.0)
         log.debug("%s: exit %s", proc.label, res.returncode)
 
-    def listening(self) -> set[int]:
-        """The ports that have a TCP listener on the sender (an MPTCP listener has one too)."""
-        res = self.host.run(["ss", "-Hltn"], check=False, timeout=self.POLL_TIMEOUT_S)
-        out = set()
-        for line in res.stdout.splitlines():
-            parts = line.split()
-            if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
-                out.add(int(parts[3].rsplit(":", 1)[-1]))
-        return out
-
     def _wait(self, ports: list[int], *, listening: bool) -> None:
         left: set[int] = set()
 
         def done() -> bool:
-            now = self.listening()
+            now = listening_ports(self.host, self.POLL_TIMEOUT_S)
             left.clear()
             left.update(p for p in ports if (p in now) != listening)
             return not left

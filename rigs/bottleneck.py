@@ -38,7 +38,7 @@ from harness.upkeep.claim import PrefixClaim
 from harness.upkeep.clean import clean_prefix
 from harness.errors import TrafficError
 from harness.hosts.local import BackgroundProcess, LocalHost, NamespaceHost
-from harness.hosts.ready import wait_until
+from harness.hosts.ready import listening_ports, wait_until
 from harness.hosts.netcmd import (
     addr_add_argv, link_up_argv, mptcp_endpoint_argv, mptcp_limits_argv, netns_add_argv, offloads_off_argv,
     radio_loss_argvs, radio_qdisc_argvs, route_add_argv, rule_add_argv, sysctl_argv, veth_argv,
@@ -353,11 +353,8 @@ class SharedBottleneck:
         self.iperf3 = Iperf3.check(root)
         self._servers += [snd.start(self.iperf3.server_argv(MPTCP_PORT, mptcp=True), label="iperf3-mptcp"),
                          snd.start(self.iperf3.server_argv(TCP_PORT, mptcp=False), label="iperf3-tcp")]
-        def listening() -> bool:
-            out = snd.run(["ss", "-Hltn"], check=False).stdout
-            return f":{MPTCP_PORT} " in out and f":{TCP_PORT} " in out
-
-        wait_until(listening, 10, f"iperf3 servers on {MPTCP_PORT} and {TCP_PORT} in the shared-bottleneck topology",
+        wait_until(lambda: {MPTCP_PORT, TCP_PORT} <= listening_ports(snd), 10,
+                   f"iperf3 servers on {MPTCP_PORT} and {TCP_PORT} in the shared-bottleneck topology",
                    poll_s=0.05)
 
     def compete(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3, *,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from harness.errors import NotReady
 from harness.hosts.ready import wait_until
+from rigs.ports import free_port
 
 HEALTH_DEADLINE_S = 300.0  # over 90 s seen on a loaded machine
 
@@ -34,12 +34,6 @@ class MlflowServer:
     uri: str
     artifacts: Path  # the server's artifact root (proxied to clients)
     pid: int
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -13,18 +13,13 @@ import pytest
 from harness.errors import NotReady
 from harness.hosts.local import LocalHost
 from harness.traffic import Iperf3, IperfServers, parse_iperf3
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from rigs.ports import free_port
 
 
 @pytest.fixture
 def servers():
     host = LocalHost("sender")
-    srv = IperfServers(host, Iperf3.check(host), {"n1": _free_port()})
+    srv = IperfServers(host, Iperf3.check(host), {"n1": free_port()})
     srv.LISTEN_S = 5.0
     try:
         yield srv

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 
@@ -10,28 +9,24 @@ import pytest
 from meter_devices import DeviceProcess, default_profile
 
 from harness.errors import MeterError
+from harness.hosts.local import LocalHost
+from harness.hosts.ready import listening_ports
 from harness.meters.drivers import open_meter
 from harness.meters.recorder import Recorder
+from rigs.ports import free_port
 
 pytestmark = pytest.mark.skipif(shutil.which("ser2net") is None, reason="needs ser2net (make setup installs it)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _listening() -> set[int]:
-    out = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True, check=True).stdout
-    return {int(p[3].rsplit(":", 1)[1]) for p in (ln.split() for ln in out.splitlines()) if len(p) >= 4}
+    return listening_ports(LocalHost())
 
 
 @pytest.fixture
 def ser2net(tmp_path):
     """A ser2net 4 serving one emulated UM34C on loopback: raw TCP and RFC 2217 (telnet) accepters."""
     with DeviceProcess(tmp_path, model="um34c", profile=default_profile(base_w=2.7)):
-        raw, tel = _free_port(), _free_port()
+        raw, tel = free_port(), free_port()
         pts = str((tmp_path / "dev.pty").resolve())
         cfg = tmp_path / "ser2net.yaml"
         cfg.write_text(f"connection: &raw\n  accepter: tcp,127.0.0.1,{raw}\n  connector: serialdev,{pts},9600n81,local\n"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from harness.errors import NotReady
-from harness.hosts.local import BackgroundProcess
+from harness.hosts.local import BackgroundProcess, Host
 
 #: How much of an exited process's stderr goes into the error.
 STDERR_TAIL = 500
@@ -65,3 +65,14 @@ def wait_until(predicate: Callable[[], object], deadline_s: float, what: str, *,
 def time_left(end: float) -> float:
     """Seconds until the ``time.monotonic()`` instant ``end`` (never negative): one deadline over several waits."""
     return max(0.0, end - time.monotonic())
+
+
+def listening_ports(host: Host, timeout: float = 30.0) -> set[int]:
+    """The TCP ports something listens on in ``host`` (one ``ss -Hltn``; an MPTCP listener has a TCP one too)."""
+    res = host.run(["ss", "-Hltn"], check=False, timeout=timeout)
+    out = set()
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[3].rsplit(":", 1)[-1].isdigit():
+            out.add(int(parts[3].rsplit(":", 1)[-1]))
+    return out
