@@ -17,7 +17,9 @@ the climb beside Linux Cubic's, how often the window was full), the MPTCP-level 
 MPTCP-level socket's send buffer; ``--wmem-max`` and ``--window`` change the sender's buffers (controls).
 ``--ack-clock`` adds a capture on the sender's own interface: how soon and with how many segments each flow answers
 its ACKs, how long its ACKs take to come back, how the connection-level DATA_ACK moves, and what released each
-segment the flow sent (its own ACK, an ACK of the other subflow, none) with the FIFO's drops by cause.
+segment the flow sent (its own ACK, an ACK of the other subflow, none) with the FIFO's drops by cause, and whether the
+ACK covering each train starts at it, by the parity of the window it was sent into. ``--receiver`` adds captures on
+the receiver's interfaces: what sent each ACK (a segment's arrival, another subflow's, or later).
 ``--single-path-mptcp`` is the control with MPTCP: an MPTCP connection of one subflow on each path. ``--jitter MS``
 makes the delay line hold each packet up to MS longer (uniform, order kept): whether the subflows' extra drops are
 a phase effect of the rig's clockwork timing. ``--quickack`` makes the receiver acknowledge every segment at once (its
@@ -44,8 +46,8 @@ from rigs.cwnd_trace import CwndTrace, follows, name_sockets
 from rigs.cwnd_trace import flow_report as flow_windows
 from rigs.capture import (
     SPREAD_BINS, Capture, ack_clock, ack_pairing, ack_return, ack_spread, backlog_at_arrivals, backlog_by_flow,
-    came_after, data_acks, dropped, drops_by_cause, episode_shares, episodes, flow_report, phase_by_flow, send_causes,
-    since_departure, spread_bin,
+    came_after, data_acks, dropped, drops_by_cause, episode_shares, episodes, flow_report, phase_by_flow, receiver_acks,
+    send_causes, since_departure, spread_bin, train_alignment,
 )
 
 PREFIX = "mplab-bench-bur-"
@@ -87,6 +89,8 @@ def run(args, log) -> None:
                              else None)
                     sent = (stack.enter_context(Capture.at_sender(bn.snd, "s0", SERVER, tmp)) if args.ack_clock
                             else None)
+                    at_rcv = (stack.enter_context(Capture.at_receiver(bn.rcv, ("c1", "c2"), SERVER, tmp))
+                              if args.receiver else None)
                     with Capture(bn.bn, "b0", "b1", SERVER, tmp) as cap:
                         if args.single_path or args.single_path_mptcp:
                             c = bn.compete_single_path(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
@@ -105,7 +109,17 @@ def run(args, log) -> None:
                             clock.setdefault(flow, {}).update(ret)
                         for flow, pairing in ack_pairing(acks, sent_data, since=arrivals[0].t + args.omit).items():
                             clock.setdefault(flow, {})["pairing"] = pairing
+                        for flow, aligned in train_alignment(acks, sent_data, since=arrivals[0].t + args.omit).items():
+                            clock.setdefault(flow, {})["alignment"] = aligned
                         moved = data_acks(acks, ("sf1", "sf2"), since=arrivals[0].t + args.omit)
+                    receiver = None
+                    if at_rcv and arrivals:   # what sent each ACK at the receiver
+                        got = [p for dev in ("c1", "c2") for p in at_rcv.read(dev, flow_of)]
+                        sent_back = [a for dev in ("c1", "c2") for a in at_rcv.read_acks(dev, flow_of)]
+                        receiver = {"flows": receiver_acks(got, sent_back, since=arrivals[0].t + args.omit,
+                                                           connections=[("sf1", "sf2")],
+                                                           sent=sent.read("data", flow_of) if sent else ()),
+                                    "kernel_drops": at_rcv.kernel_drops}
                     sizes = segment_sizes(arrivals)
                     windows = cwnd_report(trace, args.omit, sizes) if trace else None
                 if not arrivals:
@@ -148,6 +162,9 @@ def run(args, log) -> None:
                                         "by_cause": by_cause}
                     print(ack_clock_table([rec]), flush=True)
                     print(cause_table([rec]), flush=True)
+                if receiver is not None:
+                    rec["receiver"] = receiver
+                    print(receiver_table([rec]), flush=True)
                 if windows is not None:
                     rec["cwnd"] = windows
                     # The MPTCP-level counters the run moved (nstat in both namespaces: reinjections, duplicates).
@@ -178,6 +195,30 @@ def ack_clock_table(recs: list[dict]) -> str:
                          f"{f['unanswered']:.3f} | {f.get('answered_elsewhere', '-')} | {f.get('return_ms_median', '-')}, "
                          f"{f.get('return_ms_p10', '-')}-{f.get('return_ms_p90', '-')} | "
                          f"{' / '.join(f'{v:.3f}' for v in f['sent_per_ack'].values()) if f.get('sent_per_ack') else '-'} |")
+    return "\n".join(lines)
+
+
+def receiver_table(recs: list[dict]) -> str:
+    """Per run and flow (``--receiver``): what sent its ACKs at the receiver (rigs/capture.py ``receiver_acks``), and
+    from the sender's capture (``--ack-clock``) whether the ACK covering a train starts at it, by the window's parity
+    (``train_alignment``)."""
+    lines = ["| side | round | ratio | flow | advancing ACKs | 1 / 2 / 3+ segments | sent at an arrival / another "
+             "subflow's / later | later: median, p90 (ms) | held at a second segment | ACKs without progress: "
+             "arrival / other / later | straddling, by trigger | trains with k odd; start when even / odd |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in recs:
+        for flow, f in sorted(((r.get("receiver") or {}).get("flows") or {}).items()):
+            st = f.get("straddling") or {}
+            al = ((r.get("ack_clock") or {}).get("flows", {}).get(flow) or {}).get("alignment")
+            aligned = f"{al['odd']}; {al['starts_when_even']} / {al['starts_when_odd']}" if al else "-"
+            lines.append(
+                f"| {side_of(r)} | {r['round']} | {r['ratio']:.2f} | {flow} | {f['acks']} | "
+                f"{f['segments_1']:.3f} / {f['segments_2']:.3f} / {f['segments_3+']:.3f} | "
+                f"{f['by_arrival']:.3f} / {f['by_sibling']:.3f} / {f['by_later']:.3f} | "
+                f"{f['later_ms_median']}, {f['later_ms_p90']} | {f['held']} | {f['acks_still']}: "
+                f"{f['still_by_arrival']} / {f['still_by_sibling']} / {f['still_by_later']} | "
+                f"{' / '.join(str(st.get(g)) for g in ('arrival', 'sibling', 'later')) if st else '-'} | "
+                f"{aligned} |")
     return "\n".join(lines)
 
 
@@ -394,6 +435,9 @@ def main() -> None:
                     help="iperf3 -l for the other side: the sending application's write size (default 128K)")
     ap.add_argument("--jitter", type=float, default=0.0,
                     help="the delay line holds each packet up to this many ms longer (uniform, order kept)")
+    ap.add_argument("--receiver", action="store_true",
+                    help="add captures on the receiver's interfaces: what sent each ACK (an arrival, another subflow's "
+                         "arrival, or later)")
     ap.add_argument("--quickack", action="store_true",
                     help="the receiver acknowledges every segment at once (route quickack), not every second one")
     ap.add_argument("--coupling", type=Path, nargs="+",
@@ -416,6 +460,8 @@ def main() -> None:
             print(cwnd_table([r for r in recs if "cwnd" in r]))
         if any("ack_clock" in r for r in recs):
             print(ack_clock_table([r for r in recs if "ack_clock" in r]))
+        if any("receiver" in r for r in recs):
+            print(receiver_table([r for r in recs if "receiver" in r]))
         if any((r.get("ack_clock") or {}).get("by_cause") for r in recs):
             with_causes = [r for r in recs if (r.get("ack_clock") or {}).get("by_cause")]
             print(cause_table(with_causes))

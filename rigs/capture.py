@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -131,6 +131,18 @@ def _after(a: int, b: int) -> bool:
     return 0 < (a - b) % 2**32 < 2**31
 
 
+def ack_progress(acks: Sequence[AckSeen]) -> Iterator[tuple[AckSeen, int | None, bool]]:
+    """Each ACK in time order, with its flow's highest ACK before it (None for the flow's first) and whether it
+    acknowledged new data (an *advancing* ACK: past that highest one)."""
+    highest: dict[str, int] = {}
+    for a in sorted(acks, key=lambda a: a.t):
+        prev = highest.get(a.flow)
+        advancing = prev is not None and _after(a.ack, prev)
+        if prev is None or advancing:
+            highest[a.flow] = a.ack
+        yield a, prev, advancing
+
+
 def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.0, prompt_s: float = 100e-6,
               connections: Iterable[Iterable[str]] = ()) -> dict[str, dict]:
     """How each flow's sender answers its ACKs, from one capture at the sender's interface (ACKs in, data out,
@@ -152,9 +164,8 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
     subflows), the share after which another subflow of its connection sent data before it did
     (``answered_elsewhere``).
     A flow's ACKs are those of its busiest connection (iperf3's control connection has the same ports)."""
-    acks = data_connection(acks)
-    events = sorted([(a.t, 0, a) for a in acks] + [(p.t, 1, p) for p in data], key=lambda e: (e[0], e[1]))
-    highest: dict[str, int] = {}
+    events = sorted([(a.t, 0, (a, adv)) for a, _, adv in ack_progress(data_connection(acks))]
+                    + [(p.t, 1, p) for p in data], key=lambda e: (e[0], e[1]))
     pending: dict[str, float] = {}          # flow -> time of its advancing ACK not yet answered
     sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
     waiting_first: set[str] = set()          # flows whose last advancing ACK no subflow of theirs answered yet
@@ -166,9 +177,8 @@ def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.
     per_ack: dict[str, Counter] = defaultdict(Counter)
     for t, kind, e in events:
         if kind == 0:
-            prev = highest.get(e.flow)
-            highest[e.flow] = e.ack if prev is None or _after(e.ack, prev) else prev
-            if prev is None or not _after(e.ack, prev) or t < since:
+            e, advancing = e
+            if not advancing or t < since:
                 continue
             if e.flow in pending:               # its previous advancing ACK got no answer before this one
                 unanswered[e.flow] += 1
@@ -232,20 +242,16 @@ def send_causes(acks: Sequence[AckSeen], data: Sequence[Packet], prompt_s: float
 
     At a full drop-tail FIFO a segment that replaces one that left keeps the queue as it was; one sent on another
     flow's ACK, or by no ACK at all, adds to it, as a window increase does."""
-    acks = data_connection(acks)
     sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
-    events = sorted([(a.t, 0, a) for a in acks] + [(p.t, 1, p) for p in data], key=lambda e: (e[0], e[1]))
-    highest: dict[str, int] = {}
+    events = sorted([(a.t, 0, (a, prev, adv)) for a, prev, adv in ack_progress(data_connection(acks))]
+                    + [(p.t, 1, p) for p in data], key=lambda e: (e[0], e[1]))
     # flow -> (time of its latest ACK, the range it newly acknowledged or None, the ACK's number)
     last: dict[str, tuple[float, tuple[int, int] | None, int]] = {}
     count: dict[tuple[str, int], int] = defaultdict(int)
     out = []
     for number, (t, kind, e) in enumerate(events):
         if kind == 0:
-            prev = highest.get(e.flow)
-            advancing = prev is not None and _after(e.ack, prev)
-            if prev is None or advancing:
-                highest[e.flow] = e.ack
+            e, prev, advancing = e
             last[e.flow] = (t, (prev, e.ack) if advancing else None, number)
             continue
         cause, ack_id, acked = "none", None, None
@@ -307,14 +313,9 @@ def ack_pairing(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 
     sent: dict[str, dict[int, tuple[int, float]]] = defaultdict(dict)   # flow -> seq -> (end, first sending)
     for p in data:
         sent[p.flow].setdefault(p.seq % 2**32, (p.end % 2**32, p.t))
-    highest: dict[str, int] = {}
     counts: dict[str, Counter] = defaultdict(Counter)
-    for a in sorted(acks, key=lambda a: a.t):
-        prev = highest.get(a.flow)
-        if prev is not None and not _after(a.ack, prev):
-            continue
-        highest[a.flow] = a.ack
-        if prev is None or a.t < since:
+    for a, prev, advancing in ack_progress(acks):
+        if not advancing or a.t < since:
             continue
         times, seq, segs = [], prev, sent.get(a.flow, {})
         while seq != a.ack and seq in segs and len(times) < 64:
@@ -333,6 +334,166 @@ def ack_pairing(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 
         multi = c["2"] + c["3+"]
         out[flow] = {"acks": c["acks"], **{f"segments_{k}": round(c[k] / c["acks"], 4) for k in ("1", "2", "3+")},
                      "straddling": round(c["straddling"] / multi, 4) if multi else None}
+    return out
+
+
+def train_alignment(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.0,
+                    together_s: float = 200e-6) -> dict[str, dict]:
+    """Whether a straddling ACK is set by the window's parity, from one capture at the sender's interface.
+
+    A sender answering an ACK that acknowledged up to A sends its *train* (segments sent together: first sendings
+    within ``together_s`` of the previous) right after the k segments still in flight. A receiver that acknowledges
+    every second segment from A on starts a new ACK at the train's first segment if k is even, and at the train's
+    second if k is odd: then every ACK covers the end of one train and the start of the next (``ack_pairing``'s
+    straddling ACKs) until the window's parity or the receiver's count changes. So where the receiver keeps its
+    count, the parity of k, taken when the train was sent, foretells whether the ACK that covers the train's first
+    segment starts there.
+
+    Per flow, over trains whose first segment was first sent at or after ``since``: the trains counted, the share
+    with k odd, and the share of trains whose first segment starts the ACK that covers it, for k even and for k
+    odd. Near 1 and near 0 mean the receiver kept its count over the round trip, and straddling follows the
+    window's parity; about equal shares mean something else moved the receiver's count. Trains whose k could not
+    be counted along the sent segments (a segment not seen) are left out."""
+    acks = data_connection(acks)
+    sent: dict[str, dict[int, int]] = defaultdict(dict)      # flow -> seq -> end (first sendings)
+    firsts: dict[str, list[Packet]] = defaultdict(list)      # flow -> its first sendings in time order
+    for p in sorted(data, key=lambda p: p.t):
+        if p.seq % 2**32 not in sent[p.flow]:
+            sent[p.flow][p.seq % 2**32] = p.end % 2**32
+            firsts[p.flow].append(p)
+    adv: dict[str, list[tuple[float, int, int]]] = defaultdict(list)    # flow -> (t, previous highest, ack)
+    for a, prev, advancing in ack_progress(acks):
+        if advancing:
+            adv[a.flow].append((a.t, prev, a.ack))
+    out = {}
+    for flow, ps in sorted(firsts.items()):
+        acked, segs = adv.get(flow, []), sent[flow]
+        counts: Counter = Counter()
+        at_time = covering = 0          # the latest advancing ACK before a train; the first one after its start
+        for before, p in zip([None, *ps], ps):
+            if before is not None and p.t - before.t <= together_s:
+                continue                 # not a train's first segment
+            while at_time < len(acked) and acked[at_time][0] < p.t:
+                at_time += 1
+            while covering < len(acked) and not _after(acked[covering][2], p.seq % 2**32):
+                covering += 1
+            if p.t < since or at_time == 0 or covering == len(acked):
+                continue
+            seq, k = acked[at_time - 1][2], 0
+            while seq != p.seq % 2**32 and seq in segs and k < 10_000:
+                seq, k = segs[seq], k + 1
+            if seq != p.seq % 2**32:
+                continue
+            parity = "odd" if k % 2 else "even"
+            counts[parity] += 1
+            counts[f"{parity}_starts"] += acked[covering][1] == p.seq % 2**32
+        n = counts["even"] + counts["odd"]
+        if n:
+            out[flow] = {"trains": n, "odd": round(counts["odd"] / n, 4),
+                         **{f"starts_when_{k}": round(counts[f"{k}_starts"] / counts[k], 4) if counts[k] else None
+                            for k in ("even", "odd")}}
+    return out
+
+
+#: What made a receiver send an ACK (``receiver_acks``), in the order they are tried.
+TRIGGERS = ("arrival", "sibling", "later")
+
+
+def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: float = 0.0, prompt_s: float = 50e-6,
+                  connections: Iterable[Iterable[str]] = (), sent: Sequence[Packet] = (),
+                  together_s: float = 200e-6) -> dict[str, dict]:
+    """What sent each ACK, from captures at the receiver's interfaces (data arriving, ACKs leaving; one clock).
+
+    A receiver acknowledges from the softirq that takes a segment in (Linux ``__tcp_ack_snd_check``: at once when
+    more than one full segment is unacknowledged and the window it would announce has not shrunk), or later: when
+    the application reads (``tcp_cleanup_rbuf``; for an MPTCP connection ``mptcp_cleanup_rbuf``, which may send on
+    every subflow), from the delayed-ACK timer, or, for an MPTCP subflow, when another subflow's segment moves the
+    connection. Each ACK of a flow's data connection at or after ``since`` is put down to the first of:
+    ``arrival``, a segment of its own flow arrived at most ``prompt_s`` before it; ``sibling``, a segment of
+    another subflow of its connection (``connections``) did; ``later``, neither.
+
+    Per flow, for the advancing ACKs (they acknowledged new data): how many, the shares of 1, 2 and 3 or more
+    segments covered, the share per trigger, and for ``later`` the time since the last segment it covered arrived
+    (ms: median, 90th percentile); for the ACKs that acknowledged nothing new (window updates and, on a subflow,
+    connection-level acknowledgements): how many and the share per trigger; ``held``, the share of the arrivals
+    that left more than one segment unacknowledged with no ACK within ``prompt_s``; and, with ``sent`` (the
+    sender's data, captured on the same clock), the share of two-segment ACKs per trigger whose segments the sender
+    had not sent together (``ack_pairing``'s straddling)."""
+    acks = data_connection(acks)
+    sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
+    segs: dict[str, dict[int, tuple[int, float]]] = defaultdict(dict)    # flow -> seq -> (end, first arrival)
+    for p in arrivals:
+        segs[p.flow].setdefault(p.seq % 2**32, (p.end % 2**32, p.t))
+    first_sent: dict[str, dict[int, float]] = defaultdict(dict)
+    for p in sent:
+        first_sent[p.flow].setdefault(p.seq % 2**32, p.t)
+    events = sorted([(p.t, 0, p) for p in arrivals]
+                    + [(a.t, 1, (a, prev, adv)) for a, prev, adv in ack_progress(acks)], key=lambda e: (e[0], e[1]))
+    last_arrival: dict[str, float] = {}
+    acked: dict[str, int] = {}             # flow -> the highest ACK it sent
+    awaiting: dict[str, float] = {}        # flow -> time of an arrival that left more than a segment unacknowledged
+    c: dict[str, Counter] = defaultdict(Counter)
+    later_ms: dict[str, list[float]] = defaultdict(list)
+    for t, kind, e in events:
+        if kind == 0:
+            last_arrival[e.flow] = t
+            top = acked.get(e.flow)
+            if top is not None and t >= since and e.flow not in awaiting and _after(e.end % 2**32, top):
+                # more than one segment's worth unacknowledged after this arrival
+                if (e.end - top) % 2**32 > e.end - e.seq:
+                    awaiting[e.flow] = t
+            continue
+        a, prev, advancing = e
+        if prev is None or advancing:
+            acked[a.flow] = a.ack
+        if a.flow in awaiting:
+            c[a.flow]["held"] += t - awaiting.pop(a.flow) > prompt_s
+            c[a.flow]["awaited"] += 1
+        if t < since or prev is None:
+            continue
+        own = last_arrival.get(a.flow)
+        if own is not None and t - own <= prompt_s:
+            trigger = "arrival"
+        elif any(t - last_arrival.get(f, -1.0) <= prompt_s for f in sibling.get(a.flow, ())):
+            trigger = "sibling"
+        else:
+            trigger = "later"
+        if not advancing:
+            c[a.flow][f"still_{trigger}"] += 1
+            c[a.flow]["still"] += 1
+            continue
+        seq, n, last_in, times = prev, 0, None, []
+        while seq != a.ack and seq in segs[a.flow] and n < 64:
+            times.append(first_sent[a.flow].get(seq))
+            seq, last_in = segs[a.flow][seq]
+            n += 1
+        if seq != a.ack:
+            continue
+        c[a.flow]["acks"] += 1
+        c[a.flow][f"segments_{min(n, 3)}"] += 1
+        c[a.flow][trigger] += 1
+        if trigger == "later":
+            later_ms[a.flow].append(1000 * (t - last_in))
+        if n == 2 and None not in times:
+            c[a.flow][f"pairs_{trigger}"] += 1
+            c[a.flow][f"straddling_{trigger}"] += abs(times[1] - times[0]) > together_s
+    out = {}
+    for flow, k in sorted(c.items()):
+        n = k["acks"]
+        if not n:
+            continue
+        xs = sorted(later_ms[flow])
+        out[flow] = {
+            "acks": n, **{f"segments_{i if i < 3 else '3+'}": round(k[f"segments_{i}"] / n, 4) for i in (1, 2, 3)},
+            **{f"by_{g}": round(k[g] / n, 4) for g in TRIGGERS},
+            "later_ms_median": round(percentile(xs, 0.5), 3) if xs else None,
+            "later_ms_p90": round(percentile(xs, 0.9), 3) if xs else None,
+            "acks_still": k["still"],
+            **{f"still_by_{g}": round(k[f"still_{g}"] / k["still"], 4) if k["still"] else None for g in TRIGGERS},
+            "held": round(k["held"] / k["awaited"], 4) if k["awaited"] else None}
+        if sent:
+            out[flow]["straddling"] = {g: round(k[f"straddling_{g}"] / k[f"pairs_{g}"], 4) if k[f"pairs_{g}"] else None
+                                       for g in TRIGGERS}
     return out
 
 
@@ -640,6 +801,15 @@ class Capture:
         cap = cls.__new__(cls)
         cap._setup(host, directory, {"data": lambda path: capture_argv(dev, "out", path, src),
                                      "acks": lambda path: ack_capture_argv(dev, path, src)})
+        return cap
+
+    @classmethod
+    def at_receiver(cls, host: NamespaceHost, devs: Sequence[str], peer: str, directory: str) -> Capture:
+        """The receiver's own interfaces: on each of ``devs`` (side named by it) the data arriving from ``peer`` and
+        the ACKs leaving for it (``read`` and ``read_acks`` of that side)."""
+        cap = cls.__new__(cls)
+        cap._setup(host, directory, {dev: lambda path, dev=dev: _tcpdump_argv(dev, "inout", path, f"tcp and host {peer}")
+                                     for dev in devs})
         return cap
 
     def _setup(self, host: NamespaceHost, directory: str, argv_of: dict) -> None:

@@ -325,3 +325,54 @@ def test_ack_pairing_counts_the_segments_each_ack_covered_and_the_acks_that_stra
     assert ack_pairing(acks, data, since=1.05)["sf1"]["acks"] == 2
     # A threshold above the 5 ms between sendings calls every pair together.
     assert ack_pairing(acks, data, together_s=0.006)["sf1"]["straddling"] == 0.0
+
+
+def test_train_alignment_foretells_from_the_windows_parity_where_the_ack_covering_a_train_starts():
+    from rigs.capture import AckSeen, train_alignment
+
+    # Segments of 10 bytes. sf1 keeps 2 segments in flight when it sends a train (k even): each train's first
+    # segment starts the ACK that covers it. sf2 keeps 1 (k odd, after a first train of 3): each ACK starts one
+    # segment before the train, at the end of the previous one.
+    def train(flow, t, *seqs):
+        return [Packet(t + 1e-5 * i, flow, s, s + 10) for i, s in enumerate(seqs)]
+
+    data = (train("sf1", 0.9, 0, 10) + train("sf1", 0.905, 20, 30) + train("sf1", 1.00001, 40, 50)
+            + train("sf1", 1.00501, 60, 70)
+            + train("sf2", 0.9, 0, 10, 20) + train("sf2", 1.00001, 30, 40) + train("sf2", 1.00501, 50, 60))
+    acks = [AckSeen(0.8, f, 0, 9) for f in ("sf1", "sf2")]
+    acks += [AckSeen(1.0, "sf1", 20, 9), AckSeen(1.005, "sf1", 40, 9), AckSeen(1.010, "sf1", 60, 9),
+             AckSeen(1.015, "sf1", 80, 9),
+             AckSeen(1.0, "sf2", 20, 9), AckSeen(1.005, "sf2", 40, 9), AckSeen(1.010, "sf2", 60, 9)]
+    out = train_alignment(acks, data)
+    # The trains sent before any ACK (no k) and those no ACK covers yet are not counted.
+    assert out["sf1"] == {"trains": 2, "odd": 0.0, "starts_when_even": 1.0, "starts_when_odd": None}
+    assert out["sf2"] == {"trains": 2, "odd": 1.0, "starts_when_even": None, "starts_when_odd": 0.0}
+    # With a threshold below the 10 us between a train's segments each segment is a train of its own.
+    assert train_alignment(acks, data, together_s=5e-6)["sf1"]["trains"] == 4
+
+
+def test_receiver_acks_puts_each_ack_down_to_an_arrival_another_subflows_arrival_or_later():
+    from rigs.capture import AckSeen, receiver_acks
+
+    # At the receiver: sf1's first pair is acknowledged at once; its second pair is held and acknowledged right
+    # after a segment of sf2 arrives; a fifth segment alone 3 ms after it arrived; then a window update.
+    arrivals = [Packet(1.0, "sf1", 0, 10), Packet(1.0006, "sf1", 10, 20), Packet(1.002, "sf1", 20, 30),
+                Packet(1.0026, "sf1", 30, 40), Packet(1.00448, "sf2", 0, 10), Packet(1.006, "sf1", 40, 50)]
+    acks = [AckSeen(0.99, "sf1", 0, 7), AckSeen(1.00061, "sf1", 20, 7), AckSeen(1.0045, "sf1", 40, 7),
+            AckSeen(1.009, "sf1", 50, 7), AckSeen(1.0091, "sf1", 50, 7)]
+    # The sender sent the first pair together and the second 1.5 ms apart.
+    sent = [Packet(0.95, "sf1", 0, 10), Packet(0.95001, "sf1", 10, 20), Packet(0.951, "sf1", 20, 30),
+            Packet(0.9525, "sf1", 30, 40), Packet(0.96, "sf1", 40, 50)]
+    out = receiver_acks(arrivals, acks, connections=[("sf1", "sf2")], sent=sent)["sf1"]
+    assert out["acks"] == 3
+    assert (out["segments_1"], out["segments_2"], out["segments_3+"]) == (
+        pytest.approx(1 / 3, abs=1e-4), pytest.approx(2 / 3, abs=1e-4), 0.0)
+    assert [out[f"by_{g}"] for g in ("arrival", "sibling", "later")] == [pytest.approx(1 / 3, abs=1e-4)] * 3
+    assert out["later_ms_median"] == pytest.approx(3.0)
+    assert (out["acks_still"], out["still_by_later"]) == (1, 1.0)
+    # Two arrivals left more than a segment unacknowledged; the second waited 1.9 ms.
+    assert out["held"] == 0.5
+    assert out["straddling"] == {"arrival": 0.0, "sibling": 1.0, "later": None}
+    # Without the connection, the ACK after sf2's segment is a later one.
+    alone = receiver_acks(arrivals, acks)["sf1"]
+    assert (alone["by_sibling"], alone["by_later"]) == (0.0, pytest.approx(2 / 3, abs=1e-4))
