@@ -477,6 +477,13 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
         if n == 2 and None not in times:
             c[a.flow][f"pairs_{trigger}"] += 1
             c[a.flow][f"straddling_{trigger}"] += abs(times[1] - times[0]) > together_s
+        nxt = first_sent[a.flow].get(a.ack)
+        if times and times[-1] is not None and nxt is not None:
+            # The ACK ends where a train ends: the segment after it was sent apart from the last one it covers.
+            c[a.flow][f"known_{min(n, 3)}"] += 1
+            c[a.flow][f"ends_{min(n, 3)}"] += nxt - times[-1] > together_s
+        if n == 1:
+            c[a.flow][f"one_{trigger}"] += 1
     out = {}
     for flow, k in sorted(c.items()):
         n = k["acks"]
@@ -491,9 +498,13 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
             "acks_still": k["still"],
             **{f"still_by_{g}": round(k[f"still_{g}"] / k["still"], 4) if k["still"] else None for g in TRIGGERS},
             "held": round(k["held"] / k["awaited"], 4) if k["awaited"] else None}
+        if k["segments_1"]:
+            out[flow]["one_segment_by"] = {g: round(k[f"one_{g}"] / k["segments_1"], 4) for g in TRIGGERS}
         if sent:
             out[flow]["straddling"] = {g: round(k[f"straddling_{g}"] / k[f"pairs_{g}"], 4) if k[f"pairs_{g}"] else None
                                        for g in TRIGGERS}
+            out[flow]["ends_a_train"] = {("3+" if i == 3 else str(i)): round(k[f"ends_{i}"] / k[f"known_{i}"], 4)
+                                         if k[f"known_{i}"] else None for i in (1, 2, 3)}
     return out
 
 

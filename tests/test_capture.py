@@ -360,9 +360,9 @@ def test_receiver_acks_puts_each_ack_down_to_an_arrival_another_subflows_arrival
                 Packet(1.0026, "sf1", 30, 40), Packet(1.00448, "sf2", 0, 10), Packet(1.006, "sf1", 40, 50)]
     acks = [AckSeen(0.99, "sf1", 0, 7), AckSeen(1.00061, "sf1", 20, 7), AckSeen(1.0045, "sf1", 40, 7),
             AckSeen(1.009, "sf1", 50, 7), AckSeen(1.0091, "sf1", 50, 7)]
-    # The sender sent the first pair together and the second 1.5 ms apart.
-    sent = [Packet(0.95, "sf1", 0, 10), Packet(0.95001, "sf1", 10, 20), Packet(0.951, "sf1", 20, 30),
-            Packet(0.9525, "sf1", 30, 40), Packet(0.96, "sf1", 40, 50)]
+    # The sender sent the first three segments together (one train), the fourth 1.5 ms later, then one train each.
+    sent = [Packet(0.95, "sf1", 0, 10), Packet(0.95001, "sf1", 10, 20), Packet(0.95002, "sf1", 20, 30),
+            Packet(0.9515, "sf1", 30, 40), Packet(0.96, "sf1", 40, 50), Packet(0.97, "sf1", 50, 60)]
     out = receiver_acks(arrivals, acks, connections=[("sf1", "sf2")], sent=sent)["sf1"]
     assert out["acks"] == 3
     assert (out["segments_1"], out["segments_2"], out["segments_3+"]) == (
@@ -373,6 +373,9 @@ def test_receiver_acks_puts_each_ack_down_to_an_arrival_another_subflows_arrival
     # Two arrivals left more than a segment unacknowledged; the second waited 1.9 ms.
     assert out["held"] == 0.5
     assert out["straddling"] == {"arrival": 0.0, "sibling": 1.0, "later": None}
+    # The first ACK ends inside the first train, the second and the one-segment ACK where a train ends.
+    assert out["ends_a_train"] == {"1": 1.0, "2": 0.5, "3+": None}
+    assert out["one_segment_by"] == {"arrival": 0.0, "sibling": 0.0, "later": 1.0}
     # Without the connection, the ACK after sf2's segment is a later one.
     alone = receiver_acks(arrivals, acks)["sf1"]
     assert (alone["by_sibling"], alone["by_later"]) == (0.0, pytest.approx(2 / 3, abs=1e-4))
