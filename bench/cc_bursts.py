@@ -118,7 +118,7 @@ def run(args, log) -> None:
                         sent_back = [a for dev in ("c1", "c2") for a in at_rcv.read_acks(dev, flow_of)]
                         receiver = {"flows": receiver_acks(got, sent_back, since=arrivals[0].t + args.omit,
                                                            connections=[("sf1", "sf2")],
-                                                           sent=sent.read("data", flow_of) if sent else ()),
+                                                           sent=sent_data if sent else ()),
                                     "kernel_drops": at_rcv.kernel_drops}
                     sizes = segment_sizes(arrivals)
                     windows = cwnd_report(trace, args.omit, sizes) if trace else None

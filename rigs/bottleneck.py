@@ -418,8 +418,8 @@ class SharedBottleneck:
         if not any(p.label == label for p in self._servers):
             self._servers += [self.snd.start(self.iperf3.server_argv(port, mptcp=mptcp), label=label)
                               for port in PATH_PORTS]
-            wait_until(lambda: all(f":{port} " in self.snd.run(["ss", "-Hltn"], check=False).stdout
-                                   for port in PATH_PORTS), 10, f"iperf3 servers on {PATH_PORTS}", poll_s=0.05)
+            wait_until(lambda: set(PATH_PORTS) <= listening_ports(self.snd), 10, f"iperf3 servers on {PATH_PORTS}",
+                       poll_s=0.05)
         paths = {"path1": (PATH_PORTS[0], mptcp, "10.77.1.2"), "path2": (PATH_PORTS[1], mptcp, "10.77.2.2")}
         procs = self._clients(cc, tcp_cc, paths, duration_s, omit_s, lead)
         release(procs, tcp_lead_s)

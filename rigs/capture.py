@@ -143,6 +143,27 @@ def ack_progress(acks: Sequence[AckSeen]) -> Iterator[tuple[AckSeen, int | None,
         yield a, prev, advancing
 
 
+def first_seen(packets: Iterable[Packet]) -> dict[str, dict[int, tuple[int, float]]]:
+    """Per flow, each segment's end and the time it was first seen (``seq -> (end, t)``, sequence numbers mod
+    2^32, in time order): a retransmission keeps its first sending's or arrival's time."""
+    out: dict[str, dict[int, tuple[int, float]]] = defaultdict(dict)
+    for p in sorted(packets, key=lambda p: p.t):
+        out[p.flow].setdefault(p.seq % 2**32, (p.end % 2**32, p.t))
+    return out
+
+
+def _along(segs: dict[int, tuple[int, float]], start: int, stop: int, limit: int) -> list[int] | None:
+    """The sequence numbers of the segments from ``start`` up to ``stop`` along ``segs`` (``first_seen``'s), or None
+    where that range does not run along them (a segment not seen) or holds more than ``limit``."""
+    seqs, seq = [], start
+    while seq != stop:
+        if seq not in segs or len(seqs) >= limit:
+            return None
+        seqs.append(seq)
+        seq = segs[seq][0]
+    return seqs
+
+
 def ack_clock(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 0.0, prompt_s: float = 100e-6,
               connections: Iterable[Iterable[str]] = ()) -> dict[str, dict]:
     """How each flow's sender answers its ACKs, from one capture at the sender's interface (ACKs in, data out,
@@ -310,19 +331,16 @@ def ack_pairing(acks: Sequence[AckSeen], data: Sequence[Packet], since: float = 
     apart (``ack_spread``). ACKs whose range does not run along the flow's sent segments (a segment not seen) are
     left out."""
     acks = data_connection(acks)
-    sent: dict[str, dict[int, tuple[int, float]]] = defaultdict(dict)   # flow -> seq -> (end, first sending)
-    for p in data:
-        sent[p.flow].setdefault(p.seq % 2**32, (p.end % 2**32, p.t))
+    sent = first_seen(data)
     counts: dict[str, Counter] = defaultdict(Counter)
     for a, prev, advancing in ack_progress(acks):
         if not advancing or a.t < since:
             continue
-        times, seq, segs = [], prev, sent.get(a.flow, {})
-        while seq != a.ack and seq in segs and len(times) < 64:
-            seq, t = segs[seq]
-            times.append(t)
-        if seq != a.ack or not times:
+        segs = sent.get(a.flow, {})
+        covered = _along(segs, prev, a.ack, 64)
+        if not covered:
             continue
+        times = [segs[q][1] for q in covered]
         n = len(times)
         c = counts[a.flow]
         c["acks"] += 1
@@ -355,38 +373,33 @@ def train_alignment(acks: Sequence[AckSeen], data: Sequence[Packet], since: floa
     window's parity; about equal shares mean something else moved the receiver's count. Trains whose k could not
     be counted along the sent segments (a segment not seen) are left out."""
     acks = data_connection(acks)
-    sent: dict[str, dict[int, int]] = defaultdict(dict)      # flow -> seq -> end (first sendings)
-    firsts: dict[str, list[Packet]] = defaultdict(list)      # flow -> its first sendings in time order
-    for p in sorted(data, key=lambda p: p.t):
-        if p.seq % 2**32 not in sent[p.flow]:
-            sent[p.flow][p.seq % 2**32] = p.end % 2**32
-            firsts[p.flow].append(p)
+    sent = first_seen(data)
     adv: dict[str, list[tuple[float, int, int]]] = defaultdict(list)    # flow -> (t, previous highest, ack)
     for a, prev, advancing in ack_progress(acks):
         if advancing:
             adv[a.flow].append((a.t, prev, a.ack))
     out = {}
-    for flow, ps in sorted(firsts.items()):
-        acked, segs = adv.get(flow, []), sent[flow]
+    for flow, segs in sorted(sent.items()):
+        acked = adv.get(flow, [])
         counts: Counter = Counter()
         at_time = covering = 0          # the latest advancing ACK before a train; the first one after its start
-        for before, p in zip([None, *ps], ps):
-            if before is not None and p.t - before.t <= together_s:
+        before = None                   # the first sending before this one
+        for seq, (_, t) in segs.items():
+            t_before, before = before, t
+            if t_before is not None and t - t_before <= together_s:
                 continue                 # not a train's first segment
-            while at_time < len(acked) and acked[at_time][0] < p.t:
+            while at_time < len(acked) and acked[at_time][0] < t:
                 at_time += 1
-            while covering < len(acked) and not _after(acked[covering][2], p.seq % 2**32):
+            while covering < len(acked) and not _after(acked[covering][2], seq):
                 covering += 1
-            if p.t < since or at_time == 0 or covering == len(acked):
+            if t < since or at_time == 0 or covering == len(acked):
                 continue
-            seq, k = acked[at_time - 1][2], 0
-            while seq != p.seq % 2**32 and seq in segs and k < 10_000:
-                seq, k = segs[seq], k + 1
-            if seq != p.seq % 2**32:
+            in_flight = _along(segs, acked[at_time - 1][2], seq, 10_000)
+            if in_flight is None:
                 continue
-            parity = "odd" if k % 2 else "even"
+            parity = "odd" if len(in_flight) % 2 else "even"
             counts[parity] += 1
-            counts[f"{parity}_starts"] += acked[covering][1] == p.seq % 2**32
+            counts[f"{parity}_starts"] += acked[covering][1] == seq
         n = counts["even"] + counts["odd"]
         if n:
             out[flow] = {"trains": n, "odd": round(counts["odd"] / n, 4),
@@ -421,12 +434,8 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
     had not sent together (``ack_pairing``'s straddling)."""
     acks = data_connection(acks)
     sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
-    segs: dict[str, dict[int, tuple[int, float]]] = defaultdict(dict)    # flow -> seq -> (end, first arrival)
-    for p in arrivals:
-        segs[p.flow].setdefault(p.seq % 2**32, (p.end % 2**32, p.t))
-    first_sent: dict[str, dict[int, float]] = defaultdict(dict)
-    for p in sent:
-        first_sent[p.flow].setdefault(p.seq % 2**32, p.t)
+    segs = first_seen(arrivals)
+    first_sent = first_seen(sent)
     events = sorted([(p.t, 0, p) for p in arrivals]
                     + [(a.t, 1, (a, prev, adv)) for a, prev, adv in ack_progress(acks)], key=lambda e: (e[0], e[1]))
     last_arrival: dict[str, float] = {}
@@ -462,13 +471,11 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
             c[a.flow][f"still_{trigger}"] += 1
             c[a.flow]["still"] += 1
             continue
-        seq, n, last_in, times = prev, 0, None, []
-        while seq != a.ack and seq in segs[a.flow] and n < 64:
-            times.append(first_sent[a.flow].get(seq))
-            seq, last_in = segs[a.flow][seq]
-            n += 1
-        if seq != a.ack:
+        covered = _along(segs[a.flow], prev, a.ack, 64)
+        if covered is None:
             continue
+        n, last_in = len(covered), segs[a.flow][covered[-1]][1] if covered else None
+        times = [first_sent[a.flow][q][1] if q in first_sent[a.flow] else None for q in covered]
         c[a.flow]["acks"] += 1
         c[a.flow][f"segments_{min(n, 3)}"] += 1
         c[a.flow][trigger] += 1
@@ -481,7 +488,7 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
         if times and times[-1] is not None and nxt is not None:
             # The ACK ends where a train ends: the segment after it was sent apart from the last one it covers.
             c[a.flow][f"known_{min(n, 3)}"] += 1
-            c[a.flow][f"ends_{min(n, 3)}"] += nxt - times[-1] > together_s
+            c[a.flow][f"ends_{min(n, 3)}"] += nxt[1] - times[-1] > together_s
         if n == 1:
             c[a.flow][f"one_{trigger}"] += 1
     out = {}

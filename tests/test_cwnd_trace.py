@@ -156,7 +156,7 @@ def test_the_kernels_tracepoints_show_a_cubic_flows_losses_at_a_shallow_fifo(pre
     the trace must see its ACKs, several loss reductions cut to Linux Cubic's 0.7, and a climb back; a tracer
     that read the wrong socket, the wrong port or a lost buffer would not."""
     from harness.hosts.local import LocalHost, NamespaceHost
-    from harness.hosts.ready import wait_until
+    from harness.hosts.ready import listening_ports, wait_until
     from harness.hosts.netcmd import addr_add_argv, link_up_argv, netns_add_argv, offloads_off_argv, veth_argv
     from harness.upkeep.clean import clean_prefix
     from rigs.cwnd_trace import INSTANCE_PREFIX, TRACEFS, CwndTrace
@@ -174,7 +174,7 @@ def test_the_kernels_tracepoints_show_a_cubic_flows_losses_at_a_shallow_fifo(pre
             host.run(offloads_off_argv(dev), check=False)
         a.run(["tc", "qdisc", "add", "dev", "cw0", "root", "tbf", "rate", "10mbit", "burst", "3028", "limit", "20000"])
         server = a.start(["iperf3", "-s", "-1", "-p", "5399"], label="iperf3-server")
-        wait_until(lambda: ":5399 " in a.run(["ss", "-Hltn"], check=False).stdout, 10, "iperf3 server", poll_s=0.05)
+        wait_until(lambda: 5399 in listening_ports(a), 10, "iperf3 server", poll_s=0.05)
         with CwndTrace([5399], str(tmp_path)) as trace:
             # -C reaches the sending (server) socket by setsockopt, which root may do whatever the machine's
             # allowed list says (a namespace's sysctl default may not: cubic is not on this machine's list).
