@@ -23,7 +23,9 @@ the receiver's interfaces: what sent each ACK (a segment's arrival, another subf
 ``--single-path-mptcp`` is the control with MPTCP: an MPTCP connection of one subflow on each path. ``--jitter MS``
 makes the delay line hold each packet up to MS longer (uniform, order kept): whether the subflows' extra drops are
 a phase effect of the rig's clockwork timing. ``--quickack`` makes the receiver acknowledge every segment at once (its
-routes' ``quickack 1``): without delayed ACKs each ACK covers one segment.
+routes' ``quickack 1``): without delayed ACKs each ACK covers one segment. ``--strip-psh tcp`` (or ``all``) clears
+PSH on the TCP flow's data (every flow's) before the receiver's TCP sees it: Linux's TCP receiver acknowledges a
+pushed full-sized segment as soon as the application has read it, which ends its ACKs where the sender's pushes end.
 
     nice -n 10 uv run --frozen python bench/cc_bursts.py --delay 20 --bdp 2 --algorithms cubic,lia \\
         --competitor cubic --runs 2 --duration 30 --out bench/results/cc_bursts.jsonl
@@ -51,6 +53,8 @@ from rigs.capture import (
 )
 
 PREFIX = "mplab-bench-bur-"
+#: ``--strip-psh``: whose data reaches the receiver's TCP without PSH (server ports).
+STRIP_PSH = {None: (), "tcp": (TCP_PORT,), "all": (MPTCP_PORT, TCP_PORT, *PATH_PORTS)}
 MSS_WIRE = 1514
 #: The rig's segment size (1500-byte MTU, IPv4, TCP timestamps).
 MSS = 1448
@@ -79,7 +83,7 @@ def run(args, log) -> None:
     with SharedBottleneck(PREFIX, list(ccs.values()), rate_mbit=args.rate, buffer_bytes=buf, qdisc="htb",
                           path_delay_ms=(2 * args.delay, 2 * args.delay), subflows=args.subflows,
                           window=args.window, block=args.block, jitter_ms=args.jitter,
-                          receiver_quickack=args.quickack) as bn:
+                          receiver_quickack=args.quickack, receiver_strip_psh=STRIP_PSH[args.strip_psh]) as bn:
         if args.wmem_max:  # the sender's socket buffers' ceiling (an MPTCP connection's is its subflows' sum)
             bn.snd.run(["sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {args.wmem_max}"])
         for rnd in range(args.runs):
@@ -91,6 +95,7 @@ def run(args, log) -> None:
                             else None)
                     at_rcv = (stack.enter_context(Capture.at_receiver(bn.rcv, ("c1", "c2"), SERVER, tmp))
                               if args.receiver else None)
+                    stripped_before = bn.psh_stripped()
                     with Capture(bn.bn, "b0", "b1", SERVER, tmp) as cap:
                         if args.single_path or args.single_path_mptcp:
                             c = bn.compete_single_path(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
@@ -98,6 +103,7 @@ def run(args, log) -> None:
                         else:
                             c = bn.compete(cc, duration_s=args.duration, omit_s=args.omit, tcp_cc=comp,
                                            tcp_lead_s=args.tcp_lead, probe=args.cwnd)
+                    stripped = bn.psh_stripped()
                     arrivals, departures = cap.read("in", flow_of), cap.read("out", flow_of)
                     stack.close()  # the trace and the sender's capture end with the run
                     clock = None
@@ -154,6 +160,8 @@ def run(args, log) -> None:
                        "competitor": comp.algorithm, "duration_s": args.duration, "omit_s": args.omit,
                        "wmem_max": args.wmem_max, "window": args.window, "block": args.block,
                        "jitter_ms": args.jitter, "receiver_quickack": args.quickack,
+                       "receiver_strip_psh": args.strip_psh,
+                       "psh_stripped": None if stripped is None else stripped - stripped_before,
                        "ratio": round(c.ratio, 3), "train_gap_s": pkt_s / 2,
                        "capture_kernel_drops": cap.kernel_drops, "flows": flows, "episodes": len(eps),
                        "episode_flows": [sorted(e) for e in eps], "time": time.time()}
@@ -179,7 +187,8 @@ def run(args, log) -> None:
 
 def side_of(rec: dict) -> str:
     """A recorded run's other side (the MPTCP connection, the single-path pair, ...) and how the receiver ACKed."""
-    return rec.get("side", "mptcp") + (", receiver quickack" if rec.get("receiver_quickack") else "")
+    return (rec.get("side", "mptcp") + (", receiver quickack" if rec.get("receiver_quickack") else "")
+            + (f", PSH stripped ({rec['receiver_strip_psh']})" if rec.get("receiver_strip_psh") else ""))
 
 
 def ack_clock_table(recs: list[dict]) -> str:
@@ -204,8 +213,9 @@ def receiver_table(recs: list[dict]) -> str:
     (``train_alignment``)."""
     lines = ["| side | round | ratio | flow | advancing ACKs | 1 / 2 / 3+ segments | sent at an arrival / another "
              "subflow's / later | later: median, p90 (ms) | held at a second segment | ACKs without progress: "
-             "arrival / other / later | straddling, by trigger | trains with k odd; start when even / odd |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "arrival / other / later | straddling, by trigger | trains with k odd; start when even / odd | "
+             "PSH: arrivals / ACKs ending on one / 1-segment ACKs on one |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         for flow, f in sorted(((r.get("receiver") or {}).get("flows") or {}).items()):
             st = f.get("straddling") or {}
@@ -218,7 +228,8 @@ def receiver_table(recs: list[dict]) -> str:
                 f"{f['later_ms_median']}, {f['later_ms_p90']} | {f['held']} | {f['acks_still']}: "
                 f"{f['still_by_arrival']} / {f['still_by_sibling']} / {f['still_by_later']} | "
                 f"{' / '.join(str(st.get(g)) for g in ('arrival', 'sibling', 'later')) if st else '-'} | "
-                f"{aligned} |")
+                f"{aligned} | {f.get('pushed', '-')} / {f.get('ends_on_push', '-')} / "
+                f"{f.get('one_segment_pushed', '-')} |")
     return "\n".join(lines)
 
 
@@ -438,6 +449,8 @@ def main() -> None:
     ap.add_argument("--receiver", action="store_true",
                     help="add captures on the receiver's interfaces: what sent each ACK (an arrival, another subflow's "
                          "arrival, or later)")
+    ap.add_argument("--strip-psh", choices=sorted(k for k in STRIP_PSH if k), default=None,
+                    help="the receiver's TCP never sees PSH on the TCP flow's data (tcp) or on every flow's (all)")
     ap.add_argument("--quickack", action="store_true",
                     help="the receiver acknowledges every segment at once (route quickack), not every second one")
     ap.add_argument("--coupling", type=Path, nargs="+",

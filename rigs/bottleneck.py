@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from harness.cc import CongestionControl, bpfcc
@@ -231,6 +232,26 @@ def release(procs: dict, tcp_lead_s: float) -> None:
                 p.release()
 
 
+PSH_TABLE = "mplab_psh"
+
+
+def strip_psh_argvs(ports: Sequence[int]) -> list[list[str]]:
+    """nft commands that clear PSH on the data segments from these source ports before the host's TCP sees them
+    (prerouting, the mangle priority; nftables fixes the checksum), counting them in counter ``stripped``.
+    nftables sets a field only to a constant, so there is one rule per combination of flags: ACK+PSH (a data
+    segment) and FIN+ACK+PSH (the last one); the rig's connections negotiate no ECN. Empty without ports."""
+    if not ports:
+        return []
+    cmds = [["nft", "add", "table", "ip", PSH_TABLE],
+            ["nft", "add", "chain", "ip", PSH_TABLE, "pre", "{", "type", "filter", "hook", "prerouting", "priority",
+             "-150", ";", "policy", "accept", ";", "}"],
+            ["nft", "add", "counter", "ip", PSH_TABLE, "stripped"]]
+    for pushed, cleared in (("psh|ack", "ack"), ("fin|psh|ack", "fin|ack")):
+        cmds.append(["nft", "add", "rule", "ip", PSH_TABLE, "pre", "tcp", "sport", "{", ", ".join(map(str, ports)), "}",
+                     "tcp", "flags", "==", pushed, "counter", "name", "stripped", "tcp", "flags", "set", cleared])
+    return cmds
+
+
 class SharedBottleneck:
     """The topology above; a context manager that removes everything it made."""
 
@@ -240,7 +261,8 @@ class SharedBottleneck:
                  sender_sysctls: dict[str, str | int] | None = None,
                  receiver_sysctls: dict[str, str | int] | None = None, random_loss_pct: float = 0.0,
                  subflows: int = 2, window: str | None = None, block: str | None = None,
-                 jitter_ms: float = 0.0, receiver_quickack: bool = False) -> None:
+                 jitter_ms: float = 0.0, receiver_quickack: bool = False,
+                 receiver_strip_psh: Sequence[int] = ()) -> None:
         self.prefix = prefix
         #: One-way delay towards the receiver, by the user-space delay line in ``rtr`` (0: none).
         self.base_delay_ms = base_delay_ms
@@ -253,6 +275,9 @@ class SharedBottleneck:
         #: The receiver acknowledges every segment at once (its routes' ``quickack 1``) instead of every second one
         #: (delayed ACKs, the default): a diagnostic for how delayed ACKs pair the senders' segments at the FIFO.
         self.receiver_quickack = receiver_quickack
+        #: The receiver's TCP never sees PSH on data from these server ports (nftables clears it as the segments come
+        #: in; captures on its interfaces still show it): a diagnostic for the ACKs Linux sends on a pushed segment.
+        self.receiver_strip_psh = tuple(receiver_strip_psh)
         if qdisc not in ("tbf", "htb"):
             raise ValueError(f"qdisc must be tbf or htb, not {qdisc!r}")
         self.qdisc = qdisc
@@ -332,6 +357,8 @@ class SharedBottleneck:
         rcv.run(route_add_argv("default", via="10.77.1.1", dev="c1") + quickack)
         rcv.run(route_add_argv("default", via="10.77.2.1", dev="c2", table=102) + quickack)
         rcv.run(rule_add_argv("10.77.2.2", 102, 1001))
+        for argv in strip_psh_argvs(self.receiver_strip_psh):
+            rcv.run(argv)
         if self.qdisc == "htb":
             for argv in htb_bottleneck_argvs("b1", self.rate_mbit, self.buffer_bytes):
                 bn.run(argv)
@@ -356,6 +383,13 @@ class SharedBottleneck:
         wait_until(lambda: {MPTCP_PORT, TCP_PORT} <= listening_ports(snd), 10,
                    f"iperf3 servers on {MPTCP_PORT} and {TCP_PORT} in the shared-bottleneck topology",
                    poll_s=0.05)
+
+    def psh_stripped(self) -> int | None:
+        """Segments whose PSH the receiver's nftables cleared so far (None: the rig strips none)."""
+        if not self.receiver_strip_psh:
+            return None
+        out = self.rcv.run(["nft", "list", "counter", "ip", PSH_TABLE, "stripped"]).stdout
+        return int(re.search(r"packets (\d+)", out).group(1))
 
     def compete(self, cc: CongestionControl, duration_s: int = 12, omit_s: int = 3, *,
                 tcp_cc: CongestionControl | None = None, probe: bool = False, tcp_lead_s: float = 0.0) -> Competition:

@@ -35,7 +35,7 @@ ACK_FILTER = "tcp and dst host {dst} and less 200"
 
 #: One tcpdump text line (``-tt -n -S``) of a data segment: time, source, destination, sequence range.
 _LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+): "
-                   r"Flags \[[^\]]*\], seq (\d+):(\d+)")
+                   r"Flags \[([^\]]*)\], seq (\d+):(\d+)")
 #: One tcpdump text line (``-tt -n -S``) of a segment carrying an ACK: time, source, destination, the ACK number.
 _ACK_LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+): "
                        r"Flags \[[^\]]*\], (?:seq \d+(?::\d+)?, )?ack (\d+), win (\d+)")
@@ -49,6 +49,8 @@ class Packet:
     flow: str
     seq: int
     end: int
+    #: The segment carried PSH (tcpdump's ``P``): its sender marked the end of what it had queued.
+    psh: bool = False
 
 
 def capture_argv(dev: str, direction: str, path: str, src: str) -> list[str]:
@@ -82,7 +84,7 @@ def parse(text: str, flow_of) -> list[Packet]:
     for m in _matching(text, _LINE):
         flow = flow_of(int(m.group(3)), m.group(4))
         if flow is not None:
-            out.append(Packet(float(m.group(1)), flow, int(m.group(6)), int(m.group(7))))
+            out.append(Packet(float(m.group(1)), flow, int(m.group(7)), int(m.group(8)), "P" in m.group(6)))
     return out
 
 
@@ -431,10 +433,17 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
     connection-level acknowledgements): how many and the share per trigger; ``held``, the share of the arrivals
     that left more than one segment unacknowledged with no ACK within ``prompt_s``; and, with ``sent`` (the
     sender's data, captured on the same clock), the share of two-segment ACKs per trigger whose segments the sender
-    had not sent together (``ack_pairing``'s straddling)."""
+    had not sent together (``ack_pairing``'s straddling).
+
+    PSH (``Packet.psh``): the share of the flow's arrivals that carried it (``pushed``), of its advancing ACKs whose
+    last segment carried it (``ends_on_push``), and of its one-segment ACKs whose segment did (``one_segment_pushed``).
+    Linux's TCP receiver acknowledges a full-sized segment with PSH as soon as the application has read everything
+    (``tcp_measure_rcv_mss`` sets ``ICSK_ACK_PUSHED``; ``__tcp_cleanup_rbuf``), so a receiver that honours it ends
+    its ACKs where the sender's pushes end."""
     acks = data_connection(acks)
     sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
     segs = first_seen(arrivals)
+    pushed = {(p.flow, p.seq % 2**32) for p in arrivals if p.psh}
     first_sent = first_seen(sent)
     events = sorted([(p.t, 0, p) for p in arrivals]
                     + [(a.t, 1, (a, prev, adv)) for a, prev, adv in ack_progress(acks)], key=lambda e: (e[0], e[1]))
@@ -446,6 +455,9 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
     for t, kind, e in events:
         if kind == 0:
             last_arrival[e.flow] = t
+            if t >= since:
+                c[e.flow]["arrived"] += 1
+                c[e.flow]["arrived_pushed"] += e.psh
             top = acked.get(e.flow)
             if top is not None and t >= since and e.flow not in awaiting and _after(e.end % 2**32, top):
                 # more than one segment's worth unacknowledged after this arrival
@@ -478,6 +490,7 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
         times = [first_sent[a.flow][q][1] if q in first_sent[a.flow] else None for q in covered]
         c[a.flow]["acks"] += 1
         c[a.flow][f"segments_{min(n, 3)}"] += 1
+        c[a.flow]["ends_on_push"] += (a.flow, covered[-1]) in pushed
         c[a.flow][trigger] += 1
         if trigger == "later":
             later_ms[a.flow].append(1000 * (t - last_in))
@@ -491,6 +504,7 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
             c[a.flow][f"ends_{min(n, 3)}"] += nxt[1] - times[-1] > together_s
         if n == 1:
             c[a.flow][f"one_{trigger}"] += 1
+            c[a.flow]["one_pushed"] += (a.flow, covered[0]) in pushed
     out = {}
     for flow, k in sorted(c.items()):
         n = k["acks"]
@@ -504,9 +518,12 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
             "later_ms_p90": round(percentile(xs, 0.9), 3) if xs else None,
             "acks_still": k["still"],
             **{f"still_by_{g}": round(k[f"still_{g}"] / k["still"], 4) if k["still"] else None for g in TRIGGERS},
-            "held": round(k["held"] / k["awaited"], 4) if k["awaited"] else None}
+            "held": round(k["held"] / k["awaited"], 4) if k["awaited"] else None,
+            "pushed": round(k["arrived_pushed"] / k["arrived"], 4) if k["arrived"] else None,
+            "ends_on_push": round(k["ends_on_push"] / n, 4)}
         if k["segments_1"]:
             out[flow]["one_segment_by"] = {g: round(k[f"one_{g}"] / k["segments_1"], 4) for g in TRIGGERS}
+            out[flow]["one_segment_pushed"] = round(k["one_pushed"] / k["segments_1"], 4)
         if sent:
             out[flow]["straddling"] = {g: round(k[f"straddling_{g}"] / k[f"pairs_{g}"], 4) if k[f"pairs_{g}"] else None
                                        for g in TRIGGERS}

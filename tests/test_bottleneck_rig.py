@@ -8,7 +8,10 @@ import time
 
 import pytest
 
-from rigs.bottleneck import SharedBottleneck, htb_bottleneck_argvs, msk_memory, parse_ss
+from harness.cc import resolve
+from rigs.bottleneck import (
+    MPTCP_PORT, PSH_TABLE, TCP_PORT, SharedBottleneck, htb_bottleneck_argvs, msk_memory, parse_ss,
+)
 
 #: ``ss -tinH state established`` in the rig's sender during an OLIA run (trimmed): the control
 #: connections (a few bytes), both subflows of the data connection (v4-mapped peers, one with the
@@ -132,3 +135,32 @@ def test_the_rig_jitters_its_delay_line_and_the_receiver_acknowledges_at_once_wh
         # Fixed delay alone: a spread of tenths of a millisecond (bench/delayline.py: mdev 0.08 ms).
         assert max(rtts) - min(rtts) > 1.0, rtts
         assert statistics.median(rtts) > min(rtts) + 0.4
+
+
+def test_the_receivers_tcp_sees_no_psh_on_the_flows_it_is_told_to_strip(prefix):
+    """``receiver_strip_psh`` clears PSH on the TCP flow's data before the receiver's TCP takes it, and only there. A
+    chain after the rig's counts the pushed segments that get through: none of the TCP flow's, many of the MPTCP
+    connection's. The TCP flow still delivers (nftables keeps its checksum right: a wrong one drops every segment),
+    and the rig's counter counts what it cleared."""
+    cubic = resolve("cubic")
+    with SharedBottleneck(prefix, [cubic], receiver_strip_psh=(TCP_PORT,)) as bn:
+        assert bn.psh_stripped() == 0
+        for argv in (["nft", "add", "chain", "ip", PSH_TABLE, "seen", "{", "type", "filter", "hook", "prerouting",
+                      "priority", "0", ";", "}"],
+                     ["nft", "add", "counter", "ip", PSH_TABLE, "tcp_pushed"],
+                     ["nft", "add", "counter", "ip", PSH_TABLE, "mptcp_pushed"],
+                     ["nft", "add", "rule", "ip", PSH_TABLE, "seen", "tcp", "sport", str(TCP_PORT), "tcp", "flags",
+                      "&", "psh", "==", "psh", "counter", "name", "tcp_pushed"],
+                     ["nft", "add", "rule", "ip", PSH_TABLE, "seen", "tcp", "sport", str(MPTCP_PORT), "tcp", "flags",
+                      "&", "psh", "==", "psh", "counter", "name", "mptcp_pushed"]):
+            bn.rcv.run(argv)
+        c = bn.compete(cubic, duration_s=3, omit_s=1, tcp_cc=cubic)
+
+        def counted(name: str) -> int:
+            out = bn.rcv.run(["nft", "list", "counter", "ip", PSH_TABLE, name]).stdout
+            return int(re.search(r"packets (\d+)", out).group(1))
+
+        assert c.tcp_bytes > 1_000_000 and c.mptcp_bytes > 1_000_000
+        assert counted("tcp_pushed") == 0
+        assert counted("mptcp_pushed") > 100
+        assert bn.psh_stripped() > 100

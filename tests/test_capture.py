@@ -38,7 +38,7 @@ def test_parse_takes_the_tcp_sequence_range_not_the_mptcp_options_and_skips_what
     pkts = parse(LINES, flow_of)
     # The SYN-ACK has no range; port 22 is not a flow of the rig.
     assert pkts == [Packet(1795738675.249117, "sf1", 1045888318, 1045889766),
-                    Packet(1795738675.249125, "sf2", 77, 1525),
+                    Packet(1795738675.249125, "sf2", 77, 1525, psh=True),   # Flags [P.]
                     Packet(1795738675.251757, "tcp", 10, 1458)]
 
 
@@ -356,8 +356,9 @@ def test_receiver_acks_puts_each_ack_down_to_an_arrival_another_subflows_arrival
 
     # At the receiver: sf1's first pair is acknowledged at once; its second pair is held and acknowledged right
     # after a segment of sf2 arrives; a fifth segment alone 3 ms after it arrived; then a window update.
-    arrivals = [Packet(1.0, "sf1", 0, 10), Packet(1.0006, "sf1", 10, 20), Packet(1.002, "sf1", 20, 30),
-                Packet(1.0026, "sf1", 30, 40), Packet(1.00448, "sf2", 0, 10), Packet(1.006, "sf1", 40, 50)]
+    # The second and fourth segments carry PSH.
+    arrivals = [Packet(1.0, "sf1", 0, 10), Packet(1.0006, "sf1", 10, 20, psh=True), Packet(1.002, "sf1", 20, 30),
+                Packet(1.0026, "sf1", 30, 40, psh=True), Packet(1.00448, "sf2", 0, 10), Packet(1.006, "sf1", 40, 50)]
     acks = [AckSeen(0.99, "sf1", 0, 7), AckSeen(1.00061, "sf1", 20, 7), AckSeen(1.0045, "sf1", 40, 7),
             AckSeen(1.009, "sf1", 50, 7), AckSeen(1.0091, "sf1", 50, 7)]
     # The sender sent the first three segments together (one train), the fourth 1.5 ms later, then one train each.
@@ -376,6 +377,9 @@ def test_receiver_acks_puts_each_ack_down_to_an_arrival_another_subflows_arrival
     # The first ACK ends inside the first train, the second and the one-segment ACK where a train ends.
     assert out["ends_a_train"] == {"1": 1.0, "2": 0.5, "3+": None}
     assert out["one_segment_by"] == {"arrival": 0.0, "sibling": 0.0, "later": 1.0}
+    # Two of five arrivals pushed; the two-segment ACKs end on them (their first segments do not), the lone
+    # fifth segment is not pushed.
+    assert (out["pushed"], out["ends_on_push"], out["one_segment_pushed"]) == (0.4, pytest.approx(2 / 3, abs=1e-4), 0.0)
     # Without the connection, the ACK after sf2's segment is a later one.
     alone = receiver_acks(arrivals, acks)["sf1"]
     assert (alone["by_sibling"], alone["by_later"]) == (0.0, pytest.approx(2 / 3, abs=1e-4))
