@@ -214,8 +214,9 @@ def receiver_table(recs: list[dict]) -> str:
     lines = ["| side | round | ratio | flow | advancing ACKs | 1 / 2 / 3+ segments | sent at an arrival / another "
              "subflow's / later | later: median, p90 (ms) | held at a second segment | ACKs without progress: "
              "arrival / other / later | straddling, by trigger | trains with k odd; start when even / odd | "
-             "PSH: arrivals / ACKs ending on one / 1-segment ACKs on one |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "PSH: arrivals / ACKs ending on one / 1-segment ACKs on one | connection out of order after an "
+             "arrival; 1-segment ACKs after one in order / out of order |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         for flow, f in sorted(((r.get("receiver") or {}).get("flows") or {}).items()):
             st = f.get("straddling") or {}
@@ -229,7 +230,8 @@ def receiver_table(recs: list[dict]) -> str:
                 f"{f['still_by_arrival']} / {f['still_by_sibling']} / {f['still_by_later']} | "
                 f"{' / '.join(str(st.get(g)) for g in ('arrival', 'sibling', 'later')) if st else '-'} | "
                 f"{aligned} | {f.get('pushed', '-')} / {f.get('ends_on_push', '-')} / "
-                f"{f.get('one_segment_pushed', '-')} |")
+                f"{f.get('one_segment_pushed', '-')} | {f.get('out_of_order', '-')}; "
+                f"{' / '.join(str(v) for v in f['one_segment_after'].values()) if f.get('one_segment_after') else '-'} |")
     return "\n".join(lines)
 
 
@@ -388,6 +390,42 @@ def summary(recs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def receiver_summary(recs: list[dict]) -> str:
+    """Per cell (algorithms, side, how the receiver ACKed) and flow, over the runs with captures at the receiver
+    (``--receiver --ack-clock``): medians of the share of one-segment ACKs, of ACKs ending on a pushed segment, of the
+    sender's pairs an ACK straddled, of the trains sent into an odd window whose ACK starts at them, and for a
+    connection's subflows of the arrivals after which it held out-of-order data and of one-segment ACKs after an
+    arrival in order and out of order."""
+    cells: dict[tuple, list[dict]] = {}
+    for r in recs:
+        if r.get("receiver"):
+            cells.setdefault((r["delay_ms"], r["algorithm"], r["competitor"], side_of(r)), []).append(r)
+
+    def med(xs) -> str:
+        xs = [x for x in xs if x is not None]
+        return f"{statistics.median(xs):.3f}" if xs else "-"
+
+    lines = ["| delay (ms) | algorithm / competitor | side | runs | share of the TCP flow: median (range) | flow | "
+             "1-segment ACKs | ACKs ending on PSH | pairs straddled | odd-window trains an ACK starts at | "
+             "connection out of order after an arrival | 1-segment ACKs after one in order / out of order |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (delay, algo, comp, side), rs in sorted(cells.items()):
+        ratios = [r["ratio"] for r in rs]
+        share = f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+        for flow in sorted({f for r in rs for f in r["receiver"]["flows"]}):
+            fs = [r["receiver"]["flows"].get(flow) or {} for r in rs]
+            clock = [((r.get("ack_clock") or {}).get("flows") or {}).get(flow) or {} for r in rs]
+            after = [f.get("one_segment_after") or {} for f in fs]
+            lines.append(
+                f"| {delay:g} | {algo} / {comp} | {side} | {len(rs)} | {share} | {flow} | "
+                f"{med(f.get('segments_1') for f in fs)} | {med(f.get('ends_on_push') for f in fs)} | "
+                f"{med((c.get('pairing') or {}).get('straddling') for c in clock)} | "
+                f"{med((c.get('alignment') or {}).get('starts_when_odd') for c in clock)} | "
+                f"{med(f.get('out_of_order') for f in fs)} | "
+                f"{med(a.get('in_order') for a in after)} / {med(a.get('out_of_order') for a in after)} |")
+    return "\n".join(lines)
+
+
 def coupling_table(recs: list[dict], window_s: float) -> str:
     """Per pair of flows over the runs with a window trace (``--cwnd``): of the second flow's loss epochs, how
     many began within ``window_s`` after one of the first's, against chance. Subflows whose losses follow each
@@ -464,7 +502,10 @@ def main() -> None:
         print(coupling_table(recorded(args.coupling), args.coupling_window))
         return
     if args.summary:
-        print(summary(recorded(args.summary)))
+        recs = recorded(args.summary)
+        print(summary(recs))
+        if any(r.get("receiver") for r in recs):
+            print(receiver_summary(recs))
         return
     if args.table:
         recs = recorded(args.table)

@@ -19,6 +19,12 @@ time (``delay_ms``, ``rate_mbit``, ``duration_s``, ``omit_s``) and say ``speedup
 measured in its own time (the probe's RTTs, the traces' times) is in testbed units. The ratio at S
 against S = 1 is how far the shared-bottleneck competition survives the scaling.
 
+``--competitor-psh stripped`` (or ``both``, alternated run by run): the receiver's TCP never sees PSH on the
+competing flow's data. Linux's TCP receiver (since 6.6) acknowledges a pushed full-sized segment at the read that
+empties its queue, which ends its ACKs where the sender's pushes end; an MPTCP connection's subflows rarely can,
+while the connection holds data out of order (docs/congestion-control.md). Without PSH the competitor is
+acknowledged as before 6.6, as in the reference kernel's time. A diagnostic: records say ``competitor_psh``.
+
 Theory (RFC 6356's goal; Khalili et al.; Peng et al.): a coupled connection takes about one TCP
 share (0.8-1.25 of a Reno flow is the bench's goal), two uncoupled subflows about two. wVegas
 (Cao et al.) splits one total alpha over its subflows, so against Vegas it takes what one Vegas flow
@@ -30,6 +36,7 @@ with that alpha would; docs/congestion-control.md says what that means with the 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import statistics
@@ -41,9 +48,12 @@ from pathlib import Path
 from harness.cc import oracle, resolve
 from harness.cc.bpfcc import (BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, by_socket, object_digest,
                               vegas_rounds, wvegas_rounds)
-from rigs.bottleneck import Competition, SharedBottleneck
+from rigs.bottleneck import TCP_PORT, Competition, SharedBottleneck
 
 PREFIX = "mplab-bench-cct-"
+#: ``--competitor-psh``: the receiver modes each run is made in.
+PSH_MODES = {"kept": ("kept",), "stripped": ("stripped",), "both": ("kept", "stripped")}
+PSH_LABEL = {"kept": "", "stripped": " (PSH stripped at the receiver)"}
 MSS_WIRE = 1514
 #: Smallest FIFO (bytes): at 0 ms the BDP is a few packets, and a FIFO shallower than ~10
 #: packets measures the burstiness of the scheduler, not congestion control.
@@ -161,34 +171,37 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                           jitter_ms=args.jitter / speedup if delay_ms else 0.0) as bn:
         for rnd in range(args.runs):
             order = algos if rnd % 2 == 0 else algos[::-1]
-            for cc in order:
-                for comp_name, comp in comps.items():
-                    t0_ns = time.monotonic_ns()
-                    c = bn.compete(cc, duration_s=duration, omit_s=omit, tcp_cc=comp, probe=args.probe)
-                    results.setdefault((cc.algorithm, comp_name), []).append(c)
-                    rec = {"delay_ms": delay_ms, "bdp": bdp, "buffer_bytes": buf, "rtt": rtt, "round": rnd,
-                           "algorithm": cc.algorithm, "cc_impl": cc.implementation,
-                           "cc_object_sha256": object_digest(cc), "competitor": comp_name,
-                           "competitor_impl": comp.implementation,
-                           "competitor_object_sha256": object_digest(comp),
-                           "duration_s": args.duration, "omit_s": args.omit, "rate_mbit": args.rate,
-                           "speedup": speedup,
-                           "mptcp_bytes": c.mptcp_bytes, "tcp_bytes": c.tcp_bytes, "ratio": round(c.ratio, 3),
-                           "link_use": round((c.mptcp_bytes + c.tcp_bytes) * 8 / args.duration / args.rate / 1e6, 3),
-                           "mptcp_retransmits": c.mptcp_retransmits, "tcp_retransmits": c.tcp_retransmits,
-                           "coupled_subflows": c.coupled_subflows, "flows": flow_means(c),
-                           "counters": c.counters, "loss_events": loss_events(c),
-                           "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
-                           "random_loss_pct": args.loss_pct, "jitter_ms": args.jitter if delay_ms else 0.0,
-                           "vegas_alpha_beta": args.vegas_alpha_beta if "vegas" in competitors else None,
-                           "vegas_rounds": compact_rounds(vegas_rounds(bn.root, t0_ns), t0_ns, ROUND_FIELDS)
-                           if comp_name == "vegas" else None,
-                           "wvegas_rounds": compact_rounds(wvegas_rounds(bn.root, t0_ns), t0_ns, WV_ROUND_FIELDS)
-                           if cc.algorithm == "wvegas" else None,
-                           "time": time.time()}
-                    log(rec)
-                    print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} S {speedup:g} {cc.algorithm:6} vs {comp_name:5} "
-                          f"round {rnd}: {c.ratio:.2f} (link {rec['link_use']:.2f})", flush=True)
+            psh_modes = PSH_MODES[args.competitor_psh]
+            for cc, (comp_name, comp), psh in itertools.product(order, comps.items(),
+                                                                psh_modes if rnd % 2 == 0 else psh_modes[::-1]):
+                bn.strip_psh((TCP_PORT,) if psh == "stripped" else ())
+                t0_ns = time.monotonic_ns()
+                c = bn.compete(cc, duration_s=duration, omit_s=omit, tcp_cc=comp, probe=args.probe)
+                results.setdefault((cc.algorithm, comp_name + PSH_LABEL[psh]), []).append(c)
+                rec = {"delay_ms": delay_ms, "bdp": bdp, "buffer_bytes": buf, "rtt": rtt, "round": rnd,
+                       "competitor_psh": psh, "psh_stripped": bn.psh_stripped(),
+                       "algorithm": cc.algorithm, "cc_impl": cc.implementation,
+                       "cc_object_sha256": object_digest(cc), "competitor": comp_name,
+                       "competitor_impl": comp.implementation,
+                       "competitor_object_sha256": object_digest(comp),
+                       "duration_s": args.duration, "omit_s": args.omit, "rate_mbit": args.rate,
+                       "speedup": speedup,
+                       "mptcp_bytes": c.mptcp_bytes, "tcp_bytes": c.tcp_bytes, "ratio": round(c.ratio, 3),
+                       "link_use": round((c.mptcp_bytes + c.tcp_bytes) * 8 / args.duration / args.rate / 1e6, 3),
+                       "mptcp_retransmits": c.mptcp_retransmits, "tcp_retransmits": c.tcp_retransmits,
+                       "coupled_subflows": c.coupled_subflows, "flows": flow_means(c),
+                       "counters": c.counters, "loss_events": loss_events(c),
+                       "sysctls": dict(args.sysctl), "rcv_sysctls": dict(args.rcv_sysctl),
+                       "random_loss_pct": args.loss_pct, "jitter_ms": args.jitter if delay_ms else 0.0,
+                       "vegas_alpha_beta": args.vegas_alpha_beta if "vegas" in competitors else None,
+                       "vegas_rounds": compact_rounds(vegas_rounds(bn.root, t0_ns), t0_ns, ROUND_FIELDS)
+                       if comp_name == "vegas" else None,
+                       "wvegas_rounds": compact_rounds(wvegas_rounds(bn.root, t0_ns), t0_ns, WV_ROUND_FIELDS)
+                       if cc.algorithm == "wvegas" else None,
+                       "time": time.time()}
+                log(rec)
+                print(f"  {delay_ms:g} ms {bdp:g} BDP {rtt:8} S {speedup:g} {cc.algorithm:6} vs {comp_name:5}"
+                      f"{PSH_LABEL[psh]} round {rnd}: {c.ratio:.2f} (link {rec['link_use']:.2f})", flush=True)
     lines = []
     for (algo, comp), runs in results.items():
         s = summarise(runs)
@@ -398,7 +411,8 @@ def backlog_lines(paths: list[Path]) -> str:
 def competitor_label(rec: dict) -> str:
     """The competitor's name, with its alpha and beta where a Vegas variant ran (not Linux's 2 and 4)."""
     ab = rec.get("vegas_alpha_beta")
-    return rec["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "")
+    return (rec["competitor"] + (f" alpha {ab[0]} beta {ab[1]}" if ab and ab != [2, 4] else "")
+            + PSH_LABEL[rec.get("competitor_psh", "kept")])
 
 
 def backlog_cells(paths: list[Path]) -> str:
@@ -520,6 +534,10 @@ def main() -> None:
                     "default 2,4 as Linux ships it); another pair builds a variant object")
     ap.add_argument("--jitter", type=float, default=0.0,
                     help="the delay line holds each packet up to this many ms longer (uniform, order kept; / S)")
+    ap.add_argument("--competitor-psh", choices=sorted(PSH_MODES), default="kept",
+                    help="stripped: the competing flow's receiver never sees PSH (Linux's TCP then acknowledges as "
+                         "before 6.6, which acknowledges a pushed full-sized segment at the read that empties the "
+                         "queue); both: each run with PSH kept and stripped, alternated")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--build-dir", type=Path, help="load the BPF objects (coupled algorithms, vegas) from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")

@@ -357,8 +357,7 @@ class SharedBottleneck:
         rcv.run(route_add_argv("default", via="10.77.1.1", dev="c1") + quickack)
         rcv.run(route_add_argv("default", via="10.77.2.1", dev="c2", table=102) + quickack)
         rcv.run(rule_add_argv("10.77.2.2", 102, 1001))
-        for argv in strip_psh_argvs(self.receiver_strip_psh):
-            rcv.run(argv)
+        self.strip_psh(self.receiver_strip_psh)
         if self.qdisc == "htb":
             for argv in htb_bottleneck_argvs("b1", self.rate_mbit, self.buffer_bytes):
                 bn.run(argv)
@@ -383,6 +382,14 @@ class SharedBottleneck:
         wait_until(lambda: {MPTCP_PORT, TCP_PORT} <= listening_ports(snd), 10,
                    f"iperf3 servers on {MPTCP_PORT} and {TCP_PORT} in the shared-bottleneck topology",
                    poll_s=0.05)
+
+    def strip_psh(self, ports: Sequence[int]) -> None:
+        """From now on the receiver's TCP sees no PSH on the data from these server ports; none: PSH passes again.
+        The counter starts again from 0."""
+        self.rcv.run(["nft", "delete", "table", "ip", PSH_TABLE], check=False)   # absent: nothing to delete
+        for argv in strip_psh_argvs(ports):
+            self.rcv.run(argv)
+        self.receiver_strip_psh = tuple(ports)
 
     def psh_stripped(self) -> int | None:
         """Segments whose PSH the receiver's nftables cleared so far (None: the rig strips none)."""

@@ -40,6 +40,12 @@ _LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+
 _ACK_LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+): "
                        r"Flags \[[^\]]*\], (?:seq \d+(?::\d+)?, )?ack (\d+), win (\d+)")
 _DATA_ACK = re.compile(r"mptcp \d+ dss ack (\d+)")
+#: A DSS option's mapping: the data sequence number, the subflow sequence number (relative to the subflow's initial
+#: one) it starts at, and its length.
+_DSS_MAP = re.compile(r"mptcp \d+ dss (?:ack \d+ )?seq (\d+) subseq (\d+) len (\d+)")
+#: A SYN or SYN-ACK: the endpoints and the initial sequence number.
+_SYN_LINE = re.compile(r"^\d+\.\d+ IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+): "
+                       r"Flags \[S\.?\], seq (\d+)")
 _KERNEL_DROPS = re.compile(r"(\d+) packets? dropped by kernel")
 
 
@@ -51,6 +57,12 @@ class Packet:
     end: int
     #: The segment carried PSH (tcpdump's ``P``): its sender marked the end of what it had queued.
     psh: bool = False
+    #: An MPTCP subflow's segment: the connection-level (data) sequence number of its first byte, from the DSS
+    #: mapping it carried and its subflow's initial sequence number (None: not known).
+    dseq: int | None = None
+    #: The destination port (the receiver's side): a flow's data connection and iperf3's control connection share
+    #: the flow's name.
+    port: int = 0
 
 
 def capture_argv(dev: str, direction: str, path: str, src: str) -> list[str]:
@@ -81,10 +93,21 @@ def kernel_drops(stderr: str) -> int | None:
 def parse(text: str, flow_of) -> list[Packet]:
     """The data segments of tcpdump's text output, each named by ``flow_of(src_port, dst_addr)`` (None: not ours)."""
     out = []
-    for m in _matching(text, _LINE):
-        flow = flow_of(int(m.group(3)), m.group(4))
-        if flow is not None:
-            out.append(Packet(float(m.group(1)), flow, int(m.group(7)), int(m.group(8)), "P" in m.group(6)))
+    isn: dict[tuple[str, ...], int] = {}   # (src, sport, dst, dport) -> the sender's initial sequence number
+    for line in text.splitlines():
+        syn = _SYN_LINE.match(line)
+        if syn:
+            isn[syn.groups()[:4]] = int(syn.group(5))
+            continue
+        m = _LINE.match(line)
+        if not m or (flow := flow_of(int(m.group(3)), m.group(4))) is None:
+            continue
+        seq, dss = int(m.group(7)), _DSS_MAP.search(line)
+        start = isn.get(m.groups()[1:5])
+        # The mapping starts at subflow sequence number subseq (the initial sequence number is 0); a segment inside it
+        # is as far into the data as into the mapping.
+        dseq = (int(dss.group(1)) + (seq - start) % 2**32 - int(dss.group(2))) if dss and start is not None else None
+        out.append(Packet(float(m.group(1)), flow, seq, int(m.group(8)), "P" in m.group(6), dseq, int(m.group(5))))
     return out
 
 
@@ -414,6 +437,34 @@ def train_alignment(acks: Sequence[AckSeen], data: Sequence[Packet], since: floa
 TRIGGERS = ("arrival", "sibling", "later")
 
 
+def out_of_order(arrivals: Sequence[Packet], connections: Iterable[Iterable[str]]) -> dict[tuple[str, int], bool]:
+    """Per segment of an MPTCP connection's subflows (``(flow, seq mod 2^32)``, data connections only, data sequence
+    number known): whether, once it arrived, the connection held data beyond a gap in its data sequence. Linux keeps
+    such data in the connection's out-of-order queue, charged to its receive memory; while any is there, a read
+    never leaves the connection empty (``mptcp_cleanup_rbuf``'s ``rx_empty``), and what arrives into it does not
+    wake the reader."""
+    out: dict[tuple[str, int], bool] = {}
+    busiest: dict[str, int] = {}
+    for (flow, port), _ in Counter((p.flow, p.port) for p in arrivals if p.dseq is not None).most_common()[::-1]:
+        busiest[flow] = port
+    for conn in map(set, connections):
+        segs = sorted((p for p in arrivals if p.flow in conn and p.dseq is not None and busiest.get(p.flow) == p.port),
+                      key=lambda p: p.t)
+        if not segs:
+            continue
+        upto = min(p.dseq for p in segs)   # everything before the first byte seen counts as received
+        ahead: dict[int, int] = {}         # start -> end of the data received beyond ``upto``
+        for p in segs:
+            end = p.dseq + (p.end - p.seq) % 2**32
+            if end > upto:
+                ahead[p.dseq] = max(ahead.get(p.dseq, end), end)
+            while ahead and (joined := [k for k in ahead if k <= upto]):
+                for k in joined:
+                    upto = max(upto, ahead.pop(k))
+            out[(p.flow, p.seq % 2**32)] = bool(ahead)
+    return out
+
+
 def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: float = 0.0, prompt_s: float = 50e-6,
                   connections: Iterable[Iterable[str]] = (), sent: Sequence[Packet] = (),
                   together_s: float = 200e-6) -> dict[str, dict]:
@@ -439,11 +490,18 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
     last segment carried it (``ends_on_push``), and of its one-segment ACKs whose segment did (``one_segment_pushed``).
     Linux's TCP receiver acknowledges a full-sized segment with PSH as soon as the application has read everything
     (``tcp_measure_rcv_mss`` sets ``ICSK_ACK_PUSHED``; ``__tcp_cleanup_rbuf``), so a receiver that honours it ends
-    its ACKs where the sender's pushes end."""
+    its ACKs where the sender's pushes end.
+
+    For an MPTCP connection's subflows whose segments carry their data sequence numbers (``Packet.dseq``): the share
+    of their arrivals after which the connection held out-of-order data (``out_of_order``), and the share of
+    one-segment ACKs among the ACKs ending on a segment after which it was in order, and out of order
+    (``one_segment_after``). Such data keeps the connection's receive memory from emptying, which the subflows'
+    PSH rule needs (``out_of_order``)."""
     acks = data_connection(acks)
     sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
     segs = first_seen(arrivals)
     pushed = {(p.flow, p.seq % 2**32) for p in arrivals if p.psh}
+    disorder = out_of_order(arrivals, connections)
     first_sent = first_seen(sent)
     events = sorted([(p.t, 0, p) for p in arrivals]
                     + [(a.t, 1, (a, prev, adv)) for a, prev, adv in ack_progress(acks)], key=lambda e: (e[0], e[1]))
@@ -458,6 +516,9 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
             if t >= since:
                 c[e.flow]["arrived"] += 1
                 c[e.flow]["arrived_pushed"] += e.psh
+                if (e.flow, e.seq % 2**32) in disorder:
+                    c[e.flow]["ordered"] += 1
+                    c[e.flow]["disordered"] += disorder[(e.flow, e.seq % 2**32)]
             top = acked.get(e.flow)
             if top is not None and t >= since and e.flow not in awaiting and _after(e.end % 2**32, top):
                 # more than one segment's worth unacknowledged after this arrival
@@ -491,6 +552,10 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
         c[a.flow]["acks"] += 1
         c[a.flow][f"segments_{min(n, 3)}"] += 1
         c[a.flow]["ends_on_push"] += (a.flow, covered[-1]) in pushed
+        if (a.flow, covered[-1]) in disorder:   # the connection's order once the last segment covered arrived
+            state = "out_of_order" if disorder[(a.flow, covered[-1])] else "in_order"
+            c[a.flow][f"after_{state}"] += 1
+            c[a.flow][f"one_after_{state}"] += n == 1
         c[a.flow][trigger] += 1
         if trigger == "later":
             later_ms[a.flow].append(1000 * (t - last_in))
@@ -521,6 +586,11 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
             "held": round(k["held"] / k["awaited"], 4) if k["awaited"] else None,
             "pushed": round(k["arrived_pushed"] / k["arrived"], 4) if k["arrived"] else None,
             "ends_on_push": round(k["ends_on_push"] / n, 4)}
+        if k["ordered"]:
+            out[flow]["out_of_order"] = round(k["disordered"] / k["ordered"], 4)
+            out[flow]["one_segment_after"] = {
+                state: round(k[f"one_after_{state}"] / k[f"after_{state}"], 4) if k[f"after_{state}"] else None
+                for state in ("in_order", "out_of_order")}
         if k["segments_1"]:
             out[flow]["one_segment_by"] = {g: round(k[f"one_{g}"] / k["segments_1"], 4) for g in TRIGGERS}
             out[flow]["one_segment_pushed"] = round(k["one_pushed"] / k["segments_1"], 4)

@@ -164,3 +164,6 @@ def test_the_receivers_tcp_sees_no_psh_on_the_flows_it_is_told_to_strip(prefix):
         assert counted("tcp_pushed") == 0
         assert counted("mptcp_pushed") > 100
         assert bn.psh_stripped() > 100
+        bn.strip_psh(())   # PSH passes again
+        assert bn.psh_stripped() is None
+        assert PSH_TABLE not in bn.rcv.run(["nft", "list", "tables"]).stdout

@@ -37,9 +37,9 @@ def flow_of(port: int, dst: str) -> str | None:
 def test_parse_takes_the_tcp_sequence_range_not_the_mptcp_options_and_skips_what_is_not_ours():
     pkts = parse(LINES, flow_of)
     # The SYN-ACK has no range; port 22 is not a flow of the rig.
-    assert pkts == [Packet(1795738675.249117, "sf1", 1045888318, 1045889766),
-                    Packet(1795738675.249125, "sf2", 77, 1525, psh=True),   # Flags [P.]
-                    Packet(1795738675.251757, "tcp", 10, 1458)]
+    assert pkts == [Packet(1795738675.249117, "sf1", 1045888318, 1045889766, port=57112),
+                    Packet(1795738675.249125, "sf2", 77, 1525, psh=True, port=40000),   # Flags [P.]
+                    Packet(1795738675.251757, "tcp", 10, 1458, port=41000)]
 
 
 def test_a_retransmitted_segment_counts_its_first_arrival_as_the_drop():
@@ -383,3 +383,54 @@ def test_receiver_acks_puts_each_ack_down_to_an_arrival_another_subflows_arrival
     # Without the connection, the ACK after sf2's segment is a later one.
     alone = receiver_acks(arrivals, acks)["sf1"]
     assert (alone["by_sibling"], alone["by_later"]) == (0.0, pytest.approx(2 / 3, abs=1e-4))
+
+
+def test_parse_gives_a_subflows_segment_its_data_sequence_number_from_the_mapping_and_the_initial_one():
+    lines = """\
+1795738675.100000 IP 10.77.0.1.5301 > 10.77.1.2.57112: Flags [S.], seq 1045888317, ack 3945904797, win 65160, \
+options [mss 1460,sackOK,TS val 1 ecr 2,nop,wscale 10,mptcp 12 capable v1 {0x7cb6ac9da365ce74}], length 0
+1795738675.249117 IP 10.77.0.1.5301 > 10.77.1.2.57112: Flags [.], seq 1045888318:1045889766, ack 3945904798, \
+win 64, options [nop,nop,TS val 3254249549 ecr 4072095809,mptcp 26 dss ack 17787990024430318711 seq \
+4935666301476966304 subseq 1 len 2896,nop,nop], length 1448
+1795738675.249200 IP 10.77.0.1.5301 > 10.77.1.2.57112: Flags [P.], seq 1045889766:1045891214, ack 3945904798, \
+win 64, options [nop,nop,TS val 3254249549 ecr 4072095809,mptcp 26 dss ack 17787990024430318711 seq \
+4935666301476966304 subseq 1 len 2896,nop,nop], length 1448
+1795738675.249300 IP 10.77.0.1.5301 > 10.77.2.2.40000: Flags [.], seq 77:1525, ack 1, win 64, options \
+[nop,nop,TS val 3254249549 ecr 4072095809,mptcp 26 dss ack 1 seq 9 subseq 2 len 1448,nop,nop], length 1448
+"""
+    pkts = parse(lines, flow_of)
+    # The mapping starts at the subflow's first byte (initial sequence number + 1); the second segment is 1448
+    # bytes into it. Without the subflow's SYN-ACK in the capture the number is not known.
+    assert [(p.dseq, p.port, p.psh) for p in pkts] == [(4935666301476966304, 57112, False),
+                                                      (4935666301476966304 + 1448, 57112, True), (None, 40000, False)]
+
+
+def test_out_of_order_follows_the_connections_gaps_across_its_subflows():
+    from rigs.capture import out_of_order
+
+    pkts = [Packet(1.0, "sf1", 100, 110, dseq=0, port=7), Packet(1.1, "sf2", 500, 510, dseq=20, port=8),
+            Packet(1.15, "sf2", 3, 4, dseq=999, port=9),          # iperf3's control connection: not the data's
+            Packet(1.2, "sf2", 510, 520, dseq=30, port=8),
+            Packet(1.3, "sf1", 110, 120, dseq=10, port=7),        # fills the gap
+            Packet(1.4, "sf1", 120, 130, dseq=40, port=7),
+            Packet(1.5, "tcp", 0, 10, dseq=None)]
+    assert out_of_order(pkts, [("sf1", "sf2")]) == {("sf1", 100): False, ("sf2", 500): True, ("sf2", 510): True,
+                                                     ("sf1", 110): False, ("sf1", 120): False}
+
+
+def test_receiver_acks_splits_the_one_segment_acks_by_the_connections_order():
+    from rigs.capture import AckSeen, receiver_acks
+
+    # sf1's segments: the first two arrive with the connection in order; sf2 then brings data from beyond a gap, so
+    # sf1's next three arrive with it out of order. One ACK of one segment in order, one of two segments out of order,
+    # one of one segment out of order.
+    arrivals = [Packet(1.0, "sf1", 0, 10, dseq=0), Packet(1.001, "sf1", 10, 20, dseq=10),
+                Packet(1.002, "sf2", 0, 10, dseq=100), Packet(1.003, "sf1", 20, 30, dseq=20),
+                Packet(1.004, "sf1", 30, 40, dseq=30), Packet(1.005, "sf1", 40, 50, dseq=40)]
+    acks = [AckSeen(0.9, "sf1", 0, 7), AckSeen(1.0005, "sf1", 10, 7), AckSeen(1.0015, "sf1", 20, 7),
+            AckSeen(1.0045, "sf1", 40, 7), AckSeen(1.0055, "sf1", 50, 7)]
+    out = receiver_acks(arrivals, acks, connections=[("sf1", "sf2")])["sf1"]
+    assert out["out_of_order"] == 0.6
+    assert out["one_segment_after"] == {"in_order": 1.0, "out_of_order": 0.5}
+    # Without the connection the order is not known.
+    assert "out_of_order" not in receiver_acks(arrivals, acks)["sf1"]
