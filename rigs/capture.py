@@ -496,7 +496,7 @@ def receiver_acks(arrivals: Sequence[Packet], acks: Sequence[AckSeen], since: fl
     of their arrivals after which the connection held out-of-order data (``out_of_order``), and the share of
     one-segment ACKs among the ACKs ending on a segment after which it was in order, and out of order
     (``one_segment_after``). Such data keeps the connection's receive memory from emptying, which the subflows'
-    PSH rule needs (``out_of_order``)."""
+    PSH rule needs (``out_of_order()``)."""
     acks = data_connection(acks)
     sibling = {f: set(c) - {f} for c in map(set, connections) for f in c}
     segs = first_seen(arrivals)
