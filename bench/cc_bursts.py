@@ -25,7 +25,8 @@ makes the delay line hold each packet up to MS longer (uniform, order kept): whe
 a phase effect of the rig's clockwork timing. ``--quickack`` makes the receiver acknowledge every segment at once (its
 routes' ``quickack 1``): without delayed ACKs each ACK covers one segment. ``--strip-psh tcp`` (or ``all``) clears
 PSH on the TCP flow's data (every flow's) before the receiver's TCP sees it: Linux's TCP receiver acknowledges a
-pushed full-sized segment as soon as the application has read it, which ends its ACKs where the sender's pushes end.
+pushed full-sized segment as soon as a read empties its queue (since 6.6), which ends its ACKs where the sender's
+pushes end.
 
     nice -n 10 uv run --frozen python bench/cc_bursts.py --delay 20 --bdp 2 --algorithms cubic,lia \\
         --competitor cubic --runs 2 --duration 30 --out bench/results/cc_bursts.jsonl

@@ -22,8 +22,8 @@ against S = 1 is how far the shared-bottleneck competition survives the scaling.
 ``--competitor-psh stripped`` (or ``both``, alternated run by run): the receiver's TCP never sees PSH on the
 competing flow's data. Linux's TCP receiver (since 6.6) acknowledges a pushed full-sized segment at the read that
 empties its queue, which ends its ACKs where the sender's pushes end; an MPTCP connection's subflows rarely can,
-while the connection holds data out of order (docs/congestion-control.md). Without PSH the competitor is
-acknowledged as before 6.6, as in the reference kernel's time. A diagnostic: records say ``competitor_psh``.
+while the connection holds data out of order (docs/congestion-control.md). Without PSH the competitor's receiver
+has no pushed segment to acknowledge early, as before 6.6. A diagnostic: records say ``competitor_psh``.
 
 Theory (RFC 6356's goal; Khalili et al.; Peng et al.): a coupled connection takes about one TCP
 share (0.8-1.25 of a Reno flow is the bench's goal), two uncoupled subflows about two. wVegas
@@ -169,9 +169,9 @@ def run_cell(args, delay_ms: float, bdp: float, rtt: str, competitors: list[str]
                           path_delay_ms=paths, sender_sysctls=dict(args.sysctl),
                           receiver_sysctls=dict(args.rcv_sysctl), random_loss_pct=args.loss_pct,
                           jitter_ms=args.jitter / speedup if delay_ms else 0.0) as bn:
+        psh_modes = PSH_MODES[args.competitor_psh]
         for rnd in range(args.runs):
             order = algos if rnd % 2 == 0 else algos[::-1]
-            psh_modes = PSH_MODES[args.competitor_psh]
             for cc, (comp_name, comp), psh in itertools.product(order, comps.items(),
                                                                 psh_modes if rnd % 2 == 0 else psh_modes[::-1]):
                 bn.strip_psh((TCP_PORT,) if psh == "stripped" else ())
@@ -535,9 +535,9 @@ def main() -> None:
     ap.add_argument("--jitter", type=float, default=0.0,
                     help="the delay line holds each packet up to this many ms longer (uniform, order kept; / S)")
     ap.add_argument("--competitor-psh", choices=sorted(PSH_MODES), default="kept",
-                    help="stripped: the competing flow's receiver never sees PSH (Linux's TCP then acknowledges as "
-                         "before 6.6, which acknowledges a pushed full-sized segment at the read that empties the "
-                         "queue); both: each run with PSH kept and stripped, alternated")
+                    help="stripped: the competing flow's receiver never sees PSH (since 6.6 Linux's TCP acknowledges "
+                         "a pushed full-sized segment at the read that empties the queue); both: each run with PSH "
+                         "kept and stripped, alternated")
     ap.add_argument("--out", type=Path, help="append each run as a JSON line here")
     ap.add_argument("--build-dir", type=Path, help="load the BPF objects (coupled algorithms, vegas) from here "
                     "(default: harness/cc/bpf/build); records name each object's SHA-256")
