@@ -422,8 +422,8 @@ def test_receiver_acks_splits_the_one_segment_acks_by_the_connections_order():
     from rigs.capture import AckSeen, receiver_acks
 
     # sf1's segments: the first two arrive with the connection in order; sf2 then brings data from beyond a gap, so
-    # sf1's next three arrive with it out of order. One ACK of one segment in order, one of two segments out of order,
-    # one of one segment out of order.
+    # sf1's next three arrive with it out of order. Two ACKs of one segment each in order; out of order, one ACK of two
+    # segments and one of one.
     arrivals = [Packet(1.0, "sf1", 0, 10, dseq=0), Packet(1.001, "sf1", 10, 20, dseq=10),
                 Packet(1.002, "sf2", 0, 10, dseq=100), Packet(1.003, "sf1", 20, 30, dseq=20),
                 Packet(1.004, "sf1", 30, 40, dseq=30), Packet(1.005, "sf1", 40, 50, dseq=40)]
