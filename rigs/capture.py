@@ -21,7 +21,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from pathlib import Path
 
@@ -142,13 +142,18 @@ def parse_acks(text: str, flow_of) -> list[AckSeen]:
     return out
 
 
-def data_connection(acks: Sequence[AckSeen]) -> list[AckSeen]:
-    """The ACKs of each flow's busiest connection: iperf3's control connection shares the data's server port and
-    the receiver's address (and, for MPTCP, is a connection of its own with its own data sequence)."""
+#: What ``data_connection`` sorts: anything named by its flow and the receiver's port.
+_OnPort = TypeVar("_OnPort", "AckSeen", "Packet")
+
+
+def data_connection(items: Sequence[_OnPort]) -> list[_OnPort]:
+    """The ACKs (or segments) of each flow's busiest connection, told apart by the receiver's port: iperf3's control
+    connection shares the data's server port and the receiver's address (and, for MPTCP, is a connection of its own
+    with its own data sequence)."""
     busiest = {}
-    for (flow, port), _ in Counter((a.flow, a.port) for a in acks).most_common()[::-1]:
+    for (flow, port), _ in Counter((a.flow, a.port) for a in items).most_common()[::-1]:
         busiest[flow] = port
-    return [a for a in acks if busiest[a.flow] == a.port]
+    return [a for a in items if busiest[a.flow] == a.port]
 
 
 def _after(a: int, b: int) -> bool:
@@ -444,12 +449,9 @@ def out_of_order(arrivals: Sequence[Packet], connections: Iterable[Iterable[str]
     never leaves the connection empty (``mptcp_cleanup_rbuf``'s ``rx_empty``), and what arrives into it does not
     wake the reader."""
     out: dict[tuple[str, int], bool] = {}
-    busiest: dict[str, int] = {}
-    for (flow, port), _ in Counter((p.flow, p.port) for p in arrivals if p.dseq is not None).most_common()[::-1]:
-        busiest[flow] = port
+    mapped = data_connection([p for p in arrivals if p.dseq is not None])
     for conn in map(set, connections):
-        segs = sorted((p for p in arrivals if p.flow in conn and p.dseq is not None and busiest.get(p.flow) == p.port),
-                      key=lambda p: p.t)
+        segs = sorted((p for p in mapped if p.flow in conn), key=lambda p: p.t)
         if not segs:
             continue
         upto = min(p.dseq for p in segs)   # everything before the first byte seen counts as received
