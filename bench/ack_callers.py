@@ -31,6 +31,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from harness.cc import libbpf
+from harness.errors import PreflightError
+
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "ack_callers.bpf.c"
 VMLINUX_DIR = HERE.parent / "harness" / "cc" / "bpf" / "build"
@@ -41,28 +44,11 @@ FLOWS = {(5301, 1): "sf1", (5301, 2): "sf2", (5302, 1): "tcp", (5303, 1): "path1
 CONTEXTS = (("tcp_v4_do_rcv", "arrival (tcp_v4_do_rcv)"), ("tcp_recvmsg_locked", "reader (tcp_recvmsg)"),
             ("mptcp_cleanup_rbuf", "reader (mptcp_cleanup_rbuf)"), ("tcp_delack_timer", "delayed-ACK timer"),
             ("tcp_delack_timer_handler", "delayed-ACK timer"), ("tcp_compressed_ack_kick", "compressed-ACK timer"))
+MARKERS = dict(CONTEXTS)
 
 
 class Key(C.Structure):
     _fields_ = [("dport", C.c_uint16), ("path", C.c_uint8), ("segs", C.c_uint8), ("stack", C.c_int32)]
-
-
-def libbpf() -> C.CDLL:
-    lib = C.CDLL("libbpf.so.1")
-    for name, res, args in (("bpf_object__open_file", C.c_void_p, [C.c_char_p, C.c_void_p]),
-                            ("bpf_object__load", C.c_int, [C.c_void_p]),
-                            ("bpf_object__close", None, [C.c_void_p]),
-                            ("bpf_object__find_program_by_name", C.c_void_p, [C.c_void_p, C.c_char_p]),
-                            ("bpf_program__attach", C.c_void_p, [C.c_void_p]),
-                            ("bpf_link__destroy", C.c_int, [C.c_void_p]),
-                            ("libbpf_get_error", C.c_long, [C.c_void_p]),
-                            ("bpf_object__find_map_by_name", C.c_void_p, [C.c_void_p, C.c_char_p]),
-                            ("bpf_map__fd", C.c_int, [C.c_void_p]),
-                            ("bpf_map_get_next_key", C.c_int, [C.c_int, C.c_void_p, C.c_void_p]),
-                            ("bpf_map_lookup_elem", C.c_int, [C.c_int, C.c_void_p, C.c_void_p])):
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    return lib
 
 
 def build(tmp: str) -> Path:
@@ -81,10 +67,9 @@ def kernel_symbols() -> tuple[list[int], list[str]]:
 
 
 def context(stack: list[str]) -> str:
-    markers = dict(CONTEXTS)
     for name in stack:
-        if name in markers:
-            return markers[name]
+        if name in MARKERS:
+            return MARKERS[name]
     return "other"
 
 
@@ -138,10 +123,11 @@ def main() -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         ap.error("give the command to run after --")
-    lib = libbpf()
+    lib = libbpf.library()
     with tempfile.TemporaryDirectory(prefix="mplab-ack-callers-") as tmp:
-        obj = lib.bpf_object__open_file(str(build(tmp)).encode(), None)
-        if not obj or lib.libbpf_get_error(obj) or lib.bpf_object__load(obj):
+        try:
+            obj = libbpf.load(lib, build(tmp))
+        except PreflightError:
             sys.exit("ack_callers: the BPF program did not load (root, and a kernel with BTF, are needed)")
         link = lib.bpf_program__attach(lib.bpf_object__find_program_by_name(obj, b"on_xmit"))
         if not link or lib.libbpf_get_error(link):

@@ -12,10 +12,10 @@ Both take and return a ``CalcCtx`` (``struct calc_ctx``). ``harness.cc.replay`` 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import subprocess
 from pathlib import Path
 
+from harness.cc import libbpf
 from harness.errors import PreflightError
 
 MAX_SF = 8
@@ -81,28 +81,10 @@ class BpfCalculator:
     name = "bpf"
 
     def __init__(self, obj: Path) -> None:
-        name = ctypes.util.find_library("bpf")
-        if name is None:
-            raise PreflightError("libbpf.so not found: apt install libbpf1 (or libbpf-dev)")
-        lib = ctypes.CDLL(name, use_errno=True)
-        lib.bpf_object__open_file.restype = ctypes.c_void_p
-        lib.bpf_object__open_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-        lib.bpf_object__load.argtypes = [ctypes.c_void_p]
-        lib.bpf_object__find_program_by_name.restype = ctypes.c_void_p
-        lib.bpf_object__find_program_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        lib.bpf_program__fd.argtypes = [ctypes.c_void_p]
+        lib = libbpf.library()
         lib.bpf_prog_test_run_opts.argtypes = [ctypes.c_int, ctypes.POINTER(_TestRunOpts)]
-        lib.bpf_object__close.argtypes = [ctypes.c_void_p]
-        lib.libbpf_get_error.argtypes = [ctypes.c_void_p]
-        lib.libbpf_get_error.restype = ctypes.c_long
         self._lib = lib
-        self._obj = lib.bpf_object__open_file(str(obj).encode(), None)
-        if not self._obj or lib.libbpf_get_error(self._obj):
-            raise PreflightError(f"cannot open {obj}: run `make bpf`")
-        err = lib.bpf_object__load(self._obj)
-        if err:
-            self.close()
-            raise PreflightError(f"the kernel refused {obj} (error {err}); see `bpftool prog load {obj} ...`")
+        self._obj = libbpf.load(lib, obj)
         self._fds = {p: lib.bpf_program__fd(lib.bpf_object__find_program_by_name(self._obj, f"calc_{p}".encode()))
                      for p in PROGRAMS}
 
