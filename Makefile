@@ -7,10 +7,10 @@ TESTBEDS ?= 2
 UV ?= uv
 export UV_PYTHON_DOWNLOADS := never
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# `make setup-lab` leaves this marker: `uv run` must then not add the training stack back
-# (it installs the default dependency groups, `train` included, into the environment it runs in).
+# `make setup-lab` leaves this marker: `uv run` must then not add the dev tools back
+# (it installs the default dependency group, `dev`, into the environment it runs in).
 LAB_MARKER := .venv/mplab-no-training-stack
-UV_RUN = $(UV) run --frozen $(if $(wildcard $(LAB_MARKER)),--no-group train --no-group dev)
+UV_RUN = $(UV) run --frozen $(if $(wildcard $(LAB_MARKER)),--no-dev)
 
 # Every program mplab calls comes from one of these; harness/tools.py says which program needs which
 # package, and tests/test_tools.py checks this list against it (and against every argv in the code).
@@ -100,16 +100,17 @@ apt:
 
 # --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set, nothing caches .pyc files and every
 # `mplab train` compiled torch._dynamo and sympy from source (about 8 s of its first epoch here).
-# --extra cluster: Ray, for `mplab run --cluster` (and tests/test_cluster.py, which CI must run, not skip);
-# `uv run` syncs inexactly, so it keeps the extra. `make setup-lab` leaves it out.
+# --all-extras: the developer's full environment, the training stack (`train`) and Ray (`cluster`, for
+# `mplab run --cluster` and tests/test_cluster.py, which CI must run, not skip); `uv run` syncs inexactly,
+# so it keeps them. `make setup-lab` installs the base alone, as `pip install mplab` does.
 python:
 	command -v $(UV) >/dev/null || python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
-	$(UV) sync --frozen --compile-bytecode --extra cluster
+	$(UV) sync --frozen --compile-bytecode --all-extras
 	rm -f $(LAB_MARKER)
 
 python-lab:
 	command -v $(UV) >/dev/null || python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
-	$(UV) sync --frozen --compile-bytecode --no-group train --no-group dev
+	$(UV) sync --frozen --compile-bytecode --no-dev
 	touch $(LAB_MARKER)
 
 # The suite in two steps (both always run; the exit code is the first failure's): most of it on

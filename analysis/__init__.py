@@ -1,7 +1,7 @@
 """Analysis: campaigns and datasets -> statistics, figures, tables beside the reference paper, a report.
 
 Data flows one way: this package reads files (campaign directories, datasets, exported models,
-the paper's numbers in ``data/paper/``) and writes ``reports/<name>/``. It imports ``harness``
+the paper's numbers in ``harness/data/paper/``) and writes ``reports/<name>/``. It imports ``harness``
 for the record and dataset readers and ``training.runtime`` (the ONNX model reader controllers
 use too); it never imports ``controller`` or ``mplab``.
 

@@ -1,4 +1,4 @@
-"""The related papers' headline results (``data/paper/related-schemes.yaml``): loaded, checked, compared.
+"""The related papers' headline results (``harness/data/paper/related-schemes.yaml``): loaded, checked, compared.
 
 Each mplab policy that stands for a published scheme carries the paper's headlines: a claim, the
 metric it is about, the paper's relative change against the paper's baseline, the mplab policy of
@@ -17,8 +17,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.errors import ConfigError
+from harness.resources import paper_file
 
-HEADLINES_FILE = Path(__file__).resolve().parent.parent / "data" / "paper" / "related-schemes.yaml"
+HEADLINES_FILE = paper_file("related-schemes.yaml")
 
 Metric = Literal["energy", "throughput", "efficiency", "completion_time", "power"]
 #: metric -> (what it is called in a sentence, True when higher is better)

@@ -1,6 +1,6 @@
 """The reference paper's Tables 2-3 beside ours, and the reproduction checks.
 
-The paper's numbers live in ``data/paper/sensors-2023-7699.yaml`` (transcribed exactly, with
+The paper's numbers live in ``harness/data/paper/sensors-2023-7699.yaml`` (transcribed exactly, with
 the citation and a column mapping). A paper column is matched to our cases by its congestion
 control and either its **policy** (records of a Setup II campaign carry ``policy``) or, for the
 columns that are not held out, its interface **mode** (Setup I: ``mptcp-balia`` is balia over
@@ -38,8 +38,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import ConfigError
+from harness.resources import paper_file
 
-PAPER_FILE = Path(__file__).resolve().parent.parent / "data" / "paper" / "sensors-2023-7699.yaml"
+PAPER_FILE = paper_file("sensors-2023-7699.yaml")
 FLAT_TOLERANCE = 0.10
 RATIO_TARGET, RATIO_TOLERANCE = 0.8, 0.05
 METRICS = {"throughput_mbit": ("Table 2", "throughput", "Mbit/s"), "energy_j": ("Table 3", "energy", "J")}

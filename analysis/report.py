@@ -291,7 +291,7 @@ def build_report(inputs: list[Path], out: Path, *, model: Path | None = None, tr
         tracking_uri: MLflow store of the model's run (default ``$MLFLOW_TRACKING_URI``, else ./mlflow.db).
         sample: sample id for the close-up (default: one is chosen; see ``figures.sample.pick_sample``).
         ci: ``t`` or ``bootstrap``.
-        headlines_file: the related papers' headlines (``data/paper/related-schemes.yaml``).
+        headlines_file: the related papers' headlines (``harness/data/paper/related-schemes.yaml``).
     """
     t0 = time.monotonic()
     if ci not in CI_METHODS:

@@ -1,6 +1,6 @@
-"""What the reference arithmetic predicts at the theory bench's cells, by loss process (harness/cc/sim.py).
+"""What the reference arithmetic predicts at the theory bench's cells, by loss process (rigs/cc/sim.py).
 
-Each coupled algorithm (two subflows, every update a call into harness/cc/oracle.py, the
+Each coupled algorithm (two subflows, every update a call into rigs/cc/oracle.py, the
 multipath-tcp.org modules transliterated), two uncoupled subflows (``reno``, ``cubic``), against
 one Reno or Cubic flow at one FIFO link, under three loss processes:
 
@@ -28,7 +28,7 @@ import statistics
 import time
 from pathlib import Path
 
-from harness.cc.sim import FlowSpec, bdp_packets, loss_per_packet, simulate
+from rigs.cc.sim import FlowSpec, bdp_packets, loss_per_packet, simulate
 
 PROCESSES = ("smooth", "bursty", "random")
 

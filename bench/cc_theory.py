@@ -45,7 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.cc import oracle, resolve
+from harness.cc import resolve
+from rigs.cc import oracle
 from harness.cc.bpfcc import (BPF_DIR, BUILD_DIR, COUPLED, SINGLE_PATH, BpfCC, by_socket, object_digest,
                               vegas_rounds, wvegas_rounds)
 from rigs.bottleneck import TCP_PORT, Competition, SharedBottleneck
@@ -356,7 +357,7 @@ def loss_per_packet(rec: dict) -> tuple[float, float] | None:
 def events_per_packet(rec: dict) -> float | None:
     """Congestion events per packet delivered, the MPTCP connection's over the TCP flow's, in one run:
     about 1 when losses go by packets sent (random loss; RFC 6356's premise), several when the
-    subflows' bursts meet a full drop-tail FIFO about as often as the TCP flow's (harness/cc/sim.py)."""
+    subflows' bursts meet a full drop-tail FIFO about as often as the TCP flow's (rigs/cc/sim.py)."""
     ev = rec.get("loss_events") or {}
     mp = sum(v for k, v in ev.items() if k.startswith("sf"))
     if not mp or not ev.get("tcp") or not rec["mptcp_bytes"] or not rec["tcp_bytes"]:

@@ -4,7 +4,7 @@ Runs the random-loss cell of ``bench/cc_theory.py`` (one MPTCP connection with t
 Reno flow through one router link, ``--loss-pct`` random loss over a FIFO that never overflows) for
 each named build of ``olia.bpf.o``, rounds alternated, and samples the coupling map (``bpftool map
 dump``) about five times a second next to the rig's ``ss`` probe. For every map sample it computes
-the epsilon each subflow's next ACK would get (``harness.cc.oracle.olia_epsilon``: the reference's
+the epsilon each subflow's next ACK would get (``rigs.cc.oracle.olia_epsilon``: the reference's
 rule over the published inputs), so a run shows whether a small subflow was ever counted as a best
 path. Each record names the program that was really registered (the map's value layout and the
 object's digest), because a name another rig left registered would otherwise be reused.
@@ -13,7 +13,7 @@ object's digest), because a name another rig left registered would otherwise be 
         --build today=harness/cc/bpf/build --build previous=/tmp/old/build --rounds 3 --out runs.jsonl
 
 ``--model-seeds N`` prints the same shares from the packet-level model of the reference arithmetic
-(harness/cc/sim.py) at the same cell instead, without root (about 15 s a seed).
+(rigs/cc/sim.py) at the same cell instead, without root (about 15 s a seed).
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from harness.cc import resolve
 from harness.cc.bpfcc import BpfCC, map_name, object_digest
-from harness.cc import oracle, sim
-from harness.cc.oracle import Sf, olia_epsilon
+from rigs.cc import oracle, sim
+from rigs.cc.oracle import Sf, olia_epsilon
 from harness.hosts.local import LocalHost
 from rigs.bottleneck import SharedBottleneck
 
@@ -144,7 +144,7 @@ def one_run(label: str, build: Path, args) -> dict:
 
 
 def model_epsilons(seed: int, args) -> dict:
-    """The same two shares in the packet-level model (harness/cc/sim.py: the reference arithmetic, every
+    """The same two shares in the packet-level model (rigs/cc/sim.py: the reference arithmetic, every
     subflow window-limited, no MPTCP scheduler), counted at every ACK of a coupled subflow. The model's
     OLIA calls oracle.olia_epsilon through the module, so it is wrapped for the run and restored after."""
     counts = {"acks": 0, "all_zero": 0, "unequal": 0, "smaller_best": 0}

@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--scale-check", action="store_true", help="also LTE with 3 receivers at 1/2 and 2x the file")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown (README)")
     args = ap.parse_args()
-    paper = yaml.safe_load((REPO / "data" / "paper" / "sensors-2023-7699.yaml").read_text())
+    paper = yaml.safe_load((REPO / "harness" / "data" / "paper" / "sensors-2023-7699.yaml").read_text())
     counts = [int(x) for x in args.counts.split(",")]
     file_bytes = parse_size(args.file_size)
     sc = Scenario(name="paper-lab", congestion_controls=["cubic", "balia"], receiver_counts=counts,

@@ -1,4 +1,4 @@
-"""Citations of the papers mplab implements: ``data/paper/citations.yaml``, read once.
+"""Citations of the papers mplab implements: ``harness/data/paper/citations.yaml``, read once.
 
 Dataset cards, model cards, Croissant files and ``mplab controller policies`` cite from here; the
 file gives each paper's title, authors and venue as the paper's own first page does, and which
@@ -17,8 +17,8 @@ from pathlib import Path
 import yaml
 
 from harness.errors import ConfigError
+from harness.resources import paper_file
 
-CITATIONS = Path("data") / "paper" / "citations.yaml"  # in the repository, beside harness/
 REFERENCE_KEY = "sensors-2023-7699"
 
 
@@ -80,8 +80,8 @@ class Citation:
 
 
 def _file() -> Path | None:
-    found = [d / CITATIONS for d in Path(__file__).resolve().parents if (d / CITATIONS).is_file()]
-    return found[0] if found else None
+    path = paper_file("citations.yaml")
+    return path if path.is_file() else None
 
 
 def parse_citations(doc: object, source: str) -> dict[str, Citation]:
@@ -103,7 +103,7 @@ def parse_citations(doc: object, source: str) -> dict[str, Citation]:
 
 @functools.cache
 def load_citations() -> dict[str, Citation]:
-    """Every paper by key, from ``data/paper/citations.yaml`` (empty when the file is not there)."""
+    """Every paper by key, from ``harness/data/paper/citations.yaml`` (empty when the file is not there)."""
     path = _file()
     if path is None:
         return {}

@@ -45,6 +45,19 @@ class ConfigError(MplabError):
         super().__init__(where + message)
 
 
+def missing_extra(extra: str, needs: str, module: str | None) -> ConfigError:
+    """The one line for a command whose optional dependencies are not installed.
+
+    Args:
+        extra: the wheel's extra that brings them (``train``, ``cluster``).
+        needs: what needs them, e.g. "`mplab train`".
+        module: the module that failed to import (``ImportError.name``).
+    """
+    what = f" ({module} is not installed)" if module else ""
+    return ConfigError(f"{needs} needs mplab's `{extra}` extra{what}: pip install 'mplab[{extra}]' "
+                       f"(uv tool install 'mplab[{extra}]'; in a checkout, make setup)")
+
+
 class PreflightError(MplabError):
     """Something the testbed needs is missing; nothing has been created yet."""
 

@@ -60,8 +60,8 @@ def mlflow_client(tracking_uri: str | None = None):  # mlflow is optional: not i
     try:
         from mlflow.tracking import MlflowClient
     except ImportError:
-        raise ConfigError("MLflow is not installed: publishing and pulling need the training stack "
-                          "(`uv sync --group train`, or `make setup`)") from None
+        raise ConfigError("MLflow's client is not installed: publishing and pulling need it "
+                          "(pip install --force-reinstall mlflow-skinny, or make setup)") from None
     return MlflowClient(tracking_uri=tracking_uri or default_tracking_uri())
 
 

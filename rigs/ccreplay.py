@@ -2,7 +2,7 @@
 
 Two worlds start from the same subflow states. Each event (an ACK of some packets with a new
 smoothed RTT, a loss, a wVegas or Vegas RTT sample or end of round) is applied to both: in one by
-``harness.cc.oracle`` (the multipath-tcp.org modules and Linux's tcp_vegas.c in Python), in the other by
+``rigs.cc.oracle`` (the multipath-tcp.org modules and Linux's tcp_vegas.c in Python), in the other by
 ``calc.bpf.c`` (mplab_math.h, through a ``HostCalculator`` or a ``BpfCalculator``). After every
 event the windows of every subflow, and the arithmetic the update used, must be equal.
 
@@ -16,8 +16,8 @@ import copy
 import random
 from dataclasses import dataclass, field
 
-from harness.cc import oracle as ref
-from harness.cc.calc import EV_ACK, EV_LOSS, EV_ROUND, EV_SAMPLE, CalcCtx, SfC, VgC, WinC, WvC
+from rigs.cc import oracle as ref
+from rigs.cc.calc import EV_ACK, EV_LOSS, EV_ROUND, EV_SAMPLE, CalcCtx, SfC, VgC, WinC, WvC
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ import pytest
 
 from conftest import allowed_ccs_apart_from_other_testbeds, small_inventory
 from harness.campaign.campaign import RunHooks, start_campaign
-from harness.cc import ALGORITHMS, Unavailable, bpfcc, oracle, resolve
+from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
+from rigs.cc import oracle
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
 from harness import machine
 from harness.machine import ALLOWED_CC
@@ -448,7 +449,7 @@ def _check_vegas_rounds(rounds: list[dict], seconds: float) -> None:
     for r in ruled:
         if r["cwnd_before"] < r["ssthresh_before"]:
             continue  # slow start (after a loss): not the rule's round
-        # the round replayed through the reference's update (tcp_vegas.c as harness/cc/oracle.py models it)
+        # the round replayed through the reference's update (tcp_vegas.c as rigs/cc/oracle.py models it)
         w = oracle.Win(cwnd=r["cwnd_before"], ssthresh=r["ssthresh_before"])
         oracle.vegas_round(w, oracle.VegasState(r["base_rtt"], r["min_rtt"], r["cnt_rtt"]), acked=1)
         if r["cwnd_after"] != w.cwnd:
@@ -479,7 +480,7 @@ def _check_wvegas_rounds(rounds: list[dict], seconds: float) -> None:
             diff = oracle.wvegas_diff(r["cwnd_before"], r["base_rtt"], r["rtt"])
             # alpha: kept below it, else total_alpha weighted by the rate share the round computed
             alpha = r["alpha_before"] if diff < r["alpha_before"] else oracle.wvegas_alpha(r["weight_after"])
-            # the round replayed through the reference's step (mptcp_wvegas.c as harness/cc/oracle.py models it)
+            # the round replayed through the reference's step (mptcp_wvegas.c as rigs/cc/oracle.py models it)
             w = oracle.Win(cwnd=r["cwnd_before"], ssthresh=r["ssthresh_before"])
             st = oracle.WvState(base_rtt=r["base_rtt"], alpha=alpha, queue_delay=r["queue_delay_before"])
             oracle.wvegas_ca_step(w, st, r["rtt"], diff)

@@ -1,6 +1,6 @@
 """mplab's coupled congestion control against the multipath-tcp.org kernel's, event by event.
 
-``harness/cc/oracle.py`` is the reference modules (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c,
+``rigs/cc/oracle.py`` is the reference modules (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c,
 mptcp_wvegas.c, and Linux's tcp_vegas.c for the single-path Vegas competitor) in Python;
 ``harness/cc/bpf/mplab_math.h`` is what mplab's struct_ops programs run.
 The replay (``rigs/ccreplay.py``) applies identical event sequences to both and compares
@@ -14,8 +14,8 @@ import shutil
 
 import pytest
 
-from harness.cc import oracle as ref
-from harness.cc.calc import BPF_DIR, EV_ACK, EV_ROUND, EV_SAMPLE, CalcCtx, HostCalculator, SfC, VgC, WinC
+from rigs.cc import oracle as ref
+from rigs.cc.calc import BPF_DIR, EV_ACK, EV_ROUND, EV_SAMPLE, CalcCtx, HostCalculator, SfC, VgC, WinC
 from rigs.ccreplay import Mismatch, replay
 
 ALGORITHMS = ("lia", "olia", "balia", "wvegas", "vegas")
@@ -146,7 +146,7 @@ def test_hand_computed_values(host_calc):
 def test_the_bpf_object_agrees_with_the_reference(algorithm):
     """The same replay through calc.bpf.o under BPF_PROG_TEST_RUN: the kernel's BPF runs what the host build runs."""
     from harness.cc import bpfcc
-    from harness.cc.calc import BpfCalculator
+    from rigs.cc.calc import BpfCalculator
 
     obj = bpfcc.BUILD_DIR / "calc.bpf.o"
     if not obj.exists():

@@ -1,6 +1,6 @@
 """The reference arithmetic at one shared FIFO: what each loss process lets a coupled connection take.
 
-``harness/cc/sim.py`` drives the oracle's own per-ACK and per-loss updates (the multipath-tcp.org
+``rigs/cc/sim.py`` drives the oracle's own per-ACK and per-loss updates (the multipath-tcp.org
 modules transliterated) through a packet-level FIFO. The theory these pin: with losses by packets
 sent (random loss) LIA's two subflows together take about one Reno share (RFC 6356's goal); when a
 slow flow's bursts meet the full FIFO about as often as a fast flow's (a drop-tail FIFO fed in
@@ -15,9 +15,9 @@ import statistics
 
 import pytest
 
-from harness.cc import oracle as ref
-from harness.cc import sim
-from harness.cc.sim import FlowSpec, bdp_packets, loss_per_packet, simulate
+from rigs.cc import oracle as ref
+from rigs.cc import sim
+from rigs.cc.sim import FlowSpec, bdp_packets, loss_per_packet, simulate
 
 RATE, RTT = 20.0, 0.0406
 

@@ -1,4 +1,4 @@
-"""The papers' citations (data/paper/citations.yaml): complete, one per paper, and what the cards cite."""
+"""The papers' citations (harness/data/paper/citations.yaml): complete, one per paper, and what the cards cite."""
 from __future__ import annotations
 
 import pytest
@@ -27,7 +27,7 @@ def test_five_papers_with_title_authors_and_the_policies_they_stand_for():
 
 
 def test_the_paper_tables_file_cites_the_same_paper():
-    doc = yaml.safe_load((REPO / "data" / "paper" / "sensors-2023-7699.yaml").read_text())
+    doc = yaml.safe_load((REPO / "harness" / "data" / "paper" / "sensors-2023-7699.yaml").read_text())
     text = " ".join(doc["citation"]["text"].split())
     ref = citations.reference()
     assert doc["citation"]["key"] == ref.key and ref.title in text and ref.doi in text

@@ -178,7 +178,7 @@ def test_card_front_matter_and_the_real_split_counts(tmp_path):
     assert "1 train and 1 test sample(s) per case" in text
     assert "30 train and 15 test samples per case" not in text
     assert "12 of 12 case(s) had fewer samples" in text
-    # the reference paper cited by title and authors, from data/paper/citations.yaml
+    # the reference paper cited by title and authors, from harness/data/paper/citations.yaml
     assert "Managing Energy Consumption of Devices with Multiconnectivity" in text and "Ramiza Shams" in text
     assert "doi = {10.3390/s23187699}" in text and "not recorded" not in text
 

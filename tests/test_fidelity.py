@@ -18,7 +18,7 @@ from harness.emulation.sharing import AccessNetwork, share_rates, simulate_sampl
 from tests.conftest import small_inventory
 
 REPO = Path(__file__).resolve().parent.parent
-PAPER = REPO / "data" / "paper" / "sensors-2023-7699.yaml"
+PAPER = REPO / "harness" / "data" / "paper" / "sensors-2023-7699.yaml"
 
 
 # ------------------------------------------------------------------ sharing models

@@ -4,7 +4,7 @@ The card data (``ModelCardData``: license, library, task, tags, datasets, metric
 scores as ``EvalResult`` entries, which the Hub shows as ``model-index``) is built from model.json;
 ``ModelCard.from_template`` renders it above the Markdown body of ``card_template.md``. The card
 says plainly when a baseline beats the MLP, and what would help; it cites the reference paper
-from ``data/paper/citations.yaml``.
+from ``harness/data/paper/citations.yaml``.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Shards of one campaign across machines, through Ray (`mplab run SCENARIO --cluster ADDRESS`).
 
-Ray is an optional dependency (``uv sync --extra cluster``); without it this module is never
+Ray is an optional dependency (``pip install 'mplab[cluster]'``); without it this module is never
 imported and the single-machine path is unchanged.
 
 The driver (the machine that runs `mplab run`) plans the campaign, writes its manifest and
@@ -45,7 +45,7 @@ from harness.campaign.runner import SampleOutcome, stop_on_signals
 from harness.campaign.store import Campaign, check_writable
 from harness.config.inventory import Inventory
 from harness.config.scenario import Scenario
-from harness.errors import ConfigError, StoreError
+from harness.errors import ConfigError, StoreError, missing_extra
 from harness.files import atomic_write, owned_temp_dir
 
 log = logging.getLogger("mplab.cluster")
@@ -63,7 +63,7 @@ def _ray():
     try:
         import ray
     except ImportError:
-        raise ConfigError("--cluster needs Ray, an optional dependency: `uv sync --extra cluster`") from None
+        raise missing_extra("cluster", "--cluster", "ray") from None
     return ray
 
 

@@ -27,13 +27,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.errors import CommandError, PreflightError
+from harness.resources import package_path
 from harness.hosts.local import Host
 from harness import machine
 from harness.machine import names_needed
 
 log = logging.getLogger("mplab.cc")
 
-BPF_DIR = Path(__file__).resolve().parent / "bpf"
+BPF_DIR = package_path("harness", "cc", "bpf")
 BUILD_DIR = BPF_DIR / "build"
 PREFIX = "mplab_"
 COUPLED = ("lia", "olia", "balia", "wvegas")

@@ -5,7 +5,7 @@ The card data (``DatasetCardData``: license, pretty name, task, tags, size categ
 the real row counts) is built from the table and dataset.json; ``DatasetCard.from_template``
 renders it as YAML front matter above the Markdown body of ``card_template.md`` (provenance,
 split, per-case counts, statistics, exclusions, columns, the reference paper's citation from
-``data/paper/citations.yaml``). A Hugging Face user's ``datasets.load_dataset(<folder>)`` reads
+``harness/data/paper/citations.yaml``). A Hugging Face user's ``datasets.load_dataset(<folder>)`` reads
 the splits from that front matter.
 """
 from __future__ import annotations

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import ConfigError
+from harness.resources import package_path
 
 if TYPE_CHECKING:  # only annotations: `mplab run`'s --speedup-table default must not load the inventory models
     from harness.config.inventory import Inventory, PowerProfile, RadioPower, SharedCapacity
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # only annotations: `mplab run`'s --speedup-table default mus
 #: The largest factor accepted (the radio loop then runs at S x its rate; beyond this nothing held).
 MAX_SPEEDUP = 64.0
 #: Where ``mplab run --speedup auto`` reads this machine's validation (``bench/speedup.py --out``).
-DEFAULT_TABLE = Path("bench/results/speedup.json")
+DEFAULT_TABLE = package_path("harness", "emulation", "speedup-validation.json")
 #: The emulated UM25C's poll rate at S = 1 (libsigrok's 100 ms), scaled with the rest up to ``POLL_CAP_HZ``.
 METER_HZ = 10.0
 #: The recorder's poll rate stops growing here (S = 2 and above): the emulated device integrates its model

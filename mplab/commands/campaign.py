@@ -147,7 +147,7 @@ def run(
     force: Annotated[bool, typer.Option(help="run more --testbeds than the machine sustains without losing "
                                               "fidelity")] = False,
     cluster: Annotated[str | None, typer.Option(help="run shards on the Ray cluster at this address "
-                                                        "(`uv sync --extra cluster`; docs/cluster.md)")] = None,
+                                                        "(the `cluster` extra; docs/cluster.md)")] = None,
     shard_size: Annotated[int | None, typer.Option(min=1, help="--cluster: samples per shard (default: plan/50, "
                                                            "at most 20)")] = None,
     speedup: Annotated[str | None, typer.Option(help="emulated testbed only: run S times faster than real "

@@ -25,7 +25,7 @@ def report(
     ci: Annotated[str, typer.Option(help="interval method: t (Student t) or bootstrap")] = "t",
     title: Annotated[str | None, typer.Option(help="page title")] = None,
     headlines: Annotated[Path | None, typer.Option(
-        help="the related papers' headlines (default: data/paper/related-schemes.yaml)")] = None,
+        help="the related papers' headlines (default: harness/data/paper/related-schemes.yaml)")] = None,
     force: Annotated[bool, typer.Option(help="replace an existing report in --out")] = False,
 ) -> None:
     """Figures, Tables 2-3 beside the reference paper with reproduction checks, and a self-contained HTML page.

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from harness.errors import ConfigError, PreflightError
+from harness.resources import paper_file
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -119,8 +120,8 @@ def register(app: typer.Typer) -> None:
 
 
 def calibrate(
-    paper: Annotated[Path, typer.Option("--paper", help="the paper's tables (data file)")] =
-        Path("data/paper/sensors-2023-7699.yaml"),
+    paper: Annotated[Path | None, typer.Option(
+        "--paper", help="the paper's tables (default: the copy mplab ships)")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="the inventory to write")] = Path("inventory/paper-lab.yaml"),
     tolerance: Annotated[float, typer.Option(help="worst relative error a power model may leave in Table 3")] = 0.02,
     both_efficiency: Annotated[float, typer.Option(
@@ -137,8 +138,8 @@ def calibrate(
 
     if not 0 < tolerance < 1:
         raise ConfigError(f"--tolerance {tolerance}: use a fraction between 0 and 1, e.g. 0.02")
-    cal = run_calibration(paper, tolerance=tolerance, both_efficiency=both_efficiency,
-                          counter_overhead=counter_overhead)
+    cal = run_calibration(paper or paper_file("sensors-2023-7699.yaml"), tolerance=tolerance,
+                          both_efficiency=both_efficiency, counter_overhead=counter_overhead)
     text = inventory_text(cal)
     if check:
         same = out.exists() and out.read_text() == text

@@ -48,15 +48,14 @@ def train(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.artifacts import FolderPolicy
-    from harness.errors import ConfigError
+    from harness.errors import missing_extra
     from harness.tables import table
 
     try:
         from training.fit import TrainConfig
         from training.pipeline import train as run_train
     except ImportError as exc:  # a lab install without the `train` dependency group
-        raise ConfigError(f"`mplab train` needs the training stack ({exc.name} is not installed): "
-                          "`uv sync --group train`, or `make setup`") from None
+        raise missing_extra("train", "`mplab train`", exc.name) from None
 
     policy = FolderPolicy.from_flags(force, keep_previous)
     cfg = TrainConfig(epochs=epochs, patience=patience, batch_size=batch_size, lr=lr, val_fraction=val_fraction,

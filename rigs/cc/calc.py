@@ -15,11 +15,11 @@ import ctypes
 import subprocess
 from pathlib import Path
 
-from harness.cc import libbpf
+from harness.cc.bpfcc import BPF_DIR
 from harness.errors import PreflightError
+from rigs.cc import libbpf
 
 MAX_SF = 8
-BPF_DIR = Path(__file__).resolve().parent / "bpf"
 PROGRAMS = ("lia", "olia", "balia", "wvegas", "vegas")
 EV_ACK, EV_LOSS, EV_SAMPLE, EV_ROUND = 0, 1, 2, 3
 

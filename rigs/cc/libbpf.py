@@ -1,6 +1,6 @@
 """libbpf through ctypes: the library with the signatures mplab calls, and a BPF object opened and loaded.
 
-``harness.cc.calc`` runs the arithmetic programs with it; ``bench/ack_callers.py`` attaches a tracepoint program.
+``rigs.cc.calc`` runs the arithmetic programs with it; ``bench/ack_callers.py`` attaches a tracepoint program.
 """
 from __future__ import annotations
 

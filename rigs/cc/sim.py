@@ -4,7 +4,7 @@ Why it exists: at the rig's drop-tail FIFO (rigs/bottleneck.py) the coupled algo
 take about half a Reno flow's goodput, with random loss about one share. This model answers whether
 that is what the reference arithmetic itself does under each loss process, with nothing of mplab's
 BPF or of the kernel in the loop: every per-ACK and per-loss update of a coupled subflow is a call
-into ``harness/cc/oracle.py`` (the multipath-tcp.org modules transliterated).
+into ``rigs/cc/oracle.py`` (the multipath-tcp.org modules transliterated).
 
 The model: flows that always have data, each window-limited; one FIFO link of ``rate_mbit`` with a
 ``buffer_pkts`` limit (drop-tail) or an unlimited one with independent loss ``loss_p`` per packet;
@@ -28,7 +28,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from harness.cc import oracle as ref
+from rigs.cc import oracle as ref
 
 MSS = 1448
 WIRE_BYTES = 1514
