@@ -50,6 +50,44 @@ _LAUNCH_NAME = "mplab-ssh"
 #: Host-key policies: "strict" refuses hosts missing from known_hosts, "accept-new" adds them.
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
+#: Where paramiko's own log lines go (``library_log_file``): its transport thread logs every failed handshake
+#: with a full traceback at ERROR, while mplab reports the same failure as one HostUnreachable line.
+LOG_FILE_ENV = "MPLAB_LOG_FILE"
+
+
+def library_log_file() -> Path:
+    """The file paramiko's log goes to: ``$MPLAB_LOG_FILE``, else ``$XDG_STATE_HOME/mplab/ssh.log``
+    (``~/.local/state/mplab/ssh.log``)."""
+    if os.environ.get(LOG_FILE_ENV):
+        return Path(os.environ[LOG_FILE_ENV]).expanduser()
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return state / "mplab" / "ssh.log"
+
+
+class _LibraryLog(logging.FileHandler):
+    """The handler ``route_library_logs`` installs (its type marks it as installed)."""
+
+
+def route_library_logs() -> Path | None:
+    """Send paramiko's log to ``library_log_file()`` instead of the screen; idempotent. Returns the file
+    (None when it cannot be written: then paramiko's lines are dropped, never shown)."""
+    lib = logging.getLogger("paramiko")
+    # NB: checked on the logger, not a module flag: the handler is the state, and it is there only once.
+    for h in lib.handlers:
+        if isinstance(h, _LibraryLog):
+            return Path(h.baseFilename)
+    lib.propagate = False
+    path = library_log_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = _LibraryLog(path, delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    except OSError:
+        lib.addHandler(logging.NullHandler())
+        return None
+    lib.addHandler(handler)
+    return path
+
 
 #: Gates (see ``harness.hosts.local.GATE_SCRIPT``) that report the process-group id themselves, right
 #: before they block on stdin: the id doubles as "ready to be released", so nothing that runs
@@ -297,6 +335,8 @@ class SSHHost(Host):
                  host_key_policy: str = "strict", port: int = 22, connect_timeout_s: float = 10.0,
                  channels_per_connection: int = 8) -> None:
         super().__init__(name)
+        # A failed handshake is ours to report (HostUnreachable, one line); paramiko's traceback of it goes to a file.
+        route_library_logs()
         if host_key_policy not in HOST_KEY_POLICIES:
             raise ConfigError(f"host {name}: host_key_policy {host_key_policy!r} is not one of {HOST_KEY_POLICIES}")
         self.address = address
@@ -386,7 +426,9 @@ class SSHHost(Host):
                     f"[{self.name}] {where} is not in {self.known_hosts} (host_key_policy strict): add its key "
                     f"(ssh-keyscan -p {self.port} {self.address} >> {self.known_hosts}, after checking the "
                     "fingerprint) or set host_key_policy: accept-new for this host") from None
-            raise HostUnreachable(f"[{self.name}] SSH to {where} failed: {exc}") from None
+            hint = (" (something answers there, but not an SSH server: check the address and ssh.port)"
+                    if "banner" in str(exc) else "")
+            raise HostUnreachable(f"[{self.name}] SSH to {where} failed: {exc}{hint}") from None
         except (OSError, EOFError) as exc:
             reason = "timed out" if isinstance(exc, (socket.timeout, TimeoutError)) else str(exc)
             raise HostUnreachable(f"[{self.name}] cannot connect to {where} within "

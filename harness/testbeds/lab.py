@@ -29,7 +29,8 @@ from harness.meters.drivers import open_meter
 from harness.hosts.netcmd import sysctl_argv
 from harness.hosts.ready import wait_until
 from harness.upkeep.preflight import (
-    Check, cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, tcp_reachable,
+    Check, cc_checks, clock_check, interface_checks, iperf3_check, kernel_checks, reachable, reachable_failure,
+    tcp_reachable,
 )
 from harness.deploy.secrets import Secrets, load_secrets
 from harness.upkeep.ofprobe import switch_check
@@ -109,13 +110,16 @@ class LabTestbed(Testbed):
         for result in parallel(lambda n: self._host_checks(n, ccs), names):
             checks += result
         if self.lab.switch is not None and (only is None or "switch" in only or self.lab.switch.host in only):
-            checks += self.switch_checks(essential=False)
+            down = {c.host for c in checks if c.name == "reachable" and not c.ok}
+            checks += self.switch_checks(essential=False, unreachable=down)
         return checks
 
-    def switch_checks(self, essential: bool = True) -> list[Check]:
+    def switch_checks(self, essential: bool = True, unreachable: set[str] | frozenset[str] = frozenset()
+                      ) -> list[Check]:
         """The lab switch answers as an OpenFlow 1.3 switch; with ``host`` and ``bridge`` set, the bridge's
         settings read over SSH. Not essential in a plain preflight: only ``steering: openflow`` needs the
-        switch (its controller makes the same check essential)."""
+        switch (its controller makes the same check essential). ``unreachable``: hosts that already have their
+        failed ``reachable`` row (the bridge of a switch host among them is not read)."""
         sw = self.lab.switch
         if sw is None:
             return [Check("switch", "lab.switch", False, "the inventory has no lab.switch section",
@@ -124,9 +128,12 @@ class LabTestbed(Testbed):
         check, _ = switch_check(sw.listen, essential=essential, timeout_s=sw.answer_timeout_s)
         out = [check]
         host = self.infra.get(sw.host) if sw.host else None
-        if host is not None and sw.bridge:
-            res = host.run(["ovs-vsctl", "--timeout=5", "get", "bridge", sw.bridge, "protocols", "fail_mode"],
-                           check=False, timeout=self.lab.command_timeout_s)
+        if host is not None and sw.bridge and sw.host not in unreachable:  # an unreachable host has its FAIL row
+            try:
+                res = host.run(["ovs-vsctl", "--timeout=5", "get", "bridge", sw.bridge, "protocols", "fail_mode"],
+                               check=False, timeout=self.lab.command_timeout_s)
+            except MplabError as exc:  # an unreachable switch host is a failed row, like any other host
+                return [*out, reachable_failure(host, exc, essential=essential)]
             if res.returncode != 0:
                 out.append(Check(sw.host, f"bridge {sw.bridge}", False, res.stderr.strip()[-300:] or "ovs-vsctl failed",
                                  f"ovs-vsctl add-br {sw.bridge} (and lab.switch.bridge names it)", essential=essential))

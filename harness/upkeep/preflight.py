@@ -51,9 +51,15 @@ def reachable(host: Host, timeout_s: float = 10.0) -> Check:
         host.run(["true"], timeout=timeout_s)
         return Check(host.name, "reachable", True, host.kind)
     except MplabError as exc:
-        fix = ("check that the machine is up and on the management network, and its ssh section "
-               "(address, user, key_file, known_hosts)") if host.kind == "ssh" else "set up the testbed first"
-        return Check(host.name, "reachable", False, str(exc), fix)
+        return reachable_failure(host, exc)
+
+
+def reachable_failure(host: Host, exc: MplabError, essential: bool = True) -> Check:
+    """The failed ``reachable`` row of ``host`` for the error a command there raised."""
+    fix = ("check that the machine is up and on the management network, and its ssh section "
+           "(address, port, user, key_file, known_hosts); `mplab lab keys` installs and pins the keys"
+           ) if host.kind == "ssh" else "set up the testbed first"
+    return Check(host.name, "reachable", False, str(exc), fix, essential=essential)
 
 
 def kernel_checks(host: Host) -> list[Check]:

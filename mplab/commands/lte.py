@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.errors import MplabError
+from harness.errors import MplabError, PreflightError
 
 # lte's modules (templates, SSH, the subscriber database) are imported by each command: `mplab --help` needs none.
 console = Console()
@@ -189,16 +189,22 @@ def check_configs(inventory: InventoryArg,
         with cell_hosts(inv) as hosts:
             verdicts = check_hosts(inv, hosts, f"mplab-ltecheck-{os.getpid()}")
         _print_verdicts(verdicts)
+        _checked_something(verdicts, "on the cell's hosts (install them there, or set lte.enb.bin_dir / the "
+                                     "EPC's programs on PATH)")
         return
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     plan, verdicts = run_check(inv, f"mplab-ltecheck-{os.getpid()}", keep.resolve() if keep else None)
     if plan.open5gs_version:
         console.print(f"Open5GS schema of {plan.open5gs_version}")
-    if all(v.ok is None for v in verdicts):
-        console.print(f"nothing checked: no srsRAN 4G or Open5GS program found (install them, or point "
-                      f"{BIN_ENV} at their bin directory; see docs/lte.md)")
     _print_verdicts(verdicts)
+    _checked_something(verdicts, f"here (install them, or point {BIN_ENV} at their bin directory; see docs/lte.md)")
+
+
+def _checked_something(verdicts, where: str) -> None:
+    """``PreflightError`` (exit 1) when every daemon was absent: a check that checked nothing did not pass."""
+    if all(v.ok is None for v in verdicts):
+        raise PreflightError(f"nothing checked: no srsRAN 4G or Open5GS program found {where}")
 
 
 def _print_verdicts(verdicts) -> None:

@@ -87,7 +87,9 @@ def preflight(
     console.print(checks_table(checks, f"preflight: {inv.name} ({inv.kind})"))
     bad = failed_essentials(checks)
     if bad:
-        raise PreflightError(f"{len(bad)} essential check(s) failed: a sweep on {inv.name} would refuse to start")
+        hosts = ", ".join(dict.fromkeys(c.host for c in bad))
+        raise PreflightError(f"{len(bad)} essential check(s) failed (on {hosts}): a sweep on {inv.name} would refuse "
+                             "to start; each FAIL row above says how to fix it")
     warn = [c for c in checks if not c.ok]
     console.print(f"[green]ready[/]: {len(checks)} checks passed" if not warn else
                   f"[yellow]ready with {len(warn)} warning(s)[/]")
