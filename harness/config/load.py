@@ -26,6 +26,13 @@ M = TypeVar("M", bound=BaseModel)
 MAX_CONFIG_BYTES = 1024 * 1024
 #: Validation errors reported at most (the rest are counted).
 MAX_ERRORS = 20
+#: Longest line of a config file. A 10,000-character value is still read (and refused by its field, with
+#: its name); a longer line is a data file or a generated blob named by mistake.
+MAX_LINE_CHARS = 64 * 1024
+#: Most nodes (keys, values, items) a config may hold once its aliases are expanded. The largest inventory
+#: (64 receivers) has a few thousand; an alias bomb ("billion laughs": nine lists of nine aliases of the
+#: previous one) would expand to 10^9 and take gigabytes to walk or validate.
+MAX_NODES = 200_000
 
 
 def _mentions_bool(annotation: object) -> bool:
@@ -214,6 +221,14 @@ def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str
                           source=str(p)) from None
 
 
+def check_line_lengths(text: str, source: str, max_chars: int = MAX_LINE_CHARS) -> None:
+    """Refuse a line longer than ``max_chars`` (``ConfigError`` naming its line) before the text is parsed."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if len(line) > max_chars:
+            raise ConfigError(f"line {number} is {len(line):,} characters long (at most {max_chars:,}); "
+                              "config files are small text files (is this the right file?)", source=source)
+
+
 class _Loader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML lets the last one win)."""
 
@@ -231,6 +246,47 @@ class _Loader(yaml.SafeLoader):
                     "keep one", key_node.start_mark)
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
+
+
+_IN_PROGRESS = -1
+
+
+def check_expansion(node: yaml.Node | None, source: str, max_nodes: int = MAX_NODES) -> None:
+    """Refuse a document whose aliases would expand past ``max_nodes`` nodes, before anything expands them.
+
+    ``yaml.compose`` shares one node for an anchor and all its aliases, so the document is a graph no
+    bigger than its text; walking it as a tree (the line map, construction, validation) expands every
+    alias. Each node's expanded size is counted once (memoised), so the check itself stays linear.
+    """
+    sizes: dict[int, int] = {}
+    aliases = 0
+
+    def size(n: yaml.Node, depth: int) -> int:
+        nonlocal aliases
+        known = sizes.get(id(n))
+        if known == _IN_PROGRESS:
+            raise ConfigError(f"line {n.start_mark.line + 1}: an alias (*name) inside the value it names "
+                              "(a value that contains itself)", source=source)
+        if known is not None:
+            aliases += 1
+            return known
+        if depth > 200:  # configs nest a few levels; Python's own limit is 1000 frames
+            raise ConfigError("nested too deeply to be a config file", source=source)
+        sizes[id(n)] = _IN_PROGRESS
+        total = 1
+        if isinstance(n, yaml.MappingNode):
+            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            total += sum(size(item, depth + 1) for item in n.value)
+        sizes[id(n)] = total
+        if total > max_nodes:
+            raise ConfigError(f"expands to more than {max_nodes:,} values once its aliases (*name) are expanded "
+                              f"(an alias bomb?); {aliases} alias(es) seen by line {n.start_mark.line + 1}; "
+                              "write the values out", source=source)
+        return total
+
+    if node is not None:
+        size(node, 0)
 
 
 def _line_map(node: yaml.Node | None, loc: tuple = (), out: dict[tuple, int] | None = None) -> dict[tuple, int]:
@@ -253,8 +309,10 @@ def _line_map(node: yaml.Node | None, loc: tuple = (), out: dict[tuple, int] | N
 
 def parse_yaml_lines(text: str, source: str) -> tuple[object, dict[tuple, int]]:
     """``parse_yaml`` and where each key is: (data, location -> line)."""
+    check_line_lengths(text, source)
     try:
         node = yaml.compose(text, Loader=_Loader)
+        check_expansion(node, source)
         data = _Loader(text).get_single_data() if node is not None else None
     except yaml.YAMLError as exc:
         # PyYAML's own types: only a MarkedYAMLError (most, not all, of its errors) carries a position and
