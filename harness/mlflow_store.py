@@ -8,14 +8,13 @@ without the training stack imports this module and gets a clear error only when 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 
 def default_tracking_uri(cwd: Path | None = None) -> str:
     """Where datasets and models are published: ``$MLFLOW_TRACKING_URI`` or ``sqlite:///<cwd>/mlflow.db``."""
-    import os
-
     env = os.environ.get("MLFLOW_TRACKING_URI")
     if env:
         return env
@@ -25,6 +24,58 @@ def default_tracking_uri(cwd: Path | None = None) -> str:
 def default_artifact_root(cwd: Path | None = None) -> str:
     """The artifact root of a local store: ``<cwd>/mlartifacts`` (a server decides its own)."""
     return ((cwd or Path.cwd()).resolve() / "mlartifacts").as_uri()
+
+
+#: MLflow retries a refused connection 7 times with exponential backoff (over 4 minutes before it gives up);
+#: every registry command is interactive, so unless the user set these, one retry and a 30 s deadline.
+FAIL_FAST = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+             "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+
+#: What MLflow's error says when the server is down, unknown or silent (requests' words, wrapped by MLflow).
+_UNREACHABLE = ("Max retries exceeded", "Connection refused", "Failed to establish", "Name or service not known",
+                "Temporary failure in name resolution", "Failed to resolve", "timed out")
+
+
+@contextlib.contextmanager
+def fail_fast() -> Iterator[None]:
+    """MLflow's HTTP retries bounded (``FAIL_FAST``) for the block, where the user has not set them."""
+    unset = [k for k in FAIL_FAST if k not in os.environ]
+    os.environ.update({k: FAIL_FAST[k] for k in unset})
+    try:
+        yield
+    finally:
+        for k in unset:
+            os.environ.pop(k, None)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether an MLflow error means its server could not be reached (down, unknown, not answering)."""
+    return any(s in str(exc) for s in _UNREACHABLE)
+
+
+@contextlib.contextmanager
+def registry_call(tracking_uri: str, what: str, field: str | None = None) -> Iterator[None]:
+    """Talk to the MLflow store at ``tracking_uri`` to ``what`` (e.g. "list the published datasets"):
+    retries bounded (``fail_fast``), and a server that cannot be reached becomes one line (``ConfigError``:
+    the URI is the user's input) instead of MLflow's traceback. Other errors pass unchanged."""
+    import logging
+
+    from harness.errors import ConfigError
+
+    # urllib3 logs each retry as a WARNING of several lines; the outcome is said once, below.
+    pool_log = logging.getLogger("urllib3.connectionpool")
+    level = pool_log.level
+    pool_log.setLevel(logging.ERROR)
+    try:
+        with fail_fast():
+            yield
+    except Exception as exc:
+        if not unreachable(exc):
+            raise
+        raise ConfigError(f"cannot reach the MLflow tracking server at {tracking_uri} to {what}; start it, or set "
+                          "--tracking-uri / $MLFLOW_TRACKING_URI", field=field) from None
+    finally:
+        pool_log.setLevel(level)
 
 
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"

@@ -16,18 +16,16 @@ refused. MLflow is imported lazily (``harness.mlflow_store``): a path never need
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.artifacts import SUMS_NAME, ChecksumMismatch, FolderPolicy, check_output, staged_folder, verify_sums
 from harness.errors import ConfigError
-from harness.mlflow_store import mlflow_client, quiet_mlflow
+from harness.mlflow_store import mlflow_client, quiet_mlflow, registry_call
 
 #: How a model reference starts (MLflow's own URI scheme for registered models).
 SCHEME = "models:/"
@@ -66,45 +64,18 @@ class PulledModel:
     previous: Path | None = None
 
 
-#: MLflow retries a refused connection 7 times with exponential backoff (over 4 minutes before it
-#: gives up); resolving a model for a command is interactive, so unless the user set these, fail fast.
-_FAST = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-         "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
-
-
-@contextlib.contextmanager
-def _fail_fast() -> Iterator[None]:
-    unset = [k for k in _FAST if k not in os.environ]
-    os.environ.update({k: _FAST[k] for k in unset})
-    try:
-        yield
-    finally:
-        for k in unset:
-            os.environ.pop(k, None)
-
-
-def _unreachable(exc: Exception) -> bool:
-    text = str(exc)
-    return any(s in text for s in ("Max retries exceeded", "Connection refused", "Failed to establish",
-                                   "Name or service not known", "timed out"))
-
-
 def model_version(client, ref: ModelRef):  # MLflow types, imported lazily
     """The ModelVersion a reference names; a clear error (exit 2) when there is none or the server is not there."""
     from mlflow.exceptions import MlflowException
 
     try:
-        with _fail_fast():
+        with registry_call(client.tracking_uri, f"look up models:/{ref}", field="MODEL"):
             if ref.alias:
                 return client.get_model_version_by_alias(ref.name, ref.alias)
             if ref.version:
                 return client.get_model_version(ref.name, ref.version)
             versions = client.search_model_versions(f"name = '{ref.name}'")
     except MlflowException as exc:
-        if _unreachable(exc):
-            raise ConfigError(f"cannot reach the MLflow tracking server at {client.tracking_uri} to look up "
-                              f"models:/{ref}; start it, or set --tracking-uri / $MLFLOW_TRACKING_URI",
-                              field="MODEL") from None
         raise ConfigError(f"no registered model version {ref} ({exc.message.splitlines()[0]}); "
                           "see `mplab models list`", field="MODEL") from None
     if not versions:
@@ -130,7 +101,8 @@ def pull(ref: str | ModelRef, out: Path, tracking_uri: str | None = None,
         raise ChecksumMismatch(f"{r.name} version {mv.version} has no {SUMS_TAG} tag: it was not registered by "
                                "`mplab train --register`, so its files cannot be checked")
     check_output(out, "model.json", policy, "model")
-    with tempfile.TemporaryDirectory(prefix="mplab-pull-") as tmp, quiet_mlflow():
+    with (tempfile.TemporaryDirectory(prefix="mplab-pull-") as tmp, quiet_mlflow(),
+          registry_call(client.tracking_uri, f"download models:/{r}")):
         # NB: a models:/ URI would be resolved against the *default* registry, not this client's;
         # the version's own location is explicit (and only mplab's folder is fetched).
         where = client.get_model_version_download_uri(r.name, mv.version).rstrip("/")

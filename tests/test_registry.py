@@ -253,3 +253,23 @@ def test_controller_decide_and_scenarios_take_registered_models(published, tmp_p
     assert with_model_resolved(sc, tmp_path / "s.yaml").model == "models:/energy/1"
     assert got["model_source"] == "models:/energy@champion" and got["model_onnx_sha256"]
     assert got["model"] == str(tmp_path / "cache" / "energy" / "1")
+
+
+@pytest.mark.parametrize("args, what", [
+    (["dataset", "list"], "to list the published datasets"),
+    (["dataset", "pull", "paper@1", "-o", "ds"], "to look up dataset paper@1"),
+    (["models", "list"], "to list the registered models"),
+    (["models", "pull", "models:/energy@champion", "-o", "m"], "to look up models:/energy@champion"),
+])
+def test_registry_commands_with_the_server_down_fail_with_one_line(args, what, tmp_path):
+    """No server at the URI: every registry command stops after the bounded retry (MLflow's own 7 retries with
+    backoff took over 4 minutes, past this subprocess's deadline) with one line naming the URI, exit 2."""
+    from rigs.ports import free_port
+
+    uri = f"http://127.0.0.1:{free_port()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_HTTP_REQUEST_")}
+    res = subprocess.run([sys.executable, "-m", "mplab", *args], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={**env, "MLFLOW_TRACKING_URI": uri})
+    assert res.returncode == 2, res.stderr[-2000:]
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("error: ") and f"cannot reach the MLflow tracking server at {uri} {what}; start it" in line

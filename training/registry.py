@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.mlflow_store import mlflow_client
+from harness.mlflow_store import mlflow_client, registry_call
 from harness.model_registry import (EXTRA, SUMS_TAG, ModelRef, PulledModel, model_version, cache_root, pull,
                                     resolve_model)
 
@@ -32,15 +32,17 @@ def list_models(tracking_uri: str | None = None) -> list[dict]:
     """Registered models and their versions: ``[{name, version, aliases, created, run_id, dataset}]``."""
     client = mlflow_client(tracking_uri)
     out = []
-    for rm in client.search_registered_models():
-        aliases: dict[str, list[str]] = {}
-        for alias, v in (rm.aliases or {}).items():
-            aliases.setdefault(str(v), []).append(alias)
-        for mv in sorted(client.search_model_versions(f"name = '{rm.name}'"), key=lambda v: int(v.version)):
-            out.append({"name": rm.name, "version": str(mv.version), "aliases": sorted(aliases.get(str(mv.version), [])),
-                        "created_ms": mv.creation_timestamp, "run_id": mv.run_id,
-                        "dataset_digest": (mv.tags or {}).get("mplab.dataset_digest"),
-                        "description": mv.description or ""})
+    with registry_call(client.tracking_uri, "list the registered models"):
+        for rm in client.search_registered_models():
+            aliases: dict[str, list[str]] = {}
+            for alias, v in (rm.aliases or {}).items():
+                aliases.setdefault(str(v), []).append(alias)
+            for mv in sorted(client.search_model_versions(f"name = '{rm.name}'"), key=lambda v: int(v.version)):
+                out.append({"name": rm.name, "version": str(mv.version),
+                            "aliases": sorted(aliases.get(str(mv.version), [])),
+                            "created_ms": mv.creation_timestamp, "run_id": mv.run_id,
+                            "dataset_digest": (mv.tags or {}).get("mplab.dataset_digest"),
+                            "description": mv.description or ""})
     return out
 
 

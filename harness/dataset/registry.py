@@ -25,7 +25,7 @@ from harness.artifacts import (SUMS_NAME, ChecksumMismatch, FolderPolicy, check_
                                write_sums)
 from harness.errors import ConfigError
 from harness.files import atomic_write
-from harness.mlflow_store import dataset_source, ensure_experiment, mlflow_client, quiet_mlflow
+from harness.mlflow_store import dataset_source, ensure_experiment, mlflow_client, quiet_mlflow, registry_call
 
 EXPERIMENT = "mplab-datasets"
 ARTIFACT_DIR = "dataset"
@@ -70,7 +70,9 @@ def _versions(client, name: str | None = None) -> list[DatasetVersion]:  # Mlflo
 
 def list_datasets(tracking_uri: str | None = None) -> list[DatasetVersion]:
     """Every published version of every dataset, by name then version."""
-    return _versions(mlflow_client(tracking_uri))
+    client = mlflow_client(tracking_uri)
+    with registry_call(client.tracking_uri, "list the published datasets"):
+        return _versions(client)
 
 
 def publish(folder: Path, name: str | None = None, tracking_uri: str | None = None) -> tuple[DatasetVersion, bool]:
@@ -89,7 +91,8 @@ def publish(folder: Path, name: str | None = None, tracking_uri: str | None = No
         write_sums(folder)  # a dataset built before SHA256SUMS existed: checked above by its CSV digest
     sums = verify_sums(folder)
     client = mlflow_client(tracking_uri)
-    existing = _versions(client, name)
+    with registry_call(client.tracking_uri, f"publish dataset {name}"):
+        existing = _versions(client, name)
     for v in existing:
         if v.sums_digest == sums:
             return v, False
@@ -147,7 +150,8 @@ def pull(ref: str, out: Path, tracking_uri: str | None = None, policy: str = Fol
 
     name, version = parse_ref(ref)
     client = mlflow_client(tracking_uri)
-    versions = _versions(client, name)
+    with registry_call(client.tracking_uri, f"look up dataset {ref}", field="DATASET"):
+        versions = _versions(client, name)
     if not versions:
         raise ConfigError(f"no published dataset {name!r}; see `mplab dataset list`", field="DATASET")
     version = version or max(v.version for v in versions)
@@ -162,7 +166,8 @@ def pull(ref: str, out: Path, tracking_uri: str | None = None, policy: str = Fol
     if not v.sums_digest:
         raise ChecksumMismatch(f"dataset {name} version {version} has no {TAG_SUMS} tag: cannot check it")
     check_output(out, "dataset.json", policy, "dataset")
-    with tempfile.TemporaryDirectory(prefix="mplab-pull-") as tmp, quiet_mlflow():
+    with (tempfile.TemporaryDirectory(prefix="mplab-pull-") as tmp, quiet_mlflow(),
+          registry_call(client.tracking_uri, f"download dataset {ref}")):
         got = Path(mlflow.artifacts.download_artifacts(run_id=v.run_id, artifact_path=ARTIFACT_DIR, dst_path=tmp,
                                                        tracking_uri=client.tracking_uri))
         verify_sums(got, v.sums_digest)
