@@ -29,6 +29,7 @@ MODEL ?= models/$(SCENARIO)
 REPORT ?= reports/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
+.PHONY: wheel print-shipped-bpf
 .PHONY: rerun-report setup2 setup2-model setup setup-lab python-lab apt apt-packages doctor python bpf lint test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
@@ -73,7 +74,9 @@ setup-lab: apt python-lab
 # coupled algorithm is then refused at preflight with the same reason, never silently replaced.
 BPF_DIR := harness/cc/bpf
 BPF_BUILD := $(BPF_DIR)/build
-BPF_OBJS := $(patsubst %,$(BPF_BUILD)/%.bpf.o,lia olia balia wvegas vegas calc)
+# What the wheel ships (hatch_build.py asks `make print-shipped-bpf`); vegas and calc are the benches' alone.
+SHIPPED_BPF := lia olia balia wvegas
+BPF_OBJS := $(patsubst %,$(BPF_BUILD)/%.bpf.o,$(SHIPPED_BPF) vegas calc)
 # -fdebug-prefix-map: the objects carry no checkout path, so the same source gives the same object (and the same
 # digest in records' cc_impl) in any clone.
 BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Wno-unused-variable -fdebug-prefix-map=$(CURDIR)=.
@@ -93,6 +96,15 @@ $(BPF_BUILD)/vmlinux.h:
 $(BPF_BUILD)/%.bpf.o: $(BPF_DIR)/%.bpf.c $(BPF_DIR)/mplab_cc.h $(BPF_DIR)/mplab_math.h $(BPF_BUILD)/vmlinux.h
 	clang $(BPF_CFLAGS) -I$(BPF_BUILD) -c $< -o $@.tmp
 	mv $@.tmp $@
+
+print-shipped-bpf:
+	@echo $(SHIPPED_BPF)
+
+# The installable tool: dist/mplab-<version>-py3-none-any.whl, with its data, the example workspace and the
+# shipped BPF objects (built here by hatch_build.py: the wheel needs no compiler where it is installed).
+wheel:
+	rm -rf dist
+	$(UV) build --wheel --out-dir dist
 
 apt:
 	$(SUDO) apt-get update -q

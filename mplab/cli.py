@@ -16,7 +16,6 @@ from typing import Any
 
 import typer
 
-import harness
 from harness.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, MplabError, is_disk_full
 from mplab.commands import campaign as campaign_cli
 from mplab.commands import cc as cc_cli
@@ -29,6 +28,7 @@ from mplab.commands import testbed as testbeds_cli
 from mplab.commands import training as training_cli
 from mplab.commands import watch as watch_cli
 from mplab.commands import wifi as wifi_cli
+from mplab.commands import workspace as workspace_cli
 
 app = typer.Typer(name="mplab", no_args_is_help=True, add_completion=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -44,6 +44,7 @@ training_cli.register(app)
 controller_cli.register(app)
 analysis_cli.register(app)
 watch_cli.register(app)
+workspace_cli.register(app)
 
 
 def _access_kinds() -> Any:
@@ -90,7 +91,9 @@ class Wiring(Mapping[str, Any]):
 
 def _version(value: bool) -> None:
     if value:
-        print(f"mplab {harness.__version__}")
+        from harness.build import describe
+
+        print(describe())
         raise typer.Exit()
 
 

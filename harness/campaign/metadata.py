@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import logging
 import platform
-import subprocess
 import sys
 from collections.abc import Callable
 from importlib import metadata as importlib_metadata
-from pathlib import Path
 
+from harness.build import build_info
 from harness.cc import kernel_flavour
 from harness.hosts.local import Host
 
 log = logging.getLogger("mplab.metadata")
-
-REPO = Path(__file__).resolve().parents[2]
 
 #: Sysctls that change how MPTCP and TCP behave (recorded per host, as Flent's INTERESTING_SYSCTLS).
 INTERESTING_SYSCTLS = (
@@ -40,15 +37,8 @@ def safely(name: str, fn: Callable[[], object]) -> object:
 
 
 def git_info() -> dict | None:
-    """Commit of the mplab checkout and whether its work tree has uncommitted changes."""
-    if not (REPO / ".git").exists():
-        return None
-
-    def g(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
-                              check=True, timeout=10).stdout.strip()
-
-    return {"commit": g("rev-parse", "HEAD"), "dirty": bool(g("status", "--porcelain", "--untracked-files=no"))}
+    """Commit mplab was built from (a wheel) or runs from (a checkout), and whether it had uncommitted changes."""
+    return build_info()
 
 
 def host_info(host: Host) -> dict:

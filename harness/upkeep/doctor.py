@@ -29,7 +29,9 @@ from harness.tools import TOOLS, probe
 from harness.traffic import Iperf3
 
 #: Python packages whose versions the doctor reports (distribution names).
-PYTHON_PACKAGES = ("typer", "pydantic", "pyserial", "fabric", "pandas", "pyarrow", "torch", "onnxruntime", "mlflow")
+PYTHON_PACKAGES = ("typer", "pydantic", "pyserial", "fabric", "pandas", "pyarrow", "onnxruntime", "mlflow-skinny")
+#: The wheel's extras: the package that tells whether each is installed, and what needs it.
+EXTRAS = {"train": ("torch", "`mplab train`"), "cluster": ("ray", "`mplab run --cluster`")}
 #: The kernel type BPF struct_ops congestion controls register through.
 STRUCT_OPS_TYPE = b"bpf_struct_ops_tcp_congestion_ops"
 
@@ -77,7 +79,7 @@ def bpf_checks() -> list[Check]:
     missing = [a for a in COUPLED if not object_path(a).exists()]
     out.append(Check("local", "BPF congestion controls built", not missing,
                      f"missing: {', '.join(missing)}" if missing else ", ".join(COUPLED),
-                     "make bpf (needs clang, libbpf-dev, bpftool)"))
+                     "a wheel built by `make wheel` carries them; in a checkout: make bpf (needs clang, bpftool)"))
     return out
 
 
@@ -130,14 +132,25 @@ def namespace_checks(run_id: int | None = None) -> list[Check]:
 
 
 def python_checks() -> list[Check]:
-    """Versions of the Python packages mplab is built on (not essential: a lab-only install has fewer)."""
+    """Versions of the Python packages mplab is built on, and which of its extras are installed.
+
+    A missing base package is a broken install; a missing extra is a choice (``[train]``: PyTorch,
+    ``[cluster]``: Ray), reported with what it enables and how to add it, and not a failure.
+    """
     out = []
     for dist in PYTHON_PACKAGES:
         try:
             out.append(Check("local", f"python {dist}", True, metadata.version(dist), essential=False))
         except metadata.PackageNotFoundError:
-            out.append(Check("local", f"python {dist}", False, "not installed", "uv sync --frozen (make setup)",
+            out.append(Check("local", f"python {dist}", False, "not installed",
+                             "reinstall mplab (pip install --force-reinstall mplab; in a checkout, make setup)",
                              essential=False))
+    for extra, (dist, enables) in EXTRAS.items():
+        try:
+            detail = f"installed ({dist} {metadata.version(dist)})"
+        except metadata.PackageNotFoundError:
+            detail = f"not installed: {enables} needs it (pip install 'mplab[{extra}]')"
+        out.append(Check("local", f"extra [{extra}]", True, detail, essential=False))
     return out
 
 
