@@ -1,6 +1,6 @@
 """Every bandwidth x a few bands: what mplab says, what the real srsenb says, and ZMQ attach times.
 
-Part 1 (srsenb alone): for each band and PRB count, mplab renders the lab cell (inventory/lab-lte.yaml,
+Part 1 (srsenb alone): for each band and PRB count, mplab renders the lab cell (tests/data/lab-lte.yaml,
 DL EARFCN in the middle of the band's valid range, ZeroMQ radio) or refuses it with its line; srsenb then
 runs on the files in a scratch namespace until it has opened its radio and started ("==== eNodeB
 started"), plus a few seconds for its MAC's cell checks, and every complaint it printed is collected.

@@ -1,6 +1,6 @@
 """The real LTE cell for one receiver (srsepc + srsenb + srsUE over ZMQ) beside the emulated LTE channel.
 
-Real cell: srsepc, srsenb and srsUE on mplab's rendered files (inventory/lab-lte.yaml with
+Real cell: srsepc, srsenb and srsUE on mplab's rendered files (tests/data/lab-lte.yaml with
 ``epc.kind: srsepc``, receiver n2's SIM, 50 PRB ZMQ radio) in one scratch namespace; srsUE's TUN
 device in a second namespace (the receiver). S1 runs over the SCTP-over-UDP shim of the test rigs
 (this kernel has no SCTP). Measured: attach time (srsUE start to its TUN address), ping RTT idle and

@@ -24,7 +24,7 @@ def lte_inventory(path: Path) -> Inventory:
     inv = load_inventory(path)
     if inv.lte is None:
         raise ConfigError("this inventory has no 'lte' section: the LTE commands need a lab inventory that "
-                          "describes the eNodeB and the EPC (see inventory/lab-lte.yaml and docs/lte.md)",
+                          "describes the eNodeB and the EPC (see inventory/lab.yaml and docs/lte.md)",
                           source=str(path))
     return inv
 

@@ -12,7 +12,7 @@ import yaml
 from harness.config.inventory import Inventory
 
 REPO = Path(__file__).resolve().parents[1]
-LAB = REPO / "inventory" / "lab-lte.yaml"
+LAB = REPO / "tests" / "data" / "lab-lte.yaml"  # three receivers: the golden files are rendered from it
 GOLDEN = REPO / "tests" / "golden"
 
 KEYS = {"001010000000001": ("465B5CE8B199B49FAA5F0A2EE238A6BC", "E8ED289DEBA952E4283B54E88E6183CA"),

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_example_lab_inventory_is_valid_and_complete():
-    inv = load_inventory(REPO / "inventory" / "lab.example.yaml")
+    inv = load_inventory(REPO / "inventory" / "lab.yaml")
     assert inv.kind == "lab" and len(inv.receivers) == 9
     assert {h.role for h in inv.lab.infra} == {"enb", "epc", "wifi-ap", "switch"}
     assert inv.meter_port(inv.receiver("rx1")) == "rfc2217://192.168.100.21:7001?ign_set_control"
@@ -29,11 +29,43 @@ def test_example_lab_inventory_is_valid_and_complete():
     rx1 = tb.nodes["rx1"].host
     assert rx1.host_key_policy == "strict" and rx1.user == "root" and rx1.key_file.name == "mplab_lab"
     assert tb.nodes["rx3"].port == 5203
-    assert set(tb.infra) == {"enb", "epc", "sw1"}  # the APs have no SSH
+    assert set(tb.infra) == {"enb", "epc", "ap-rx", "ap-snd", "sw1"}
+    # One inventory for the whole reference lab: its radio sections, pinned versions, a SIM in every receiver.
+    assert inv.lte is not None and inv.wifi is not None and inv.lab.switch is not None
+    assert (inv.lte.enb.version, inv.lte.epc.version) == ("23.04", "2.7.2")
+    assert all(r.sim is not None for r in inv.receivers)
+
+
+def test_reference_lab_renders_with_its_secrets_example(tmp_path):
+    """The technician's first commands on the shipped inventory and its secrets example (filled in as copied):
+    `lte render` (the pinned Open5GS) and `wifi render` (every SSID has its passphrase) both write their files."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    inv = REPO / "inventory" / "lab.yaml"
+    example = REPO / "inventory" / "lab-secrets.example.yaml"
+    doc = yaml.safe_load(example.read_text())
+    lab = load_inventory(inv)
+    assert set(doc["sim"]) == {r.sim.imsi for r in lab.receivers}
+    assert set(doc["wifi_psk"]) == {ap.ssid for ap in lab.wifi.aps}
+    secrets = tmp_path / "secrets.yaml"
+    secrets.write_text(example.read_text())
+    secrets.chmod(0o600)
+    for radio in ("lte", "wifi"):
+        res = subprocess.run([sys.executable, "-m", "mplab", radio, "render", str(inv), "--secrets", str(secrets),
+                              "--out", str(tmp_path / radio)], capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert "Traceback" not in res.stderr
+    assert "Open5GS 2.7.2 (lte.epc.version)" in res.stdout or (tmp_path / "lte" / "epc").is_dir()
+    assert (tmp_path / "lte" / "epc" / "etc" / "open5gs" / "mme.yaml").exists()
+    assert (tmp_path / "wifi" / "ap-rx" / "etc" / "hostapd" / "hostapd.conf").exists()
+    assert len(list((tmp_path / "wifi").glob("rx*/etc/wpa_supplicant/*.conf"))) == 9
 
 
 def test_unknown_group_member_is_a_config_error(tmp_path):
-    text = (REPO / "inventory" / "lab.example.yaml").read_text().replace("core: [snd, enb, epc]",
+    text = (REPO / "inventory" / "lab.yaml").read_text().replace("core: [snd, enb, epc]",
                                                                         "core: [snd, enb, epc, nope]")
     p = tmp_path / "lab.yaml"
     p.write_text(text)
@@ -106,7 +138,7 @@ def test_checks_table_shows_fix_only_for_failures():
 
 
 def test_lab_inventory_rejects_emulated_fields():
-    data = load_inventory(REPO / "inventory" / "lab.example.yaml").model_dump(mode="json")
+    data = load_inventory(REPO / "inventory" / "lab.yaml").model_dump(mode="json")
     data["receivers"][0]["interfaces"]["wifi"]["channel"] = {"rate_mbit": 10, "buffer_ms": 10}
     with pytest.raises(Exception, match="channels are emulated only"):
         Inventory.model_validate(data)
@@ -130,7 +162,7 @@ def test_preflight_command_fails_with_fixes_on_an_unreachable_lab(tmp_path):
     key = tmp_path / "k"
     key.write_text("not a key")
     (tmp_path / "kh").write_text("")
-    text = (REPO / "inventory" / "lab.example.yaml").read_text()
+    text = (REPO / "inventory" / "lab.yaml").read_text()
     # Every machine on a port of this host where nothing listens: refused at once, nothing else is contacted.
     import re
     text = re.sub(r"address: 192\.168\.100\.\d+", "address: 127.0.0.1", text)
@@ -139,7 +171,7 @@ def test_preflight_command_fails_with_fixes_on_an_unreachable_lab(tmp_path):
                                                            f"secrets_file: {tmp_path / 'nope.yaml'}")
     inv = tmp_path / "lab.yaml"
     inv.write_text(text)
-    res = _mplab("preflight", "--inventory", str(inv), "--group", "ap2-cell")
+    res = _mplab("preflight", "--inventory", str(inv), "--group", "bench2")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "essential check(s) failed" in res.stderr
     for rx in ("rx6", "rx7", "rx8", "rx9"):

@@ -47,7 +47,7 @@ NO_METERS = METER_FEATURES[:16] + bytes(16)
 
 
 def _lab_doc(**switch) -> dict:
-    doc = yaml.safe_load((REPO / "inventory" / "lab.example.yaml").read_text())
+    doc = yaml.safe_load((REPO / "inventory" / "lab.yaml").read_text())
     doc["lab"].pop("secrets_file")
     doc["lab"]["switch"].update(switch)
     return doc
@@ -60,7 +60,7 @@ def _load(tmp_path, doc) -> object:
 
 
 def test_lab_switch_section_is_read_and_shares_its_fields_with_the_serve_spec(tmp_path):
-    sw = load_inventory(REPO / "inventory" / "lab.example.yaml").lab.switch
+    sw = load_inventory(REPO / "inventory" / "lab.yaml").lab.switch
     assert sw.listen == "192.168.100.5:6653" and (sw.listen_host, sw.listen_port) == ("192.168.100.5", 6653)
     assert sw.ports() == {"wifi": {"up": 1, "down": 2}, "lte": {"up": 3, "down": 4}}
     assert (sw.bridge, sw.host) == ("br-steer", "sw1")
@@ -317,7 +317,7 @@ def test_serve_caps_and_assignments_are_checked_before_anything_starts():
 def test_serve_takes_the_switch_from_a_spec_or_an_inventory_not_both(tmp_path, capsys):
     from mplab.cli import run as mplab
 
-    inv = REPO / "inventory" / "lab.example.yaml"
+    inv = REPO / "inventory" / "lab.yaml"
     assert mplab(["controller", "serve"]) == 2
     assert mplab(["controller", "serve", str(tmp_path / "x.yaml"), "--inventory", str(inv)]) == 2
     assert "either as SPEC" in capsys.readouterr().err

@@ -39,7 +39,7 @@ def not_ssh():
 
 def _lab_inventory(tmp_path: Path, port: int) -> Path:
     """The reference lab inventory with every machine at ``127.0.0.1:port`` (2 receivers)."""
-    d = yaml.safe_load((REPO / "inventory" / "lab.example.yaml").read_text())
+    d = yaml.safe_load((REPO / "inventory" / "lab.yaml").read_text())
     key = tmp_path / "key"
     key.write_text("not used: the handshake fails first\n")
     (tmp_path / "known_hosts").write_text("")
@@ -65,8 +65,10 @@ def test_hosts_that_are_not_ssh_servers_are_fail_rows_in_the_table(tmp_path, not
     assert "Traceback" not in out and "paramiko" not in out, out   # the library's traceback went to the log file
     assert "preflight: sensors2023-lab (lab)" in res.stdout, out    # the table came
     rows = [ln for ln in res.stdout.splitlines() if " reachable " in ln]
-    for host in ("snd", "rx1", "rx2", "enb", "epc", "sw1"):
+    hosts = ("snd", "rx1", "rx2", "enb", "epc", "ap-rx", "ap-snd", "sw1")
+    for host in hosts:
         (row,) = [ln for ln in rows if ln.split("│")[1].strip() == host]
         assert "FAIL" in row and "not an SSH server" in row and "ssh section" in row, row
-    assert "error: 6 essential check(s) failed (on snd, rx1, rx2, enb, epc, sw1)" in res.stderr, res.stderr
+    # the count: each host's reachable row, and the LTE version rows of the eNodeB and the EPC
+    assert f"error: 10 essential check(s) failed (on {', '.join(hosts)})" in res.stderr, res.stderr
     assert "Error reading SSH protocol banner" in log.read_text()

@@ -57,7 +57,7 @@ def test_the_scaled_power_model_draws_the_same_power_and_a_tail_worth_one_eighth
 
 
 @pytest.mark.parametrize("inv_name, policies, why", [
-    ("lab.example.yaml", False, "is a lab"),
+    ("lab.yaml", False, "is a lab"),
     ("emulated.yaml", True, "controller policies are not scaled"),
 ])
 def test_speedup_is_refused_where_time_cannot_be_scaled(inv_name, policies, why):
@@ -68,7 +68,7 @@ def test_speedup_is_refused_where_time_cannot_be_scaled(inv_name, policies, why)
 
 
 def test_run_refuses_speedup_on_a_lab_and_on_resume_with_one_line(tmp_path):
-    lab = REPO / "inventory" / "lab.example.yaml"
+    lab = REPO / "inventory" / "lab.yaml"
     res = subprocess.run([sys.executable, "-m", "mplab", "run", "scenarios/quick.yaml", "--inventory", str(lab),
                           "--speedup", "4", "--dry-run"], cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 2 and "lab" in res.stderr and "Traceback" not in res.stderr, res.stderr

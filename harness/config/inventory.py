@@ -96,6 +96,9 @@ class Ser2Net(Strict):
         description="TCP port ser2net serves the device on, with RFC 2217 (the meter port is rfc2217://<host>:<tcp_port>)")
     baud: Annotated[int, Field(gt=0, le=MAX_BAUD)] = Field(default=9600,
                                                            description="serial speed of the device (UM-series: 9600)")
+    bluetooth: Annotated[str, Field(pattern=r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")] | None = Field(
+        default=None, description="the meter's Bluetooth MAC, when ``device`` is an RFCOMM device "
+                                  "(/dev/rfcommN): `mplab lab prepare` binds it with `rfcomm bind N <MAC> 1`")
 
 
 class MeterSpec(Strict):

@@ -59,7 +59,7 @@ def preflight(
     sc = load_scenario(scenario) if scenario else None
     inv_path = inventory or (scenario_inventory(sc, scenario) if sc else None)
     if inv_path is None:
-        raise ConfigError("give --inventory (e.g. inventory/lab.example.yaml) or --scenario")
+        raise ConfigError("give --inventory (e.g. inventory/lab.yaml) or --scenario")
     inv = load_inventory(inv_path)
     obj = ctx.find_root().obj
     testbed = build_testbed(inv, obj.get("access_kinds") if isinstance(obj, Mapping) else None)

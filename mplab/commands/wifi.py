@@ -26,7 +26,7 @@ def wifi_inventory(path: Path) -> Inventory:
     inv = load_inventory(path)
     if inv.wifi is None:
         raise ConfigError("this inventory has no 'wifi' section: the WiFi commands need a lab inventory that "
-                          "describes the access points (see inventory/lab-lte.yaml and docs/lte.md)", source=str(path))
+                          "describes the access points (see inventory/lab.yaml and docs/lte.md)", source=str(path))
     return inv
 
 
@@ -40,11 +40,11 @@ def render(inventory: InventoryArg, secrets: SecretsOpt = None,
     inv = wifi_inventory(inventory)
     sec = secrets_for(inv, inventory, secrets)
     for f in render_hostapd(inv, sec) + render_supplicants(inv, sec):
-        p = out / f.host / f.path.lstrip("/")
+        p = out / f.machine / f.path.lstrip("/")
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(f.text)
         p.chmod(f.mode)
-        console.print(f"{f.host:8} {f.path} -> {p}")
+        console.print(f"{f.machine:8} {f.path} -> {p}")
 
 
 @app.command()

@@ -20,7 +20,7 @@ from harness.resources import package_path
 #: The example workspace inside the installed package.
 EXAMPLES = package_path("mplab", "workspace")
 #: The reference lab's inventory and the secrets file format that goes with it.
-LAB_INVENTORY = "lab.example.yaml"
+LAB_INVENTORY = "lab.yaml"
 LAB_SECRETS = "lab-secrets.example.yaml"
 #: The emulated inventories: the physics power profile, the calibrated lab, the related schemes' links.
 EMULATED_INVENTORIES = ("emulated.yaml", "paper-lab.yaml", "schemes-paper-links.yaml")
