@@ -12,8 +12,9 @@
     campaign/   one entry point (entry.py), plan, runner, store, the one sample record, metadata, status
     dataset/    campaigns -> a validated, split, documented dataset; published versions
     watch/      `mplab watch`'s live page of a campaign (reads the store only)
-    errors.py files.py machine.py tools.py tables.py resources.py   errors, atomic writes, the machine-wide
-                record, program -> package, the commands' tables, the files shipped in the packages
+    errors.py files.py machine.py tools.py tables.py resources.py build.py   errors, atomic writes, the
+                machine-wide record, program -> package, the commands' tables, the files shipped in the packages,
+                what this installation is (version, commit)
     artifacts.py mlflow_store.py model_registry.py modelfile.py onnxrt.py citations.py   published
                 artifacts, the one resolver of ``models:/``, the one reader of ``model.json``, ONNX
                 Runtime sessions, the papers

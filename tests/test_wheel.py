@@ -139,6 +139,7 @@ def test_doctor_init_a_campaign_its_dataset_and_report_from_an_empty_directory(i
     doctor = _run([mplab, "doctor"], tmp_path, env)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert "BPF congestion controls built" in doctor.stdout and "FAIL" not in doctor.stdout
+    assert "pip install 'mplab[train]'" in doctor.stdout  # the extra it lacks, named whole
     init = _run([mplab, "init", "ws", "--emulated"], tmp_path, env)
     assert init.returncode == 0, init.stderr
     ws = tmp_path / "ws"

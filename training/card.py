@@ -8,11 +8,11 @@ from ``harness/data/paper/citations.yaml``.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from harness import citations
+from harness.resources import package_path
 
-TEMPLATE = Path(__file__).with_name("card_template.md")
+TEMPLATE = package_path("training", "card_template.md")
 
 
 def _r2(x: float | None, spec: str = ".3f") -> str:

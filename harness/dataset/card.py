@@ -11,14 +11,14 @@ the splits from that front matter.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 
 from harness import citations
 from harness.dataset.columns import COLUMN_DOCS, FLOAT_COLUMNS, INT_COLUMNS
+from harness.resources import package_path
 
-TEMPLATE = Path(__file__).with_name("card_template.md")
+TEMPLATE = package_path("harness", "dataset", "card_template.md")
 SPLITS = ("train", "test")
 #: Where each split's Parquet file goes, relative to the dataset folder (the card's ``configs``).
 SPLIT_FILES = {s: f"data/{s}.parquet" for s in SPLITS}

@@ -21,7 +21,6 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import plotly
 import uvicorn
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
@@ -29,6 +28,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from harness.errors import ConfigError
+from harness.resources import package_path
 from harness.watch import LOOPBACK
 from harness.watch.state import CampaignView, open_view
 
@@ -38,8 +38,8 @@ log = logging.getLogger("mplab.watch")
 POLL_S = 0.1
 #: How often the running sample's view is refreshed and pushed (when it changed).
 LIVE_S = 1.0
-PAGE = Path(__file__).parent / "page"
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+PAGE = package_path("harness", "watch", "page")
+PLOTLY_JS = package_path("plotly", "package_data", "plotly.min.js")
 STATIC = {"watch.js": (PAGE / "watch.js", "text/javascript"), "watch.css": (PAGE / "watch.css", "text/css"),
           "plotly.min.js": (PLOTLY_JS, "text/javascript")}
 

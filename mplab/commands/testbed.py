@@ -99,15 +99,18 @@ def doctor() -> None:
     """Check this machine: every program mplab calls (with versions), the kernel features it needs
     (MPTCP, BTF and struct_ops, HTB/TBF, nftables, namespaces), the Python packages. Exits 1 with the
     fix when something essential is missing."""
+    from rich.markup import escape
+
     from harness.upkeep.doctor import run_doctor
     from harness.upkeep.preflight import failed_essentials, one_line
 
     checks = run_doctor()
     for c in checks:
         mark = "[green]ok  [/]" if c.ok else ("[red]FAIL[/]" if c.essential else "[yellow]warn[/]")
-        console.print(f"{mark} {c.name:36} {c.detail}", highlight=False, soft_wrap=True)
+        # escape: a check's text is data ("mplab[train]" is no style tag)
+        console.print(f"{mark} {escape(f'{c.name:36}')} {escape(c.detail)}", highlight=False, soft_wrap=True)
         if not c.ok and c.fix:
-            console.print(f"     fix: {c.fix}", highlight=False, soft_wrap=True)
+            console.print(f"     fix: {escape(c.fix)}", highlight=False, soft_wrap=True)
     bad = failed_essentials(checks)
     if bad:
         raise PreflightError(f"{len(bad)} essential check(s) failed: {one_line(bad)}")
