@@ -105,6 +105,10 @@ class SampleRecord(SampleKey):
     #: How much faster than real time the testbed ran (``mplab run --speedup``); every duration, throughput
     #: and energy of the record is already scaled back to testbed (real) time. 1 on a lab and in older records.
     speedup: float = Field(default=1.0, ge=1)
+    #: The kernel's TCP timers scaled per socket with ``speedup`` (``harness.cc.timers``): the BPF program, its
+    #: object's digest and the values its sockets ran with (``bpf:mplab_timers@sha256:<16 hex> delack_max=8ms
+    #: rto_min=28ms``); None: the kernel's own timers (S = 1, a lab, older records, or a machine that cannot).
+    tcp_timers: str | None = None
     #: the receiver's LTE path: "emulated-channel", or a real cell's kind ("srsran-zmq": srsRAN over ZeroMQ)
     lte_access: str | None = None
     #: a real cell's attach time (s) from starting its EPC to the UE's address (None: emulated channel)

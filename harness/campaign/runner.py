@@ -647,6 +647,7 @@ class Runner:
             mplab_version=harness.__version__,
             power_profile=self.meta.get("power_profile"),
             speedup=s,
+            tcp_timers=tb.tcp_timers,
             lte_access=(a["kind"] if (a := tb.lte_paths().get(o.receiver)) else None),
             lte_attach_s=a.get("attach_s") if a else None,
             **{k: o.control.get(k) for k in CONTROL_FIELDS},

@@ -8,8 +8,8 @@ implementation of the same interface, the lab's boards.
 What this module leaves to others: which commands to run (``harness.hosts.netcmd``,
 ``harness.traffic``), and building hosts from an inventory (``harness.testbeds.base``).
 
-Commands are argument lists, never shell strings. The one shell involved is the fixed
-*gate* script below, which receives the real command as ``"$@"``.
+Commands are argument lists, never shell strings. The only shells involved are two fixed scripts
+below, the *gate* and the cgroup join, which receive the real command as ``"$@"``.
 """
 from __future__ import annotations
 
@@ -103,6 +103,17 @@ def spawning() -> Iterator[_Spawn]:
                     spawn.child.kill()
                 spawn.child.wait()
             signal.raise_signal(signum)
+
+
+#: Joins the cgroup whose ``cgroup.procs`` is ``$1``, then becomes the real command (``"$@"``): the one other
+#: fixed script, like the gate. A failed join exits 98 without running the command.
+CGROUP_SCRIPT = 'printf "%s\\n" "$$" > "$1" || exit 98; shift; exec "$@"'
+CGROUP_NAME = "mplab-cgroup"
+
+
+def in_cgroup_argv(cgroup: Path, argv: Sequence[str]) -> list[str]:
+    """``argv`` run inside the cgroup (v2) directory ``cgroup`` from its first instruction on."""
+    return ["sh", "-c", CGROUP_SCRIPT, CGROUP_NAME, str(cgroup / "cgroup.procs"), *argv]
 
 
 def gated_argv(argv: Sequence[str]) -> list[str]:
@@ -406,7 +417,11 @@ class LocalHost(Host):
     def start(self, argv: Sequence[str], *, gated: bool = False, label: str | None = None) -> BackgroundProcess:
         inner = gated_argv(argv) if gated else list(argv)
         log.debug("[%s] $ %s &%s", self.name, shlex.join(argv), " (gated)" if gated else "")
-        return _LocalProcess(self.name, self.wrap(inner), label or f"{self.name}:{argv[0]}", gated)
+        return _LocalProcess(self.name, self.wrap_start(inner), label or f"{self.name}:{argv[0]}", gated)
+
+    def wrap_start(self, argv: Sequence[str]) -> list[str]:
+        """The argument list a background process runs as (``wrap``, and a namespace's cgroup, if it has one)."""
+        return self.wrap(argv)
 
     def read_file(self, path: str) -> bytes:
         with open(path, "rb") as f:
@@ -425,12 +440,22 @@ class NamespaceHost(LocalHost):
 
     kind = "netns"
 
-    def __init__(self, name: str, netns: str) -> None:
+    def __init__(self, name: str, netns: str, cgroup: Path | None = None) -> None:
         super().__init__(name)
         self.netns = netns
+        #: A cgroup (v2) directory the background processes started here join before they run: the
+        #: emulated testbed's, whose BPF scales its sockets' TCP timers (``harness.cc.timers``).
+        self.cgroup = cgroup
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.netns, *argv]
+
+    def wrap_start(self, argv: Sequence[str]) -> list[str]:
+        if self.cgroup is None:
+            return self.wrap(argv)
+        # Joined before `ip netns exec`, whose fresh /sys hides the cgroup mount; the pid stays the same
+        # through both execs, so the command's first socket is already the cgroup's.
+        return in_cgroup_argv(self.cgroup, self.wrap(argv))
 
     def run(self, argv: Sequence[str], *, timeout: float = 30.0, check: bool = True,
             input: str | None = None) -> CommandResult:

@@ -201,6 +201,10 @@ class Testbed(ABC):
     #: How much faster than real time the testbed runs (``harness.emulation.speedup``); records are
     #: written in testbed (real) time. Real radios and meters run at 1.
     speedup: float = 1.0
+    #: The kernel's TCP timers as the testbed's sockets run them, when it scales them with ``speedup``
+    #: (``harness.cc.timers``: the program and the values, e.g. ``bpf:mplab_timers@sha256:... delack_max=8ms
+    #: rto_min=28ms``); None: the kernel's own. Recorded in every record as ``tcp_timers``.
+    tcp_timers: str | None = None
     #: Where receivers' energy comes from: "measured" (real meters) or "emulated" (a power model).
     energy_source: ClassVar[str] = "measured"
     #: Whether ``qdisc_stats`` reads the queues of the testbed's own shaping points (a congestion signal).

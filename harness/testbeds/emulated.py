@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from harness.cc import CongestionControl
+from harness.cc.timers import TimerScaling
 from harness.errors import CommandError, ConfigError, MplabError, NotReady, PreflightError, TrafficError
 from harness.machine import allow_ccs, state_dir, write_state
 from harness.hosts.local import BackgroundProcess, Host, LocalHost, NamespaceHost
@@ -119,6 +120,9 @@ class EmulatedTestbed(Testbed):
         self._radiolink: BackgroundProcess | None = None
         self._delaylines: dict[str, BackgroundProcess] = {}
         self._ccs: list[CongestionControl] = []
+        #: At S > 1 the kernel's TCP timers / S on the testbed's sockets (``harness.cc.timers``), where it can.
+        self.timers = TimerScaling(self.prefix, speedup) if speedup > 1 else None
+        self._timers_on = False
         self._up = False
         self._claim: claims.PrefixClaim | None = None
 
@@ -156,6 +160,11 @@ class EmulatedTestbed(Testbed):
 
     def sender_device(self, radio: str) -> str:
         return {"wifi": "to-ap", "lte": "to-enb"}[radio]
+
+    @property
+    def tcp_timers(self) -> str | None:
+        """The scaled TCP timers the testbed's sockets run with (None: the kernel's own)."""
+        return self.timers.describe() if self.timers is not None and self._timers_on else None
 
     def network_capacity_mbit(self) -> dict[str, float]:
         """The inventory's AP and cell capacities."""
@@ -249,6 +258,11 @@ class EmulatedTestbed(Testbed):
                 add(f"congestion control {cc.algorithm}", False, str(exc), "see the message")
         for access in self.lte_access.values():
             checks += access.check(root)
+        if self.timers is not None:
+            # Not essential: without it the testbed runs as before, and every record says so (tcp_timers null).
+            why = self.timers.check()
+            add("TCP timers scaled", why is None, why or f"{self.timers.values.describe(None)} in {self.timers.cgroup}",
+                "see the message; records then carry tcp_timers null", essential=False)
         return checks
 
     # ------------------------------------------------------------ setup
@@ -270,6 +284,7 @@ class EmulatedTestbed(Testbed):
                 self._ccs.append(cc)
                 cc.setup(self.root, owner=self.prefix)
             allow_ccs(self.root, needs)
+            self._scale_timers()
             if self.sender_iperf3 is None:
                 self.sender_iperf3 = Iperf3.check(self.root)
             for node in self.nodes.values():
@@ -281,6 +296,19 @@ class EmulatedTestbed(Testbed):
         except BaseException:
             self.teardown()
             raise
+
+    def _scale_timers(self) -> None:
+        """At S > 1: the testbed's cgroup with the timer program, joined by every process its hosts start."""
+        if self.timers is None:
+            return
+        why = self.timers.check()
+        if why:
+            log.warning("TCP timers not scaled at S = %g: %s (records say tcp_timers null)", self.speedup, why)
+            return
+        self.timers.setup()
+        self._timers_on = True
+        for host in (self.sender, self.ap, self.enb, *(node.host for node in self.nodes.values())):
+            host.cgroup = self.timers.cgroup
 
     def _write_state(self, state: dict) -> None:
         write_state(self.prefix, state)
@@ -563,7 +591,10 @@ class EmulatedTestbed(Testbed):
         if self._claim is None or not self._claim.held:
             self._up = False
             return
-        clean_prefix(self.prefix, self.root, nested=False)
+        clean_prefix(self.prefix, self.root, nested=False)  # the timers' cgroup too (harness.upkeep.clean)
+        self._timers_on = False
+        for host in (self.sender, self.ap, self.enb, *(node.host for node in self.nodes.values())):
+            host.cgroup = None
         # After our state is gone, so that names_needed() only lists other live testbeds.
         for cc in reversed(self._ccs):
             try:

@@ -5,9 +5,10 @@
 (``harness.machine.forget``: state directories, names added to the allowed list), the BPF
 struct_ops the prefix's testbeds registered (recorded machine-wide) that no live testbed needs, the key
 directories of crashed SSH rigs, scratch directories
-(background processes' output, Ray shards) whose creator was killed outright, and claim files no
-live process holds. Every cleaner is idempotent and touches only names under the prefix (or recorded by mplab, or
-owned by a dead process): it is safe to run twice, after a crash, or with nothing to do.
+(background processes' output, Ray shards) whose creator was killed outright, the cgroups of sped-up
+testbeds (their TCP timer program goes with them), and claim files no live process holds. Every
+cleaner is idempotent and touches only names under the prefix (or recorded by mplab, or owned by a dead
+process): it is safe to run twice, after a crash, or with nothing to do.
 
 A testbed whose namespace prefix another live process has claimed (``harness.upkeep.claim``)
 is left alone: its namespaces, processes and record stay, and the last entry says so
@@ -34,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness import machine
-from harness.cc import bpfcc
+from harness.cc import bpfcc, timers
 from harness.files import orphaned_temp_dirs
 from harness.hosts.local import Host, LocalHost
 from harness.upkeep import claim as claims
@@ -164,6 +165,15 @@ def remove_orphaned_temp_dirs(prefix: str, root: Host, nested: bool) -> list[str
     return done
 
 
+def remove_timer_cgroups(prefix: str, root: Host, nested: bool) -> list[str]:  # cleaner signature
+    """The cgroups of sped-up testbeds under ``prefix`` (``harness.cc.timers``), with the timer program attached.
+
+    Their processes are the testbeds' (stopped with the namespaces before this runs; any left are stopped by pid);
+    removing a cgroup releases the program. A live testbed's cgroup stays.
+    """
+    return timers.remove_cgroups(prefix, nested, keep=live_elsewhere)
+
+
 def remove_stale_claims(prefix: str, root: Host, nested: bool) -> list[str]:  # cleaner signature
     """Claim files under ``prefix`` that no live process holds (a crashed testbed's)."""
     return claims.remove_stale(prefix, nested=nested)
@@ -180,7 +190,8 @@ Cleaner = Callable[[str, Host, bool], list[str]]
 #: ``names_needed`` sees only the other live testbeds when struct_ops are unregistered; claim
 #: files last (a testbed being torn down still holds its own), then what was left alone.
 CLEANERS: tuple[Cleaner, ...] = (remove_namespaces, forget_records, unregister_bpf_ccs, remove_ssh_rig_dirs,
-                                 remove_orphaned_temp_dirs, remove_stale_claims, report_live_testbeds)
+                                 remove_orphaned_temp_dirs, remove_timer_cgroups, remove_stale_claims,
+                                 report_live_testbeds)
 
 
 #: `mplab clean --machine-wide`: also what nobody recorded (after the prefix's own clean-up).
