@@ -29,7 +29,7 @@ MODEL ?= models/$(SCENARIO)
 REPORT ?= reports/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: wheel print-shipped-bpf
+.PHONY: wheel print-shipped-bpf docs
 .PHONY: rerun-report setup2 setup2-model setup setup-lab python-lab apt apt-packages doctor python bpf lint test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
@@ -50,6 +50,7 @@ help:
 	@echo "make lte-up INVENTORY=inventory/<lab>.yaml [SECRETS=<file>]   configure and start the LTE cell"
 	@echo "make lte-down INVENTORY=...   stop it;  make lte-status / lte-check INVENTORY=...   inspect it"
 	@echo "make wifi-up INVENTORY=... [SECRETS=<file>]   configure the APs and receivers' WiFi, check association"
+	@echo "make docs           build the user guide (mkdocs.yml, docs/) into site/ with --strict: a broken link or a page left out fails"
 
 setup: apt python
 	$(MAKE) bpf
@@ -222,3 +223,8 @@ lte-check:
 wifi-up:
 	$(NEED_INVENTORY)
 	$(UV_RUN) mplab wifi up $(INVENTORY) $(SECRETS_OPT)
+
+# The user guide as a site (MkDocs, Material theme). --strict: a broken link, a missing page or a page left out of
+# mkdocs.yml's nav fails. The reference pages under docs/reference/ are generated: docs/gen_reference.py.
+docs:
+	$(UV_RUN) mkdocs build --strict -d site
