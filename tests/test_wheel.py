@@ -17,8 +17,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from harness.upkeep.clean import clean_prefix
+from mplab.cli import app
 from rigs.mlflow_server import mlflow_server
 from rigs.synthetic import write_synthetic_campaign
 
@@ -114,7 +116,7 @@ def test_the_base_install_runs_from_anywhere_without_the_training_stack(installe
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-def test_a_dataset_published_and_pulled_by_name_with_the_base_install(installed, tmp_path):
+def test_datasets_and_models_by_name_with_the_base_install(installed, tmp_path, monkeypatch):
     env = installed["env"]
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
@@ -129,6 +131,17 @@ def test_a_dataset_published_and_pulled_by_name_with_the_base_install(installed,
         assert pub.returncode == 0 and "published syn@1" in pub.stdout + pub.stderr, pub.stderr
         pulled = _run([installed["mplab"], "dataset", "pull", "syn@1", "-o", "datasets/syn"], b, env)
         assert pulled.returncode == 0, pulled.stderr
+        # a model trained and registered where the training stack is (this checkout), pulled by the base install
+        monkeypatch.chdir(a)
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", srv.uri)
+        trained = CliRunner().invoke(app, ["train", "datasets/syn", "-o", "models/syn", "--register", "energy",
+                                           "--epochs", "5", "--batch-size", "256"])
+        assert trained.exit_code == 0, trained.output
+        listed = _run([installed["mplab"], "models", "list"], b, env)
+        assert listed.returncode == 0 and "energy" in listed.stdout, listed.stderr
+        model = _run([installed["mplab"], "models", "pull", "energy/1", "-o", "models/energy"], b, env)
+        assert model.returncode == 0, model.stderr
+        assert (b / "models/energy/model.onnx").read_bytes() == (a / "models/syn/model.onnx").read_bytes()
     files = {p.relative_to(a / "datasets/syn"): p.read_bytes() for p in (a / "datasets/syn").rglob("*") if p.is_file()}
     assert files and all((b / "datasets/syn" / rel).read_bytes() == data for rel, data in files.items())
 
