@@ -29,7 +29,7 @@ LAB_SCENARIOS = ("paper-setup1.yaml", "paper-setup2.yaml")
 SECRETS = "secrets.yaml"
 NEXT_STEPS = "NEXT-STEPS.md"
 _INVENTORY_LINE = re.compile(r"^inventory: .*$", re.MULTILINE)
-_SECRETS_LINE = re.compile(r"^(\s*secrets_file:)\s*\S+", re.MULTILINE)
+_SECRETS_LINE = re.compile(r"^(\s*secrets_file:).*$", re.MULTILINE)
 
 EMULATED_STEPS = """\
 # Next steps: an emulated testbed
@@ -70,8 +70,11 @@ meter on each receiver, the WiFi access points and the LTE cell.
    meter, the access points and the LTE cell. Its comments say what each field is.
 2. Fill in `secrets.yaml` (SIM keys, WiFi passphrases). It is readable by you alone (mode 0600) and
    mplab refuses it otherwise; nothing in it is ever written to a log or a record.
-3. Check the machine and the lab:
+3. Reach and prepare the boards, then check the machine and the lab:
 
+       mplab lab keys inventory/lab.yaml              # mplab's SSH key on every machine, host keys pinned
+       mplab lab prepare inventory/lab.yaml --dry-run # what it would change on each board
+       mplab lab prepare inventory/lab.yaml
        mplab doctor
        mplab preflight --inventory inventory/lab.yaml --scenario scenarios/paper-setup1.yaml
 
@@ -125,7 +128,8 @@ def init(
             written.append(_write(sc_dir / src.name, src.read_text()))
         written.append(_write(directory / NEXT_STEPS, EMULATED_STEPS))
     else:
-        inv = _SECRETS_LINE.sub(rf"\1 {SECRETS}", _example("inventory", LAB_INVENTORY), count=1)
+        inv = _SECRETS_LINE.sub(rf"\1 {SECRETS}   # mode 0600, in the workspace (mplab init wrote it): fill it in",
+                                _example("inventory", LAB_INVENTORY), count=1)
         written.append(_write(inv_dir / "lab.yaml", inv))
         secrets = directory / SECRETS
         if not secrets.exists():  # filled-in secrets are never overwritten, not even with --force
