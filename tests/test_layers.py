@@ -351,3 +351,50 @@ def test_planted_layer_breaks_are_each_named(tmp_path):
         "training.fit imports wifi.render (training never imports wifi)",
         "wifi.render imports lte.deploy (wifi never imports lte)",
     ]
+
+
+#: A module named in a string: a registry's lazy ``"pkg.mod:Class"`` or a ``python -m pkg.mod`` argument.
+NAMED = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+)(?::[A-Za-z_]\w*)?$")
+
+
+def named_modules(root: Path) -> dict[str, set[str]]:
+    """module -> our modules it names in a string constant (loaded by name, not by an import statement)."""
+    mods = modules(root)
+    out: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and (m := NAMED.match(node.value)):
+                if m.group(1) in mods and m.group(1) != name:
+                    out.setdefault(name, set()).add(m.group(1))
+    return out
+
+
+def product_modules(graph: dict[str, set[str]]) -> set[str]:
+    """Every module the command line reaches through imports (with the packages that hold them)."""
+    seen: set[str] = set()
+    todo = [m for m in graph if m == "mplab" or m.startswith("mplab.")]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        parts = m.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # a module's packages run first
+        todo.extend(graph.get(m, ()))
+    return seen
+
+
+def test_the_wheel_holds_the_product_only():
+    # A library module that no command reaches is code only benches and tests use: it belongs in rigs/.
+    graph = import_graph(REPO)
+    for mod, named in named_modules(REPO).items():
+        graph[mod] = graph[mod] | named
+    library = {m for m in graph if m.split(".")[0] in LIBRARY}
+    assert sorted(library - product_modules(graph)) == []
+
+
+def test_research_code_outside_the_product_is_found(tmp_path):
+    files = {**CLEAN, "harness/cc/oracle.py": "from harness.errors import X\n"}
+    graph = import_graph(_tree(tmp_path, files))
+    assert "harness.cc.oracle" not in product_modules(graph)
+    assert {"harness.cc", "harness.cc.bpfcc", "harness", "lte.deploy", "harness.errors"} <= product_modules(graph)

@@ -131,6 +131,22 @@ def test_real_daemons_reject_a_broken_file(prefix, tmp_path, secrets):
     assert "RSNX" in verdicts[1].detail or "proto" in verdicts[1].detail
 
 
+@pytest.mark.root
+def test_cli_check_configs_passes_rendered_files_and_refuses_to_check_nothing(tmp_path):
+    s = write_secrets(tmp_path / "s.yaml")
+    argv = [sys.executable, "-m", "mplab", "wifi", "check-configs", str(LAB), "--secrets", str(s)]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("ok ") == 5 and "hostapd ap-rx" in res.stdout and "wpa_supplicant n3" in res.stdout
+    # neither daemon installed: it checked nothing, which is no pass
+    bare = {"PATH": str(tmp_path)}
+    code = ("import harness.deploy.trial as t; t.SYSTEM_SBIN = (); import sys; from mplab.cli import run; "
+            f"sys.exit(run({argv[3:]!r}))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=bare)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "nothing checked: no hostapd or wpa_supplicant program found" in res.stderr
+
+
 def test_real_daemon_absent_is_reported(tmp_path, secrets, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr("harness.deploy.trial.SYSTEM_SBIN", ())

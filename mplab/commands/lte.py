@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.errors import MplabError, PreflightError
+from mplab.commands.verdicts import checked_something, print_verdicts
+from harness.errors import MplabError
 
 # lte's modules (templates, SSH, the subscriber database) are imported by each command: `mplab --help` needs none.
 console = Console()
@@ -188,35 +189,18 @@ def check_configs(inventory: InventoryArg,
         from lte.hostcheck import check_hosts
         with cell_hosts(inv) as hosts:
             verdicts = check_hosts(inv, hosts, f"mplab-ltecheck-{os.getpid()}")
-        _print_verdicts(verdicts)
-        _checked_something(verdicts, "on the cell's hosts (install them there, or set lte.enb.bin_dir / the "
-                                     "EPC's programs on PATH)")
+        print_verdicts(verdicts)
+        checked_something(verdicts, "srsRAN 4G or Open5GS", "on the cell's hosts (install them there, or set "
+                          "lte.enb.bin_dir / the EPC's programs on PATH)")
         return
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     plan, verdicts = run_check(inv, f"mplab-ltecheck-{os.getpid()}", keep.resolve() if keep else None)
     if plan.open5gs_version:
         console.print(f"Open5GS schema of {plan.open5gs_version}")
-    _print_verdicts(verdicts)
-    _checked_something(verdicts, f"here (install them, or point {BIN_ENV} at their bin directory; see docs/lte.md)")
-
-
-def _checked_something(verdicts, where: str) -> None:
-    """``PreflightError`` (exit 1) when every daemon was absent: a check that checked nothing did not pass."""
-    if all(v.ok is None for v in verdicts):
-        raise PreflightError(f"nothing checked: no srsRAN 4G or Open5GS program found {where}")
-
-
-def _print_verdicts(verdicts) -> None:
-    """One line per daemon; ``MplabError`` (exit 1) naming every refusal."""
-    colour = {"ok": "green", "FAIL": "red", "absent": "yellow"}
-    for v in verdicts:
-        console.print(f"[{colour[v.word]}]{v.word:6}[/] ", end="")
-        console.print(f"{v.name:16} {v.detail}", markup=False, highlight=False, soft_wrap=True)
-    bad = [v for v in verdicts if v.ok is False]
-    if bad:
-        raise MplabError(f"{len(bad)} daemon(s) refused mplab's configuration: "
-                         + "; ".join(f"{v.name}: {v.detail}" for v in bad))
+    print_verdicts(verdicts)
+    checked_something(verdicts, "srsRAN 4G or Open5GS",
+                      f"here (install them, or point {BIN_ENV} at their bin directory; see the guide's LTE page)")
 
 
 @app.command()

@@ -73,6 +73,30 @@ def up(inventory: InventoryArg, secrets: SecretsOpt = None) -> None:
         raise MplabError(f"WiFi check '{bad[0].name}' failed on host '{bad[0].host}': {bad[0].detail} ({bad[0].fix})")
 
 
+@app.command("check-configs")
+def check_configs(inventory: InventoryArg, secrets: SecretsOpt = None,
+                  keep: Annotated[Path | None, typer.Option(
+                      help="render into this directory and keep it (default: a temporary one)")] = None) -> None:
+    """Start the installed hostapd and wpa_supplicant on every rendered file in a scratch namespace; a daemon
+    passes when it gets past parsing to its radio driver. Exit 1 if one refuses its file, or none is installed."""
+    import os
+    import tempfile
+
+    from harness.deploy.secrets import secrets_for
+    from mplab.commands.verdicts import checked_something, print_verdicts
+    from wifi.realcheck import check_files
+    from wifi.render import render_hostapd, render_supplicants
+
+    inv = wifi_inventory(inventory)
+    sec = secrets_for(inv, inventory, secrets)
+    files = render_hostapd(inv, sec) + render_supplicants(inv, sec)
+    with tempfile.TemporaryDirectory(prefix="mplab-wificheck-") as tmp:
+        where = keep.resolve() if keep else Path(tmp)
+        verdicts = check_files(files, where, f"mplab-wificheck-{os.getpid()}")
+    print_verdicts(verdicts)
+    checked_something(verdicts, "hostapd or wpa_supplicant", "here (apt-get install hostapd wpasupplicant)")
+
+
 def register(root: typer.Typer) -> None:
     """Mount `mplab wifi ...` on the root app."""
     root.add_typer(app, name="wifi")
