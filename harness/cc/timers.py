@@ -237,9 +237,14 @@ def cgroup_pids(cgroup: Path) -> list[int]:
 
 
 def remove_cgroup(cgroup: Path, grace_s: float = 2.0) -> bool:
-    """Stop the processes left in ``cgroup`` (by pid: only mplab puts processes there), then remove it."""
+    """Stop the processes left in ``cgroup`` (by pid: only mplab puts processes there), then remove it.
+
+    Child cgroups go first (a bench splits the testbed's processes into them: ``bench/speedup_cpu.py``).
+    """
     if not cgroup.is_dir():
         return False
+    for child in [d for d in cgroup.iterdir() if d.is_dir()]:
+        remove_cgroup(child, grace_s)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = cgroup_pids(cgroup)
         if not pids:

@@ -41,6 +41,7 @@ include the skipped part (it never drew it).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import math
@@ -69,27 +70,41 @@ DEFAULT_NOISE_MA = 0.2
 DEFAULT_NOISE_MV = 1.0
 
 
-def _read_counter(iface: str) -> int:
-    total = 0
-    for direction in ("rx_bytes", "tx_bytes"):
-        with open(f"/sys/class/net/{iface}/statistics/{direction}") as f:
-            total += int(f.read())
-    return total
-
-
 class SysfsRates:
-    """Per-radio throughput from the interfaces' byte counters, measured between calls."""
+    """Per-radio throughput from the interfaces' byte counters, measured between calls.
+
+    The counter files stay open and are read again from offset 0 (sysfs shows the current value on each
+    read from the start): at S x 10 Hz, opening four files a tick in text mode was most of an emulated
+    meter's CPU (84 us a tick against 12; nine meters were the largest CPU user of a testbed at S = 8 and 16,
+    ``bench/speedup_cpu.py``). A file that stops reading (its device replaced) is opened again.
+    """
 
     def __init__(self, ifaces: dict[str, str]) -> None:
         self.ifaces = ifaces
+        self._fds: dict[str, int] = {}
         self.last_t = time.monotonic()
-        self.last_bytes = {r: _read_counter(i) for r, i in ifaces.items()}
+        self.last_bytes = {r: self._counter(i) for r, i in ifaces.items()}
+
+    def _read(self, path: str) -> int:
+        fd = self._fds.get(path)
+        if fd is not None:
+            try:
+                return int(os.pread(fd, 32, 0))
+            except (OSError, ValueError):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                del self._fds[path]
+        fd = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return int(os.pread(fd, 32, 0))
+
+    def _counter(self, iface: str) -> int:
+        return sum(self._read(f"/sys/class/net/{iface}/statistics/{d}") for d in ("rx_bytes", "tx_bytes"))
 
     def measure(self, now: float) -> dict[str, float]:
         dt = now - self.last_t
         rates = {}
         for radio, iface in self.ifaces.items():
-            b = _read_counter(iface)
+            b = self._counter(iface)
             rates[radio] = (b - self.last_bytes[radio]) * 8 / dt / 1e6 if dt > 0 else 0.0
             self.last_bytes[radio] = b
         self.last_t = now
