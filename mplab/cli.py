@@ -21,6 +21,7 @@ from mplab.commands import campaign as campaign_cli
 from mplab.commands import cc as cc_cli
 from mplab.commands import controller as controller_cli
 from mplab.commands import dataset as dataset_cli
+from mplab.commands import lab as lab_cli
 from mplab.commands import lte as lte_cli
 from mplab.commands import meters as meters_cli
 from mplab.commands import report as analysis_cli
@@ -44,6 +45,7 @@ training_cli.register(app)
 controller_cli.register(app)
 analysis_cli.register(app)
 watch_cli.register(app)
+lab_cli.register(app)
 workspace_cli.register(app)
 
 

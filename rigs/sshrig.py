@@ -120,6 +120,23 @@ class SshdRig:
         self._wait_listening(name, entry)
         return entry
 
+    def stop(self, name: str) -> None:
+        """Stop ``name``'s sshd (by its pid), as a board whose sshd died; its veth stays."""
+        self.entries[name].process.stop(grace_s=1.0)
+
+    def restart(self, name: str, env: dict[str, str] | None = None) -> RigEntry:
+        """Start ``name``'s sshd again (same address and host key), its sessions given ``env`` (e.g. a ``PATH``
+        without a program, as a board missing a package)."""
+        e = self.entries[name]
+        e.process.stop(grace_s=1.0)
+        cfg = self.dir / f"sshd_{name}.conf"
+        cfg.write_text(SSHD_CONFIG.format(address=e.address, host_key=e.host_key, authorized_keys=self.authorized_keys,
+                                          extra=set_env({**(SKIP_RC if self.skip_rc else {}), **(env or {})})))
+        e.process = NamespaceHost(name, e.netns).start(["/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)],
+                                                       label=f"sshd:{name}")
+        self._wait_listening(name, e)
+        return e
+
     def _wait_listening(self, name: str, entry: RigEntry, timeout_s: float = 10.0) -> None:
         def answering() -> bool:
             try:

@@ -82,6 +82,10 @@ class Interface(Strict):
     name: IfName = Field(description="interface name on the receiver (wlan0, wwan0, ...)")
     address: ipaddress.IPv4Address | None = Field(
         default=None, description="the interface's address (lab); assigned by mplab on the emulated testbed")
+    gateway: ipaddress.IPv4Address | None = Field(
+        default=None, description="lab: the next hop through this interface (the AP's router, the EPC's UE gateway), "
+                                  "for the policy route `mplab lab prepare` writes; unset: the board's own default "
+                                  "route through it, or none for a point-to-point modem (raw IP)")
     channel: Channel | None = Field(default=None, description="emulated channel (emulated testbed only)")
     real_cell: RealCell | None = Field(
         default=None, description="lte only, emulated testbed only: a real srsRAN cell carries this receiver's "
