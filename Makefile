@@ -29,7 +29,7 @@ MODEL ?= models/$(SCENARIO)
 REPORT ?= reports/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: wheel print-shipped-bpf docs
+.PHONY: wheel print-shipped-bpf reference docs
 .PHONY: rerun-report setup2 setup2-model setup setup-lab python-lab apt apt-packages doctor python bpf lint test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
@@ -201,7 +201,7 @@ clean-testbed:
 clean: clean-testbed
 
 # LTE cell and WiFi of a physical lab (lte/, wifi/). They need a lab inventory.
-NEED_INVENTORY = @test -n "$(INVENTORY)" || { echo "make $@ needs a lab inventory with lte/wifi sections: make $@ INVENTORY=inventory/lab-lte.yaml [SECRETS=secrets.yaml]" >&2; exit 2; }
+NEED_INVENTORY = @test -n "$(INVENTORY)" || { echo "make $@ needs a lab inventory with lte/wifi sections: make $@ INVENTORY=inventory/lab.yaml [SECRETS=secrets.yaml]" >&2; exit 2; }
 SECRETS_OPT = $(if $(SECRETS),--secrets $(SECRETS))
 
 lte-up:
@@ -226,5 +226,10 @@ wifi-up:
 
 # The user guide as a site (MkDocs, Material theme). --strict: a broken link, a missing page or a page left out of
 # mkdocs.yml's nav fails. The reference pages under docs/reference/ are generated: docs/gen_reference.py.
-docs:
+# The reference pages (commands, fields, exit codes) are generated from the code: regenerate them after changing
+# a command, an option or a model (tests/test_docs_reference.py fails on a page that drifted).
+reference:
+	$(UV_RUN) python docs/gen_reference.py
+
+docs: reference
 	$(UV_RUN) mkdocs build --strict -d site

@@ -1,6 +1,6 @@
 """The one typer app. Only this module knows every package; errors become exit codes here.
 
-Exit codes (docs/exit-codes.md, README "Reliability"): 0 done; 1 a failure (preflight, a command, a
+Exit codes (docs/exit-codes.md): 0 done; 1 a failure (preflight, a command, a
 meter); 2 bad input (a usage error, a bad file or value); 3 the run ended but samples failed; 4 the
 campaign store cannot be used (unwritable, corrupt, newer schema); 5 busy (the campaign or the
 testbed's namespace prefix is held by another live process); 6 the disk is full; 130 interrupted by Ctrl-C (SIGINT);

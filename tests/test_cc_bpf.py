@@ -354,7 +354,7 @@ def test_lia_couples_both_subflows_at_a_shared_bottleneck_without_starving_them(
 #: 20 Mbit/s, equal RTTs, one 15 s run after 3 s of warm-up. The bench's spread there (6 runs of 15-20 s):
 #: lia 0.40-0.70, olia 0.41-0.90, balia 0.54-0.81 (the previous build: up to 1.10, and 1.17 in one run
 #: of this test), wvegas 0.28-0.32; two uncoupled subflows 1.29-2.16. Bounds: that spread widened by
-#: about half, upper ends below the uncoupled 1.29 (README, "Coupled congestion control against theory").
+#: about half, upper ends below the uncoupled 1.29 (docs/research/2026-11-27-coupled-cc-against-theory.md).
 #: Single 15 s runs vary this much: the test catches a starving or an uncoupled algorithm, not a 20 % drift.
 #: LIA's lower bound was 0.2 until a quiet clean-clone CI ran it at 0.19. Which flow gets big first sticks at
 #: these drop-tail FIFOs (bench/cc_bursts.py: a 3 s head start moves two Cubic flows' share of a third from
