@@ -17,7 +17,7 @@ appears, into a child cgroup per component (by its command line), and reads the 
 - ``orchestrator``: this process (the runner, the recorder's meter polls, the store), less this script's
   own polling thread (its thread CPU time);
 - ``commands``: the short programs the runner runs (ip, tc, ss, nft), i.e. the children this process
-  reaped less everything in the cgroup;
+  reaped less the testbed's short-lived processes (user and system together);
 - ``ksoftirqd``: the kernel's softirq threads (machine-wide: other users' packets too). This kernel has no
   IRQ time accounting (``CONFIG_IRQ_TIME_ACCOUNTING`` unset), so softirq work done while a process runs is
   that process's system time: most of the kernel's packet path (veth, HTB, forwarding, TCP) is in the
@@ -197,7 +197,11 @@ def one(s: float, args: argparse.Namespace, runs: Path) -> dict:
     parts["orchestrator"] = {"user_s": b["self"].ru_utime - a["self"].ru_utime - (b["own"] - a["own"]),
                              "system_s": b["self"].ru_stime - a["self"].ru_stime}
     kids = (b["kids"].ru_utime - a["kids"].ru_utime) + (b["kids"].ru_stime - a["kids"].ru_stime)
-    parts["commands"] = {"user_s": max(0.0, kids - total["user_s"] - total["system_s"]), "system_s": 0.0}
+    # Reaped within the window: the commands and the testbed's short-lived processes (the iperf3s; the long-lived
+    # ones are reaped at teardown, after it).
+    reaped = sum(parts[n]["user_s"] + parts[n]["system_s"] for n in ("iperf3 server", "iperf3 client",
+                                                                     "other in the testbed") if n in parts)
+    parts["commands"] = {"user_s": max(0.0, kids - reaped), "system_s": 0.0}
     parts["ksoftirqd (machine)"] = {"user_s": 0.0, "system_s": b["soft"] - a["soft"]}
     gb = nbytes / 1e9
     wall = b["wall"] - a["wall"]

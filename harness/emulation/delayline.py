@@ -21,6 +21,11 @@ Run inside the namespace (the TUN device belongs to it)::
     python -m harness.emulation.delayline --dev dly0 --delay 10.10.1.2=15 --delay 10.10.2.2=40
 
 Its cost, jitter and the rate it sustains are measured by ``bench/delayline.py``.
+
+The same line compiled (``delayline.c``, built by ``make setup`` into ``build/mplab-delayline``) takes the same
+arguments and prints the same lines; ``start`` runs it where it is built (``implementation="auto"``) and this
+module otherwise. At a speed-up the Python line's own work was 5-8 CPU s of user time per emulated GB
+(``bench/speedup_cpu.py``).
 """
 from __future__ import annotations
 
@@ -36,6 +41,9 @@ import signal
 import struct
 import sys
 import time
+from pathlib import Path
+
+from harness.resources import package_path
 
 TUNSETIFF = 0x400454CA
 IFF_TUN = 0x0001
@@ -47,6 +55,9 @@ TABLE = 200
 #: SCHED_FIFO priority of the delay line (0: normal scheduling): at normal priority on a loaded machine
 #: (load 7-11) packets left up to 90-300 ms late, mdev 1-2 ms; at 10, mdev 0.08 ms (bench/delayline.py).
 RT_PRIORITY = 10
+#: The compiled delay line (``make setup``: ``cc -O2 -o harness/emulation/build/mplab-delayline delayline.c``).
+PROGRAM = package_path("harness", "emulation", "build", "mplab-delayline")
+IMPLEMENTATIONS = ("auto", "c", "python")
 
 
 def open_tun(name: str) -> int:
@@ -90,7 +101,7 @@ def attached(link_json: str) -> bool:
 
 
 def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s: float = 15.0,
-          rt_priority: int = RT_PRIORITY, jitter_ms: float = 0.0):
+          rt_priority: int = RT_PRIORITY, jitter_ms: float = 0.0, implementation: str = "auto"):
     """Steer ``host``'s packets from ``uplink_dev`` through a delay line and start it there.
 
     Args:
@@ -98,6 +109,7 @@ def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s
         delays: destination address -> one-way delay (ms).
         uplink_dev: the device the sender's packets arrive on.
         jitter_ms: each packet held up to this much longer (uniform, order kept; 0: none).
+        implementation: ``c`` (the compiled line), ``python`` (this module), ``auto`` (C where it is built).
 
     Returns:
         The running process (a ``BackgroundProcess``), once it holds the TUN device.
@@ -106,7 +118,8 @@ def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s
 
     for argv in setup_argvs(delays, uplink_dev):
         host.run(argv)
-    proc = host.start(delayline_argv(delays, rt_priority, jitter_ms=jitter_ms), label=f"delayline:{host.name}")
+    argv = delayline_argv(delays, rt_priority, jitter_ms=jitter_ms, implementation=implementation)
+    proc = host.start(argv, label=f"delayline:{host.name}")
     try:
         wait_until(lambda: attached(host.run(["ip", "-j", "link", "show", DEV]).stdout), deadline_s,
                    f"delay line in {host.name} (attached to {DEV})", proc=proc)
@@ -117,9 +130,22 @@ def start(host, delays: dict[str, float], uplink_dev: str = "to-snd", deadline_s
 
 
 def delayline_argv(delays: dict[str, float], rt_priority: int = RT_PRIORITY,
-                   python: str = sys.executable, jitter_ms: float = 0.0) -> list[str]:
-    """The argument list that starts the delay line (for a namespace Host's ``start``)."""
-    argv = [python, "-m", "harness.emulation.delayline", "--dev", DEV, "--rt-priority", str(rt_priority)]
+                   python: str = sys.executable, jitter_ms: float = 0.0, implementation: str = "auto",
+                   program: Path = PROGRAM) -> list[str]:
+    """The argument list that starts the delay line (for a namespace Host's ``start``).
+
+    ``implementation``: ``c`` (``program``; ``PreflightError`` if it is not built), ``python``, or ``auto`` (C
+    where ``program`` is built).
+    """
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"delay line implementation {implementation!r}: one of {', '.join(IMPLEMENTATIONS)}")
+    compiled = implementation == "c" or (implementation == "auto" and os.access(program, os.X_OK))
+    if compiled and not os.access(program, os.X_OK):
+        from harness.errors import PreflightError
+
+        raise PreflightError(f"the compiled delay line {program} is not built: run `make setup`")
+    head = [str(program)] if compiled else [python, "-m", "harness.emulation.delayline"]
+    argv = [*head, "--dev", DEV, "--rt-priority", str(rt_priority)]
     if jitter_ms > 0:
         argv += ["--jitter", f"{jitter_ms:g}"]
     for dst, ms in sorted(delays.items()):
