@@ -430,3 +430,25 @@ def test_no_legend_sits_over_a_plot(runs, tmp_path, monkeypatch):
     res = build_report([runs["paper"], runs["setup1"], runs["slice"]], tmp_path / "r")
     assert len(res.figures) >= 8
     assert over == [], over
+
+
+def test_training_curve_of_a_model_pulled_by_alias(runs, tmp_path):
+    """`mplab report --model models:/NAME@alias` resolves to <cache>/NAME/VERSION: the curve comes from the run
+    the registry recorded for that version (the folder's name is the version, not the model's)."""
+    from analysis.figures.model import training_curve
+    from harness.dataset.build import SplitSpec, build_dataset
+    from harness.model_registry import resolve_model
+    from training.fit import TrainConfig
+    from training.pipeline import train
+    from training.registry import promote
+
+    build_dataset([runs["setup1"]], tmp_path / "datasets" / "s1", SplitSpec(train=3, test=1))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    train(tmp_path / "datasets" / "s1", tmp_path / "models" / "s1", TrainConfig(epochs=2, precision="fp32"),
+          tracking_uri=uri, register="energy", log=lambda *_: None)
+    promote("energy", "1", "champion", uri)
+    folder = resolve_model("models:/energy@champion", uri, cache=tmp_path / "cache")
+    assert folder == tmp_path / "cache" / "energy" / "1"
+    got = training_curve(folder, uri, tmp_path / "figs")
+    assert getattr(got, "reason", None) is None, got.reason
+    assert got.name == "model-training-curve"

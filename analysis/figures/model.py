@@ -156,8 +156,14 @@ def error_per_case(test: pd.DataFrame, palette: Palette, out: Path, energy_label
     return save(fig, out, name, title, caption, shows_energy=True), per_case
 
 
-def _mlflow_history(meta: dict, model_name: str, tracking_uri: str | None) -> tuple[pd.DataFrame, str] | str:
-    """(epoch, train_loss, val_loss) of the model's MLflow run, and the run it came from; or why not."""
+def _mlflow_history(meta: dict, model_name: str, tracking_uri: str | None,
+                    registered: tuple[str, str] | None = None) -> tuple[pd.DataFrame, str] | str:
+    """(epoch, train_loss, val_loss) of the model's MLflow run, and the run it came from; or why not.
+
+    The run is found by the model's name and dataset digest (a folder `mplab train` wrote), or, for a
+    registered version (``registered``: name, version; a folder pulled by ``models:/NAME@alias``, whose
+    folder name is its version), as the run the registry recorded for that version.
+    """
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
     if uri.startswith("sqlite:///"):
         db = Path(uri.removeprefix("sqlite:///"))
@@ -176,6 +182,13 @@ def _mlflow_history(meta: dict, model_name: str, tracking_uri: str | None) -> tu
                                   filter_string=f"tags.`mplab.dataset_digest` = '{digest}'",
                                   order_by=["attributes.start_time DESC"], max_results=200)
         runs = [r for r in runs if r.info.run_name == model_name or r.info.run_name.startswith(f"{model_name} <- ")]
+        if not runs and registered is not None:
+            try:
+                mv = client.get_model_version(*registered)
+            except Exception:  # noqa: BLE001 - not a registered version after all: the name search said why
+                mv = None
+            if mv is not None and mv.run_id:
+                runs = [client.get_run(mv.run_id)]
         if not runs:
             return f"no MLflow run of model {model_name} with the model's dataset digest in {uri}"
         run = runs[0]
@@ -197,7 +210,10 @@ def _mlflow_history(meta: dict, model_name: str, tracking_uri: str | None) -> tu
 def training_curve(model_dir: Path, tracking_uri: str | None, out: Path) -> Saved | Skipped:
     name, title = "model-training-curve", "Model: training curve (from the MLflow run)"
     meta = read_model_json(model_dir)
-    got = _mlflow_history(meta, model_dir.name, tracking_uri)
+    # A registered version resolved from models:/NAME@alias or models:/NAME/VERSION sits in <cache>/NAME/VERSION
+    # (harness.model_registry.resolve_model): its folder name is the version, not the model's name.
+    registered = (model_dir.parent.name, model_dir.name) if model_dir.name.isdigit() else None
+    got = _mlflow_history(meta, model_dir.name, tracking_uri, registered)
     if isinstance(got, str):
         return Skipped(name, title, got)
     hist, where = got
