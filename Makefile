@@ -29,7 +29,7 @@ MODEL ?= models/$(SCENARIO)
 REPORT ?= reports/$(SCENARIO)
 MLFLOW_PORT ?= 5000
 
-.PHONY: wheel print-shipped-bpf reference docs
+.PHONY: wheel print-shipped-bpf reference delayline docs
 .PHONY: rerun-report setup2 setup2-model setup setup-lab python-lab apt apt-packages doctor python bpf lint test test-unit experiment dataset train report mlflow-ui clean-testbed clean help lte-up lte-down lte-status lte-check wifi-up
 
 help:
@@ -54,6 +54,7 @@ help:
 
 setup: apt python
 	$(MAKE) bpf
+	$(MAKE) --no-print-directory delayline
 	$(MAKE) --no-print-directory doctor
 
 # The set-up's self-check: every program (with versions), the kernel features, the Python packages.
@@ -67,6 +68,7 @@ apt-packages:
 # A machine that only runs sweeps: no PyTorch/MLflow/scikit-learn (the `train` dependency group).
 setup-lab: apt python-lab
 	$(MAKE) bpf
+	$(MAKE) --no-print-directory delayline
 	$(MAKE) --no-print-directory doctor
 
 # BPF struct_ops congestion controls (lia, olia, balia, wvegas; vegas, the bench's single-path competitor) and the arithmetic checker.
@@ -76,7 +78,7 @@ setup-lab: apt python-lab
 BPF_DIR := harness/cc/bpf
 BPF_BUILD := $(BPF_DIR)/build
 # What the wheel ships (hatch_build.py asks `make print-shipped-bpf`); vegas and calc are the benches' alone.
-SHIPPED_BPF := lia olia balia wvegas
+SHIPPED_BPF := lia olia balia wvegas timers
 BPF_OBJS := $(patsubst %,$(BPF_BUILD)/%.bpf.o,$(SHIPPED_BPF) vegas calc)
 # -fdebug-prefix-map: the objects carry no checkout path, so the same source gives the same object (and the same
 # digest in records' cc_impl) in any clone.
@@ -97,6 +99,14 @@ $(BPF_BUILD)/vmlinux.h:
 $(BPF_BUILD)/%.bpf.o: $(BPF_DIR)/%.bpf.c $(BPF_DIR)/mplab_cc.h $(BPF_DIR)/mplab_math.h $(BPF_BUILD)/vmlinux.h
 	clang $(BPF_CFLAGS) -I$(BPF_BUILD) -c $< -o $@.tmp
 	mv $@.tmp $@
+
+# The emulated testbed's delay line as a compiled program (harness/emulation/delayline.c); without it the
+# testbed runs the Python one (harness/emulation/delayline.py), which costs more CPU per emulated GB.
+DELAYLINE_BIN := harness/emulation/build/mplab-delayline
+delayline: $(DELAYLINE_BIN)
+$(DELAYLINE_BIN): harness/emulation/delayline.c
+	mkdir -p $(dir $@)
+	clang -O2 -Wall -Wextra -o $@.tmp $< && mv $@.tmp $@
 
 print-shipped-bpf:
 	@echo $(SHIPPED_BPF)
