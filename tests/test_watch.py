@@ -356,3 +356,30 @@ def test_the_view_reads_appends_incrementally_and_shows_decisions_and_failures(t
     assert snap["progress"]["failed"] == 1
     assert snap["events"][1]["text"] == "timeout: no result after 60 s"  # newest first: n2's, then n1's reason
     assert not view.poll()  # nothing new
+
+
+def test_two_testbeds_running_at_once_are_two_named_series_each_from_its_own_trace(tmp_path, monkeypatch):
+    """`mplab run --testbeds 2`: both copies name their receivers n1..n3 and write their own meter trace. The live
+    view shows each copy's running sample, every receiver named with its copy and powered from that copy's trace
+    (one "n3" fed by both meters drew two series under one name)."""
+    from harness.campaign.store import Campaign
+    from harness.watch.state import CampaignView
+
+    plan = ["cubic-n3-both-s001", "cubic-n3-both-s002"]
+    c = Campaign.create(tmp_path, "two", {"plan": plan, "testbed": {"kind": "emulated"}})
+    c.log_session({"event": "start", "pending": 2, "pid": os.getpid(), "testbeds": ["tb-a", "tb-b"]})
+    t0 = time.time()
+    (c.path / "meters").mkdir(exist_ok=True)
+    for tb, sid, watts in (("tb-a", plan[0], 2.0), ("tb-b", plan[1], 3.0)):
+        adir = c.partial_dir(sid) / "attempt-1"
+        adir.mkdir()
+        (adir / "testbed.txt").write_text(tb + "\n")
+        rows = "".join(f"{rx},x,{t0 + i * 0.1},5,0.4,0,{watts + k / 10}\n" for i in range(5)
+                       for k, rx in enumerate(("n1", "n2", "n3")))
+        (c.path / "meters" / f"trace-20260101T000000-{tb}.csv").write_text("receiver,a,t,v,i,x,watts\n" + rows)
+    monkeypatch.setattr("harness.watch.state.lock_holder_pid", lambda path: os.getpid())
+    live = CampaignView(c.path, c.manifest).live()
+    assert live["running"]
+    assert live["receivers"] == ["tb-a n1", "tb-a n2", "tb-a n3", "tb-b n1", "tb-b n2", "tb-b n3"]
+    assert {w for _, w in live["power"]["tb-a n3"]} == {2.2} and {w for _, w in live["power"]["tb-b n3"]} == {3.2}
+    assert live["sample_id"] == f"{plan[0]} on tb-a, {plan[1]} on tb-b"

@@ -19,6 +19,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 #: sessions.jsonl events that open a session (one per `mplab run` or `--resume`).
+#: In each attempt directory of a campaign run on several testbeds at once (``mplab run --testbeds K``): the
+#: name of the testbed copy running it, so that a watcher pairs a running sample with that copy's meter trace.
+ATTEMPT_TESTBED_FILE = "testbed.txt"
+
 OPENING = ("start", "resume")
 #: Events that close one.
 CLOSING = ("finished", "interrupted", "failed")

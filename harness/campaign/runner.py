@@ -29,6 +29,7 @@ from harness.hosts.local import BackgroundProcess, ProcessResult, hold_if_spawni
 from harness.meters.idle import IdleResult, IdleSettings, IdleWaiter
 from harness.meters.recorder import Recorder, WindowEnergy
 from harness.campaign.plan import SamplePlan
+from harness.campaign.progress import ATTEMPT_TESTBED_FILE
 from harness.config.scenario import MODE_RADIOS, Scenario
 from harness.campaign.records import SampleRecord
 from harness.config.inventory import RADIOS
@@ -295,6 +296,8 @@ class Runner:
         for attempt in range(1, attempts + 1):
             adir = raw / f"attempt-{attempt}"
             adir.mkdir(exist_ok=True)
+            if self.testbed_name:
+                (adir / ATTEMPT_TESTBED_FILE).write_text(self.testbed_name + "\n")
             outcomes = self._attempt(plan, adir)
             for o in outcomes:
                 repairs.setdefault(o.receiver, []).extend({"attempt": attempt, "what": w} for w in o.repairs)

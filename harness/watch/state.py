@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.campaign.progress import campaign_progress, lock_holder_pid
+from harness.campaign.progress import ATTEMPT_TESTBED_FILE, campaign_progress, lock_holder_pid, read_events
 from harness.errors import ConfigError
 from harness.campaign.store import complete_samples
 from harness.campaign.summary import summarize
@@ -80,12 +80,20 @@ class _Tail:
         return lines
 
 
+def trace_testbed(path: Path) -> str:
+    """The testbed copy a meter trace belongs to: ``trace-<stamp>-<testbed>.csv`` (``mplab run --testbeds K``);
+    "" for the one trace of a single testbed (``trace-<stamp>.csv``)."""
+    parts = path.stem.split("-", 2)
+    return parts[2] if len(parts) == 3 else ""
+
+
 @dataclass
 class _Trace:
-    """The session's continuous meter trace(s): the last ``LIVE_WINDOW_S`` of readings per receiver."""
+    """The session's continuous meter trace(s): the last ``LIVE_WINDOW_S`` of readings per (testbed copy,
+    receiver): parallel copies name their receivers alike, so a receiver's name alone mixes two meters."""
 
     tails: dict[Path, _Tail] = field(default_factory=dict)
-    points: dict[str, deque] = field(default_factory=dict)
+    points: dict[tuple[str, str], deque] = field(default_factory=dict)
 
     def update(self, meters_dir: Path) -> None:
         try:
@@ -100,11 +108,11 @@ class _Trace:
                 # A trace grows by ~1 MB per meter-hour: start near its end, enough for LIVE_WINDOW_S of 9+ meters.
                 size = path.stat().st_size
                 self.tails[path] = _Tail(path, offset=max(0, size - TRACE_TAIL_BYTES), skip_first=size > TRACE_TAIL_BYTES)
-        for tail in self.tails.values():
+        for path, tail in self.tails.items():
             for line in tail.new_lines():
-                self._add(line)
+                self._add(trace_testbed(path), line)
 
-    def _add(self, line: bytes) -> None:
+    def _add(self, testbed: str, line: bytes) -> None:
         row = line.decode(errors="replace").split(",")
         if len(row) < 7 or row[0] == "receiver" or not row[6]:
             return  # the header, or a fault line (no watts)
@@ -112,13 +120,15 @@ class _Trace:
             t, w = float(row[2]), float(row[6])
         except ValueError:
             return
-        q = self.points.setdefault(row[0], deque())
+        q = self.points.setdefault((testbed, row[0]), deque())
         q.append((t, w))
         while q and q[0][0] < t - LIVE_WINDOW_S:
             q.popleft()
 
-    def since(self, t0: float) -> dict[str, list[tuple[float, float]]]:
-        return {rx: _thin([p for p in q if p[0] >= t0]) for rx, q in self.points.items()}
+    def since(self, t0: float, testbed: str | None = None) -> dict[str, list[tuple[float, float]]]:
+        """Per receiver of ``testbed`` (None: of every trace, for a single testbed) its readings from ``t0``."""
+        return {rx: _thin([p for p in q if p[0] >= t0]) for (tb, rx), q in self.points.items()
+                if testbed is None or tb == testbed}
 
 
 def _thin(points: list, limit: int = MAX_POINTS) -> list:
@@ -200,36 +210,77 @@ class CampaignView:
 
     # --------------------------------------------------------------- the running sample
 
-    def running_attempt(self) -> Path | None:
-        """The newest ``raw/.partial-<id>/attempt-<k>`` directory (a sample being run), or None."""
+    def _attempts(self) -> list[Path]:
+        """Every ``raw/.partial-<id>/attempt-<k>`` directory, newest first."""
         try:
             partial = [d for d in (self.path / "raw").iterdir() if d.name.startswith(".partial-")]
         except OSError:
-            return None
+            return []
         attempts = [a for d in partial for a in d.glob("attempt-*") if a.is_dir()]
-        return max(attempts, key=lambda a: a.stat().st_mtime, default=None)
+        return sorted(attempts, key=lambda a: a.stat().st_mtime, reverse=True)
+
+    def running_attempt(self) -> Path | None:
+        """The newest ``raw/.partial-<id>/attempt-<k>`` directory (a sample being run), or None."""
+        return next(iter(self._attempts()), None)
+
+    def running_attempts(self) -> dict[str, Path]:
+        """Per testbed copy of the last session (``mplab run --testbeds K``), the newest attempt it runs;
+        ``{"": newest}`` for a single testbed (or attempts that do not name theirs)."""
+        attempts = self._attempts()
+        if not attempts:
+            return {}
+        starts = [e for e in read_events(self.path / "sessions.jsonl") if e.get("event") in ("start", "resume")]
+        names = list(starts[-1].get("testbeds") or []) if starts else []
+        if len(names) < 2:
+            return {"": attempts[0]}
+        out: dict[str, Path] = {}
+        for a in attempts:
+            try:
+                tb = (a / ATTEMPT_TESTBED_FILE).read_text().strip()
+            except OSError:
+                continue
+            if tb in names and tb not in out:
+                out[tb] = a
+        return out or {"": attempts[0]}
 
     def live(self, now: float | None = None) -> dict:
-        """The running sample: receivers' power from the meter trace, iperf3 intervals once the transfer ended."""
+        """The running sample(s): receivers' power from the meter trace, iperf3 intervals once the transfer ended.
+
+        With several testbed copies running at once, every copy's running sample is shown, each receiver
+        named ``<testbed> <receiver>`` (the copies name their receivers alike) and powered from that copy's trace.
+        """
         now = time.time() if now is None else now
         self._trace.update(self.path / "meters")
-        adir = self.running_attempt()
-        if adir is None or lock_holder_pid(self.path / ".lock") is None:
+        running = self.running_attempts()
+        if not running or lock_holder_pid(self.path / ".lock") is None:
             return {"running": False, "now": now}
-        sid = adir.parent.name.removeprefix(".partial-")
-        try:
-            started = adir.stat().st_ctime  # the attempt's directory is made when it starts
-        except OSError:
-            started = now
-        rxs = self.receivers.get(sid) or sorted(self._trace.points)
-        iperf = {rx: iperf_intervals(adir / f"iperf3-{rx}.json") for rx in rxs}
+        several = len(running) > 1
+        rxs: list[str] = []
+        power: dict[str, list] = {}
+        iperf: dict[str, list] = {}
+        started_all, sids, attempts = [], [], []
+        for tb, adir in sorted(running.items()):
+            sid = adir.parent.name.removeprefix(".partial-")
+            try:
+                started = adir.stat().st_ctime  # the attempt's directory is made when it starts
+            except OSError:
+                started = now
+            trace = self._trace.since(started - 5.0, tb if several else None)
+            names = self.receivers.get(sid) or sorted(trace)
+            for rx in names:
+                label = f"{tb} {rx}" if several else rx
+                rxs.append(label)
+                power[label] = trace.get(rx, [])
+                iperf[label] = iperf_intervals(adir / f"iperf3-{rx}.json")
+            started_all.append(started)
+            sids.append(f"{sid} on {tb}" if several else sid)
+            attempts.append(adir.name.removeprefix("attempt-"))
         ended = any(iperf.values())
-        power = self._trace.since(started - 5.0)
-        return {"running": True, "now": now, "sample_id": sid, "attempt": adir.name.removeprefix("attempt-"),
-                "started_at": started, "receivers": rxs,
+        return {"running": True, "now": now, "sample_id": ", ".join(sids), "attempt": ", ".join(attempts),
+                "started_at": min(started_all), "receivers": rxs,
                 "phase": "radio tail: waiting until the receivers are idle" if ended else
                          "set-up / transfer (throughput appears when every iperf3 client has exited)",
-                "power": {rx: power.get(rx, []) for rx in rxs}, "iperf": iperf,
+                "power": power, "iperf": iperf,
                 "transfer": {rx: [iv[0][0] - 1.0, iv[-1][0]] for rx, iv in iperf.items() if iv}}
 
     # --------------------------------------------------------------- the whole campaign
@@ -259,7 +310,10 @@ class CampaignView:
             span = [t for w in (rx["transfer"], rx["tail"]) if w for t in w if t]
             if not span:
                 continue
-            pts = [p for p in self._trace.points.get(rx["receiver"], ()) if min(span) - 2 <= p[0] <= max(span) + 1]
+            # this copy's trace (``--testbeds K``: trace-<stamp>-<testbed>.csv), else the single testbed's
+            q = self._trace.points.get((rx.get("testbed") or "", rx["receiver"])) or \
+                self._trace.points.get(("", rx["receiver"]), ())
+            pts = [p for p in q if min(span) - 2 <= p[0] <= max(span) + 1]
             if pts and pts[0][0] <= min(span):
                 rx["power"] = _thin(pts)
         return last
@@ -332,7 +386,8 @@ def _last_sample(path: Path, recs: list[dict]) -> dict | None:
         rx = r.get("receiver")
         w_end = r.get("window_end")
         out["receivers"].append({
-            "receiver": rx, "mode": r.get("mode"), "status": r.get("status"), "error": r.get("error"),
+            "receiver": rx, "testbed": r.get("testbed"), "mode": r.get("mode"), "status": r.get("status"),
+            "error": r.get("error"),
             "transfer": [r.get("window_start"), w_end] if w_end else None,
             "tail": [w_end, w_end + r["idle_wait_s"]] if w_end and r.get("idle_wait_s") is not None else None,
             "iface_bytes": r.get("iface_bytes"), "iface_throughput_mbit": r.get("iface_throughput_mbit"),
