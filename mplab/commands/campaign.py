@@ -49,9 +49,13 @@ def summary_table(records: list[dict], title: str) -> Table:
     energy_kind = {r.get("energy_source") for r in records} or {"-"}
     t = Table(title=title, caption=f"energy: {', '.join(sorted(str(e) for e in energy_kind))}; "
                                     "means are per receiver over ok samples (energy: unflagged records)")
-    for col in ("case", "ok", "failed", "flagged", "Mbit/s", "energy J", "power W"):
-        t.add_column(col, justify="left" if col == "case" else "right")
-    for c in summarize(records, intervals=False):  # the table shows no intervals: no scipy
+    cases = summarize(records, intervals=False)  # the table shows no intervals: no scipy
+    # Case names differ at their ends (ref-is vs ref-is-tuned): never cut with an ellipsis; a terminal too
+    # narrow for the whole name folds it onto a second line.
+    t.add_column("case", overflow="fold")
+    for col in ("ok", "failed", "flagged", "Mbit/s", "energy J", "power W"):
+        t.add_column(col, justify="right")
+    for c in cases:
         t.add_row(c.case_id, str(c.samples_ok), str(c.samples_failed), str(c.flagged_records),
                   _fmt(c.mean_throughput_mbit), _fmt(c.mean_energy_j), _fmt(c.mean_power_w, ".3f"))
     return t
