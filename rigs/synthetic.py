@@ -72,7 +72,10 @@ def synthetic_records(campaign: str, ccs=PAPER_CCS, counts=PAPER_COUNTS, modes=M
 def write_synthetic_campaign(root: Path, campaign: str = "synthetic", **kw) -> Campaign:
     """A campaign directory (manifest + samples.jsonl) holding ``synthetic_records``."""
     recs = synthetic_records(campaign, **kw)
+    # the scenario part a dataset card reads (its name and file size), as a real manifest carries it whole
+    scenario = {"name": f"{campaign}-scenario", "file_size": str(kw.get("file_bytes", 60_000_000))}
     c = Campaign.create(root, campaign, {"created_at": time.time(), "testbed": {"kind": "synthetic"},
+                                         "scenario": scenario,
                                          "plan": sorted({r["sample_id"] for r in recs}), "synthetic": kw and
                                          {k: list(v) if isinstance(v, tuple) else v for k, v in kw.items()}})
     c.append(recs)  # one write: thousands of fsyncs (one per sample) would only slow benchmarks down

@@ -141,6 +141,9 @@ def test_files_card_digest_and_tamper_check(tmp_path):
     card = (d / "README.md").read_text()
     assert res.digest in card and "| cubic | 3 | both | 4 | 2 | 12 | 6 |" in card
     assert "Summary statistics" in card and "Excluded records" in card
+    # the energy of a row depends on the file downloaded: the card states it and the scenario that asked
+    assert ("- transfer: 2000000 (2000000 bytes) per receiver per sample (scenario `synthetic-scenario`: synthetic)"
+            in card), card[:1500]
     schema = json.loads((d / "schema.json").read_text())
     assert "energy_j" in schema["row"]["properties"]
     # a changed value is caught by the digest

@@ -54,6 +54,7 @@ from harness.errors import ConfigError, StoreError
 from harness.files import atomic_write
 from harness.campaign.records import SampleKey, SampleRecord
 from harness.campaign.store import Campaign
+from harness.config.scenario import parse_size
 from harness.dataset.columns import CATEGORICAL_COLUMNS, COLUMN_DOCS, FLOAT_COLUMNS, INT_COLUMNS
 
 SCHEMA_VERSION = 1
@@ -502,7 +503,11 @@ def _provenance(c: Campaign) -> dict:
     m = c.manifest
     tb = m.get("testbed") or {}
     emulation = (m.get("inventory") or {}).get("emulation") or {}
+    sc = m.get("scenario") or {}
+    size = sc.get("file_size")
     return {"campaign": c.id, "path": str(c.path), "created_at": m.get("created_at"),
+            # energy grows with the file each receiver downloads: the card states it, and which scenario asked
+            "scenario": sc.get("name"), "file_size": size, "file_bytes": parse_size(size) if size else None,
             "inventory_digest": m.get("inventory_digest"), "scenario_digest": m.get("scenario_digest"),
             "testbed_kind": tb.get("kind"), "kernel": m.get("kernel"), "git": m.get("git"),
             "power_profile": emulation.get("power_profile") if tb.get("kind") == "emulated" else None}

@@ -98,6 +98,17 @@ def _stats(df: pd.DataFrame) -> list[list[object]]:
     return rows
 
 
+def _transfers(sources: list[dict]) -> str:
+    """What each receiver downloaded per sample, and the scenario that said so: ``60M (62914560 bytes) per
+    receiver per sample (scenario paper-setup1: a, b)``, or that a campaign's manifest has no scenario."""
+    by: dict[tuple, list[str]] = {}
+    for s in sources:
+        by.setdefault((s.get("file_size"), s.get("file_bytes"), s.get("scenario")), []).append(s["campaign"])
+    parts = [f"{size} ({n} bytes) per receiver per sample (scenario `{sc}`: {', '.join(cs)})" if size else
+             f"unknown: no scenario in the manifest of {', '.join(cs)}" for (size, n, sc), cs in by.items()]
+    return "; ".join(parts) or "-"
+
+
 def card_context(df: pd.DataFrame, meta: dict) -> dict:
     """What the Markdown body shows, as values for ``card_template.md``."""
     kinds = sorted(set(df["testbed_kind"]))
@@ -111,6 +122,7 @@ def card_context(df: pd.DataFrame, meta: dict) -> dict:
         "summary": (f"Energy and throughput of dual-homed (WiFi + LTE) receivers downloading one file over MPTCP "
                     f"or single-path TCP, one row per receiver per sample, from {len(meta['sources'])} mplab "
                     f"campaign(s) on the {', '.join(kinds)} testbed."),
+        "transfers": _transfers(meta["sources"]),
         "kinds": kinds, "sources": sorted(set(df["energy_source"])), "meters": sorted(set(df["meter_kind"])),
         "kernels": sorted(set(str(k) for k in df["kernel"])),
         "energy": meta.get("energy") or "energy_j over the transfer window (tails not separated)",
