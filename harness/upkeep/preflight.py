@@ -71,7 +71,7 @@ def kernel_checks(host: Host) -> list[Check]:
     if flavour == "upstream":
         val = host.read_text("/proc/sys/net/mptcp/enabled").strip()
         out.append(Check(host.name, "MPTCP enabled", val == "1", f"net.mptcp.enabled = {val}",
-                         "sysctl -w net.mptcp.enabled=1 (and in /etc/sysctl.d/ to keep it)"))
+                         "sysctl -w net.mptcp.enabled=1 (and in /etc/sysctl.d/ to keep it); a lab board: `mplab lab prepare`"))
     elif flavour == "multipath-tcp.org":
         val = host.read_text("/proc/sys/net/mptcp/mptcp_enabled").strip()
         out.append(Check(host.name, "MPTCP enabled", val in ("1", "2"), f"net.mptcp.mptcp_enabled = {val}",
@@ -98,7 +98,8 @@ def iperf3_check(host: Host) -> tuple[Check, Iperf3 | None]:
         ip3 = Iperf3.check(host)
         return Check(host.name, "iperf3", True, f"{ip3.version}, MPTCP via {ip3.mptcp_mode}"), ip3
     except PreflightError as exc:
-        return Check(host.name, "iperf3", False, str(exc), "apt install iperf3 mptcpize (or iperf3 >= 3.19)"), None
+        return Check(host.name, "iperf3", False, str(exc),
+                     "apt install iperf3 mptcpize (or iperf3 >= 3.19); a lab board: `mplab lab prepare`"), None
 
 
 def interface_checks(host: Host, radio: str, ifname: str, address: str, probe_dst: str) -> list[Check]:
@@ -125,8 +126,8 @@ def interface_checks(host: Host, radio: str, ifname: str, address: str, probe_ds
         pass
     out.append(Check(host.name, f"route from {radio}", dev == ifname,
                      f"{probe_dst} from {address} leaves via {dev or route.stderr.strip() or '?'}",
-                     f"per-interface routing: ip rule add from {address} table <n>; "
-                     f"ip route add default via <{radio} gateway> dev {ifname} table <n>"))
+                     f"per-interface routing (a lab board: `mplab lab prepare`): ip rule add from {address} "
+                     f"table <n>; ip route add default via <{radio} gateway> dev {ifname} table <n>"))
     return out
 
 
