@@ -63,6 +63,7 @@ def test_hosts_that_are_not_ssh_servers_are_fail_rows_in_the_table(tmp_path, not
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
     assert "Traceback" not in out and "paramiko" not in out, out   # the library's traceback went to the log file
+    assert "WARNING" not in out, out  # nothing above the table: an unreachable sender is its FAIL row
     assert "preflight: sensors2023-lab (lab)" in res.stdout, out    # the table came
     rows = [ln for ln in res.stdout.splitlines() if " reachable " in ln]
     hosts = ("snd", "rx1", "rx2", "enb", "epc", "ap-rx", "ap-snd", "sw1")
