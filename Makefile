@@ -78,7 +78,7 @@ setup-lab: apt python-lab
 BPF_DIR := harness/cc/bpf
 BPF_BUILD := $(BPF_DIR)/build
 # What the wheel ships (hatch_build.py asks `make print-shipped-bpf`); vegas and calc are the benches' alone.
-SHIPPED_BPF := lia olia balia wvegas timers
+SHIPPED_BPF := lia olia balia wvegas timers cubic
 BPF_OBJS := $(patsubst %,$(BPF_BUILD)/%.bpf.o,$(SHIPPED_BPF) vegas calc)
 # -fdebug-prefix-map: the objects carry no checkout path, so the same source gives the same object (and the same
 # digest in records' cc_impl) in any clone.

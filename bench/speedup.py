@@ -4,7 +4,7 @@ Run as root on a machine with kernel MPTCP and iperf3 (`make bpf` for the couple
 
     uv run python bench/speedup.py [--inventory emulated|paper-lab] [--receivers 1,3,9] [--modes wifi,lte,both]
         [--ccs cubic,lia] [--speedups 1,4,8,16] [--runs 3] [--file-size 6M] [--loss 0,1] [--out FILE [--merge]]
-        [--scenario scenarios/paper-setup1.yaml] [--testbeds K]
+        [--scenario scenarios/paper-setup1.yaml] [--testbeds K] [--levers on,off] [--label TEXT]
     uv run python bench/speedup.py --reestimate bench/results/speedup_slice_cubic.json
 
 A grid too long for one run is split across runs with ``--merge`` (each run has its own S = 1 baseline;
@@ -25,10 +25,15 @@ model's, and the runner's overhead between samples against the estimate's).
 options, where given, narrow its congestion controls, receiver counts, modes, samples and file size).
 
 Energies are taken from samples none of whose records was flagged (a meter gap or an unsettled tail
-makes a sample's energy untrusted). A cell holds at S when both ratios are within 3 % of 1, no sample
-failed, and at least two samples gave unflagged energy. Reported:
+makes a sample's energy untrusted). A cell holds at S when every sample does: each sample's throughput
+and each unflagged energy within 3 % of the S = 1 median (``mbit_worst``, ``energy_worst``: the sample
+furthest from it), no sample failed, and at least two samples gave unflagged energy. Reported:
 the table, and per congestion control the highest S at which every one of its cells held at that S
 and every lower one (written to ``--out`` as JSON; ``mplab run --speedup auto`` reads it).
+
+``--levers on,off``: each S > 1 also run with the kernel's clocks left unscaled (``MPLAB_KERNEL_SCALING=off``:
+no TCP timer program, the kernel's own Cubic), against the same S = 1 campaign; those cells go to the
+table's ``cells_levers_off``, which ``auto`` never reads (a run uses the levers).
 """
 from __future__ import annotations
 
@@ -50,7 +55,7 @@ from harness.config.scenario import Scenario, load_scenario
 from harness.errors import ConfigError, Interrupted
 from harness.upkeep.clean import clean_prefix
 
-from harness.emulation.speedup import highest_holding
+from harness.emulation.speedup import KERNEL_SCALING_ENV, highest_holding
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -117,8 +122,18 @@ def reestimate(table: Path) -> int:
     return 0
 
 
-def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace, runs: Path) -> dict:
-    """One campaign at speedup ``s``: per cell the totals of each sample, and the machine's figures."""
+def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace, runs: Path,
+                 levers: str = "on") -> dict:
+    """One campaign at speedup ``s``: per cell the totals of each sample, and the machine's figures.
+
+    ``levers``: ``off`` leaves the kernel's clocks unscaled (``KERNEL_SCALING_ENV``) for this campaign."""
+    if levers == "off" and s > 1:
+        os.environ[KERNEL_SCALING_ENV] = "off"
+        try:
+            (runs / "levers-off").mkdir(parents=True, exist_ok=True)
+            return one_campaign(inv_name, loss, s, args, runs / "levers-off")
+        finally:
+            os.environ.pop(KERNEL_SCALING_ENV, None)
     prefix = f"mplab-sp{uuid.uuid4().hex[:5]}-"
     inv = _inventory(inv_name, prefix, loss)
     sc = slice_scenario(args, s)
@@ -145,11 +160,13 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
             cell["flagged"] += 1  # a meter gap or an unsettled tail: its energy is not trusted
         elif all(r["energy_j"] is not None for r in recs):
             cell["energy_j"].append(sum(r["energy_j"] for r in recs))
+    impls = sorted({r["cc_impl"] for r in c.records()} | {r.get("tcp_timers") or "kernel timers" for r in c.records()})
     itf = (c.manifest.get("interference") or [{}])[-1]
     rate = [t["rate_ratio_mean"] for t in (itf.get("testbeds") or {}).values() if t.get("rate_ratio_mean")]
     return {"wall_s": round(wall, 1), "estimate_s": round(estimate, 1), "wall_over_estimate": round(wall / estimate, 3),
             "evenly_shared_s": round(sum(per_sample) / args.testbeds, 1),
-            "testbeds": args.testbeds, "cells": cells, "load_1m": load, "cpu_busy_mean": itf.get("cpu_busy_mean"),
+            "testbeds": args.testbeds, "cells": cells, "implementations": impls, "load_1m": load,
+            "cpu_busy_mean": itf.get("cpu_busy_mean"),
             "cpu_busy_max": itf.get("cpu_busy_max"), "rate_ratio": min(rate) if rate else None,
             "samples": sample_timing(by_sample, dict(zip((p.sample_id for p in plans), per_sample)),
                                      s, between_samples_s(sc, emulated=True))}
@@ -202,7 +219,8 @@ def compare(base: dict, other: dict) -> dict[str, dict]:
     out = {}
     for cell, b in base["cells"].items():
         o = other["cells"].get(cell)
-        row = {"mbit_ratio": None, "energy_ratio": None, "holds": False, "why": ""}
+        row = {"mbit_ratio": None, "energy_ratio": None, "mbit_worst": None, "energy_worst": None,
+               "holds": False, "why": ""}
         if o is None or not o["mbit"]:
             row["why"] = "no ok sample"
             out[cell] = row
@@ -211,13 +229,17 @@ def compare(base: dict, other: dict) -> dict[str, dict]:
         be, oe = _median(b["energy_j"]), _median(o["energy_j"])
         row["mbit_ratio"] = round(om / bm, 4) if bm else None
         row["energy_ratio"] = round(oe / be, 4) if (be and oe) else None
+        # Every sample, not only the median: a failing S shows as whole low samples, not a uniform shift.
+        row["mbit_worst"] = round(max((x / bm for x in o["mbit"]), key=lambda r: abs(r - 1)), 4) if bm else None
+        row["energy_worst"] = (round(max((x / be for x in o["energy_j"]), key=lambda r: abs(r - 1)), 4)
+                               if (be and o["energy_j"]) else None)
         why = []
-        for name in ("mbit_ratio", "energy_ratio"):
+        for name in ("mbit_worst", "energy_worst"):
             v = row[name]
             if v is None:
                 why.append(f"{name.split('_')[0]} unknown")
             elif abs(v - 1) > TOLERANCE:
-                why.append(f"{name.split('_')[0]} x{v:.3f}")
+                why.append(f"{name.split('_')[0]} x{v:.3f} (a sample)")
         if o["failed"]:
             why.append(f"{o['failed']} failed")
         if len(o["energy_j"]) < 2:
@@ -227,9 +249,9 @@ def compare(base: dict, other: dict) -> dict[str, dict]:
     return out
 
 
-def merge(old: dict, results: dict, machine: dict) -> tuple[dict, dict]:
-    """An earlier table's cells and machine figures with this run's added (this run's win per cell)."""
-    cells = {k: dict(v) for k, v in old.get("cells", {}).items()}
+def merge(old: dict, results: dict, machine: dict, section: str = "cells") -> tuple[dict, dict]:
+    """An earlier table's cells (``section``) and machine figures with this run's added (this run's win per cell)."""
+    cells = {k: dict(v) for k, v in old.get(section, {}).items()}
     for key, rows in results.items():
         cells.setdefault(key, {}).update(rows)
     return cells, {**old.get("machine", {}), **machine}
@@ -270,6 +292,9 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep the campaigns here (default: a scratch dir)")
     ap.add_argument("--merge", action="store_true",
                     help="add this run's cells to those already in --out (a grid split across runs)")
+    ap.add_argument("--levers", default="on", help="comma list: on (the kernel's clocks scaled with S, as runs do), "
+                    "off (left unscaled: the table's cells_levers_off)")
+    ap.add_argument("--label", default="", help="a note kept with this run's arguments (e.g. 'partial grid')")
     ap.add_argument("--reestimate", type=Path, default=None, metavar="TABLE",
                     help="run nothing: print a recorded table's wall times against today's estimate")
     args = ap.parse_args()
@@ -277,23 +302,31 @@ def main() -> int:
         return reestimate(args.reestimate)
     grid(ap, args)
     speedups = sorted({float(x) for x in args.speedups.split(",")} | {1.0})
+    levers = [x for x in args.levers.split(",") if x]
+    if not set(levers) <= {"on", "off"}:
+        ap.error("--levers: a comma list of on, off")
     results: dict[str, dict] = {}
+    results_off: dict[str, dict] = {}
     machine: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="mplab-speedup-") as scratch:
         tmp = args.keep or scratch
         for inv_name in args.inventory.split(","):
             for loss in (float(x) for x in args.loss.split(",")):
-                runs = {s: one_campaign(inv_name, loss, s, args, Path(tmp)) for s in speedups}
-                for s, res in runs.items():
-                    key = f"{inv_name} loss {loss:g}% s{s:g}"
-                    machine[key] = {k: res[k] for k in ("wall_s", "estimate_s", "wall_over_estimate",
-                                                        "evenly_shared_s", "testbeds", "load_1m", "cpu_busy_mean",
-                                                        "cpu_busy_max", "rate_ratio", "samples")}
-                    print(f"{key}: {machine[key]}", flush=True)
-                    if s > 1:
-                        results[key] = compare(runs[1.0], res)
+                base = one_campaign(inv_name, loss, 1.0, args, Path(tmp))
+                for lever in levers:
+                    runs = {s: (base if s == 1 else one_campaign(inv_name, loss, s, args, Path(tmp), lever))
+                            for s in speedups}
+                    for s, res in runs.items():
+                        tag = " levers-off" if lever == "off" and s > 1 else ""
+                        key = f"{inv_name} loss {loss:g}%{tag} s{s:g}"
+                        machine[key] = {k: res[k] for k in ("wall_s", "estimate_s", "wall_over_estimate",
+                                                            "evenly_shared_s", "testbeds", "load_1m", "cpu_busy_mean",
+                                                            "cpu_busy_max", "rate_ratio", "implementations", "samples")}
+                        print(f"{key}: {machine[key]}", flush=True)
+                        if s > 1:
+                            (results_off if lever == "off" else results)[key] = compare(runs[1.0], res)
     print(f"\n{'inventory / loss / S':34} {'cell':18} {'Mbit/s':>8} {'energy':>8}  holds")
-    for key, rows in results.items():
+    for key, rows in {**results, **results_off}.items():
         for cell, row in sorted(rows.items()):
             print(f"{key:34} {cell:18} {row['mbit_ratio'] or float('nan'):8.3f} "
                   f"{row['energy_ratio'] or float('nan'):8.3f}  {'yes' if row['holds'] else 'no: ' + row['why']}")
@@ -301,15 +334,20 @@ def main() -> int:
     runs_args = [this_run]
     if args.merge and args.out and args.out.exists():
         old = json.loads(args.out.read_text())
+        results_off, _ = merge(old, results_off, {}, "cells_levers_off")
         results, machine = merge(old, results, machine)
         runs_args = old.get("runs", [old.get("args", {})]) + runs_args
     ccs = sorted({cell.split("-")[0] for rows in results.values() for cell in rows} | set(args.ccs))
     best = highest_holding(results, ccs)
     print("\nhighest S that holds, per congestion control:", best)
+    if results_off:
+        print("... with the kernel's clocks unscaled (levers off):", highest_holding(results_off, ccs))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"tolerance": TOLERANCE, "runs": runs_args, "machine": machine,
-                                        "cells": results, "highest": best}, indent=1, default=str) + "\n")
+                                        "cells": results, "highest": best, "cells_levers_off": results_off,
+                                        "highest_levers_off": highest_holding(results_off, ccs) if results_off else {}},
+                                       indent=1, default=str) + "\n")
     return 0
 
 

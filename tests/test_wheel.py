@@ -33,7 +33,7 @@ PACKAGE_DATA = (
     "harness/dataset/card_template.md", "training/card_template.md", "harness/watch/page/index.html",
     "lte/templates/srsran/enb.conf.j2", "wifi/templates/hostapd.conf.j2", "harness/_build.json",
     "mplab/workspace/scenarios/quick.yaml", "mplab/workspace/inventory/emulated.yaml",
-    *(f"harness/cc/bpf/build/{cc}.bpf.o" for cc in ("lia", "olia", "balia", "wvegas", "timers")),
+    *(f"harness/cc/bpf/build/{cc}.bpf.o" for cc in ("lia", "olia", "balia", "wvegas", "timers", "cubic")),
 )
 #: Research code and bench-only objects: never in the wheel.
 NOT_SHIPPED = re.compile(r"^(rigs|tests|bench|docs)/|^harness/cc/(sim|oracle|calc|libbpf)\.py$|"

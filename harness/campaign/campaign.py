@@ -37,14 +37,17 @@ from harness.testbeds.base import Testbed
 from harness.upkeep.preflight import Check, failed_essentials
 from harness.emulation.access import AccessKinds
 from harness.testbeds.kinds import build_testbed, testbed_flavour
-from harness.emulation.speedup import check_speedup
+from harness.emulation.speedup import check_speedup, kernel_scaling
 
 log = logging.getLogger("mplab.campaign")
 
 def resolve_ccs(scenario: Scenario, testbed: Testbed) -> dict[str, CongestionControl]:
-    """Each named algorithm's implementation for the testbed's kernel flavour (mptcp.org or upstream)."""
+    """Each named algorithm's implementation for the testbed's kernel flavour (mptcp.org or upstream) and
+    speed-up (at S > 1 Cubic's clock runs S times faster, ``harness.cc.cubic``, unless the kernel's clocks
+    are left unscaled: ``harness.emulation.speedup.kernel_scaling``)."""
     flavour = testbed_flavour(testbed)
-    return {name: resolve(name, flavour) for name in scenario.congestion_controls}
+    s = testbed.speedup if kernel_scaling() else 1.0
+    return {name: resolve(name, flavour, s) for name in scenario.congestion_controls}
 
 
 def preflight_or_raise(testbed: Testbed, ccs: dict[str, CongestionControl],

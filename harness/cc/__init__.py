@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
+from harness.cc.cubic import BpfCubic, scalable
 from harness.errors import CommandError, PreflightError
 from harness.hosts.local import Host
 
@@ -143,8 +144,11 @@ class Unavailable:
         pass
 
 
-def resolve(algorithm: str, flavour: str = "upstream") -> CongestionControl:
+def resolve(algorithm: str, flavour: str = "upstream", speedup: float = 1.0) -> CongestionControl:
     """The implementation of ``algorithm`` for a kernel of ``flavour`` (``upstream``, ``multipath-tcp.org``).
+
+    ``speedup``: the testbed's S. On an upstream kernel at a whole S > 1, ``cubic`` is mplab's BPF Cubic whose
+    clock runs S times faster (``harness.cc.cubic``: ``mplab_cubic_s<S>``); at S = 1 the kernel's own.
 
     An algorithm with no implementation for the flavour resolves to ``Unavailable``,
     whose ``check`` fails preflight with the reason: never to another algorithm.
@@ -155,6 +159,8 @@ def resolve(algorithm: str, flavour: str = "upstream") -> CongestionControl:
     if impls is None:
         return Unavailable(algorithm, f"the kernel has no MPTCP (flavour {flavour!r}): "
                                       "use Linux >= 5.19 with CONFIG_MPTCP=y")
+    if algorithm == "cubic" and flavour == "upstream" and scalable(speedup):
+        return BpfCubic(int(speedup))
     impl = impls.get(algorithm)
     if impl is None:
         return Unavailable(algorithm, f"no implementation for a {flavour} kernel")

@@ -26,6 +26,8 @@ and epochs are not, and a real srsRAN cell runs in real time, so both are refuse
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +48,16 @@ METER_HZ = 10.0
 #: window's edges, so slower polls lose no energy, while nine meters polled at 10 x S Hz in Python were the
 #: first limit at S = 8 and 16. A gap is judged against the capped period (``Recorder.gap_factor``).
 POLL_CAP_HZ = 20.0
+#: Set to ``off`` to leave the kernel's clocks unscaled at S > 1 (no timer program, the kernel's own Cubic):
+#: the validation bench's levers-off column (``bench/speedup.py --levers off``). Records say what ran either
+#: way (``tcp_timers`` null, ``cc_impl`` ``kernel:cubic``).
+KERNEL_SCALING_ENV = "MPLAB_KERNEL_SCALING"
+
+
+def kernel_scaling(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether a testbed at S > 1 scales the kernel's clocks: the TCP timers per socket
+    (``harness.cc.timers``) and Cubic's clock (``harness.cc.cubic``). On unless ``KERNEL_SCALING_ENV`` is ``off``."""
+    return environ.get(KERNEL_SCALING_ENV, "on").strip().lower() not in ("off", "0", "no")
 
 
 def check_speedup(inventory: Inventory, speedup: float, *, policies: bool = False) -> None:

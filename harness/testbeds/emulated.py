@@ -63,7 +63,7 @@ from harness.emulation import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
 from harness.emulation.radiolink import LinkConfig, radiolink_argv
 from harness.emulation.sharing import AccessNetwork
-from harness.emulation.speedup import check_speedup, scale_inventory
+from harness.emulation.speedup import check_speedup, kernel_scaling, scale_inventory
 from harness.traffic import Iperf3
 
 log = logging.getLogger("mplab.emulation")
@@ -121,7 +121,7 @@ class EmulatedTestbed(Testbed):
         self._delaylines: dict[str, BackgroundProcess] = {}
         self._ccs: list[CongestionControl] = []
         #: At S > 1 the kernel's TCP timers / S on the testbed's sockets (``harness.cc.timers``), where it can.
-        self.timers = TimerScaling(self.prefix, speedup) if speedup > 1 else None
+        self.timers = TimerScaling(self.prefix, speedup) if speedup > 1 and kernel_scaling() else None
         self._timers_on = False
         self._up = False
         self._claim: claims.PrefixClaim | None = None
