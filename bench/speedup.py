@@ -5,10 +5,12 @@ Run as root on a machine with kernel MPTCP and iperf3 (`make bpf` for the couple
     uv run python bench/speedup.py [--inventory emulated|paper-lab] [--receivers 1,3,9] [--modes wifi,lte,both]
         [--ccs cubic,lia] [--speedups 1,4,8,16] [--runs 3] [--file-size 6M] [--loss 0,1] [--out FILE [--merge]]
         [--scenario scenarios/paper-setup1.yaml] [--testbeds K] [--levers on,off] [--label TEXT]
+        [--baseline KEPT_S1_CAMPAIGN]
     uv run python bench/speedup.py --reestimate bench/results/speedup_slice_cubic.json
 
-A grid too long for one run is split across runs with ``--merge`` (each run has its own S = 1 baseline;
-the table keeps every run's cells, arguments and machine figures, the 1-minute load among them).
+A grid too long for one run is split across runs with ``--merge`` (each run has its own S = 1 baseline, or
+reuses one an earlier run kept: ``--baseline``; the table keeps every run's cells, arguments and machine
+figures, the 1-minute load among them).
 
 For each inventory, loss setting and S, one campaign (``start_campaign``, the real runner) runs every
 cell (receiver count x mode x congestion control) ``--runs`` times, shuffled with one seed. Per cell and
@@ -49,6 +51,7 @@ from pathlib import Path
 
 from harness.campaign.campaign import between_samples_s, queue_makespan_s, sample_estimates_s, start_campaign
 from harness.campaign.plan import plan_campaign
+from harness.campaign.store import Campaign
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
 from harness.config.scenario import Scenario, load_scenario
@@ -148,18 +151,8 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
         clean_prefix(prefix)
     wall = time.monotonic() - t0
     load = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
-    cells: dict[str, dict] = {}
     by_sample = group_by_sample(c.records())
-    for recs in by_sample.values():
-        cell = cells.setdefault(recs[0]["case_id"], {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0})
-        if any(r["status"] != "ok" for r in recs):
-            cell["failed"] += 1
-            continue
-        cell["mbit"].append(sum(r["throughput_mbit"] for r in recs))
-        if any(r["flags"] for r in recs):
-            cell["flagged"] += 1  # a meter gap or an unsettled tail: its energy is not trusted
-        elif all(r["energy_j"] is not None for r in recs):
-            cell["energy_j"].append(sum(r["energy_j"] for r in recs))
+    cells = cells_of(by_sample)
     impls = sorted({r["cc_impl"] for r in c.records()} | {r.get("tcp_timers") or "kernel timers" for r in c.records()})
     itf = (c.manifest.get("interference") or [{}])[-1]
     rate = [t["rate_ratio_mean"] for t in (itf.get("testbeds") or {}).values() if t.get("rate_ratio_mean")]
@@ -170,6 +163,28 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
             "cpu_busy_max": itf.get("cpu_busy_max"), "rate_ratio": min(rate) if rate else None,
             "samples": sample_timing(by_sample, dict(zip((p.sample_id for p in plans), per_sample)),
                                      s, between_samples_s(sc, emulated=True))}
+
+
+def cells_of(by_sample: dict[str, list[dict]]) -> dict[str, dict]:
+    """Per cell (case id): each ok sample's total throughput, each unflagged sample's total energy, counts."""
+    cells: dict[str, dict] = {}
+    for recs in by_sample.values():
+        cell = cells.setdefault(recs[0]["case_id"], {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0})
+        if any(r["status"] != "ok" for r in recs):
+            cell["failed"] += 1
+            continue
+        cell["mbit"].append(sum(r["throughput_mbit"] for r in recs))
+        if any(r["flags"] for r in recs):
+            cell["flagged"] += 1  # a meter gap or an unsettled tail: its energy is not trusted
+        elif all(r["energy_j"] is not None for r in recs):
+            cell["energy_j"].append(sum(r["energy_j"] for r in recs))
+    return cells
+
+
+def kept_baseline(path: Path) -> dict:
+    """An S = 1 campaign an earlier run kept (``--keep``), as ``one_campaign`` returns one (cells only)."""
+    c = Campaign.open(path)
+    return {"cells": cells_of(group_by_sample(c.records())), "kept": str(path)}
 
 
 def group_by_sample(records: list[dict]) -> dict[str, list[dict]]:
@@ -294,6 +309,9 @@ def main() -> int:
                     help="add this run's cells to those already in --out (a grid split across runs)")
     ap.add_argument("--levers", default="on", help="comma list: on (the kernel's clocks scaled with S, as runs do), "
                     "off (left unscaled: the table's cells_levers_off)")
+    ap.add_argument("--baseline", type=Path, default=None, metavar="CAMPAIGN",
+                    help="compare with this kept S = 1 campaign (an earlier run's --keep) instead of running one; "
+                         "one inventory and loss setting only")
     ap.add_argument("--label", default="", help="a note kept with this run's arguments (e.g. 'partial grid')")
     ap.add_argument("--reestimate", type=Path, default=None, metavar="TABLE",
                     help="run nothing: print a recorded table's wall times against today's estimate")
@@ -312,11 +330,14 @@ def main() -> int:
         tmp = args.keep or scratch
         for inv_name in args.inventory.split(","):
             for loss in (float(x) for x in args.loss.split(",")):
-                base = one_campaign(inv_name, loss, 1.0, args, Path(tmp))
+                base = (kept_baseline(args.baseline) if args.baseline
+                        else one_campaign(inv_name, loss, 1.0, args, Path(tmp)))
                 for lever in levers:
                     runs = {s: (base if s == 1 else one_campaign(inv_name, loss, s, args, Path(tmp), lever))
                             for s in speedups}
                     for s, res in runs.items():
+                        if s == 1 and args.baseline:
+                            continue  # its machine figures are the run's that kept it
                         tag = " levers-off" if lever == "off" and s > 1 else ""
                         key = f"{inv_name} loss {loss:g}%{tag} s{s:g}"
                         machine[key] = {k: res[k] for k in ("wall_s", "estimate_s", "wall_over_estimate",
