@@ -125,6 +125,40 @@ def reestimate(table: Path) -> int:
     return 0
 
 
+def summary(table: Path) -> int:
+    """A recorded table as Markdown: per S and levers setting, the cells holding per congestion control, and the
+    highest S per control with the levers on and off."""
+    doc = json.loads(table.read_text())
+    ccs = sorted({c.split("-")[0] for sec in ("cells", "cells_levers_off") for rows in doc.get(sec, {}).values()
+                  for c in rows})
+    print("| S | levers | " + " | ".join(ccs) + " | all | wall s | CPU busy | rate ratio |")
+    print("|---|---|" + "---|" * (len(ccs) + 4))
+    keys = [(k, "on", doc["cells"][k]) for k in doc.get("cells", {})]
+    keys += [(k, "off", doc["cells_levers_off"][k]) for k in doc.get("cells_levers_off", {})]
+    for key, lever, rows in sorted(keys, key=lambda x: (x[0].rsplit(" s", 1)[0].replace(" levers-off", ""),
+                                                        float(x[0].rsplit(" s", 1)[1]), x[1] == "off")):
+        m = doc.get("machine", {}).get(key, {})
+        per = []
+        for cc in ccs:
+            mine = [r for c, r in rows.items() if c.startswith(f"{cc}-")]
+            per.append(f"{sum(r['holds'] for r in mine)}/{len(mine)}" if mine else "")
+        held = sum(r["holds"] for r in rows.values())
+        busy = m.get("cpu_busy_mean")
+        rate = m.get("rate_ratio")
+        print(f"| {key.rsplit(' s', 1)[1]} | {lever} | " + " | ".join(per) + f" | {held}/{len(rows)} | "
+              f"{m.get('wall_s', '')} | {'' if busy is None else f'{busy:.2f}'} | "
+              f"{'' if rate is None else f'{rate:.2f}'} |")
+    print("\nhighest S, levers on:", highest_holding(doc.get("cells", {}), ccs))
+    if doc.get("cells_levers_off"):
+        print("highest S, levers off:", highest_holding(doc["cells_levers_off"], ccs))
+    print("\nwhy cells failed (levers on), per S:")
+    for key, lever, rows in keys:
+        bad = {c: r["why"] for c, r in sorted(rows.items()) if not r["holds"]}
+        if bad:
+            print(f"- {key} ({lever}): " + "; ".join(f"{c}: {w}" for c, w in bad.items()))
+    return 0
+
+
 def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace, runs: Path,
                  levers: str = "on") -> dict:
     """One campaign at speedup ``s``: per cell the totals of each sample, and the machine's figures.
@@ -313,11 +347,15 @@ def main() -> int:
                     help="compare with this kept S = 1 campaign (an earlier run's --keep) instead of running one; "
                          "one inventory and loss setting only")
     ap.add_argument("--label", default="", help="a note kept with this run's arguments (e.g. 'partial grid')")
+    ap.add_argument("--summary", type=Path, default=None, metavar="TABLE",
+                    help="run nothing: print a recorded table as Markdown (cells holding per S, levers on and off)")
     ap.add_argument("--reestimate", type=Path, default=None, metavar="TABLE",
                     help="run nothing: print a recorded table's wall times against today's estimate")
     args = ap.parse_args()
     if args.reestimate:
         return reestimate(args.reestimate)
+    if args.summary:
+        return summary(args.summary)
     grid(ap, args)
     speedups = sorted({float(x) for x in args.speedups.split(",")} | {1.0})
     levers = [x for x in args.levers.split(",") if x]
