@@ -14,6 +14,7 @@ when it has one (Setup II), else its interface ``mode`` (Setup I).
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,9 @@ import pandas as pd
 
 from harness.dataset.build import Dataset, load_dataset
 from harness.errors import ConfigError
-from harness.campaign.store import Campaign
+from harness.campaign.store import Campaign, is_campaign_dir
+
+log = logging.getLogger(__name__)
 
 # Columns of the tidy frame; optional record fields default to None.
 COLUMNS = (
@@ -212,8 +215,15 @@ def load_study(paths: list[Path]) -> Study:
     sources, frames, notes = [], [], []
     for p in paths:
         p = Path(p)
-        if (p / "manifest.json").exists():
+        if is_campaign_dir(p):  # a damaged one too (its manifest missing): Campaign.open names what is wrong (4)
             src, df = read_campaign(p)
+            unused = src.campaign.unused()
+            if unused:
+                # Never silently: the report counts what it left out, on the page and on the terminal.
+                note = (f"campaign {src.name}: {len(unused)} line(s) of samples.jsonl left out (not counted): "
+                        + "; ".join(unused[:3]) + (f"; and {len(unused) - 3} more" if len(unused) > 3 else ""))
+                notes.append(note)
+                log.warning("%s", note)
         elif (p / "dataset.json").exists():
             src, df = read_dataset(p)
         else:

@@ -230,6 +230,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
     ``testbeds`` need not be what the campaign ran on before: the plan is by sample id.
     """
     campaign = Campaign.open(path)
+    campaign.torn_tail()  # samples.jsonl read before anything is created or built: unreadable is StoreError (4)
     campaign.check_writable()
     scenario, inventory = campaign_inputs(campaign)
     controls = build_controls(scenario, str(campaign.path / "manifest.json"), control_factory, testbeds)
@@ -256,6 +257,10 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
 def campaign_inputs(campaign: Campaign) -> tuple[Scenario, Inventory]:
     """The scenario and inventory copied into the manifest (what a resumed campaign runs)."""
     src = str(campaign.path / "manifest.json")
+    for key in ("scenario", "inventory"):
+        if not isinstance(campaign.manifest.get(key), dict):
+            raise StoreError(f"{src}: manifest without its {key} (a resumed campaign runs the copy it holds); "
+                             "restore it from a copy")
     return (parse_model(Scenario, campaign.manifest["scenario"], f"{src} (scenario)"),
             parse_model(Inventory, campaign.manifest["inventory"], f"{src} (inventory)"))
 

@@ -48,7 +48,7 @@ def campaign_status(c: Campaign) -> dict:
     return {
         "campaign": c.id,
         "path": str(c.path),
-        "testbed": c.manifest["testbed"]["kind"],
+        "testbed": (c.manifest.get("testbed") or {}).get("kind"),
         "planned": prog.planned,
         "recorded": prog.recorded,
         "ok": prog.ok,
@@ -71,4 +71,6 @@ def campaign_status(c: Campaign) -> dict:
 
 def damaged_status(c: Campaign) -> dict:
     """The damaged lines of samples.jsonl (never counted as recorded; their samples run again on resume)."""
-    return {"damaged": [{"line": d.line, "sample_id": d.sample_id, "reason": d.reason} for d in c.damaged()]}
+    tail = c.torn_tail()
+    return {"damaged": [{"line": d.line, "sample_id": d.sample_id, "reason": d.reason} for d in c.damaged()],
+            "torn_tail": None if tail is None else {**asdict(tail), "reason": tail.describe(c.samples_path)}}

@@ -22,7 +22,9 @@ from a small reserve (``.session-reserve``) held while the campaign runs. Free s
 """
 from __future__ import annotations
 
+import codecs
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -39,6 +41,12 @@ from harness.files import atomic_write, held_lock_text, try_flock, write_lock_te
 #: 2: records carry a ``checksum`` and typed ``repairs`` ({attempt, what}); manifests and session lines are
 #: unchanged from 1 (``upgrade_record`` reads schema-1 records).
 SCHEMA_VERSION = 2
+
+#: Longest manifest.json read: a paper sweep's plan (6,075 sample ids) and copies of its scenario and inventory
+#: are well under 1 MiB; anything far bigger is not a manifest, and is refused without being read.
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+#: Longest line of samples.jsonl read: a record is 1-3 KiB. A longer line is refused without being read whole.
+MAX_RECORD_BYTES = 1024 * 1024
 
 #: A campaign id is one directory name under the runs directory (it is also written into every record).
 CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -163,11 +171,20 @@ class Campaign:
                 # A campaign's own files without its manifest: the store is damaged, not the argument.
                 raise StoreError(f"{p}: a campaign directory without its manifest.json (restore it from a copy)")
             raise ConfigError(f"{p} is not a campaign directory (no manifest.json)")
-        try:
-            doc = json.loads(mf.read_text())
-        except json.JSONDecodeError as exc:
-            raise StoreError(f"{mf}: not valid JSON ({exc})") from None
-        return cls(p, upgrade_manifest(doc, str(mf)))
+        return cls(p, upgrade_manifest(read_manifest(mf), str(mf)))
+
+    def torn_tail(self) -> TornTail | None:
+        """The torn end of samples.jsonl (a write cut short, or junk appended), or None when it ends whole."""
+        return self._scan_all()[2]
+
+    def unused(self) -> list[str]:
+        """What a reader of this campaign leaves out, one line each: damaged lines and a torn tail (with the
+        samples it takes out). Every reader (status, dataset build, report) reports these; resume reruns them."""
+        damaged, tail = self._scan_all()[1:]
+        out = [d.describe(self.samples_path) for d in damaged]
+        if tail is not None:
+            out.append(tail.describe(self.samples_path))
+        return out
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -223,19 +240,52 @@ class Campaign:
         supersedes it: the earlier run's lines are then not counted either, so that a sample's records always
         come from one run.
         """
-        if not self.samples_path.exists():
-            return [], []
+        recs, damaged, _ = self._scan_all()
+        return recs, damaged
+
+    def _scan_all(self) -> tuple[list[dict], list[Damage], TornTail | None]:
+        """``_scan`` and the torn tail. ``StoreError`` (exit 4) naming the file, and the line, when samples.jsonl
+        cannot be read as records at all: a directory, unreadable, a line that is not JSON or not UTF-8, a line
+        longer than ``MAX_RECORD_BYTES`` (read no further than that)."""
+        if not os.path.lexists(self.samples_path):
+            return [], [], None
         plan = set(self.manifest.get("plan") or [])
         damaged: list[Damage] = []
         groups: list[tuple[str | None, list[tuple[int, dict]]]] = []
-        with open(self.samples_path, "rb") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.endswith(b"\n"):
-                    break  # torn tail: repair() cuts it off
+        tail: TornTail | None = None
+        try:
+            f = open(self.samples_path, "rb")  # noqa: SIM115 (entered just below; the open's own errors named here)
+        except IsADirectoryError:
+            raise StoreError(f"{self.samples_path}: is a directory, not the campaign's record file") from None
+        except OSError as exc:
+            raise StoreError(f"{self.samples_path}: cannot be read ({exc.strerror})") from None
+        with f:
+            lineno, offset = 0, 0
+            while True:
                 try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise StoreError(f"{self.samples_path}:{lineno}: corrupt record ({exc})") from None
+                    line = f.readline(MAX_RECORD_BYTES + 1)
+                except OSError as exc:
+                    raise StoreError(f"{self.samples_path}: cannot be read ({exc.strerror})") from None
+                if not line:
+                    break
+                lineno += 1
+                if len(line) > MAX_RECORD_BYTES:
+                    raise StoreError(f"{self.samples_path}:{lineno}: longer than {MAX_RECORD_BYTES // 1024} KiB "
+                                     "without a line end: not a record (junk, or another file written over it); "
+                                     "restore the campaign from a copy")
+                if not line.endswith(b"\n"):  # torn tail: repair() (resume) cuts it off
+                    tail = TornTail(lineno, offset, len(line), junk=not line.strip(b"\0 \t\r"))
+                    if not tail.junk:
+                        _check_torn_record(line, f"{self.samples_path}:{lineno}")
+                    break
+                offset += len(line)
+                try:
+                    rec = json.loads(line.decode("utf-8"))  # decoded here: json.loads(bytes) guesses UTF-16/32
+                except UnicodeDecodeError as exc:
+                    raise StoreError(f"{self.samples_path}:{lineno}: not UTF-8 text (byte 0x{line[exc.start]:02x} "
+                                     f"at column {exc.start + 1}): not a record; is it a binary file?") from None
+                except ValueError as exc:
+                    raise StoreError(f"{self.samples_path}:{lineno}: corrupt record ({_short(exc)})") from None
                 if not isinstance(rec, dict):
                     damaged.append(Damage(lineno, None, "not a JSON object"))
                     continue
@@ -264,7 +314,13 @@ class Campaign:
                                             f"{run[0][0]}") for ln, _ in earlier]
             kept[sid] = run
         damaged.sort(key=lambda d: d.line)
-        return [r for _, r in sorted(ln_r for run in kept.values() for ln_r in run)], damaged
+        recs = [r for _, r in sorted(ln_r for run in kept.values() for ln_r in run)]
+        if tail is not None:  # the complete lines of the torn sample are left out with it (records() drops them)
+            done = complete_samples(recs)
+            last = groups[-1] if groups else None
+            if last is not None and last[0] not in done and kept.get(last[0]) is last[1]:
+                tail = dataclasses.replace(tail, sample_id=last[0], lines_before=len(last[1]))
+        return recs, damaged, tail
 
     def _all_records(self) -> list[dict]:
         return self._scan()[0]
@@ -415,11 +471,72 @@ def incomplete_tail_start(data: bytes) -> int:
     return keep
 
 
+def _short(exc: Exception, limit: int = 200) -> str:
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _check_torn_record(data: bytes, source: str) -> None:
+    """``StoreError`` unless ``data`` can be the start of a record cut short (UTF-8 text starting with ``{``)."""
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(data, final=False)  # a character cut short is fine
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"{source}: not UTF-8 text (byte 0x{data[exc.start]:02x} at column {exc.start + 1}): not a "
+                         "record; is it a binary file? (restore the campaign from a copy)") from None
+    if not text.lstrip().startswith("{"):
+        raise StoreError(f"{source}: {text[:40]!r}... is not the start of a record (restore the campaign from a "
+                         "copy)")
+
+
+def check_campaigns(paths: list[Path]) -> None:
+    """Open every campaign among ``paths`` and read its records once: ``StoreError`` (exit 4) for a damaged or
+    newer one. The commands that read campaigns call it before they import their heavy stacks (pandas,
+    matplotlib), so that a damaged store is refused at once, whatever else they then do with it."""
+    for p in paths:
+        if is_campaign_dir(Path(p)):
+            Campaign.open(p).torn_tail()
+
+
+def is_campaign_dir(path: Path) -> bool:
+    """Whether ``path`` holds a campaign's files (its manifest, or records or sessions without one)."""
+    return any(os.path.lexists(path / name) for name in ("manifest.json", "samples.jsonl", "sessions.jsonl"))
+
+
+def read_manifest(path: Path) -> dict:
+    """``manifest.json`` as a dict; ``StoreError`` (exit 4) naming it and what is wrong otherwise (a directory,
+    unreadable, larger than ``MAX_MANIFEST_BYTES``, not UTF-8, not JSON, not a JSON object, no campaign or plan)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_MANIFEST_BYTES + 1)
+    except FileNotFoundError:
+        raise StoreError(f"{path}: missing (restore it from a copy)") from None
+    except IsADirectoryError:
+        raise StoreError(f"{path}: is a directory, not the campaign's manifest") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise StoreError(f"{path}: larger than {MAX_MANIFEST_BYTES // (1024 * 1024)} MiB: not a manifest "
+                         "(restore it from a copy)")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}): not a "
+                         "manifest (restore it from a copy)") from None
+    except (ValueError, RecursionError) as exc:
+        raise StoreError(f"{path}: not valid JSON ({_short(exc)})") from None
+    if not isinstance(doc, dict):
+        raise StoreError(f"{path}: a JSON {type(doc).__name__}, not an object: not a manifest (restore it from a "
+                         "copy)")
+    return doc
+
+
 def _check_version(doc: dict, source: str, what: str) -> int:
     """``doc``'s schema_version; ``StoreError`` naming ``what`` (manifest, record) if missing or newer."""
     v = doc.get("schema_version")
     if not isinstance(v, int):
         raise StoreError(f"{source}: {what} without schema_version")
+    if isinstance(v, bool) or v < 1:
+        raise StoreError(f"{source}: {what} schema_version {v!r} is not a version (1..{SCHEMA_VERSION})")
     if v > SCHEMA_VERSION:
         raise StoreError(f"{source}: {what} schema_version {v} is newer than this mplab understands "
                          f"({SCHEMA_VERSION}); upgrade mplab")
@@ -427,8 +544,16 @@ def _check_version(doc: dict, source: str, what: str) -> int:
 
 
 def upgrade_manifest(doc: dict, source: str) -> dict:
-    """Bring a manifest to the current schema; refuse newer ones."""
+    """Bring a manifest to the current schema; refuse newer ones, and one without a campaign id or plan."""
     _check_version(doc, source, "manifest")
+    if not isinstance(doc.get("campaign"), str):
+        raise StoreError(f"{source}: manifest without its campaign id (\"campaign\": a string)")
+    plan = doc.get("plan")
+    if not isinstance(plan, list) or not all(isinstance(sid, str) for sid in plan):
+        raise StoreError(f"{source}: manifest without its plan (\"plan\": a list of sample ids)")
+    for key in ("testbed", "scenario", "inventory"):
+        if key in doc and not isinstance(doc[key], dict):
+            raise StoreError(f"{source}: manifest's {key!r} is a JSON {type(doc[key]).__name__}, not an object")
     return doc
 
 
@@ -457,6 +582,29 @@ def with_checksum(rec: dict) -> dict:
     """The record as stored: its ``checksum`` set (last), over everything else."""
     body = {k: v for k, v in rec.items() if k != "checksum"}
     return {**body, "checksum": record_checksum(body)}
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """The end of samples.jsonl after its last line end: a write cut short by a crash, or junk appended.
+
+    Left out by every reader, with the complete lines of its sample before it (``lines_before``); resume cuts
+    it off into ``samples.jsonl.torn-<time>`` and runs that sample again.
+    """
+
+    line: int
+    offset: int
+    size: int
+    junk: bool = False
+    sample_id: str | None = None
+    lines_before: int = 0
+
+    def describe(self, path: Path) -> str:
+        what = "NUL bytes or blanks (junk)" if self.junk else "a record cut short"
+        also = (f"; with it {self.lines_before} complete line(s) of its sample {self.sample_id} are left out"
+                if self.lines_before else "")
+        return (f"{path}:{self.line}: torn tail: {self.size} byte(s) without a line end at offset {self.offset} "
+                f"({what}){also}; `mplab run --resume` cuts it off and runs its sample again")
 
 
 @dataclass(frozen=True)

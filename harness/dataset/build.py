@@ -233,13 +233,17 @@ def collect_rows(campaigns: Iterable[Campaign], spec: SplitSpec, keep_flagged: b
     excluded: Counter = Counter()
     seen: dict[tuple[str, str, str], str] = {}
     for c in campaigns:
-        damaged = c.damaged()
+        damaged, tail = c.damaged(), c.torn_tail()
         if damaged and not skip_damaged:
             more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
             raise StoreError(f"{damaged[0].describe(c.samples_path)}{more}; rerun its sample with `mplab run "
                              f"--resume {c.path}`, or leave damaged records out with --skip-damaged")
+        if tail is not None and not skip_damaged:
+            raise StoreError(f"{tail.describe(c.samples_path)}; or build without it: --skip-damaged")
         if damaged:
             excluded["damaged record (checksum or plan)"] += len(damaged)
+        if tail is not None:
+            excluded["torn tail of samples.jsonl (its sample left out)"] += 1 + tail.lines_before
         for lineno, raw in enumerate(c.records(), start=1):
             where = f"{c.samples_path}:{lineno}"
             rec = validate_record(raw, where)
@@ -448,14 +452,9 @@ def build_dataset(runs: Sequence[Path], out: Path, spec: SplitSpec = SplitSpec()
 
 
 def _open_campaigns(runs: Sequence[Path]) -> list[Campaign]:
-    """Each campaign directory opened; one that is not a campaign is a usage error naming it."""
-    campaigns = []
-    for r in runs:
-        try:
-            campaigns.append(Campaign.open(r))
-        except StoreError as exc:
-            raise ConfigError(str(exc), field="RUNS") from None
-    return campaigns
+    """Each campaign directory opened; one that is not a campaign is a usage error naming it (2), a damaged or
+    newer one a store error (4), as every other reader of a campaign says."""
+    return [Campaign.open(r) for r in runs]
 
 
 def _write_files(folder: Path, df: pd.DataFrame, csv_bytes: bytes, meta: dict) -> str:

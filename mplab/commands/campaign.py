@@ -212,6 +212,8 @@ def print_damaged(c: Campaign, st: dict) -> None:
     for d in st.get("damaged", []):
         console.print(f"[red]damaged[/] {c.samples_path}:{d['line']}: {d['reason']} (not counted; "
                       "`mplab run --resume` runs its sample again)", soft_wrap=True, highlight=False)
+    if st.get("torn_tail"):
+        console.print(f"[red]torn[/] {st['torn_tail']['reason']}", soft_wrap=True, highlight=False)
 
 
 def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (runs/<id>)")],

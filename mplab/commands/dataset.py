@@ -45,6 +45,9 @@ def build(
 ) -> None:
     """One row per receiver per sample, validated, split per case, with a card, Croissant metadata and checksums."""
     from harness.artifacts import FolderPolicy
+    from harness.campaign.store import check_campaigns
+
+    check_campaigns(runs)  # a damaged campaign is refused (4) before pandas and pyarrow load
     from harness.dataset.build import SplitSpec, build_dataset  # pandas/pyarrow only when building
 
     res = build_dataset(runs, out, SplitSpec(train=train, test=test, seed=seed), keep_flagged,

@@ -35,6 +35,9 @@ def report(
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from harness.campaign.store import check_campaigns
+
+    check_campaigns(inputs)  # a damaged campaign is refused (4) before pandas and matplotlib load
     from analysis.headlines import HEADLINES_FILE
     from analysis.report import STEPS, build_report
     from harness.model_registry import resolve_model

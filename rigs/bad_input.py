@@ -1,0 +1,429 @@
+"""The bad-input corpus: kinds of bad input, each with the exit code and words its refusal must have.
+
+Each ``Case`` makes its input in a scratch directory and names the `mplab` arguments that read it;
+``run_case`` runs the real command line there (``python -m mplab``, cwd = the scratch directory) and
+measures what a user would see: the exit code, the first line of the message, wall seconds, the
+process's peak resident memory (``wait4``'s ``ru_maxrss``), CPU seconds, and every file created or
+changed in the scratch directory. ``Outcome.failures`` says what a case got wrong: a wrong code, a
+message without its words, a traceback, something created, or a blow-up (more than ``MAX_SECONDS``
+or ``MAX_MB``).
+
+Used by tests/faults/test_bad_input_corpus.py (every case, nothing created, code and words) and
+bench/bad_inputs.py (the table: code, first line, seconds, peak MB, files created).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+INVENTORY = REPO / "inventory" / "emulated.yaml"
+
+#: The issue's bounds of a refusal (issue 50): within 2 s and 200 MB.
+MAX_SECONDS = 2.0
+MAX_MB = 200.0
+
+#: A scenario that plans (`run --dry-run`) on the emulated inventory: the base every scenario case edits.
+QUICK = {"name": "q", "inventory": str(INVENTORY), "congestion_controls": ["cubic"], "receiver_counts": [1],
+         "modes": ["wifi"], "samples_per_case": 1, "file_size": "1M"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kind of bad input: ``make(dir)`` writes its files and returns `mplab`'s arguments."""
+
+    kind: str
+    make: Callable[[Path], list[str]]
+    code: int
+    says: tuple[str, ...]  # each must be in stdout + stderr (case-insensitive)
+    #: created or changed paths a refusal may leave (relative to the scratch directory); none by default
+    may_create: tuple[str, ...] = ()
+    #: False for a case that is not refused but does its work and says what it left out (not held to 2 s / 200 MB)
+    refusal: bool = True
+
+
+@dataclass
+class Outcome:
+    """What one run of a case did."""
+
+    code: int
+    stdout: str
+    stderr: str
+    seconds: float
+    cpu_s: float
+    peak_mb: float
+    created: list[str] = field(default_factory=list)
+
+    @property
+    def first_line(self) -> str:
+        for line in (self.stderr + "\n" + self.stdout).splitlines():
+            if line.strip() and not line.startswith(("Usage:", "Try ")):
+                return line.strip()
+        return ""
+
+    def failures(self, case: Case, *, bounds: bool = True) -> list[str]:
+        """What the case got wrong (empty: refused as it should be)."""
+        out = []
+        text = " ".join((self.stdout + " " + self.stderr).lower().split())  # rich wraps long lines
+        if self.code != case.code:
+            out.append(f"exit {self.code}, expected {case.code}")
+        missing = [w for w in case.says if w.lower() not in text]
+        if missing:
+            out.append(f"message lacks {missing}")
+        if "traceback" in text:
+            out.append("traceback")
+        if self.created:
+            out.append(f"created {self.created[:5]}")
+        if bounds and case.refusal and self.seconds > MAX_SECONDS:
+            out.append(f"{self.seconds:.1f} s")
+        if bounds and case.refusal and self.peak_mb > MAX_MB:
+            out.append(f"{self.peak_mb:.0f} MB")
+        return out
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    snap = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            snap[str(p.relative_to(root))] = (st.st_size if not p.is_dir() else 0, st.st_mtime_ns)
+    return snap
+
+
+def run_case(case: Case, scratch: Path, timeout: float = 120.0) -> Outcome:
+    """Make the case's input under ``scratch`` and run `mplab` on it there."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    args = case.make(scratch)
+    before = _snapshot(scratch)
+    out, err = scratch.parent / f".{scratch.name}.out", scratch.parent / f".{scratch.name}.err"
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "MPLAB_LOG")}
+    env["COLUMNS"] = "200"
+    start = time.monotonic()
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        proc = subprocess.Popen([sys.executable, "-m", "mplab", *args], cwd=scratch, stdout=fo, stderr=fe,
+                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+        timer.start()
+        try:
+            # wait4, not Popen.wait: the child's own peak memory and CPU time come with its status.
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.monotonic() - start
+    after = _snapshot(scratch)
+    created = sorted(p for p, st in after.items() if before.get(p) != st and not p.startswith(case.may_create or
+                                                                                               ("\0",)))
+    created = [p for p in created if not any(p == m or p.startswith(m + "/") for m in case.may_create)]
+    o = Outcome(proc.returncode, out.read_text(errors="replace"), err.read_text(errors="replace"), seconds,
+                usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, created)
+    out.unlink()
+    err.unlink()
+    return o
+
+
+# --------------------------------------------------------------------------- scenarios and inventories
+
+def _write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def scenario_case(kind: str, edit: dict | str | bytes, says: tuple[str, ...] | str, code: int = 2) -> Case:
+    """A scenario (QUICK with ``edit`` merged in, or the text ``edit``) given to `run --dry-run`."""
+
+    def make(d: Path) -> list[str]:
+        text = edit if isinstance(edit, (str, bytes)) else yaml.safe_dump(
+            {k: v for k, v in {**QUICK, **edit}.items() if v is not None}, sort_keys=False)
+        p = _write(d / "s.yaml", text)
+        return ["run", str(p), "--dry-run", "--runs-dir", str(d / "runs")]
+
+    return Case(f"scenario: {kind}", make, code, (says,) if isinstance(says, str) else says)
+
+
+def inventory_doc() -> dict:
+    return yaml.safe_load(INVENTORY.read_text())
+
+
+def inventory_case(kind: str, edit: Callable[[dict], object] | str, says: tuple[str, ...] | str,
+                   code: int = 2) -> Case:
+    """The emulated inventory changed by ``edit`` (or the text ``edit``), named by a scenario, `run --dry-run`."""
+
+    def make(d: Path) -> list[str]:
+        if isinstance(edit, str):
+            text = edit
+        else:
+            doc = inventory_doc()
+            edit(doc)
+            text = yaml.safe_dump(doc, sort_keys=False)
+        inv = _write(d / "inv.yaml", text)
+        s = _write(d / "s.yaml", yaml.safe_dump({**QUICK, "inventory": str(inv)}, sort_keys=False))
+        return ["run", str(s), "--dry-run", "--runs-dir", str(d / "runs")]
+
+    return Case(f"inventory: {kind}", make, code, (says,) if isinstance(says, str) else says)
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """"Billion laughs": nine lists of nine aliases of the previous one (9^levels values once expanded)."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- campaign stores
+
+def good_campaign(d: Path, samples: int = 3) -> Path:
+    """A small sound campaign under ``d/runs/c1`` (synthetic records, as the runner writes them)."""
+    from harness.campaign.store import Campaign
+    from rigs.synthetic import synthetic_records
+
+    recs = synthetic_records("c1", ccs=("cubic",), counts=(1,), modes=("wifi",), samples=samples, file_bytes=1_000_000)
+    inv = inventory_doc()
+    c = Campaign.create(d / "runs", "c1", {"testbed": {"kind": "synthetic"}, "plan": sorted({r["sample_id"]
+                                                                                             for r in recs}),
+                                           "scenario": {**QUICK, "samples_per_case": samples}, "inventory": inv})
+    for r in recs:
+        c.append([r])
+    c.log_session({"event": "start", "pending": samples, "pid": 1})
+    c.log_session({"event": "finished", "samples_run": samples})
+    return c.path
+
+
+READERS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "status": lambda d, c: ["status", str(c)],
+    "run --resume": lambda d, c: ["run", "--resume", str(c)],
+    "dataset build": lambda d, c: ["dataset", "build", str(c), "-o", str(d / "ds")],
+    "report": lambda d, c: ["report", str(c), "-o", str(d / "rep")],
+}
+
+
+def _set_manifest(c: Path, value: object) -> None:
+    (c / "manifest.json").write_text(value if isinstance(value, str) else json.dumps(value))
+
+
+def _manifest_edit(**kw: object) -> Callable[[Path], None]:
+    def damage(c: Path) -> None:
+        doc = json.loads((c / "manifest.json").read_text())
+        for k, v in kw.items():
+            if v is None:
+                doc.pop(k, None)
+            else:
+                doc[k] = v
+        _set_manifest(c, doc)
+
+    return damage
+
+
+def _samples_dir(c: Path) -> None:
+    (c / "samples.jsonl").unlink()
+    (c / "samples.jsonl").mkdir()
+
+
+def _samples_bytes(data: bytes, append: bool = False) -> Callable[[Path], None]:
+    def damage(c: Path) -> None:
+        with open(c / "samples.jsonl", "ab" if append else "wb") as f:
+            f.write(data)
+
+    return damage
+
+
+def _middle_line(text: bytes) -> Callable[[Path], None]:
+    def damage(c: Path) -> None:
+        lines = (c / "samples.jsonl").read_bytes().splitlines(keepends=True)
+        lines[1] = text
+        (c / "samples.jsonl").write_bytes(b"".join(lines))
+
+    return damage
+
+
+def _record_edit(line: int, **kw: object) -> Callable[[Path], None]:
+    def damage(c: Path) -> None:
+        lines = (c / "samples.jsonl").read_bytes().splitlines(keepends=True)
+        rec = json.loads(lines[line])
+        rec.update(kw)
+        lines[line] = json.dumps(rec).encode() + b"\n"
+        (c / "samples.jsonl").write_bytes(b"".join(lines))
+
+    return damage
+
+
+def _torn(c: Path) -> None:
+    data = (c / "samples.jsonl").read_bytes()
+    (c / "samples.jsonl").write_bytes(data[:-40])
+
+
+def _sparse_manifest(c: Path) -> None:
+    with open(c / "manifest.json", "wb") as f:
+        f.truncate(65 * 1024 * 1024)
+
+
+def _dangling_samples(c: Path) -> None:
+    (c / "samples.jsonl").unlink()
+    (c / "samples.jsonl").symlink_to(c / "nowhere.jsonl")
+
+
+def _manifest_dir(c: Path) -> None:
+    (c / "manifest.json").unlink()
+    (c / "manifest.json").mkdir()
+
+
+#: Damage that makes a store unusable: every reader exits 4 naming the file and what is wrong.
+STORE_DAMAGE: list[tuple[str, Callable[[Path], None], tuple[str, ...]]] = [
+    ("manifest is a JSON list", lambda c: _set_manifest(c, [1, 2]), ("manifest.json", "not an object")),
+    ("manifest is a JSON string", lambda c: _set_manifest(c, '"x"'), ("manifest.json", "not an object")),
+    ("manifest is not JSON", lambda c: _set_manifest(c, "{plan: ["), ("manifest.json", "not valid JSON")),
+    ("manifest is empty", lambda c: _set_manifest(c, ""), ("manifest.json", "not valid JSON")),
+    ("manifest is binary", lambda c: (c / "manifest.json").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe" * 50),
+     ("manifest.json", "not UTF-8")),
+    ("manifest nested 100,000 deep", lambda c: _set_manifest(c, "[" * 100_000 + "]" * 100_000),
+     ("manifest.json", "not valid JSON")),
+    ("manifest is missing", lambda c: (c / "manifest.json").unlink(), ("manifest.json",)),
+    ("manifest is a directory", _manifest_dir, ("manifest.json", "directory")),
+    ("manifest of 65 MiB", _sparse_manifest, ("manifest.json", "larger than")),
+    ("manifest schema_version 99", _manifest_edit(schema_version=99), ("manifest.json", "newer")),
+    ("manifest schema_version '2'", _manifest_edit(schema_version="2"), ("manifest.json", "schema_version")),
+    ("manifest schema_version 0", _manifest_edit(schema_version=0), ("manifest.json", "schema_version")),
+    ("manifest without schema_version", _manifest_edit(schema_version=None), ("manifest.json", "schema_version")),
+    ("manifest without plan", _manifest_edit(plan=None), ("manifest.json", "plan")),
+    ("manifest plan of numbers", _manifest_edit(plan=[1, 2]), ("manifest.json", "plan")),
+    ("manifest without campaign id", _manifest_edit(campaign=None), ("manifest.json", "campaign id")),
+    ("manifest testbed is a list", _manifest_edit(testbed=["x"]), ("manifest.json", "testbed")),
+    ("samples.jsonl is a directory", _samples_dir, ("samples.jsonl", "directory")),
+    ("samples.jsonl is a dangling link", _dangling_samples, ("samples.jsonl",)),
+    ("samples.jsonl is binary", _samples_bytes(bytes(range(256)) * 64), ("samples.jsonl:1", "corrupt record")),
+    ("samples.jsonl is binary with line ends", _samples_bytes((b"\xff\xd8\xff\xe0" * 50 + b"\n") * 20),
+     ("samples.jsonl", "not UTF-8")),
+    ("samples.jsonl has a 2 MiB line", _samples_bytes(b"{" + b"x" * (2 * 1024 * 1024) + b"\n", append=True),
+     ("samples.jsonl", "longer than")),
+    ("samples.jsonl middle line not JSON", _middle_line(b"{not json\n"), ("samples.jsonl:2", "corrupt record")),
+    ("samples.jsonl record schema_version 99", _record_edit(1, schema_version=99), ("samples.jsonl:2", "newer")),
+    ("samples.jsonl text junk after the last line", _samples_bytes(b"hello world", append=True),
+     ("samples.jsonl", "not the start of a record")),
+]
+
+#: Damage a reader works around but must report: status says it (0), dataset build refuses (4) unless
+#: --skip-damaged (then counts it), report leaves it out and says so (0); resume repairs it.
+STORE_PARTIAL: list[tuple[str, Callable[[Path], None], tuple[str, ...]]] = [
+    ("torn tail", _torn, ("torn tail", "a record cut short")),
+    ("4 KiB of NUL bytes appended", _samples_bytes(b"\0" * 4096, append=True), ("torn tail", "junk")),
+    ("a record whose checksum does not match", _record_edit(1, energy_j=1.0), ("checksum mismatch",)),
+]
+_PARTIAL_CODE = {"status": 0, "dataset build": 4, "report": 0}
+
+
+def _store_case(kind: str, reader: str, damage: Callable[[Path], None], code: int, says: tuple[str, ...],
+                may_create: tuple[str, ...] = ()) -> Case:
+    def make(d: Path) -> list[str]:
+        c = good_campaign(d)
+        damage(c)
+        return READERS[reader](d, c)
+
+    return Case(f"store ({reader}): {kind}", make, code, says, may_create, refusal=code != 0)
+
+
+def store_cases() -> list[Case]:
+    out = [_store_case(k, r, dmg, 4, says) for k, dmg, says in STORE_DAMAGE for r in READERS]
+    for k, dmg, says in STORE_PARTIAL:
+        for r, code in _PARTIAL_CODE.items():
+            # report draws its page from what it could read (created, as asked): the case is that it says so.
+            out.append(_store_case(k, r, dmg, code, says if r != "report" else ("left out",) + says[-1:],
+                                   may_create=("rep",) if r == "report" else ()))
+
+    def skip(d: Path) -> list[str]:
+        c = good_campaign(d)
+        _torn(c)
+        return ["dataset", "build", str(c), "-o", str(d / "ds"), "--skip-damaged", "--train", "1", "--test", "1"]
+
+    out.append(Case("store (dataset build --skip-damaged): torn tail", skip, 0, ("excluded", "torn tail"),
+                    may_create=("ds",), refusal=False))
+    return out
+
+
+# --------------------------------------------------------------------------- the corpus
+
+def config_cases() -> list[Case]:
+    """Bad scenarios and inventories (`run --dry-run`): exit 2 naming the file, field and reason."""
+    s = scenario_case
+    cases = [
+        s("alias bomb", yaml.safe_dump(QUICK) + alias_bomb(), ("s.yaml", "aliases")),
+        s("alias that contains itself", yaml.safe_dump(QUICK) + "x: &x [*x]\n", ("s.yaml", "contains itself")),
+        s("a 70,000-character line", yaml.safe_dump(QUICK) + "# " + "x" * 70_000 + "\n", ("s.yaml", "characters long")),
+        s("not UTF-8", yaml.safe_dump(QUICK).replace("name: q", "name: \xe9").encode("latin-1"), ("s.yaml", "not UTF-8")),
+        s("not YAML", "name: [q\n", ("s.yaml", "not valid YAML")),
+        s("a list at the top", "- 1\n- 2\n", ("s.yaml", "mapping")),
+        s("empty file", "", ("s.yaml", "mapping")),
+        s("key given twice", yaml.safe_dump(QUICK) + "name: r\n", ("s.yaml", "given twice")),
+        s("unknown field", {"sample_per_case": 3}, ("sample_per_case", "unknown field")),
+        s("samples_per_case true", {"samples_per_case": True}, ("samples_per_case", "true/false")),
+        s("samples_per_case 0", {"samples_per_case": 0}, ("samples_per_case",)),
+        s("samples_per_case 10^7", {"samples_per_case": 10_000_000}, ("samples_per_case", "100000")),
+        s("samples_per_case a string", {"samples_per_case": "three"}, ("samples_per_case",)),
+        s("transfer_timeout_s .inf", yaml.safe_dump(QUICK) + "transfer_timeout_s: .inf\n",
+          ("transfer_timeout_s", "finite")),
+        s("transfer_timeout_s .nan", yaml.safe_dump(QUICK) + "transfer_timeout_s: .nan\n",
+          ("transfer_timeout_s", "finite")),
+        s("transfer_timeout_s negative", {"transfer_timeout_s": -1}, ("transfer_timeout_s",)),
+        s("settle_s 1e300", {"settle_s": 1e300}, ("settle_s",)),
+        s("settle_s negative", {"settle_s": -1}, ("settle_s",)),
+        s("seed negative", {"seed": -1}, ("seed",)),
+        s("file_size 200G", {"file_size": "200G"}, ("file_size", "100 GiB")),
+        s("file_size 400 digits", {"file_size": "9" * 400}, ("file_size",)),
+        s("file_size 0", {"file_size": 0}, ("file_size",)),
+        s("file_size nonsense", {"file_size": "lots"}, ("file_size",)),
+        s("receiver_counts [true]", {"receiver_counts": [True]}, ("receiver_counts", "true/false")),
+        s("receiver_counts [0]", {"receiver_counts": [0]}, ("receiver_counts",)),
+        s("receiver_counts beyond the inventory", {"receiver_counts": [50]}, ("receiver",)),
+        s("receiver_counts empty", {"receiver_counts": []}, ("receiver_counts",)),
+        s("modes [5g]", {"modes": ["5g"]}, ("modes",)),
+        s("modes empty", {"modes": []}, ("modes",)),
+        s("congestion_controls [bbr9]", {"congestion_controls": ["bbr9"]}, ("congestion_controls",)),
+        s("congestion_controls empty", {"congestion_controls": []}, ("congestion_controls",)),
+        s("congestion_controls a string", {"congestion_controls": "cubic"}, ("congestion_controls",)),
+        s("name of 10,000 characters", {"name": "x" * 10_000}, ("name",)),
+        s("name with a slash", {"name": "a/b"}, ("name",)),
+        s("name empty", {"name": ""}, ("name",)),
+        s("name missing", {"name": None}, ("name",)),
+        s("inventory ''", {"inventory": ""}, ("inventory",)),
+        s("inventory missing file", {"inventory": "/nonexistent/inv.yaml"}, ("inv.yaml", "not found")),
+        s("inventory is a directory", {"inventory": "/"}, ("directory",)),
+        s("inventory a number", {"inventory": 5}, ("inventory",)),
+        s("schema_version 99", {"schema_version": 99}, ("schema_version",)),
+        s("a plan of 9,000,000 samples", {"congestion_controls": ["cubic", "reno", "lia", "olia", "balia", "wvegas"],
+                                          "receiver_counts": [1, 2, 3, 4, 5], "modes": ["wifi", "lte", "both"],
+                                          "samples_per_case": 100_000}, ("9,000,000 samples",)),
+        s("nested 5000 deep", "a: " + "[" * 5000 + "]" * 5000 + "\n", ("s.yaml", "nested too deeply")),
+    ]
+    i = inventory_case
+    cases += [
+        i("alias bomb", INVENTORY.read_text() + alias_bomb(), ("inv.yaml", "aliases")),
+        i("not YAML", "receivers: [\n", ("inv.yaml", "not valid YAML")),
+        i("empty", "", ("inv.yaml", "mapping")),
+        i("unknown top-level field", lambda d: d.update(recievers=[]), ("recievers", "unknown field")),
+    ]
+    return cases
+
+
+def corpus() -> list[Case]:
+    """Every case, in a stable order (kinds are unique)."""
+    cases = config_cases() + store_cases()
+    kinds = [c.kind for c in cases]
+    assert len(kinds) == len(set(kinds)), "kinds must be unique"
+    return cases
