@@ -16,11 +16,12 @@ here, so the testbed is scaled instead, and the records are scaled back:
 A sample then takes 1/S of the wall time; the runner writes its record in testbed (real) time:
 durations x S, throughputs / S, energies x S (power is unchanged), and ``speedup`` = S.
 
-What does not scale is the kernel's own clock: the minimum RTO (200 ms), the delayed-ACK timer
-(40 ms minimum), Cubic's window growth (a function of wall-clock time since the last loss),
-TCP pacing and TSQ (bytes per wall-clock interval), and the MPTCP path manager's timers. Each
-matters only where the scaled RTT approaches it; ``bench/speedup.py`` measures, cell by cell,
-where a factor still holds. Only Setup I mode samples are scaled: a controller's probe windows
+The kernel's own clock does not scale. Where the kernel lets BPF act per socket, what reads it is
+scaled instead (``kernel_scaling``): the minimum RTO and the delayed-ACK ceiling / S on the testbed's
+sockets (``harness.cc.timers``, whole jiffies, at least two), and Cubic's clock x S (``harness.cc.cubic``).
+What stays at real time: TCP pacing and TSQ (bytes per wall-clock interval) and the MPTCP path
+manager's timers. Each matters only where the scaled RTT approaches it; ``bench/speedup.py`` measures,
+cell by cell, where a factor still holds. Only Setup I mode samples are scaled: a controller's probe windows
 and epochs are not, and a real srsRAN cell runs in real time, so both are refused.
 """
 from __future__ import annotations
