@@ -73,7 +73,9 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("ovs-ofctl", "openvswitch-common", "flow dumps when checking steering by hand", required=False),
     # test and bench rigs, remote meters
     _t("sshd", "openssh-server", "the SSH test rig (a real OpenSSH server in a namespace)"),
-    _t("ssh-keygen", "openssh-client", "keys of the SSH test rig"),
+    _t("ssh-keygen", "openssh-client", "keys of the SSH test rig; mplab lab keys' key pair"),
+    _t("ssh-copy-id", "openssh-client", "mplab lab keys --copy: mplab's key onto a board (its password asked once)",
+       required=False),
     _t("tcpdump", "tcpdump", "packets on both sides of the shared-bottleneck FIFO: where drops fall "
                              "(bench/cc_bursts.py)", required=False),
     _t("ser2net", "ser2net", "meters shared over the network (rfc2217/raw TCP)", required=False),
@@ -112,6 +114,7 @@ TOOLS: dict[str, Tool] = {t.program: t for t in (
     _t("systemctl", "systemd", "starting the lab's LTE/WiFi daemons", where="lab"),
     _t("journalctl", "systemd", "daemon logs in lab checks", where="lab"),
     _t("wpa_cli", "wpasupplicant", "WiFi association checks on lab receivers", where="lab"),
+    _t("apt-get", "apt", "mplab lab prepare: installing the packages a board lacks (Debian-family boards)", where="lab"),
     _t("srsenb", "srsran", "the eNodeB (srsRAN 4G; labs usually build it from source)", where="lab"),
     _t("srsue", "srsran", "a software UE over ZMQ (srsRAN 4G)", where="lab", required=False),
     _t("srsepc", "srsran", "the EPC when lte.epc.kind is srsepc (srsRAN 4G)", where="lab", required=False),

@@ -16,7 +16,8 @@ from conftest import REPO
 
 #: "issue N", "register #N", "items N and M", or a bare "#N" where a reader would look for a ticket.
 #: Users have no tracker: a comment says what the thing is (the ambiguity register's entries have names).
-TRACKER = re.compile(r"\b(?:issues?|tickets?|tracker|items?|register)\s+#?\d+|(?:^|[\s(\[,;])#\d+\b",
+#: A Markdown link to a heading that starts with a number (``(#1-workspace-and-inventory)``) is no ticket.
+TRACKER = re.compile(r"\b(?:issues?|tickets?|tracker|items?|register)\s+#?\d+|(?:^|[\s(\[,;])#\d+\b(?!-[a-z])",
                      re.IGNORECASE | re.MULTILINE)
 #: Text that matches but is no citation: a program's own output, quoted as it is.
 NOT_CITATIONS = ("Lester Gooch #5",)  # nftables 1.0.6's release name, in captured `nft -j` output
@@ -44,10 +45,10 @@ def test_no_file_cites_a_tracker_number():
 
 def test_the_tracker_check_refuses_each_form():
     n = "1" + "4"  # spelt apart, so this file does not cite one itself
-    planted = [f"# fixed in issue {n}", f"(register #{n})", f"see #{n}.", f"the {'item'}s {n} and 5"]
-    assert [len(tracker_citations(p)) for p in planted] == [1, 1, 1, 1]
+    planted = [f"# fixed in issue {n}", f"(register #{n})", f"see #{n}.", f"the {'item'}s {n} and 5", f"(#{n}-{n})"]
+    assert [len(tracker_citations(p)) for p in planted] == [1, 1, 1, 1, 1]
     fine = ["color:#555", "https://github.com/open5gs/open5gs/issues/902", "Linux 6.18 release_name Lester Gooch #5",
-            "ambiguity `zero-loss`", "# 14 receivers"]
+            "ambiguity `zero-loss`", "# 14 receivers", "[1. Secrets](#1-secrets)"]
     assert [tracker_citations(f) for f in fine] == [[]] * len(fine)
 
 

@@ -109,11 +109,14 @@ def test_the_base_install_runs_from_anywhere_without_the_training_stack(installe
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert version.returncode == 0 and version.stdout.startswith("mplab 0.") and head[:12] in version.stdout
     assert "wheel" in version.stdout
-    # a command that needs an extra says which, in one line, before anything else
-    train = _run([installed["mplab"], "train", "datasets/none", "-o", "models/m"], tmp_path, env)
+    # a command that needs an extra says which, in one line, and writes nothing
+    write_synthetic_campaign(tmp_path / "runs", "syn", ccs=("cubic",), counts=(1,), samples=2)
+    assert _run([installed["mplab"], "dataset", "build", "runs/syn", "-o", "datasets/syn", "--train", "1",
+                 "--test", "1"], tmp_path, env).returncode == 0
+    train = _run([installed["mplab"], "train", "datasets/syn", "-o", "models/m"], tmp_path, env)
     assert train.returncode == 2, train.stderr
-    assert "pip install 'mplab[train]'" in train.stderr and "Traceback" not in train.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert "pip install 'mplab[train]'" in train.stderr and len(train.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["datasets", "runs"]
 
 
 def test_datasets_and_models_by_name_with_the_base_install(installed, tmp_path, monkeypatch):
