@@ -421,9 +421,110 @@ def config_cases() -> list[Case]:
     return cases
 
 
+def _argv_case(kind: str, argv: Callable[[Path], list[str]], code: int, says: tuple[str, ...] | str) -> Case:
+    return Case(kind, argv, code, (says,) if isinstance(says, str) else says)
+
+
+def _fake_dataset(d: Path) -> Path:
+    _write(d / "ds" / "dataset.json", "{}")
+    return d / "ds"
+
+
+QUICK_SCENARIO = str(REPO / "scenarios" / "quick.yaml")
+
+
+def argument_cases() -> list[Case]:
+    """Bad arguments and options: refused before any heavy import (PyTorch, Ray, MLflow) or anything created."""
+    a = _argv_case
+
+    def train(*extra: str, dataset: Callable[[Path], Path] = _fake_dataset) -> Callable[[Path], list[str]]:
+        return lambda d: ["train", str(dataset(d)), "-o", str(d / "m"), *extra]
+
+    def run(*extra: str) -> Callable[[Path], list[str]]:
+        return lambda d: ["run", QUICK_SCENARIO, "--runs-dir", str(d / "runs"), *extra]
+
+    def file_at(name: str) -> Callable[[Path], Path]:
+        return lambda d: _write(d / name, "x")
+
+    cases = [
+        a("train: dataset missing", train(dataset=lambda d: d / "gen" / "nope"), 2, ("DATASET", "not found")),
+        a("train: dataset is a file", train(dataset=file_at("f.csv")), 2, ("DATASET", "not a directory")),
+        a("train: dataset without dataset.json", train(dataset=lambda d: d), 2, ("DATASET", "no dataset.json")),
+        a("train: --lr nan", train("--lr", "nan"), 2, ("--lr",)),
+        a("train: --lr inf", train("--lr", "inf"), 2, ("--lr",)),
+        a("train: --lr 0", train("--lr", "0"), 2, ("--lr",)),
+        a("train: --lr -1", train("--lr", "-1"), 2, ("--lr",)),
+        a("train: --lr 1e9", train("--lr", "1e9"), 2, ("--lr",)),
+        a("train: --lr abc", train("--lr", "abc"), 2, ("--lr",)),
+        a("train: --val-fraction 2", train("--val-fraction", "2"), 2, ("--val-fraction",)),
+        a("train: --val-fraction 0", train("--val-fraction", "0"), 2, ("--val-fraction",)),
+        a("train: --val-fraction 1", train("--val-fraction", "1"), 2, ("--val-fraction",)),
+        a("train: --val-fraction nan", train("--val-fraction", "nan"), 2, ("--val-fraction",)),
+        a("train: --epochs 0", train("--epochs", "0"), 2, ("--epochs",)),
+        a("train: --patience 0", train("--patience", "0"), 2, ("--patience",)),
+        a("train: --batch-size 0", train("--batch-size", "0"), 2, ("--batch-size",)),
+        a("train: --seed -1", train("--seed", "-1"), 2, ("--seed",)),
+        a("train: --precision fp8", train("--precision", "fp8"), 2, ("--precision",)),
+        a("train: --force and --keep-previous", train("--force", "--keep-previous"), 2, ("--force",)),
+        a("train: -o is a file", lambda d: ["train", str(_fake_dataset(d)), "-o", str(_write(d / "m", "x"))], 2,
+          ("--out", "is a file")),
+        a("train: -o holds a model", lambda d: ["train", str(_fake_dataset(d)), "-o",
+                                                str(_write(d / "m" / "model.json", "{}").parent)], 2,
+          ("already holds a model",)),
+        a("models promote: version abc", lambda d: ["models", "promote", "nope", "abc"], 2, ("VERSION", "'abc'")),
+        a("models promote: version 0", lambda d: ["models", "promote", "nope", "0"], 2, ("VERSION",)),
+        a("models promote: no store here", lambda d: ["models", "promote", "nope", "1"], 2,
+          ("no MLflow store", "mlflow.db")),
+        a("models promote: alias with a space", lambda d: ["models", "promote", "nope", "1", "--alias", "a b"], 2,
+          ("--alias",)),
+        a("models promote: alias latest", lambda d: ["models", "promote", "nope", "1", "--alias", "latest"], 2,
+          ("--alias",)),
+        a("run: --watch-port 70000", run("--watch", "--watch-port", "70000"), 2, ("--watch-port",)),
+        a("run: --watch-port 0", run("--watch", "--watch-port", "0"), 2, ("--watch-port",)),
+        a("run: --runs-dir /proc/mplab", lambda d: ["run", QUICK_SCENARIO, "--runs-dir", "/proc/mplab"], 4,
+          ("/proc/mplab", "cannot write")),
+        a("run: --runs-dir is a file", lambda d: ["run", QUICK_SCENARIO, "--runs-dir", str(_write(d / "rf", "x"))],
+          4, ("rf", "cannot write")),
+        a("run: --cluster nohost:1", run("--cluster", "nohost:1"), 1, ("nohost", "cannot resolve")),
+        a("run: --cluster 127.0.0.1:1", run("--cluster", "127.0.0.1:1"), 1, ("127.0.0.1:1", "does not answer")),
+        a("run: --cluster nohost", run("--cluster", "nohost"), 2, ("--cluster", "not a cluster address")),
+        a("run: --cluster host:99999", run("--cluster", "host:99999"), 2, ("--cluster", "not a cluster address")),
+        a("run: --cluster with --testbeds 2", run("--cluster", "127.0.0.1:1", "--testbeds", "2"), 2, ("--cluster",)),
+        a("run: --id ../x", run("--id", "../x"), 2, ("--id", "not a campaign id")),
+        a("run: --id of 200 characters", run("--id", "x" * 200), 2, ("--id", "not a campaign id")),
+        a("run: --testbeds 0", run("--testbeds", "0", "--dry-run"), 2, ("--testbeds",)),
+        a("run: --testbeds 65", run("--testbeds", "65", "--dry-run"), 2, ("--testbeds",)),
+        a("run: --shard-size 0", run("--shard-size", "0", "--dry-run"), 2, ("--shard-size",)),
+        a("run: no scenario and no --resume", lambda d: ["run", "--runs-dir", str(d / "runs")], 2, ("scenario",)),
+        a("run: scenario missing", lambda d: ["run", str(d / "none.yaml"), "--dry-run"], 2,
+          ("none.yaml", "not found")),
+        a("run: scenario is a directory", lambda d: ["run", str(d), "--dry-run"], 2, ("directory",)),
+        a("run: --inventory missing", run("--inventory", "/nonexistent.yaml", "--dry-run"), 2,
+          ("nonexistent.yaml", "not found")),
+        a("run: --resume of a directory that is no campaign", lambda d: ["run", "--resume", str(d)], 2,
+          ("not a campaign directory",)),
+        a("run: --resume missing", lambda d: ["run", "--resume", str(d / "nope")], 2, ("nope",)),
+        a("status: missing directory", lambda d: ["status", str(d / "nope")], 2, ("nope",)),
+        a("status: a file", lambda d: ["status", str(_write(d / "f", "x"))], 2, ("not a campaign",)),
+        a("dataset build: missing directory", lambda d: ["dataset", "build", str(d / "nope"), "-o", str(d / "ds")],
+          2, ("nope",)),
+        a("dataset build: --train 0", lambda d: ["dataset", "build", str(good_campaign(d)), "-o", str(d / "ds"),
+                                                 "--train", "0"], 2, ("train",)),
+        a("report: missing directory", lambda d: ["report", str(d / "nope"), "-o", str(d / "rep")], 2,
+          ("nope", "neither a campaign")),
+        a("report: --ci nonsense", lambda d: ["report", str(good_campaign(d)), "-o", str(d / "rep"), "--ci", "x"], 2,
+          ("--ci",)),
+        a("usage: unknown option", lambda d: ["--bogus"], 2, ("No such option",)),
+        a("usage: unknown command", lambda d: ["nosuchcommand"], 2, ("No such command",)),
+        a("usage: status without its argument", lambda d: ["status"], 2, ("Missing argument",)),
+        a("usage: --testbeds abc", lambda d: ["run", QUICK_SCENARIO, "--testbeds", "abc"], 2, ("--testbeds",)),
+    ]
+    return cases
+
+
 def corpus() -> list[Case]:
     """Every case, in a stable order (kinds are unique)."""
-    cases = config_cases() + store_cases()
+    cases = config_cases() + store_cases() + argument_cases()
     kinds = [c.kind for c in cases]
     assert len(kinds) == len(set(kinds)), "kinds must be unique"
     return cases

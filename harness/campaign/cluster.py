@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import os
+import socket
 import tarfile
 import tempfile
 import time
@@ -45,7 +46,7 @@ from harness.campaign.runner import SampleOutcome, stop_on_signals
 from harness.campaign.store import Campaign, check_writable
 from harness.config.inventory import Inventory
 from harness.config.scenario import Scenario
-from harness.errors import ConfigError, StoreError, missing_extra
+from harness.errors import ConfigError, PreflightError, StoreError, missing_extra
 from harness.files import atomic_write, owned_temp_dir
 
 log = logging.getLogger("mplab.cluster")
@@ -65,6 +66,37 @@ def _ray():
     except ImportError:
         raise missing_extra("cluster", "--cluster", "ray") from None
     return ray
+
+
+#: How long `--cluster HOST:PORT` waits for the head's port to answer before anything is planned or created.
+REACH_TIMEOUT_S = 3.0
+
+
+def check_reachable(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """Refuse a cluster address that is malformed (``ConfigError``, 2) or whose head does not answer within
+    ``timeout_s`` (``PreflightError``, 1), before Ray is imported: ``ray.init`` on a dead address waits minutes
+    for its GCS (``Failed to get cluster ID from GCS server: TimedOut``) and does not stop for SIGTERM.
+
+    ``auto`` and ``local`` (Ray finds or starts the cluster itself) are left to Ray.
+    """
+    if address in ("auto", "local"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, sep, port_text = hostport.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ConfigError(f"{address!r} is not a cluster address: HOST:PORT (the head's GCS port, e.g. "
+                          "10.0.0.1:6379), ray://HOST:PORT, or auto", field="--cluster")
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=timeout_s):
+            pass
+    except socket.gaierror as exc:
+        raise PreflightError(f"--cluster {address}: cannot resolve {host!r} ({exc.strerror}); nothing was "
+                             "created") from None
+    except OSError as exc:
+        why = f"no answer within {timeout_s:.0f} s" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        raise PreflightError(f"--cluster {address}: the head does not answer ({why}); is `ray start --head` running "
+                             "there? Nothing was created") from None
 
 
 def shards(plans: list[SamplePlan], size: int) -> list[list[SamplePlan]]:
@@ -235,6 +267,7 @@ def start_cluster_campaign(scenario: Scenario, inventory: Inventory, runs_dir: P
     if inventory.emulation is None:
         raise ConfigError("--cluster runs emulated testbeds on the cluster's nodes; "
                           f"{inventory.name!r} is a {inventory.kind} testbed", field="cluster")
+    check_reachable(address)
     _ray()
     plans = plan_campaign(scenario, inventory, scenario_source)
     # Built here only to refuse a bad policy or model before anything starts, and for the manifest;
@@ -255,6 +288,7 @@ def start_cluster_campaign(scenario: Scenario, inventory: Inventory, runs_dir: P
 def resume_cluster_campaign(path: Path, address: str, *, hooks: RunHooks | None = None,
                             shard_size: int | None = None, control_factory: ControlFactory | None = None) -> Campaign:
     """Run a campaign's samples without records on the cluster."""
+    check_reachable(address)
     _ray()
     campaign = Campaign.open(path)
     campaign.check_writable()

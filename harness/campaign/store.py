@@ -79,9 +79,15 @@ def check_free_space(directory: Path, need: int = MIN_FREE_BYTES) -> None:
     """``DiskFull`` (nothing created) unless ``need`` bytes are free where ``directory`` is (or would be)."""
     where = _existing_ancestor(directory)
     try:
-        free = shutil.disk_usage(where).free
+        st = os.statvfs(where)
     except OSError:
         return  # cannot tell: the writes will say
+    # Not a disk at all, or read-only: a store that cannot be written (4), not a full disk (6).
+    if st.f_flag & os.ST_RDONLY or st.f_blocks == 0:
+        what = "a read-only file system" if st.f_flag & os.ST_RDONLY else "a file system that holds no files (proc, sysfs)"
+        raise StoreError(f"{directory}: cannot write there ({where} is on {what}); nothing was run. Use --runs-dir "
+                         "on a writable disk")
+    free = st.f_bavail * st.f_frsize
     if free < need:
         raise DiskFull(f"{directory}: only {free // 1024} KiB free on its disk (at least {need // (1024 * 1024)} "
                        "MiB needed); nothing was run. Free space (or use --runs-dir on another disk), then run again")

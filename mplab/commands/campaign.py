@@ -161,7 +161,7 @@ def run(
                                                         "validated for the scenario's congestion controls")] = None,
     speedup_table: Annotated[Path, typer.Option(help="--speedup auto: the validation table to read")] = DEFAULT_TABLE,
     watch: Annotated[bool, typer.Option(help="serve the live page (`mplab watch`) on 127.0.0.1 while it runs")] = False,
-    watch_port: Annotated[int, typer.Option(help="--watch: the page's port")] = 8765,
+    watch_port: Annotated[int, typer.Option(min=1, max=65535, help="--watch: the page's port (1-65535)")] = 8765,
 ) -> None:
     """Run a scenario's sweep (or --resume a campaign) and print a per-case summary."""
     from harness.campaign.entry import RunOptions, run_campaign

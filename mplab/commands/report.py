@@ -35,9 +35,17 @@ def report(
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.campaign.store import check_campaigns
+    from harness.campaign.store import check_campaigns, is_campaign_dir
+    from harness.errors import ConfigError
 
-    check_campaigns(inputs)  # a damaged campaign is refused (4) before pandas and matplotlib load
+    # Arguments and stores before pandas and matplotlib load (seconds and ~200 MB): a damaged campaign is 4.
+    if ci not in ("t", "bootstrap"):
+        raise ConfigError(f"unknown interval method {ci!r}; use one of t, bootstrap", field="--ci")
+    for p in inputs:
+        if not is_campaign_dir(p) and not (p / "dataset.json").exists():
+            raise ConfigError(f"{p} is neither a campaign (manifest.json) nor a dataset (dataset.json)",
+                              field="RUNS_OR_DATASETS")
+    check_campaigns(inputs)
     from analysis.headlines import HEADLINES_FILE
     from analysis.report import STEPS, build_report
     from harness.model_registry import resolve_model

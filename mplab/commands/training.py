@@ -23,6 +23,35 @@ def _fmt(x: float | None, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
 
+def check_train_args(dataset: Path, out: Path, *, epochs: int, patience: int, batch_size: int, lr: float,
+                     val_fraction: float, precision: str, seed: int) -> None:
+    """``ConfigError`` (exit 2) naming the argument for anything `mplab train` would refuse later: checked
+    without importing the training stack (``TrainConfig`` checks the same values again)."""
+    import math
+
+    from harness.errors import ConfigError
+
+    if not dataset.is_dir():
+        raise ConfigError(f"{dataset}: {'not a directory' if dataset.exists() else 'not found'}; give a dataset "
+                          "directory (datasets/<name>, from `mplab dataset build`)", field="DATASET")
+    if not (dataset / "dataset.json").is_file():
+        raise ConfigError(f"{dataset} is not a dataset (no dataset.json); build one with `mplab dataset build`",
+                          field="DATASET")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is a file, not a model directory", field="--out")
+    checks = (("--epochs", epochs, epochs >= 1, "at least 1"), ("--patience", patience, patience >= 1, "at least 1"),
+              ("--batch-size", batch_size, batch_size >= 1, "at least 1"),
+              ("--lr", lr, math.isfinite(lr) and 0 < lr <= 10, "a finite number in (0, 10]"),
+              ("--val-fraction", val_fraction, math.isfinite(val_fraction) and 0 < val_fraction < 1,
+               "a fraction strictly between 0 and 1"),
+              ("--seed", seed, 0 <= seed < 2**32, "in 0..2^32-1"))
+    for name, value, ok, want in checks:
+        if not ok:
+            raise ConfigError(f"{value!r} is not valid: must be {want}", field=name)
+    if precision not in ("fp32", "bf16", "auto"):
+        raise ConfigError(f"{precision!r} is not a precision: fp32, bf16 or auto", field="--precision")
+
+
 def train(
     dataset: Annotated[Path, typer.Argument(help="dataset directory (datasets/<name>)")],
     out: Annotated[Path, typer.Option("-o", "--out", help="model directory (models/<name>)")],
@@ -47,17 +76,21 @@ def train(
     """Train the 5 x 200 ReLU MLP on a dataset, compare it with baselines, export ONNX for controllers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.artifacts import FolderPolicy
+    from harness.artifacts import FolderPolicy, check_output
     from harness.errors import missing_extra
     from harness.tables import table
 
+    policy = FolderPolicy.from_flags(force, keep_previous)
+    # Every argument before the training stack loads (PyTorch: seconds and ~900 MB just to say a value is wrong).
+    check_train_args(dataset, out, epochs=epochs, patience=patience, batch_size=batch_size, lr=lr,
+                     val_fraction=val_fraction, precision=precision, seed=seed)
+    check_output(out, "model.json", policy, "model")
     try:
         from training.fit import TrainConfig
         from training.pipeline import train as run_train
     except ImportError as exc:  # a lab install without the `train` dependency group
         raise missing_extra("train", "`mplab train`", exc.name) from None
 
-    policy = FolderPolicy.from_flags(force, keep_previous)
     cfg = TrainConfig(epochs=epochs, patience=patience, batch_size=batch_size, lr=lr, val_fraction=val_fraction,
                       seed=seed, precision=precision)
     progress = Progress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("epochs"),
@@ -111,6 +144,27 @@ def list_cmd(tracking_uri: TrackingUri = None) -> None:
                           (r["dataset_digest"] or "-")[:19], r["description"][:80]) for r in rows)))
 
 
+def check_promote_args(version: str, alias: str, tracking_uri: str | None) -> None:
+    """``ConfigError`` (exit 2) before MLflow opens (and, for a SQLite store, creates) its database: a version
+    that is not a number, an alias MLflow refuses, or a SQLite store that does not exist (nothing registered)."""
+    import re
+
+    from harness.errors import ConfigError
+    from harness.mlflow_store import default_tracking_uri
+
+    if not version.isdigit() or int(version) < 1:
+        raise ConfigError(f"{version!r} is not a version number (1, 2, ...; see `mplab models list`)", field="VERSION")
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", alias) or re.fullmatch(r"[vV]\d+|latest", alias):
+        raise ConfigError(f"{alias!r} is not an alias: letters, digits, '_' or '-', not v<N> or latest",
+                          field="--alias")
+    uri = tracking_uri or default_tracking_uri()
+    if uri.startswith("sqlite:///"):
+        db = Path(uri.removeprefix("sqlite:///"))
+        if not db.exists():
+            raise ConfigError(f"no MLflow store at {db}: nothing is registered there (register a model with "
+                              "`mplab train ... --register NAME`, or pass --tracking-uri)", field="--tracking-uri")
+
+
 @models_app.command("promote")
 def promote_cmd(
     name: Annotated[str, typer.Argument(help="registered model name")],
@@ -119,6 +173,7 @@ def promote_cmd(
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Point an alias (default: champion) at a version; `models:/NAME@alias` then resolves to it."""
+    check_promote_args(version, alias, tracking_uri)
     from training.registry import promote
 
     promote(name, version, alias, tracking_uri)
