@@ -417,8 +417,64 @@ def config_cases() -> list[Case]:
         i("not YAML", "receivers: [\n", ("inv.yaml", "not valid YAML")),
         i("empty", "", ("inv.yaml", "mapping")),
         i("unknown top-level field", lambda d: d.update(recievers=[]), ("recievers", "unknown field")),
+        i("WiFi and LTE both wlan0", lambda d: _iface(d, "lte", "wlan0"), ("interfaces", "'wlan0'", "wifi and lte")),
+        i("interface name of 16 characters", lambda d: _iface(d, "wifi", "w" * 16), ("interfaces.wifi.name",)),
+        i("interface name '.'", lambda d: _iface(d, "wifi", "."), ("interfaces", "kernel refuses")),
+        i("interface name '..'", lambda d: _iface(d, "lte", ".."), ("interfaces", "kernel refuses")),
+        i("interface name lo", lambda d: _iface(d, "wifi", "lo"), ("interfaces", "'lo'")),
+        i("interface name with a space", lambda d: _iface(d, "wifi", "wl an0"), ("interfaces.wifi.name",)),
+        i("interface name with a slash", lambda d: _iface(d, "wifi", "wl/an0"), ("interfaces.wifi.name",)),
+        i("interface name with a colon", lambda d: _iface(d, "lte", "lte:0"), ("interfaces.lte.name",)),
+        i("interface name empty", lambda d: _iface(d, "lte", ""), ("interfaces.lte.name",)),
+        i("namespace_prefix mplab-flt (no trailing dash)", lambda d: _prefix(d, "mplab-flt"),
+          ("namespace_prefix", "must end in '-'")),
+        i("namespace_prefix mplab-a--", lambda d: _prefix(d, "mplab-a--"), ("namespace_prefix", "'--'")),
+        i("namespace_prefix without mplab-", lambda d: _prefix(d, "lab-"), ("namespace_prefix",)),
+        i("namespace_prefix in capitals", lambda d: _prefix(d, "mplab-FLT-"), ("namespace_prefix",)),
+        i("namespace_prefix of 40 characters", lambda d: _prefix(d, "mplab-" + "a" * 33 + "-"), ("namespace_prefix",)),
+        i("300 receivers", _many_receivers, ("300 receivers", "at most 254")),
+        i("receiver name with a dash", lambda d: d["receivers"][0].update(name="n-1"), ("receivers[0].name",)),
+        i("receiver name of 16 characters", lambda d: d["receivers"][0].update(name="n" * 16), ("receivers[0].name",)),
+        i("receiver names repeated", lambda d: d["receivers"][1].update(name="n1"), ("unique", "n1")),
+        i("sender named as a receiver", lambda d: d["sender"].update(name="n1"), ("sender name",)),
+        i("sender address not an address", lambda d: d["sender"].update(address="10.0.0.300"), ("sender.address",)),
+        i("no receivers", lambda d: d.update(receivers=[]), ("receivers",)),
+        i("receiver without lte", lambda d: d["receivers"][0]["interfaces"].pop("lte"), ("missing interface",)),
+        i("a third radio", lambda d: d["receivers"][0]["interfaces"].update(g5={"name": "x0"}), ("interfaces",)),
+        i("channel rate 0", lambda d: d["receivers"][0]["interfaces"]["wifi"]["channel"].update(rate_mbit=0),
+          ("rate_mbit",)),
+        i("channel rate .inf", lambda d: d["receivers"][0]["interfaces"]["wifi"]["channel"].update(
+            rate_mbit=float("inf")), ("rate_mbit", "finite")),
+        i("channel rate true", lambda d: d["receivers"][0]["interfaces"]["wifi"]["channel"].update(rate_mbit=True),
+          ("rate_mbit", "true/false")),
+        i("no channel on the emulated testbed", lambda d: d["receivers"][0]["interfaces"]["wifi"].pop("channel"),
+          ("channel",)),
+        i("meter kind um25c on the emulated testbed", lambda d: d["receivers"][0]["meter"].update(kind="um25c"),
+          ("receivers[0].meter",)),
+        i("unknown kind", lambda d: d.update(kind="quantum"), ("unknown testbed kind",)),
+        i("schema_version 2", lambda d: d.update(schema_version=2), ("schema_version",)),
+        i("no emulation section", lambda d: d.pop("emulation"), ("emulation",)),
+        i("base_w negative", lambda d: d["emulation"]["power_profile"].update(base_w=-1), ("base_w",)),
+        i("coexistence_factor 0", lambda d: d["emulation"].update(coexistence_factor=0), ("coexistence_factor",)),
+        i("coexistence_factor 2", lambda d: d["emulation"].update(coexistence_factor=2), ("coexistence_factor",)),
+        i("AP capacity negative", lambda d: d["emulation"]["wifi_ap"].update(capacity_mbit=-5), ("capacity_mbit",)),
+        i("name missing", lambda d: d.pop("name"), ("name", "Field required")),
+        i("a list at the top", "- 1\n", ("inv.yaml", "mapping")),
     ]
     return cases
+
+
+def _iface(doc: dict, radio: str, name: str) -> None:
+    doc["receivers"][0]["interfaces"][radio]["name"] = name
+
+
+def _prefix(doc: dict, prefix: str) -> None:
+    doc["emulation"]["namespace_prefix"] = prefix
+
+
+def _many_receivers(doc: dict, n: int = 300) -> None:
+    first = doc["receivers"][0]
+    doc["receivers"] = [{**first, "name": f"n{i}"} for i in range(1, n + 1)]
 
 
 def _argv_case(kind: str, argv: Callable[[Path], list[str]], code: int, says: tuple[str, ...] | str) -> Case:

@@ -46,6 +46,12 @@ NodeName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,14}$")]
 #: Lab-only names (infrastructure hosts, groups) never become namespaces, so dashes are fine.
 LabName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,30}$")]
 IfName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")]
+#: Interface names the kernel refuses although the pattern allows them ("." and ".." are path components of
+#: /sys/class/net) or that every namespace already has (lo).
+RESERVED_IFNAMES = (".", "..", "lo")
+#: Most receivers in one inventory: the emulated testbed numbers a receiver's networks 10.10.<i>.0/24 and
+#: 10.20.<i>.0/24 (i = 1..254), and the lab's WiFi and LTE subnets hold no more either.
+MAX_INVENTORY_RECEIVERS = 254
 
 
 class Channel(Strict):
@@ -173,6 +179,16 @@ class Receiver(Strict):
         missing = [r for r in RADIOS if r not in v]
         if missing:
             raise ValueError(f"missing interface(s) {missing}: every receiver needs wifi and lte")
+        for radio, intf in v.items():
+            if intf.name in RESERVED_IFNAMES:
+                raise ValueError(f"{radio}: interface name {intf.name!r} is one the kernel refuses or the receiver "
+                                 "already has (., .., lo)")
+        names = [intf.name for intf in v.values()]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            # Set-up would fail after the campaign directory exists: one host cannot have two interfaces of a name.
+            raise ValueError(f"interface name {dup[0]!r} given to {' and '.join(r for r, i in v.items() if i.name == dup[0])}"
+                             ": each radio needs its own interface on the receiver")
         return v
 
 
@@ -215,6 +231,17 @@ class Emulation(Strict):
                                   "(nearest entry; overrides coexistence_factor): what the paper-lab fit needs")
     radio_loop_hz: Annotated[float, Field(ge=1, le=100)] = Field(
         default=20.0, description="how often the radio loop re-shares the access networks among active receivers")
+
+    @field_validator("namespace_prefix")
+    @classmethod
+    def _prefix_ends_in_dash(cls, v: str) -> str:
+        # Namespaces are <prefix><node> and node names have no dash: the prefix is everything up to the last
+        # dash. Without its own dash, `mplab-flt` would name namespaces mplab-fltsnd, read back as prefix mplab-
+        # (`mplab clean --prefix mplab-flt-` would miss them, and the live-claim check would look up mplab-).
+        if not v.endswith("-") or "--" in v:
+            raise ValueError(f"{v!r} must end in '-' and have no '--' (e.g. {v.rstrip('-') + '-'!r}): namespaces "
+                             "are named <prefix><node>, and `mplab clean --prefix` finds them by it")
+        return v
 
     @model_validator(mode="after")
     def _sharing_fits_radio(self) -> Emulation:
@@ -317,6 +344,9 @@ class Inventory(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Inventory:
+        if len(self.receivers) > MAX_INVENTORY_RECEIVERS:
+            raise ValueError(f"{len(self.receivers)} receivers: at most {MAX_INVENTORY_RECEIVERS} (each gets its own "
+                             "10.10.<i>.0/24 and 10.20.<i>.0/24 network); split the testbed")
         names = [r.name for r in self.receivers]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

@@ -140,7 +140,10 @@ def _reason(err: dict, model: type[BaseModel] | None, echo_input: bool) -> str:
     elif echo_input and "input" in err and err["type"] != "missing":
         inp = err["input"]
         if not isinstance(inp, (dict, list)):
-            reason += f" (got {inp!r})"
+            got = repr(inp)
+            # A 10,000-character value would bury the message: its start and its length say enough.
+            reason += f" (got {got[:60]}... ({len(inp):,} characters))" if len(got) > 80 and isinstance(
+                inp, str) else f" (got {got[:80]})"
     return reason
 
 

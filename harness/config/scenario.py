@@ -73,9 +73,10 @@ class Scenario(Strict):
     """A sweep definition."""
 
     schema_version: Literal[1] = 1
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
-    description: str = ""
-    inventory: str = Field(default="../inventory/emulated.yaml",
+    # At most 80 characters: a campaign's id is <name>-<UTC time> (16 more), and ids are at most 100.
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)]
+    description: Annotated[str, Field(max_length=10_000)] = ""
+    inventory: Annotated[str, Field(min_length=1, max_length=4096)] = Field(default="../inventory/emulated.yaml",
                            description="inventory used unless the command line names another; a relative "
                                        "path is relative to the scenario file's folder")
     congestion_controls: list[str] = Field(min_length=1)
