@@ -146,6 +146,12 @@ static __always_inline struct mplab_conn *mplab_attach(void *map, struct sock *s
 	__u64 conn = ca->conn;
 	int i;
 
+	/* Only once .init has run: the kernel calls .release only for an initialised algorithm
+	 * (icsk_ca_initialized), and a subflow calls .ssthresh before that when its SYN is retransmitted
+	 * (tcp_enter_loss in SYN-SENT). A slot claimed then by a subflow that never connects (a join
+	 * whose SYNs go unanswered) was never freed: the entry stayed for good, with cwnd 10 and srtt 0. */
+	if (!BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_initialized))
+		return NULL;
 	if (!conn) {
 		conn = mptcp_conn_of(sk);
 		if (!conn)
