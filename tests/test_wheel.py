@@ -145,6 +145,11 @@ def test_datasets_and_models_by_name_with_the_base_install(installed, tmp_path, 
         model = _run([installed["mplab"], "models", "pull", "energy/1", "-o", "models/energy"], b, env)
         assert model.returncode == 0, model.stderr
         assert (b / "models/energy/model.onnx").read_bytes() == (a / "models/syn/model.onnx").read_bytes()
+        # the controller decides with ONNX Runtime alone
+        decide = _run([installed["mplab"], "controller", "decide", "--model", "models/energy", "--cc", "lia",
+                       "--probe", "n1=12,9.5", "--probe", "n2=3,8"], b, env)
+        assert decide.returncode == 0, decide.stderr
+        assert "n1" in decide.stdout and "n2" in decide.stdout, decide.stdout
     files = {p.relative_to(a / "datasets/syn"): p.read_bytes() for p in (a / "datasets/syn").rglob("*") if p.is_file()}
     assert files and all((b / "datasets/syn" / rel).read_bytes() == data for rel, data in files.items())
 
