@@ -410,6 +410,18 @@ def config_cases() -> list[Case]:
                                           "receiver_counts": [1, 2, 3, 4, 5], "modes": ["wifi", "lte", "both"],
                                           "samples_per_case": 100_000}, ("9,000,000 samples",)),
         s("nested 5000 deep", "a: " + "[" * 5000 + "]" * 5000 + "\n", ("s.yaml", "nested too deeply")),
+        s("retries 11", {"retries": 11}, ("retries",)),
+        s("retries -1", {"retries": -1}, ("retries",)),
+        s("speedup 0", {"speedup": 0}, ("speedup",)),
+        s("speedup 100", {"speedup": 100}, ("speedup",)),
+        s("idle_tolerance_w negative", {"idle_tolerance_w": -1}, ("idle_tolerance_w",)),
+        s("idle_timeout_s 0", {"idle_timeout_s": 0}, ("idle_timeout_s",)),
+        s("description of 20,000 characters", {"description": "d" * 20_000}, ("description",)),
+        s("receiver_selection random", {"receiver_selection": "random"}, ("receiver_selection",)),
+        s("shuffle 'maybe'", {"shuffle": "maybe"}, ("shuffle",)),
+        s("seed 2^63", {"seed": 2**63}, ("seed",)),
+        s("unknown policy", {"modes": [], "policies": ["nosuchpolicy"]}, ("polic",)),
+        s("receiver_counts 101 entries", {"receiver_counts": list(range(1, 102))}, ("receiver_counts",)),
     ]
     i = inventory_case
     cases += [
@@ -574,6 +586,24 @@ def argument_cases() -> list[Case]:
         a("usage: unknown command", lambda d: ["nosuchcommand"], 2, ("No such command",)),
         a("usage: status without its argument", lambda d: ["status"], 2, ("Missing argument",)),
         a("usage: --testbeds abc", lambda d: ["run", QUICK_SCENARIO, "--testbeds", "abc"], 2, ("--testbeds",)),
+        a("run: --speedup 0", run("--speedup", "0", "--dry-run"), 2, ("speedup",)),
+        a("run: --speedup abc", run("--speedup", "abc", "--dry-run"), 2, ("speedup",)),
+        a("watch: missing directory", lambda d: ["watch", str(d / "nope")], 2, ("nope",)),
+        a("watch: --port 70000", lambda d: ["watch", str(good_campaign(d)), "--port", "70000"], 2, ("port",)),
+        a("clean: --prefix without mplab-", lambda d: ["clean", "--prefix", "lab-"], 2, ("prefix", "mplab-")),
+        a("clean: --prefix mplab-flt (no trailing dash)", lambda d: ["clean", "--prefix", "mplab-flt"], 2,
+          ("prefix", "end in '-'")),
+        a("dataset build: -o is a file", lambda d: ["dataset", "build", str(good_campaign(d)), "-o",
+                                                    str(_write(d / "dsf", "x"))], 2, ("--out", "is a file")),
+        a("dataset build: --version 1.0", lambda d: ["dataset", "build", str(good_campaign(d)), "-o", str(d / "ds"),
+                                                     "--version", "1.0"], 2, ("version",)),
+        a("dataset build: the same campaign twice", lambda d: ["dataset", "build", str(good_campaign(d)),
+                                                               str(d / "runs" / "c1"), "-o", str(d / "ds")], 2,
+          ("twice",)),
+        a("report: -o is a file", lambda d: ["report", str(good_campaign(d)), "-o", str(_write(d / "rf", "x"))], 2,
+          ("--out", "is a file")),
+        a("report: the same campaign twice", lambda d: ["report", str(good_campaign(d)), str(d / "runs" / "c1"),
+                                                        "-o", str(d / "rep")], 2, ("twice",)),
     ]
     return cases
 

@@ -252,6 +252,22 @@ class _Loader(yaml.SafeLoader):
 
 
 _IN_PROGRESS = -1
+#: Deepest nesting of mappings and lists read; configs nest a few levels.
+MAX_DEPTH = 100
+
+
+def check_depth(text: str, source: str, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse nesting deeper than ``max_depth`` from the parser's events (a loop, not recursion), before
+    the recursive composer spends seconds reaching Python's recursion limit on ``[[[[...]]]]``."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > max_depth:
+                raise ConfigError(f"nested too deeply to be a config file (more than {max_depth} levels by line "
+                                  f"{event.start_mark.line + 1})", source=source)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 def check_expansion(node: yaml.Node | None, source: str, max_nodes: int = MAX_NODES) -> None:
@@ -314,6 +330,7 @@ def parse_yaml_lines(text: str, source: str) -> tuple[object, dict[tuple, int]]:
     """``parse_yaml`` and where each key is: (data, location -> line)."""
     check_line_lengths(text, source)
     try:
+        check_depth(text, source)
         node = yaml.compose(text, Loader=_Loader)
         check_expansion(node, source)
         data = _Loader(text).get_single_data() if node is not None else None

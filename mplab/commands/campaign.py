@@ -263,6 +263,11 @@ def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")
 
     if not prefix.startswith("mplab-"):
         raise ConfigError(f"prefix {prefix!r} must start with 'mplab-' (mplab only removes what it made)")
+    if not prefix.endswith("-"):
+        # A testbed's prefix ends in '-' (the inventory refuses any other): `mplab-flt` would also match
+        # mplab-flt2-'s namespaces, which are another testbed's.
+        raise ConfigError(f"prefix {prefix!r} must end in '-' as a testbed's namespace_prefix does (e.g. "
+                          f"{prefix + '-'!r})", field="--prefix")
     done = clean_prefix(prefix, cleaners=MACHINE_WIDE if machine_wide else CLEANERS)
     removed = [d for d in done if not d.startswith("skipped ")]
     console.print("removed: " + (", ".join(removed) if removed else "nothing (already clean)"))

@@ -46,7 +46,10 @@ def build(
     """One row per receiver per sample, validated, split per case, with a card, Croissant metadata and checksums."""
     from harness.artifacts import FolderPolicy
     from harness.campaign.store import check_campaigns
+    from harness.errors import ConfigError
 
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is a file, not a dataset directory", field="--out")
     check_campaigns(runs)  # a damaged campaign is refused (4) before pandas and pyarrow load
     from harness.dataset.build import SplitSpec, build_dataset  # pandas/pyarrow only when building
 

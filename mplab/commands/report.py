@@ -41,10 +41,16 @@ def report(
     # Arguments and stores before pandas and matplotlib load (seconds and ~200 MB): a damaged campaign is 4.
     if ci not in ("t", "bootstrap"):
         raise ConfigError(f"unknown interval method {ci!r}; use one of t, bootstrap", field="--ci")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is a file, not a report directory", field="--out")
+    seen: set[Path] = set()
     for p in inputs:
         if not is_campaign_dir(p) and not (p / "dataset.json").exists():
             raise ConfigError(f"{p} is neither a campaign (manifest.json) nor a dataset (dataset.json)",
                               field="RUNS_OR_DATASETS")
+        if p.resolve() in seen:
+            raise ConfigError(f"{p} is given twice", field="RUNS_OR_DATASETS")
+        seen.add(p.resolve())
     check_campaigns(inputs)
     from analysis.headlines import HEADLINES_FILE
     from analysis.report import STEPS, build_report
