@@ -153,7 +153,9 @@ def summary(table: Path) -> int:
         print("highest S, levers off:", highest_holding(doc["cells_levers_off"], ccs))
     print("\nwhy cells failed (levers on), per S:")
     for key, lever, rows in keys:
-        bad = {c: r["why"] for c, r in sorted(rows.items()) if not r["holds"]}
+        bad = {c: r["why"] + (f" [S = 1 itself spreads {r['base_spread']:.3f}]"
+                              if (r.get("base_spread") or 0) > TOLERANCE else "")
+               for c, r in sorted(rows.items()) if not r["holds"]}
         if bad:
             print(f"- {key} ({lever}): " + "; ".join(f"{c}: {w}" for c, w in bad.items()))
     return 0
@@ -213,6 +215,24 @@ def cells_of(by_sample: dict[str, list[dict]]) -> dict[str, dict]:
         elif all(r["energy_j"] is not None for r in recs):
             cell["energy_j"].append(sum(r["energy_j"] for r in recs))
     return cells
+
+
+def rejudge(table: Path, keep: Path) -> int:
+    """Judge a recorded table's cells again from the campaigns its run kept (``--keep``), with today's rule."""
+    doc = json.loads(table.read_text())
+    for section, sub in (("cells", keep), ("cells_levers_off", keep / "levers-off")):
+        for key in doc.get(section, {}):
+            inv, rest = key.split(" loss ", 1)
+            loss, s = rest.split("%")[0], rest.rsplit(" s", 1)[1]
+            base, other = keep / f"{inv}-l{loss}-s1", sub / f"{inv}-l{loss}-s{s}"
+            if base.exists() and other.exists():
+                doc[section][key] = compare(kept_baseline(base), kept_baseline(other))
+    ccs = sorted({c.split("-")[0] for rows in doc["cells"].values() for c in rows})
+    doc["highest"] = highest_holding(doc["cells"], ccs)
+    if doc.get("cells_levers_off"):
+        doc["highest_levers_off"] = highest_holding(doc["cells_levers_off"], ccs)
+    table.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return summary(table)
 
 
 def kept_baseline(path: Path) -> dict:
@@ -275,6 +295,9 @@ def compare(base: dict, other: dict) -> dict[str, dict]:
             out[cell] = row
             continue
         bm, om = _median(b["mbit"]), _median(o["mbit"])
+        # How far S = 1's own samples lie from their median: a cell whose baseline spreads past the tolerance
+        # cannot hold by the every-sample rule at any S (a bistable cell, not a speed-up effect).
+        row["base_spread"] = round(max(abs(x / bm - 1) for x in b["mbit"]), 4) if bm else None
         be, oe = _median(b["energy_j"]), _median(o["energy_j"])
         row["mbit_ratio"] = round(om / bm, 4) if bm else None
         row["energy_ratio"] = round(oe / be, 4) if (be and oe) else None
@@ -348,14 +371,15 @@ def main() -> int:
                          "one inventory and loss setting only")
     ap.add_argument("--label", default="", help="a note kept with this run's arguments (e.g. 'partial grid')")
     ap.add_argument("--summary", type=Path, default=None, metavar="TABLE",
-                    help="run nothing: print a recorded table as Markdown (cells holding per S, levers on and off)")
+                    help="run nothing: print a recorded table as Markdown (cells holding per S, levers on and off); "
+                         "with --keep, judge its cells again from the campaigns that run kept first")
     ap.add_argument("--reestimate", type=Path, default=None, metavar="TABLE",
                     help="run nothing: print a recorded table's wall times against today's estimate")
     args = ap.parse_args()
     if args.reestimate:
         return reestimate(args.reestimate)
     if args.summary:
-        return summary(args.summary)
+        return rejudge(args.summary, args.keep) if args.keep else summary(args.summary)
     grid(ap, args)
     speedups = sorted({float(x) for x in args.speedups.split(",")} | {1.0})
     levers = [x for x in args.levers.split(",") if x]
