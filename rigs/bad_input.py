@@ -212,6 +212,7 @@ READERS: dict[str, Callable[[Path, Path], list[str]]] = {
     "run --resume": lambda d, c: ["run", "--resume", str(c)],
     "dataset build": lambda d, c: ["dataset", "build", str(c), "-o", str(d / "ds")],
     "report": lambda d, c: ["report", str(c), "-o", str(d / "rep")],
+    "watch": lambda d, c: ["watch", str(c), "--port", "0"],
 }
 
 
@@ -340,7 +341,10 @@ def _store_case(kind: str, reader: str, damage: Callable[[Path], None], code: in
 
 
 def store_cases() -> list[Case]:
-    out = [_store_case(k, r, dmg, 4, says) for k, dmg, says in STORE_DAMAGE for r in READERS]
+    out = [_store_case(k, r, dmg, 4, says) for k, dmg, says in STORE_DAMAGE for r in READERS if r != "watch"]
+    # `mplab watch` reads the manifest with the same reader (it tails samples.jsonl live: a campaign being
+    # written may end in a line cut short for a moment, so its record damage is not watch's to refuse).
+    out += [_store_case(k, "watch", dmg, 4, says) for k, dmg, says in STORE_DAMAGE if k.startswith("manifest")]
     for k, dmg, says in STORE_PARTIAL:
         for r, code in _PARTIAL_CODE.items():
             # report draws its page from what it could read (created, as asked): the case is that it says so.

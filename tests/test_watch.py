@@ -156,12 +156,18 @@ def test_status_counts_sessions_and_gives_rate_and_eta(tmp_path, capsys):
 @pytest.mark.parametrize("make, says", [
     (lambda p: p / "missing", "no such campaign directory"),
     (lambda p: p, "not a campaign directory (no manifest.json)"),
-    (lambda p: (p / "manifest.json").write_text("{") and p, "cannot be read as a campaign manifest"),
 ])
 def test_a_bad_run_dir_is_one_line_and_exit_2(tmp_path, capsys, make, says):
     assert mplab_run(["watch", str(make(tmp_path))]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0], err
+
+
+def test_a_damaged_manifest_is_one_line_and_exit_4_as_for_every_reader(tmp_path, capsys):
+    (tmp_path / "manifest.json").write_text("{")
+    assert mplab_run(["watch", str(tmp_path)]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "manifest.json: not valid JSON" in err[0], err
 
 
 # ------------------------------------------------------------------ the page in a browser (root)

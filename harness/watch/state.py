@@ -400,15 +400,12 @@ def _last_sample(path: Path, recs: list[dict]) -> dict | None:
 
 def open_view(run_dir: Path):
     """The campaign at ``run_dir`` as a ``CampaignView``; ``ConfigError`` (exit 2) naming what is wrong."""
+    from harness.campaign.store import is_campaign_dir, read_manifest, upgrade_manifest
+
     mf = run_dir / "manifest.json"
     if not run_dir.is_dir():
         raise ConfigError(f"{run_dir}: no such campaign directory (give runs/<campaign>)")
-    try:
-        manifest = json.loads(mf.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{run_dir}: not a campaign directory (no manifest.json)") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{mf}: cannot be read as a campaign manifest ({exc})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("plan"), list):
-        raise ConfigError(f"{mf}: not a campaign manifest (no plan)")
-    return CampaignView(run_dir, manifest)
+    if not is_campaign_dir(run_dir):
+        raise ConfigError(f"{run_dir}: not a campaign directory (no manifest.json)")
+    # The store's own reader: a damaged or newer manifest is StoreError (4), as for status, resume, dataset, report.
+    return CampaignView(run_dir, upgrade_manifest(read_manifest(mf), str(mf)))
