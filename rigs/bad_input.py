@@ -3,7 +3,8 @@
 Each ``Case`` makes its input in a scratch directory and names the `mplab` arguments that read it;
 ``run_case`` runs the real command line there (``python -m mplab``, cwd = the scratch directory) and
 measures what a user would see: the exit code, the first line of the message, wall seconds, the
-process's peak resident memory (``wait4``'s ``ru_maxrss``), CPU seconds, and every file created or
+process's peak resident memory (``wait4``'s ``ru_maxrss``: it counts this process's resident pages at the
+spawn too, some 30-50 MB, so it errs high), CPU seconds, and every file created or
 changed in the scratch directory. ``Outcome.failures`` says what a case got wrong: a wrong code, a
 message without its words, a traceback, something created, or a blow-up (more than ``MAX_SECONDS``
 or ``MAX_MB``).
