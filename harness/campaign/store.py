@@ -260,7 +260,7 @@ class Campaign:
         groups: list[tuple[str | None, list[tuple[int, dict]]]] = []
         tail: TornTail | None = None
         try:
-            f = open(self.samples_path, "rb")  # noqa: SIM115 (entered just below; the open's own errors named here)
+            f = open(self.samples_path, "rb")  # noqa: SIM115 - entered by the with below; its own errors are named here
         except IsADirectoryError:
             raise StoreError(f"{self.samples_path}: is a directory, not the campaign's record file") from None
         except OSError as exc:
