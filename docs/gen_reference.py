@@ -126,20 +126,25 @@ def _is_model(t: object) -> bool:
     return isinstance(t, type) and issubclass(t, BaseModel)
 
 
-def _constraints(metadata: list) -> list[str]:
+def _constraints(metadata: list, unit: str = "item(s)") -> list[str]:
+    """Bounds in words; ``unit`` is what a length counts (a string's characters, a list's items)."""
     out = []
     for m in metadata:
         for cls, attr, sym in ((at.Gt, "gt", ">"), (at.Ge, "ge", ">="), (at.Lt, "lt", "<"), (at.Le, "le", "<=")):
             if isinstance(m, cls):
                 out.append(f"{sym} {getattr(m, attr)}")
         if isinstance(m, at.MinLen):
-            out.append(f"at least {m.min_length} item(s)")
+            out.append(f"at least {m.min_length} {unit}")
         if isinstance(m, at.MaxLen):
-            out.append(f"at most {m.max_length} item(s)")
+            out.append(f"at most {m.max_length} {unit}")
         pattern = getattr(m, "pattern", None)
         if isinstance(pattern, str):
             out.append(f"matches `{pattern}`")
     return out
+
+
+def _unit(t: object) -> str:
+    return "character(s)" if t is str else "item(s)"
 
 
 def _type(t: object, link: Callable[[type], str]) -> str:
@@ -147,7 +152,7 @@ def _type(t: object, link: Callable[[type], str]) -> str:
     origin, args = typing.get_origin(t), typing.get_args(t)
     if origin is typing.Annotated:
         inner = _type(args[0], link)
-        extra = _constraints(list(args[1:]))
+        extra = _constraints(list(args[1:]), _unit(args[0]))
         return f"{inner} ({', '.join(extra)})" if extra else inner
     if origin is typing.Literal:
         return " \\| ".join(f"`{json.dumps(a)}`" for a in args)
@@ -228,7 +233,7 @@ def model_page(title: str, root: type[BaseModel], intro: str, schema_file: str) 
         for name, f in m.model_fields.items():
             key = f.alias or name
             typ = _type(f.annotation, link)
-            extra = _constraints(f.metadata)
+            extra = _constraints(f.metadata, _unit(f.annotation))
             if extra:
                 typ += f" ({', '.join(extra)})"
             meaning = f.description or comments.get(name, "")
