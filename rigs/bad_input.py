@@ -3,8 +3,8 @@
 Each ``Case`` makes its input in a scratch directory and names the `mplab` arguments that read it;
 ``run_case`` runs the real command line there (``python -m mplab``, cwd = the scratch directory) and
 measures what a user would see: the exit code, the first line of the message, wall seconds, the
-process's peak resident memory (``wait4``'s ``ru_maxrss``: it counts this process's resident pages at the
-spawn too, some 30-50 MB, so it errs high), CPU seconds, and every file created or
+process's peak resident memory (``wait4``'s ``ru_maxrss``, through a small launcher: see ``_LAUNCHER``),
+CPU seconds, and every file created or
 changed in the scratch directory. ``Outcome.failures`` says what a case got wrong: a wrong code, a
 message without its words, a traceback, something created, or a blow-up (more than ``MAX_SECONDS``
 or ``MAX_MB``).
@@ -105,6 +105,22 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return snap
 
 
+#: Runs the command as its own child and reports that child's exit code, CPU time and peak memory on a pipe.
+#: A process started straight from this one (a pytest worker with PyTorch loaded: 800+ MB) would report this
+#: process's resident pages as its peak (Linux keeps the old image's high-water mark across exec); the
+#: launcher is a fresh, small interpreter, so its child's peak is the command's own.
+_LAUNCHER = """
+import json, os, sys
+fd, argv = int(sys.argv[1]), sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    os.execv(argv[0], argv)
+_, status, ru = os.wait4(pid, 0)
+os.write(fd, json.dumps([os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime, ru.ru_maxrss]).encode())
+"""
+
+
 def run_case(case: Case, scratch: Path, timeout: float = 120.0) -> Outcome:
     """Make the case's input under ``scratch`` and run `mplab` on it there."""
     scratch.mkdir(parents=True, exist_ok=True)
@@ -114,24 +130,32 @@ def run_case(case: Case, scratch: Path, timeout: float = 120.0) -> Outcome:
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "MPLAB_LOG")}
     env["COLUMNS"] = "200"
     start = time.monotonic()
+    report_r, report_w = os.pipe()
     with open(out, "wb") as fo, open(err, "wb") as fe:
-        proc = subprocess.Popen([sys.executable, "-m", "mplab", *args], cwd=scratch, stdout=fo, stderr=fe,
-                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(report_w), sys.executable, "-m", "mplab", *args],
+                                cwd=scratch, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True, pass_fds=(report_w,))
+        os.close(report_w)
         timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         timer.start()
         try:
-            # wait4, not Popen.wait: the child's own peak memory and CPU time come with its status.
-            _, status, usage = os.wait4(proc.pid, 0)
+            _, status, outer = os.wait4(proc.pid, 0)
         finally:
             timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        with os.fdopen(report_r, "rb") as r:
+            report = r.read()
     seconds = time.monotonic() - start
+    if report:  # the command's own exit code, CPU time and peak memory, from the launcher's wait4
+        code, cpu_s, maxrss_kb = json.loads(report)
+    else:       # killed at the deadline with its launcher: what the launcher's own status says
+        code, cpu_s, maxrss_kb = os.waitstatus_to_exitcode(status), outer.ru_utime + outer.ru_stime, outer.ru_maxrss
+    proc.returncode = code
     after = _snapshot(scratch)
     created = sorted(p for p, st in after.items() if before.get(p) != st and not p.startswith(case.may_create or
                                                                                                ("\0",)))
     created = [p for p in created if not any(p == m or p.startswith(m + "/") for m in case.may_create)]
     o = Outcome(proc.returncode, out.read_text(errors="replace"), err.read_text(errors="replace"), seconds,
-                usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, created)
+                cpu_s, maxrss_kb / 1024, created)
     out.unlink()
     err.unlink()
     return o
