@@ -30,7 +30,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 INVENTORY = REPO / "inventory" / "emulated.yaml"
 
-#: The issue's bounds of a refusal (issue 50): within 2 s and 200 MB.
+#: The bounds of a refusal: within 2 s and 200 MB.
 MAX_SECONDS = 2.0
 MAX_MB = 200.0
 

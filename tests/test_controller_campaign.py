@@ -150,9 +150,14 @@ def test_policy_samples_probe_decide_steer_and_record(tmp_path, prefix):
     p2 = tuned["n2"]["probe_mbit"]
     faster = max(p2, key=p2.get)
     assert {rx: r["assignment"] for rx, r in tuned.items()} == {"n1": "wifi", "n2": faster}
-    assert tuned["n2"]["adopted"] == "tuned"
-    tot = tuned["n1"]["predicted_energy_total_j"]
-    assert tot["is"] == pytest.approx(tot["tuned"] + 10.0, abs=1e-3)
+    # Tuning acts only where this sample's own probes put n2 on both (IS's 10 % band, of the larger rate). On a
+    # loaded machine the two probes can drift apart: then IS already chose one network and nothing is tuned.
+    if abs(p2["wifi"] - p2["lte"]) <= 0.10 * max(p2.values()):
+        assert tuned["n2"]["adopted"] == "tuned"
+        tot = tuned["n1"]["predicted_energy_total_j"]
+        assert tot["is"] == pytest.approx(tot["tuned"] + 10.0, abs=1e-3)
+    else:
+        assert tuned["n2"]["adopted"] == "is" and tuned["n1"]["predicted_energy_total_j"] is None
     # The transfer obeyed the assignment: the records' mode is the assignment, and the blocked
     # network carried (almost) nothing to the receiver.
     for (pol, rx), r in recs.items():
