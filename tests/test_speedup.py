@@ -95,6 +95,9 @@ def test_a_campaign_at_speedup_4_records_real_time_figures(tmp_path, prefix):
     (r,) = c.records()
     assert r["status"] == "ok", r["error"]
     assert r["speedup"] == 4
+    # Cubic's clock runs 4 x faster (harness.cc.cubic) and the TCP timers are / 4 (harness.cc.timers): records say so.
+    assert r["cc_impl"].startswith("bpf:mplab_cubic_s4@sha256:"), r["cc_impl"]
+    assert r["tcp_timers"] and "delack_max=" in r["tcp_timers"], r["tcp_timers"]
     assert 6.0 < r["throughput_mbit"] < 8.2, r["throughput_mbit"]  # x 4 on the wire, / 4 in the record
     assert r["duration_s"] == pytest.approx(4 * 2**20 * 8 / 1e6 / r["throughput_mbit"], rel=0.05)
     # energy is in real time too: power (unchanged) x the real-time duration
