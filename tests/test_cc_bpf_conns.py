@@ -54,7 +54,7 @@ def map_entries(tag: str) -> list[dict]:
     """The entries of ``<tag>_conns`` (its one map: the name is this test's own)."""
     import json
 
-    maps = bpfcc._maps_named(ROOT, f"{tag}_conns")
+    maps = bpfcc.maps_named(ROOT, f"{tag}_conns")
     assert len(maps) == 1, maps
     res = ROOT.run(["bpftool", "-j", "map", "dump", "id", str(maps[0]["id"])])
     return json.loads(res.stdout or "[]")

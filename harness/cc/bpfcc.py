@@ -291,7 +291,7 @@ COUPLED_IMPLS: dict[str, Callable[[str], object]] = {"upstream": BpfCC, "multipa
 
 def conn_entries(host: Host, algorithm: str) -> int | None:
     """Entries in ``algorithm``'s coupling map (live coupled connections); None if not loaded."""
-    maps = _maps_named(host, map_name(algorithm))
+    maps = maps_named(host, map_name(algorithm))
     if not maps:
         return None
     total = 0
@@ -312,12 +312,24 @@ VEGAS_ROUNDS_MAP, WVEGAS_ROUNDS_MAP = "vegas_rounds", "wvegas_rounds"
 ROUND_KINDS = ("", "reno", "idle")
 
 
-def _maps_named(host: Host, name: str) -> list[dict]:
+def maps_named(host: Host, name: str) -> list[dict]:
+    """``bpftool map show`` of every loaded map called ``name`` (several when several objects define it)."""
     res = host.run(["bpftool", "-j", "map", "show"], check=False)
     try:
         return [m for m in json.loads(res.stdout or "[]") if m.get("name") == name]
     except (json.JSONDecodeError, AttributeError):
         return []
+
+
+def map_values(host: Host, map_id: int) -> list[dict]:
+    """The values of map ``map_id`` as bpftool formats them with BTF (named fields); [] when unreadable."""
+    dump = host.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], check=False)
+    try:
+        entries = json.loads(dump.stdout or "[]")
+    except json.JSONDecodeError:
+        return []
+    values = [(e.get("formatted") or {}).get("value") or e.get("value") for e in entries]
+    return [v for v in values if isinstance(v, dict)]
 
 
 def trace_rounds(host: Host, ring: str, since_ns: int = 0) -> list[dict]:
@@ -329,15 +341,9 @@ def trace_rounds(host: Host, ring: str, since_ns: int = 0) -> list[dict]:
     last 8192 (Vegas) or 16384 (wVegas) entries; [] when the algorithm is not loaded."""
     kinds = (ring.removesuffix("_rounds"), *ROUND_KINDS[1:])
     out: list[dict] = []
-    for m in _maps_named(host, ring):
-        dump = host.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])], check=False)
-        try:
-            entries = json.loads(dump.stdout or "[]")
-        except json.JSONDecodeError:
-            continue
-        for e in entries:
-            rec = (e.get("formatted") or {}).get("value") or e.get("value")
-            if not isinstance(rec, dict) or not isinstance(rec.get("head"), dict):
+    for m in maps_named(host, ring):
+        for rec in map_values(host, m["id"]):
+            if not isinstance(rec.get("head"), dict):
                 continue
             rec = {**rec.pop("head"), **rec}     # struct mplab_round's fields beside the algorithm's own
             if rec.get("seq") and rec["t_ns"] >= since_ns:

@@ -18,13 +18,12 @@ fractional S, a scenario's ``cubic`` is the kernel's own (``harness.cc.resolve``
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import struct
 import tempfile
 from pathlib import Path
 
-from harness.cc.bpfcc import BUILD_DIR, DIGEST_HEX, PREFIX, BpfCC
+from harness.cc.bpfcc import BUILD_DIR, DIGEST_HEX, PREFIX, BpfCC, map_values, maps_named
 from harness.cc.timers import kernel_hz
 from harness.hosts.local import Host
 from harness.machine import STATE_ROOT
@@ -143,22 +142,9 @@ def trace(host: Host, speedup: int) -> list[dict]:
     """The cubic-function updates the object of ``speedup`` recorded (its last 4096), oldest first: per update
     the socket's ports, its raw clock (``wall_us``: tcp_mstamp) and the scaled one (``now_us``), the epoch's
     start, the curve's time ``t`` (1/1024 s, delay_min included), K, the plateau, the target and the window."""
-    res = host.run(["bpftool", "-j", "map", "show"], check=False)
-    try:
-        maps = [m for m in json.loads(res.stdout or "[]") if m.get("name") == TRACE_MAP]
-    except json.JSONDecodeError:
-        return []
     out = []
-    for m in maps:
-        dump = host.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])], check=False)
-        try:
-            entries = json.loads(dump.stdout or "[]")
-        except json.JSONDecodeError:
-            continue
-        for e in entries:
-            rec = (e.get("formatted") or {}).get("value") or e.get("value")
-            if isinstance(rec, dict) and rec.get("seq") and rec.get("speedup") == speedup:
-                out.append(rec)
+    for m in maps_named(host, TRACE_MAP):
+        out += [rec for rec in map_values(host, m["id"]) if rec.get("seq") and rec.get("speedup") == speedup]
     return sorted(out, key=lambda r: (r["wall_us"], r["seq"]))
 
 
