@@ -1,4 +1,4 @@
-"""The whole test suite's wall time, its slowest tests and the machine's load while it ran (house rule: < 15 min).
+"""The whole test suite's wall time, its slowest tests and the machine's load while it ran (the suite's budget: < 15 min).
 
     uv run --frozen python bench/suite.py [--durations 30] [--json out.json] [-- extra pytest args]
 

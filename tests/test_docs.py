@@ -22,7 +22,7 @@ README_MAX_LINES = 250
 #: Phrases that tell how the work was done instead of what the reader gets. A dated research report says
 #: when it was measured by its date, not by "this session".
 #: ("session" alone is mplab's word for one run or resume of a campaign.)
-NARRATION = ("this session", "session found", "session measured", "we tried", "we decided", "house rule",
+NARRATION = ("this session", "session found", "session measured", "we tried", "we decided", "house " + "rule",
              "this branch", "reached main", "the lead engineer")
 
 #: Files and folders users do not have: developer notes outside the repository. Spelt in pieces, so that this
@@ -145,12 +145,12 @@ def test_each_check_refuses_a_planted_example(tmp_path):
     assert broken_links("```\n[not a link](nowhere.md)\n```\n[a site](https://example.org/x)", page) == []
     ghost = "as `harness/nowhere.py` says, and `bench/cc_theory.py` (see STYLE" + ".md)"
     assert ghost_citations(ghost, page) == ["STYLE" + ".md", "harness/nowhere.py"]
-    assert ghost_citations("the house rule in /work/" + "shared/DESIGN" + ".md", page)
+    assert ghost_citations("the house " + "rule in /work/" + "sha" + "red/DESIGN" + ".md", page)
     assert ghost_citations("`runs/<campaign>/samples.jsonl`, `mplab run scenarios/nowhere.yaml`", page) == []
     assert narration("Measured this session on two cores.\nThe sweep prints a table.") == \
         ["Measured this session on two cores."]
     assert narration("`mplab status` names the last session of a campaign.") == []
-    assert narration("A house rule: under 15 minutes.")
+    assert narration("A house " + "rule: under 15 minutes.")
     assert narration("The sweep prints a table.") == []
 
 

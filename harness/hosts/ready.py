@@ -1,6 +1,6 @@
 """Readiness with a deadline: poll a condition until it holds, never a bare ``sleep``.
 
-``wait_until`` is the one polling loop of the harness (STYLE.md rule 11): daemons' sockets and
+``wait_until`` is the one polling loop of the harness (every wait has a deadline): daemons' sockets and
 pid files, listening ports, pty links, OVS ports. It raises ``NotReady`` naming what it waited
 for, either at the deadline or as soon as the process meant to make it ready has exited (with
 the end of that process's stderr). What to wait for, and what to clean up after a failure, are
