@@ -46,9 +46,7 @@ def lab_switch_rig(prefix: str, channels: list[tuple[float, float]], port: int =
         tb.setup([resolve("cubic")])
         sw = splice_switch(tb, listen_port=port, listen_address=None)  # ptcp:PORT, as on a lab switch
         rig = SshdRig(prefix)
-        rig.add("snd", tb.ns["snd"])
-        for name in tb.nodes:
-            rig.add(name, tb.ns[name])
+        rig.add_testbed(tb)
         # Each network's nominal capacity: what its receivers' channels carry together (the rig's bottleneck).
         caps = {"wifi": sum(w for w, _ in channels), "lte": sum(lte for _, lte in channels)}
         yield LabSwitchRig(tb, sw, rig, Inventory.model_validate(add_lab_switch(lab_inventory(tb, rig), rig, sw,

@@ -13,11 +13,13 @@ machine do not collide.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import shutil
 import socket
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,6 +149,12 @@ class SshdRig:
 
         wait_until(answering, timeout_s, f"sshd for {name} in {entry.netns} ({entry.address}:22)", proc=entry.process)
 
+    def add_testbed(self, testbed) -> None:
+        """sshd in the sender's and every receiver's namespace of an emulated testbed (its names as rig names)."""
+        self.add("snd", testbed.ns["snd"])
+        for name in testbed.nodes:
+            self.add(name, testbed.ns[name])
+
     def ssh_host(self, name: str, **kw):
         """An ``SSHHost`` for the namespace registered as ``name``."""
         from harness.hosts.ssh import SSHHost
@@ -170,6 +178,26 @@ class SshdRig:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def sshd_testbed(inv) -> Iterator[tuple]:
+    """(testbed, rig): the emulated testbed of ``inv`` set up (Cubic) with sshd in the sender's and every
+    receiver's namespace; the rig, then the testbed, removed afterwards even when the block raises."""
+    from harness.cc import resolve
+    from harness.testbeds.emulated import EmulatedTestbed
+
+    tb = EmulatedTestbed(inv)
+    rig = None
+    try:
+        tb.setup([resolve("cubic")])
+        rig = SshdRig(inv.emulation.namespace_prefix)
+        rig.add_testbed(tb)
+        yield tb, rig
+    finally:
+        if rig is not None:
+            rig.close()
+        tb.teardown()
 
 
 def lab_inventory(testbed, rig: SshdRig, *, name: str = "rig", ser2net: dict[str, int] | None = None,

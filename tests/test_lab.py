@@ -27,7 +27,7 @@ from harness.config.inventory import Inventory
 from harness.testbeds.lab import LabTestbed
 from harness.campaign.runner import Interrupted
 from harness.config.scenario import Scenario
-from rigs.sshrig import SshdRig, lab_inventory
+from rigs.sshrig import lab_inventory, sshd_testbed
 from harness.hosts.netcmd import sysctl_argv
 from harness.upkeep.preflight import failed_essentials
 from conftest import small_inventory
@@ -49,19 +49,8 @@ def _inv(prefix: str) -> Inventory:
 def _rig(prefix: str):
     """(emulated inventory, emulated testbed set up with sshd in every namespace, rig)."""
     inv = _inv(prefix)
-    tb = EmulatedTestbed(inv)
-    rig = None
-    try:
-        tb.setup([resolve("cubic")])
-        rig = SshdRig(prefix)
-        rig.add("snd", tb.ns["snd"])
-        for name in tb.nodes:
-            rig.add(name, tb.ns[name])
+    with sshd_testbed(inv) as (tb, rig):
         yield inv, tb, rig
-    finally:
-        if rig is not None:
-            rig.close()
-        tb.teardown()
 
 
 @pytest.fixture

@@ -26,10 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cc import resolve
 from harness.hosts.local import NamespaceHost
-from harness.testbeds.emulated import EmulatedTestbed
-from rigs.sshrig import SshdRig, lab_inventory
+from rigs.sshrig import lab_inventory, sshd_testbed
 from conftest import small_inventory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,14 +74,7 @@ def _path_without(program: str, where: Path) -> str:
 @pytest.mark.root
 def test_a_technicians_day_on_a_lab_in_a_box(prefix, tmp_path):
     inv = small_inventory(prefix, [(20, 10), (15, 10), (10, 10)])
-    tb = EmulatedTestbed(inv)
-    rig = None
-    try:
-        tb.setup([resolve("cubic")])
-        rig = SshdRig(prefix)
-        rig.add("snd", tb.ns["snd"])
-        for name in tb.nodes:
-            rig.add(name, tb.ns[name])
+    with sshd_testbed(inv) as (tb, rig):
         boards = {name: NamespaceHost(name, tb.ns[name]) for name in tb.nodes}
         for name, h in boards.items():
             _unprepare(h, tb.nodes[name].interfaces["lte"].name)
@@ -166,7 +157,3 @@ def test_a_technicians_day_on_a_lab_in_a_box(prefix, tmp_path):
                 ("run box.yaml", run), ("preflight --inventory lab.yaml", broken))))
         if os.environ.get("MPLAB_BOX_TRANSCRIPT"):
             Path(os.environ["MPLAB_BOX_TRANSCRIPT"]).write_text((tmp_path / "transcript.txt").read_text())
-    finally:
-        if rig is not None:
-            rig.close()
-        tb.teardown()
