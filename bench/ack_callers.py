@@ -31,7 +31,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from rigs.cc import libbpf
+from harness.cc import libbpf
 from harness.errors import PreflightError
 
 HERE = Path(__file__).resolve().parent

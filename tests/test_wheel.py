@@ -36,7 +36,7 @@ PACKAGE_DATA = (
     *(f"harness/cc/bpf/build/{cc}.bpf.o" for cc in ("lia", "olia", "balia", "wvegas", "timers", "cubic")),
 )
 #: Research code and bench-only objects: never in the wheel.
-NOT_SHIPPED = re.compile(r"^(rigs|tests|bench|docs)/|^harness/cc/(sim|oracle|calc|libbpf)\.py$|"
+NOT_SHIPPED = re.compile(r"^(rigs|tests|bench|docs)/|^harness/cc/(sim|oracle|calc)\.py$|"
                          r"/(vegas|calc)\.bpf\.[co]$|vmlinux\.h$")
 TINY = """\
 schema_version: 1

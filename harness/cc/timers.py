@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import machine
+from harness.cc import libbpf
 from harness.cc.bpfcc import BTF, BUILD_DIR, file_digest
 from harness.errors import MplabError, PreflightError
 from harness.hosts.local import Host
@@ -123,44 +124,15 @@ def cgroup_path(prefix: str, mount: Path) -> Path:
     return mount / f"{prefix}{ROLE}"
 
 
-_SIGNATURES = {
-    "bpf_object__open_file": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_void_p]),
-    "bpf_object__load": (ctypes.c_int, [ctypes.c_void_p]),
-    "bpf_object__close": (None, [ctypes.c_void_p]),
-    "bpf_object__find_program_by_name": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]),
-    "bpf_object__find_map_by_name": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]),
-    "bpf_program__fd": (ctypes.c_int, [ctypes.c_void_p]),
-    "bpf_map__fd": (ctypes.c_int, [ctypes.c_void_p]),
-    "bpf_map_update_elem": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]),
-    "bpf_prog_attach": (ctypes.c_int, [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_uint]),
-    "libbpf_get_error": (ctypes.c_long, [ctypes.c_void_p]),
-}
-
-
-def _libbpf() -> ctypes.CDLL:
-    name = ctypes.util.find_library("bpf")
-    if name is None:
-        raise PreflightError("libbpf.so not found: apt install libbpf1 (or libbpf-dev)")
-    lib = ctypes.CDLL(name, use_errno=True)
-    for fn, (res, args) in _SIGNATURES.items():
-        getattr(lib, fn).restype, getattr(lib, fn).argtypes = res, args
-    return lib
-
-
 def attach(cgroup: Path, values: TimerValues, obj: Path = OBJECT) -> None:
     """Load ``obj``, write ``values`` into its configuration and attach it to ``cgroup`` (sock_ops).
 
     The attachment holds the program (and the program its maps) after this returns: nothing is pinned, and
     removing the cgroup releases them.
     """
-    lib = _libbpf()
-    handle = lib.bpf_object__open_file(str(obj).encode(), None)
-    if not handle or lib.libbpf_get_error(handle):
-        raise PreflightError(f"cannot open {obj}: run `make bpf`")
+    lib = libbpf.library()
+    handle = libbpf.load(lib, obj)
     try:
-        err = lib.bpf_object__load(handle)
-        if err:
-            raise PreflightError(f"the kernel refused {obj} (error {err}); see `bpftool prog load {obj} ...`")
         prog = lib.bpf_object__find_program_by_name(handle, PROGRAM.encode())
         cfg = lib.bpf_object__find_map_by_name(handle, CONFIG_MAP.encode())
         if not prog or not cfg:

@@ -1,4 +1,4 @@
 """Research code for congestion control, outside the installed library: the reference modules in Python
 (``oracle``), a packet-level FIFO driven by them (``sim``), and the BPF arithmetic checker (``calc`` on
-``libbpf``). Benches and tests import it; mplab's commands never do.
+``harness.cc.libbpf``). Benches and tests import it; mplab's commands never do.
 """

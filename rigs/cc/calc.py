@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.cc.bpfcc import BPF_DIR
 from harness.errors import PreflightError
-from rigs.cc import libbpf
+from harness.cc import libbpf
 
 MAX_SF = 8
 PROGRAMS = ("lia", "olia", "balia", "wvegas", "vegas")

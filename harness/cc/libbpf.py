@@ -1,6 +1,7 @@
 """libbpf through ctypes: the library with the signatures mplab calls, and a BPF object opened and loaded.
 
-``rigs.cc.calc`` runs the arithmetic programs with it; ``bench/ack_callers.py`` attaches a tracepoint program.
+``harness.cc.timers`` attaches the timer-scaling sock_ops program with it; the benches' arithmetic checker
+(``rigs.cc.calc``) and ``bench/ack_callers.py`` load their own programs through it too.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ SIGNATURES = {
     "bpf_map__fd": (_I, [_P]),
     "bpf_map_get_next_key": (_I, [_I, _P, _P]),
     "bpf_map_lookup_elem": (_I, [_I, _P, _P]),
+    "bpf_map_update_elem": (_I, [_I, _P, _P, ctypes.c_uint64]),
+    "bpf_prog_attach": (_I, [_I, _I, _I, ctypes.c_uint]),
     "libbpf_get_error": (ctypes.c_long, [_P]),
 }
 
