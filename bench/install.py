@@ -11,46 +11,24 @@ real MLflow server among them.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
 from rigs.mlflow_server import mlflow_server
 from rigs.synthetic import write_synthetic_campaign
+from rigs.wheel import build_wheel, install_wheel, user_env
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def sh(argv: list[str], cwd: Path, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    res = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
-    if check and res.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)}: rc {res.returncode}\n{res.stderr[-3000:]}")
-    return res
 
 
 def size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink()) / 1e6
 
 
-def install(wheel: Path, root: Path, extra: str | None) -> Path:
-    """A venv with the wheel (and ``extra``), its dependencies pinned to uv.lock."""
-    venv = root / f"venv-{extra or 'base'}"
-    pins = root / f"pins-{extra or 'base'}.txt"
-    sh(["uv", "export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-o", str(pins),
-        *(["--extra", extra] if extra else [])], REPO)
-    sh(["uv", "venv", "--python", sys.executable, str(venv)], root)
-    target = f"{wheel}[{extra}]" if extra else str(wheel)
-    sh(["uv", "pip", "install", "--python", str(venv / "bin" / "python"), "-c", str(pins), target], root)
-    return venv
-
-
 def transcript(venv: Path, root: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "MLFLOW_TRACKING_URI")}
-    env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
+    env = user_env(venv)
     work = root / "empty"
     work.mkdir()
 
@@ -84,8 +62,7 @@ def main() -> None:
     root = args.keep or Path(tempfile.mkdtemp(prefix="mplab-install-"))
     root.mkdir(parents=True, exist_ok=True)
     try:
-        sh(["uv", "build", "--wheel", "--out-dir", str(root / "dist")], REPO)
-        (wheel,) = (root / "dist").glob("mplab-*.whl")
+        wheel = build_wheel(root / "dist")
         names = sorted(zipfile.ZipFile(wheel).namelist())
         print(f"wheel: {wheel.name}, {wheel.stat().st_size / 1e6:.2f} MB, {len(names)} files")
         for top in sorted({n.split("/")[0] for n in names}):
@@ -93,10 +70,10 @@ def main() -> None:
             data = [n for n in inside if not n.endswith(".py")]
             print(f"  {top + '/':24} {len(inside):4} files ({len(data)} data: "
                   f"{', '.join(sorted({n.rsplit('.', 1)[-1] for n in data})) or '-'})")
-        base = install(wheel, root, None)
+        base = install_wheel(wheel, root / "venv-base")
         print(f"base install:    {size_mb(base):8.0f} MB  ({base})")
         if args.train:
-            train = install(wheel, root, "train")
+            train = install_wheel(wheel, root / "venv-train", "train")
             print(f"[train] install: {size_mb(train):8.0f} MB  ({train})")
         if args.transcript:
             print()

@@ -28,7 +28,7 @@ NOT_PROGRAMS = {
     "no-such-thing-xyz": "tests Host.which on a missing program",
     "false": "tests a failing command (coreutils, always present)",
     "make": "the Makefile itself: README's first step installs make with git and python3",
-    "uv": "builds and installs the wheel (tests/test_wheel.py, bench/install.py): make setup brings it (PYTHON_TOOLS)",
+    "uv": "builds and installs the wheel (rigs/wheel.py): make setup brings it (PYTHON_TOOLS)",
     "mplab": "mplab itself, installed from its wheel (bench/install.py)",
     "init": "the argv of mplab.cli.run (`mplab init`), not a program",
 }

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from harness.upkeep.clean import clean_prefix
 from mplab.cli import app
 from rigs.mlflow_server import mlflow_server
 from rigs.synthetic import write_synthetic_campaign
+from rigs.wheel import build_wheel, install_wheel, user_env
 
 from conftest import REPO
 
@@ -59,34 +58,16 @@ def _run(argv: list[str], cwd: Path, env: dict, timeout: float = 300) -> subproc
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    uv = shutil.which("uv")
-    assert uv, "uv is not on PATH (make setup installs it)"
-    res = subprocess.run([uv, "build", "--wheel", "--out-dir", str(out)], cwd=REPO, capture_output=True, text=True,
-                         timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    (whl,) = out.glob("mplab-*.whl")
-    return whl
+    return build_wheel(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory) -> dict:
     """The wheel without extras in a new venv; the environment its commands run in (checkout out of reach)."""
     root = tmp_path_factory.mktemp("install")
-    venv = root / "venv"
-    pins = root / "pins.txt"
-    uv = shutil.which("uv")
-    env0 = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "UV_PROJECT_ENVIRONMENT")}
-    for argv in ([uv, "export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-o", str(pins)],
-                 [uv, "venv", "--python", sys.executable, str(venv)],
-                 [uv, "pip", "install", "--python", str(venv / "bin" / "python"), "-c", str(pins), str(wheel)]):
-        res = subprocess.run(argv, cwd=REPO if argv[1] == "export" else root, env=env0, capture_output=True,
-                             text=True, timeout=900)
-        assert res.returncode == 0, f"{' '.join(argv)}: {res.stderr[-3000:]}"
-    env = {**env0, "PATH": f"{venv / 'bin'}:{env0.get('PATH', '/usr/bin:/bin')}", "HOME": str(root / "home"),
-           "MLFLOW_TRACKING_URI": ""}
-    env.pop("MLFLOW_TRACKING_URI")
+    venv = install_wheel(wheel, root / "venv")
     (root / "home").mkdir()
+    env = user_env(venv, HOME=str(root / "home"))
     return {"venv": venv, "env": env, "mplab": str(venv / "bin" / "mplab"), "python": str(venv / "bin" / "python")}
 
 
