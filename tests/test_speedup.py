@@ -151,3 +151,43 @@ def test_auto_never_picks_an_s_that_failed_nor_one_above_it(tmp_path):
     s, why = validated_speedup(["cubic", "wvegas"], table)
     assert s == 1 and "wvegas not validated" in why
 
+
+
+def test_auto_at_k_testbeds_steps_down_to_the_s_whose_measured_cpu_fits_the_machine(tmp_path):
+    """Cells validated on one testbed: K copies each need the heaviest cell's measured cores. An S without a
+    figure is not picked for K > 1 (not assumed), and a levers-off campaign's figure is not read."""
+    from harness.emulation.speedup import CPU_BUDGET, validated_speedup
+    held = {"cubic-n9-both": {"holds": True}}
+    table = tmp_path / "speedup.json"
+    table.write_text(json.dumps({
+        "cells": {f"emulated loss 0% s{s}": held for s in (4, 8, 12)},
+        "machine": {"emulated loss 0% s4": {"cores_peak_cell": 0.6}, "emulated loss 0% s8": {"cores_peak_cell": 1.1},
+                    "emulated loss 0% levers-off s12": {"cores_peak_cell": 0.1}}}))
+    assert validated_speedup(["cubic"], table, testbeds=1, cpus=2)[0] == 12  # what the table measured
+    s, why = validated_speedup(["cubic"], table, testbeds=2, cpus=2)
+    assert s == 4 and 2 * 0.6 <= CPU_BUDGET * 2 < 2 * 1.1
+    assert "S = 12: the table has no CPU figure" in why and "S = 8: 2 testbeds x 1.10 cores" in why
+    assert validated_speedup(["cubic"], table, testbeds=2, cpus=4)[0] == 8
+    assert validated_speedup(["cubic"], table, testbeds=3, cpus=2)[0] == 1
+
+
+def test_the_bench_judges_every_sample_and_a_bistable_cell_by_its_own_real_time_spread():
+    """A cell holds when every sample at S lies within 3 % of the S = 1 median; where S = 1's own samples spread
+    further (a second S = 1 campaign would fail the 3 % rule too), that spread is the bound, and the row says so."""
+    from bench.speedup import compare
+
+    def cells(mbit: list[float], energy: list[float]) -> dict:
+        return {"cells": {"c": {"mbit": mbit, "energy_j": energy, "flagged": 0, "failed": 0, "cores": [0.5]}}}
+
+    steady = cells([10.0, 10.1, 9.9], [50.0, 50.5, 49.5])
+    ok = compare(steady, cells([10.2, 9.8, 10.0], [50.0, 51.0, 49.0]))["c"]
+    assert ok["holds"] and not ok["judged_by_spread"] and ok["cores"] == 0.5
+    one_low = compare(steady, cells([10.0, 10.0, 9.6], [50.0, 50.0, 50.0]))["c"]  # the median is fine
+    assert not one_low["holds"] and "mbit x0.960" in one_low["why"]
+    bistable = cells([10.0, 12.0, 9.0], [50.0, 50.5, 49.5])  # S = 1 spreads 20 %
+    wide = compare(bistable, cells([11.5, 9.2, 10.0], [50.0, 50.4, 49.6]))["c"]
+    assert wide["holds"] and wide["judged_by_spread"] and wide["base_spread"] == 0.2
+    beyond = compare(bistable, cells([10.0, 10.0, 7.5], [50.0, 50.4, 49.6]))["c"]
+    assert not beyond["holds"] and "S = 1 spread 0.200" in beyond["why"]
+    lagged = compare(steady, cells([10.0, 10.0, 10.0], [50.0, 60.0]))["c"]  # energy is held to the tolerance too
+    assert not lagged["holds"] and "energy x1.200" in lagged["why"]

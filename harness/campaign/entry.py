@@ -133,20 +133,23 @@ def read_inputs(options: RunOptions, note: Callable[[str], None] = log.info) -> 
         check_campaign_id(options.campaign_id)  # before any file is read or anything is built
     scenario = with_model_resolved(load_scenario(options.scenario), options.scenario)
     if options.speedup is not None:
-        scenario = with_speedup(scenario, speedup_value(options.speedup, scenario, options.speedup_table, note))
+        scenario = with_speedup(scenario, speedup_value(options.speedup, scenario, options.speedup_table, note,
+                                                        options.testbeds))
     inventory = load_inventory(options.inventory or scenario_inventory(scenario, options.scenario))
     check_speedup(inventory, scenario.speedup, policies=bool(scenario.policies))
     return scenario, inventory
 
 
-def speedup_value(text: str, scenario: Scenario, table: Path, note: Callable[[str], None] = log.info) -> float:
-    """``--speedup``: a number, or ``auto`` (the validated S for the scenario's congestion controls)."""
+def speedup_value(text: str, scenario: Scenario, table: Path, note: Callable[[str], None] = log.info,
+                  testbeds: int = 1) -> float:
+    """``--speedup``: a number, or ``auto`` (the validated S for the scenario's congestion controls that
+    ``testbeds`` copies sustain on this machine's cores)."""
     if text != "auto":
         try:
             return float(text)
         except ValueError:
             raise ConfigError(f"--speedup {text!r}: give a number (1..64) or auto") from None
-    s, why = validated_speedup(scenario.congestion_controls, table)
+    s, why = validated_speedup(scenario.congestion_controls, table, testbeds)
     note(f"--speedup auto: {s:g} ({why})")
     return s
 

@@ -53,6 +53,10 @@ POLL_CAP_HZ = 20.0
 #: the validation bench's levers-off column (``bench/speedup.py --levers off``). Records say what ran either
 #: way (``tcp_timers`` null, ``cc_impl`` ``kernel:cubic``).
 KERNEL_SCALING_ENV = "MPLAB_KERNEL_SCALING"
+#: ``auto`` at ``--testbeds`` K > 1: the share of this machine's cores K testbeds may fill, each at what its
+#: heaviest validated cell used on one testbed (``sustained``); the rest is the machine's own (the kernel's
+#: softirqs outside the testbeds' processes, the orchestrator's other threads, the recorder) and headroom.
+CPU_BUDGET = 0.8
 
 
 def kernel_scaling(environ: Mapping[str, str] = os.environ) -> bool:
@@ -148,8 +152,34 @@ def highest_holding(results: dict, ccs: list[str]) -> dict[str, float]:
     return best
 
 
-def validated_speedup(ccs: list[str], table: Path) -> tuple[float, str]:
-    """The highest S that held for every one of ``ccs`` in a ``bench/speedup.py`` table, and why.
+def testbed_cores(doc: dict, s: float) -> float | None:
+    """What one testbed's heaviest cell used at ``s`` (cores, measured by ``bench/speedup.py`` with the levers on;
+    the largest over the table's runs at that S), or None where the table has no such figure."""
+    peaks = [m["cores_peak_cell"] for key, m in doc.get("machine", {}).items()
+             if "levers-off" not in key and _speedup_of(key) == s and m.get("cores_peak_cell") is not None]
+    return max(peaks) if peaks else None
+
+
+def sustained(doc: dict, s: float, testbeds: int, cpus: int) -> str | None:
+    """Why ``testbeds`` testbeds at ``s`` would overrun ``cpus`` cores (None: they fit, or nothing to weigh).
+
+    The cells were validated on one testbed; K of them each need what the heaviest cell used, and together
+    they may fill ``CPU_BUDGET`` of the machine. S = 1 and one testbed are what the table measured."""
+    if s == 1 or testbeds == 1:
+        return None
+    one = testbed_cores(doc, s)
+    if one is None:
+        return f"S = {s:g}: the table has no CPU figure to weigh {testbeds} testbeds against"
+    if testbeds * one > CPU_BUDGET * cpus:
+        return (f"S = {s:g}: {testbeds} testbeds x {one:.2f} cores (the heaviest cell, measured) exceed "
+                f"{CPU_BUDGET:g} of this machine's {cpus} cores")
+    return None
+
+
+def validated_speedup(ccs: list[str], table: Path, testbeds: int = 1,
+                      cpus: int | None = None) -> tuple[float, str]:
+    """The highest S that held for every one of ``ccs`` in a ``bench/speedup.py`` table and that ``testbeds``
+    copies sustain on ``cpus`` cores (default: this process's), and why.
 
     A congestion control the table does not cover runs at 1 (never an S nobody validated); a missing or
     unreadable table is a ``ConfigError`` naming it (run ``bench/speedup.py --out FILE``).
@@ -172,4 +202,10 @@ def validated_speedup(ccs: list[str], table: Path) -> tuple[float, str]:
     why = f"highest validated S for {', '.join(limiting)} in {table}"
     if unvalidated:
         why += f" ({', '.join(unvalidated)} not validated there: 1)"
-    return s, why
+    n = cpus if cpus is not None else len(os.sched_getaffinity(0))
+    # Every tested S up to the validated one held (``highest_holding``): step down until the testbeds fit.
+    tested = {_speedup_of(k) for k in doc.get("cells", {})} | {1.0, s}
+    reasons = {t: sustained(doc, t, testbeds, n) for t in tested if t <= s}
+    picked = max(t for t, reason in reasons.items() if reason is None)  # S = 1 always is
+    over = [reason for t, reason in sorted(reasons.items(), reverse=True) if t > picked and reason]
+    return picked, "; ".join([why, *over])
