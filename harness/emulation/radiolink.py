@@ -20,15 +20,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.hosts.ready import time_left, wait_until
 from harness.emulation.sharing import AccessNetwork, radio_rates
 
+#: SCHED_FIFO priority of the loop and its ``tc`` processes (0: normal scheduling), the delay line's. At S > 1 a
+#: tick late is a re-share late by S x as much testbed time: a starting receiver's peers keep their larger
+#: shares meanwhile, and the cell carries more than its capacity. The loop sleeps between ticks, so the
+#: priority costs the rest of the machine little.
+RT_PRIORITY = 10
 #: Bytes per tick below which a radio counts as idle (ARP, iperf3's small control messages): a
 #: station that receives two full frames per tick (0.5 Mbit/s at 20 Hz) or more is active.
 IDLE_BYTES = 1600
@@ -111,12 +118,15 @@ class RadioLoop:
             # -force: one bad line (a device gone during teardown) must not end the batch.
             self.tc[radio] = subprocess.Popen(["ip", "netns", "exec", ns, "tc", "-force", "-batch", "-"],
                                               stdin=subprocess.PIPE, text=True, bufsize=1)
-        # Until `ip netns exec` has entered the namespace, /proc/<pid>/net/dev shows the wrong devices.
+        # Until `ip netns exec` has entered the namespace, /proc/<pid>/net/dev shows the wrong devices, and a
+        # file opened before then keeps showing them: each look opens it afresh, and only then is it kept.
         end = time.monotonic() + 10
         for radio in self.tc:
             want = {dev for dev, _ in self.cfg.stations[radio].values()}
-            wait_until(lambda radio=radio, want=want: want <= set(self._counters(radio)), time_left(end),
-                       f"tc in {self.cfg.namespaces[radio]} seeing {sorted(want)}", proc=self.tc[radio], poll_s=0.01)
+            path = f"/proc/{self.tc[radio].pid}/net/dev"
+            wait_until(lambda path=path, want=want: want <= set(read_tx_bytes(Path(path).read_text())),
+                       time_left(end), f"tc in {self.cfg.namespaces[radio]} seeing {sorted(want)}",
+                       proc=self.tc[radio], poll_s=0.01)
         self.apply(self.cfg.solo_rates())
         for radio in self.tc:
             self.last_bytes[radio] = self._counters(radio)
@@ -195,9 +205,10 @@ class RadioLoop:
             self.log.close()
 
 
-def radiolink_argv(cfg: LinkConfig, log_path: str | None = None, python: str = sys.executable) -> list[str]:
+def radiolink_argv(cfg: LinkConfig, log_path: str | None = None, python: str = sys.executable,
+                   rt_priority: int = RT_PRIORITY) -> list[str]:
     """The argument list that starts the loop (for a Host's ``start``)."""
-    argv = [python, "-m", "harness.emulation.radiolink", "--config", cfg.to_json()]
+    argv = [python, "-m", "harness.emulation.radiolink", "--config", cfg.to_json(), "--rt-priority", str(rt_priority)]
     if log_path:
         argv += ["--log", log_path]
     return argv
@@ -207,7 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="LinkConfig as JSON")
     ap.add_argument("--log", help="append one JSON line per change")
+    ap.add_argument("--rt-priority", type=int, default=0,
+                    help="run under SCHED_FIFO at this priority (1-99; 0: normal scheduling); its tc processes inherit it")
     args = ap.parse_args(argv)
+    if args.rt_priority > 0:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     loop = RadioLoop(LinkConfig.from_json(args.config), args.log)
 
     def _stop(*_):
