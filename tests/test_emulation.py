@@ -273,3 +273,35 @@ def test_allowed_list_is_restored_when_overlapping_testbeds_end_in_either_order(
         a.teardown()
         b.teardown()
         clean_prefix(b_inv.emulation.namespace_prefix)
+
+
+def _procs_with(needle: bytes) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if needle in (d / "cmdline").read_bytes():
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return pids
+
+
+def test_the_radio_loop_and_its_tc_processes_run_under_sched_fifo(cleanup):
+    """At S > 1 a late re-share is S x as late in testbed time: the loop runs real-time, as the delay line does,
+    and the tc processes that write its classes inherit the policy. A loop left at normal priority fails here."""
+    from harness.emulation.radiolink import RT_PRIORITY
+    prefix = cleanup
+    tb = EmulatedTestbed(small_inventory(prefix, [(10, 10), (10, 10)]))
+    try:
+        tb.setup([resolve("cubic")])
+        loops = [p for p in _procs_with(b"harness.emulation.radiolink") if f"{prefix}ap".encode()
+                 in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert len(loops) == 1, loops
+        tcs = [int(p) for p in Path(f"/proc/{loops[0]}/task/{loops[0]}/children").read_text().split()]
+        assert len(tcs) == 2, tcs  # one `tc -batch` per access network
+        for pid in (loops[0], *tcs):
+            assert os.sched_getscheduler(pid) == os.SCHED_FIFO, pid
+            assert os.sched_getparam(pid).sched_priority == RT_PRIORITY
+    finally:
+        tb.teardown()
