@@ -109,7 +109,12 @@ def test_a_campaign_at_speedup_4_records_real_time_figures(tmp_path, prefix):
     tail_w = prof.base_w + prof.lte.tail_mw / 1000
     assert r["exit_lag_s"] is not None and r["energy_edge_j"] is not None
     assert abs(r["tail_energy_j"] - tail_w * 2.0) <= 0.1 * tail_w * 2.0 + tail_w * r["exit_lag_s"], r
-    lagged = r["exit_lag_s"] > 0.03 * r["duration_s"] or r["energy_edge_j"] > 0.03 * r["energy_j"]
+    # The runner saw the data begin (the receiver's bytes looked at every ms) and the window starts there: after
+    # iperf3's exchanges before the data (part of the exit lag), and no further from the data's start than the
+    # look before (a few ms of wall time x 4 at most). Only that is judged, with the meter's edges.
+    assert r["start_lag_s"] is not None and 0 < r["start_lag_s"] < r["exit_lag_s"], r
+    assert r["window_start"] >= r["started_at"] and 0 < r["start_unsure_s"] < 4 * 0.01, r
+    lagged = r["start_unsure_s"] > 0.03 * r["duration_s"] or r["energy_edge_j"] > 0.03 * r["energy_j"]
     assert any(f.startswith("speedup-lag") for f in r["flags"]) == lagged, r["flags"]
     manifest = json.loads((c.path / "manifest.json").read_text())
     assert manifest["scenario"]["speedup"] == 4 and manifest["testbed"]["speedup"] == 4
@@ -191,3 +196,43 @@ def test_the_bench_judges_every_sample_and_a_bistable_cell_by_its_own_real_time_
     assert not beyond["holds"] and "S = 1 spread 0.200" in beyond["why"]
     lagged = compare(steady, cells([10.0, 10.0, 10.0], [50.0, 60.0]))["c"]  # energy is held to the tolerance too
     assert not lagged["holds"] and "energy x1.200" in lagged["why"]
+
+
+def test_the_runner_starts_a_window_at_the_first_look_that_saw_a_data_packet():
+    """Below one data packet of growth (1.5 kB: iperf3's exchanges before the data bring about 0.8 kB) the data
+    has not begun; the first look at or above it starts the window and pins a reading of that receiver's meter
+    alone. A receiver that cannot be read is let go (its window then ends at the exit)."""
+    from harness.campaign.runner import DATA_BYTES, ReceiverOutcome, Runner
+    from harness.testbeds.emulated import received_bytes
+
+    text = ("Inter-|   Receive  |  Transmit\n face |bytes packets|bytes packets\n"
+            "    lo: 999 1 0 0 0 0 0 0 999 1 0 0 0 0 0 0\n"
+            " wlan0: 5000 4 0 0 0 0 0 0 300 3 0 0 0 0 0 0\n"
+            "  lte0: 700 2 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n")
+    assert received_bytes(text, {"wlan0", "lte0"}) == 5700
+
+    class Recorder:
+        pinned: list = []
+
+        def poll_now(self, names=None):
+            self.pinned.append(list(names))
+
+    class Fake:
+        recorder = Recorder()
+
+    seq = iter([100, 100 + 800, 100 + DATA_BYTES - 1, 100 + DATA_BYTES + 1514])
+
+    def gone():
+        raise OSError("no such process")
+
+    outs = {"n1": ReceiverOutcome("n1"), "n2": ReceiverOutcome("n2")}
+    probes = {"n1": (lambda: next(seq), 100), "n2": (gone, 0)}
+    looks = []
+    for _ in range(3):
+        Runner._look_for_data(Fake(), probes, outs)
+        looks.append(outs["n1"].no_data_until)
+    assert "n2" not in probes and outs["n2"].no_data_until is None  # unreadable: let go at once
+    assert outs["n1"].data_seen_at is None and None not in looks and looks == sorted(looks)
+    Runner._look_for_data(Fake(), probes, outs)
+    assert outs["n1"].data_seen_at >= outs["n1"].no_data_until == looks[2]
+    assert probes == {} and Recorder.pinned == [["n1"]]

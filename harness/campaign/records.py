@@ -81,6 +81,12 @@ class SampleRecord(SampleKey):
     #: From the client's release to its exit, less iperf3's transfer time: the most the window (which ends at
     #: the exit) can sit late against the data; iperf3's own exchanges before and after the data are in it.
     exit_lag_s: float | None = Field(default=None, ge=0)
+    #: From the client's release to the first look that saw its data (emulated testbeds look at the receiver's
+    #: byte counters every millisecond until then): the window starts there. None where nobody looked (a lab):
+    #: the window then ends at the exit.
+    start_lag_s: float | None = Field(default=None, ge=0)
+    #: How far the data's start can lie before ``window_start``: the time since the look before, which saw none.
+    start_unsure_s: float | None = Field(default=None, ge=0)
     #: The radio tail after the transfer window, until the receiver was idle again (not in ``energy_j``).
     tail_energy_j: float | None = Field(default=None, ge=0)
     #: How long after ``window_end`` the receiver was idle again.

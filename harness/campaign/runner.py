@@ -42,6 +42,12 @@ log = logging.getLogger("mplab.runner")
 #: Bytes an interface may carry in a mode that should not use it (ARP, stray ACKs, ND).
 STRAY_BYTES = 64 * 1024
 POLL_S = 0.005
+#: Until each client's first data (``Testbed.rx_probe``): the receiver's bytes are looked at this often.
+#: Below ``DATA_BYTES`` of growth since the release no data packet has arrived (iperf3's exchanges before
+#: the data bring about 0.8 kB in, tcpdump on an MPTCP client; a data packet is 1.5 kB on the wire); at or
+#: above it one has, and the window starts there, pinned by a meter reading.
+START_POLL_S = 0.001
+DATA_BYTES = 1500
 
 
 #: Signals that stop a campaign cleanly (SIGINT arrives as KeyboardInterrupt).
@@ -133,6 +139,10 @@ class ReceiverOutcome:
     probe_idle_wait_s: float | None = None
     #: Release to exit, less iperf3's transfer time (wall s): the most the window can sit late (``_energy``).
     exit_lag_s: float | None = None
+    #: The last look that saw no data packet yet and the first that saw one (wall clock; None where the
+    #: testbed cannot look fast, or the data was not seen to begin): the data began in between.
+    no_data_until: float | None = None
+    data_seen_at: float | None = None
 
 
 @dataclass
@@ -160,22 +170,28 @@ SPEEDUP_LAG_FRACTION = 0.03
 def _speedup_lag(s: float, o: ReceiverOutcome) -> list[str]:
     """A ``speedup-lag`` flag when, at speed-up ``s`` > 1, the machine's delays leave the energy unsure.
 
-    Two measured delays place the window: the client's exit, seen ``exit_lag_s`` after its release plus
-    its transfer time (iperf3's own exchanges and the scheduler), can move the window up to that much
-    late; and the meters' readings straddling its edges (``WindowEnergy.edge_j``: a pin that came late)
-    leave that much energy to where the power changed. Both count S times more against a window S times
-    shorter. At S = 1 the same figures are recorded (``exit_lag_s``, ``energy_edge_j``) but not flagged.
+    Two measured delays place the window. Where the runner saw the data begin (``window_start``), the window
+    starts there and can be off by the time between the look before and that look (``start_unsure_s``);
+    elsewhere it ends at the client's exit, seen ``exit_lag_s`` after its release plus its transfer time,
+    and can sit up to that much late (iperf3's exchanges before and after the data, the scheduler). And the
+    meters' readings straddling the window's edges (``WindowEnergy.edge_j``: a pin that came late) leave that
+    much energy to where the power changed. Both count S times more against a window S times shorter. At
+    S = 1 the same figures are recorded (``exit_lag_s``, ``start_unsure_s``, ``energy_edge_j``) but not flagged.
     """
     e = o.energy
     if s <= 1 or o.transfer is None or e is None or not e.energy_j:
         return []
-    lag = (o.exit_lag_s or 0.0) / o.transfer.seconds
+    seen = o.data_seen_at is not None and o.no_data_until is not None
+    late = (o.data_seen_at - o.no_data_until) if seen else (o.exit_lag_s or 0.0)
+    lag = late / o.transfer.seconds
     edge = (e.edge_j or 0.0) / e.energy_j
     if max(lag, edge) <= SPEEDUP_LAG_FRACTION:
         return []
-    return [f"speedup-lag: at S = {s:g} the client's exit came {1000 * (o.exit_lag_s or 0.0):.0f} ms after "
-            f"its transfer time ({100 * lag:.1f} % of it) and the meter's edges leave {100 * edge:.1f} % of the "
-            f"energy unsure (over {100 * SPEEDUP_LAG_FRACTION:g} %: the machine did not keep up)"]
+    where = (f"the data's start was seen to within {1000 * late:.1f} ms" if seen
+             else f"the client's exit came {1000 * late:.0f} ms after its transfer time")
+    return [f"speedup-lag: at S = {s:g} {where} ({100 * lag:.1f} % of it) and the meter's edges leave "
+            f"{100 * edge:.1f} % of the energy unsure (over {100 * SPEEDUP_LAG_FRACTION:g} %: the machine did "
+            "not keep up)"]
 
 
 def _client_spec(node, mode: str, policy: bool = False) -> tuple[str, bool]:
@@ -435,13 +451,16 @@ class Runner:
         try:
             if not self._start_clients(plan, cc, outs, procs):
                 return None
+            probes = self._rx_probes(procs)
             for rx, p in procs.items():
                 try:
                     outs[rx].released_at = p.release()
                 except (MplabError, OSError, EOFError) as exc:
                     outs[rx].error = f"release: {exc}"
+                if rx in probes:
+                    outs[rx].no_data_until = outs[rx].released_at
             self.recorder.poll_now()  # a reading at the release pins the windows' start (Recorder.poll_now)
-            self._wait_clients(procs, outs, results)
+            self._wait_clients(procs, outs, results, probes)
         finally:
             for rx, p in procs.items():
                 if rx not in results:
@@ -469,12 +488,46 @@ class Runner:
             return False
         return True
 
+    def _rx_probes(self, procs: dict[str, BackgroundProcess]) -> dict[str, tuple[Callable[[], int], int]]:
+        """Per client whose receiver the testbed can look at fast: its reader and the bytes before the release."""
+        probes = {}
+        for rx in procs:
+            probe = self.testbed.rx_probe(rx)
+            try:
+                if probe is not None:
+                    probes[rx] = (probe, probe())
+            except OSError as exc:
+                log.debug("no first-data probe for %s: %s", rx, exc)
+        return probes
+
+    def _look_for_data(self, probes: dict[str, tuple[Callable[[], int], int]],
+                       outs: dict[str, ReceiverOutcome]) -> None:
+        """One look at each receiver still before its data (``START_POLL_S``): note the last look without a
+        data packet and the first with one, which a meter reading pins; a receiver that cannot be read is let go."""
+        for rx, (probe, base) in list(probes.items()):
+            now = time.time()  # before the look: what it shows held from then on
+            try:
+                grown = probe() - base
+            except OSError:
+                del probes[rx]
+                continue
+            if grown < DATA_BYTES:
+                outs[rx].no_data_until = now
+            else:
+                outs[rx].data_seen_at = now
+                self.recorder.poll_now([rx])
+                del probes[rx]
+
     def _wait_clients(self, procs: dict[str, BackgroundProcess], outs: dict[str, ReceiverOutcome],
-                      results: dict[str, ProcessResult]) -> None:
-        """Collect each client's result into ``results``; stop those still running at the transfer timeout."""
+                      results: dict[str, ProcessResult],
+                      probes: dict[str, tuple[Callable[[], int], int]] | None = None) -> None:
+        """Collect each client's result into ``results``; stop those still running at the transfer timeout.
+        Until each client's data begins, its receiver is looked at every ``START_POLL_S`` (``_look_for_data``)."""
         deadline = time.monotonic() + self.scenario.transfer_timeout_s
         pending = dict(procs)
+        probes = dict(probes or {})
         while pending:
+            self._look_for_data(probes, outs)
             if self.cancel is not None and self.cancel.is_set():
                 raise Interrupted("cancelled")  # the caller's finally stops every client
             for rx, p in list(pending.items()):
@@ -482,12 +535,14 @@ class Runner:
                     self.recorder.poll_now()  # ... and at its exit, the window's end
                     results[rx] = p.wait(1.0)
                     del pending[rx]
+                    if probes.pop(rx, None) is not None:
+                        outs[rx].no_data_until = None  # its data never seen to begin: the window ends at the exit
             if pending and time.monotonic() > deadline:
                 for rx, p in pending.items():
                     results[rx] = p.stop()
                     outs[rx].error = f"timeout: no result after {self.scenario.transfer_timeout_s:.0f} s"
                 break
-            time.sleep(POLL_S)
+            time.sleep(START_POLL_S if probes else POLL_S)
 
     def _outcome(self, plan: SamplePlan, cc: CongestionControl, o: ReceiverOutcome, res: ProcessResult,
                  moved: dict[str, int] | None, adir: Path) -> None:
@@ -510,8 +565,13 @@ class Runner:
             o.flags.append(f"cc-mismatch: sender used {o.transfer.sender_cc}, expected {cc.sock_name}")
 
     def _energy(self, plan: SamplePlan, outs: dict[str, ReceiverOutcome], adir: Path) -> None:
-        windows = {rx: (o.exited_at - o.transfer.seconds, o.exited_at)
-                   for rx, o in outs.items() if o.transfer and o.exited_at}
+        """Each receiver's energy over its window: from its data's start where the runner saw it
+        (``_look_for_data``), else back from its client's exit; iperf3's transfer time long."""
+        windows = {}
+        for rx, o in outs.items():
+            if o.transfer and o.exited_at:
+                start = o.data_seen_at if o.data_seen_at is not None else o.exited_at - o.transfer.seconds
+                windows[rx] = (start, start + o.transfer.seconds)
         if not windows:
             return
         t_end = max(w[1] for w in windows.values())
@@ -524,6 +584,7 @@ class Runner:
             o.flags += list(e.flags)
             if o.released_at is not None:
                 o.exit_lag_s = max(0.0, o.exited_at - o.released_at - o.transfer.seconds)
+
             o.flags += _speedup_lag(self.testbed.speedup, o)
             buf = io.StringIO()
             w = csv.writer(buf)
@@ -631,6 +692,10 @@ class Runner:
             mean_power_w=e.mean_power_w if e else None,
             energy_edge_j=e.edge_j * s if e and e.edge_j is not None else None,
             exit_lag_s=_times(o.exit_lag_s, s),
+            start_lag_s=(_times(max(0.0, o.data_seen_at - o.released_at), s)
+                         if o.data_seen_at is not None and o.released_at is not None else None),
+            start_unsure_s=(_times(o.data_seen_at - o.no_data_until, s)
+                            if o.data_seen_at is not None and o.no_data_until is not None else None),
             tail_energy_j=_times(self._tail_energy_j(o), s),
             idle_wait_s=(round(s * (o.idle.wait_s + (o.tail_skip.remaining_s if o.tail_skip else 0.0)), 3)
                          if o.idle else None),

@@ -15,7 +15,7 @@ import csv
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -255,15 +255,17 @@ class Recorder:
             log.warning("meter %s: reconnected after %.1f s", track.name, time.time() - down_since)
             return
 
-    def poll_now(self) -> None:
-        """Poll every meter at once, off the regular schedule (then the schedule restarts from that poll).
+    def poll_now(self, names: Sequence[str] | None = None) -> None:
+        """Poll every meter (or those of ``names``) at once, off the regular schedule (then the schedule
+        restarts from that poll).
 
-        The runner calls it at the edges of what it measures (a transfer's release and exit, a tail's
-        fast-forward): a reading there pins the edge, so the part of a poll period the window cuts off
+        The runner calls it at the edges of what it measures (a transfer's release, first data and exit, a
+        tail's fast-forward): a reading there pins the edge, so the part of a poll period the window cuts off
         does not depend on the poll rate. That lets the poll rate stay low at a speed-up.
         """
-        for track in self._tracks.values():
-            track.wake.set()
+        for name, track in self._tracks.items():
+            if names is None or name in names:
+                track.wake.set()
 
     def stats(self) -> dict[str, dict]:
         """Per meter: readings, faults and reconnects so far, and the achieved poll rate (Hz)."""

@@ -383,6 +383,12 @@ class Testbed(ABC):
         """
         return {}
 
+    def rx_probe(self, node: str) -> Callable[[], int] | None:
+        """A reader of the bytes receiver ``node`` has taken in over its radios so far, cheap enough to call
+        every millisecond (the runner looks for a transfer's first data with it); None where a look costs more
+        than that (a lab over SSH, the default)."""
+        return None
+
     def counters(self, node: str) -> dict[str, Counters]:
         """Byte counters of a receiver's radios, by radio."""
         n = self.nodes[node]

@@ -72,6 +72,16 @@ BASE_PORT = 5200
 #: Policy-routing tables on each receiver.
 
 
+def received_bytes(proc_net_dev: str, names: set[str]) -> int:
+    """The received bytes of the devices ``names``, summed, from the text of a ``/proc/<pid>/net/dev``."""
+    total = 0
+    for line in proc_net_dev.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        if name.strip() in names:
+            total += int(rest.split(None, 1)[0])
+    return total
+
+
 class EmulatedTestbed(Testbed):
     """Namespaces, veths, HTB, MPTCP endpoints, iperf3 servers and emulated meters, built from an inventory."""
 
@@ -445,6 +455,21 @@ class EmulatedTestbed(Testbed):
             link = self.meter_link(name)
             wait_until(link.exists, time_left(end), f"emulated meter of {name} (its pty link {link})",
                        proc=self._devices[name])
+
+    def rx_probe(self, node: str) -> Callable[[], int] | None:
+        """The receiver's radios' received bytes from ``/proc/<pid>/net/dev`` of its emulated meter, a process
+        that lives in the receiver's namespace for the whole campaign (about 20 us a look, no command)."""
+        device = self._devices.get(node)
+        pid = getattr(device, "pid", None)
+        if pid is None:
+            return None
+        path = f"/proc/{pid}/net/dev"
+        names = {intf.name for intf in self.nodes[node].interfaces.values()}
+
+        def read() -> int:
+            with open(path) as f:
+                return received_bytes(f.read(), names)
+        return read
 
     def meter_link(self, name: str) -> Path:
         """Where the emulated meter device of receiver ``name`` publishes its pty."""
