@@ -236,3 +236,22 @@ def test_the_runner_starts_a_window_at_the_first_look_that_saw_a_data_packet():
     Runner._look_for_data(Fake(), probes, outs)
     assert outs["n1"].data_seen_at >= outs["n1"].no_data_until == looks[2]
     assert probes == {} and Recorder.pinned == [["n1"]]
+
+
+def test_the_pause_between_samples_is_testbed_time(monkeypatch):
+    """A scenario's settle_s is scaled with the rest: at S = 8 a 2 s pause is 0.25 s of wall time in the
+    runner's sleep and in the estimate, not 2 s, which at S = 8 would be 16 s of the testbed's time."""
+    from types import SimpleNamespace
+
+    from harness.campaign.campaign import TAIL_SKIP_S, between_samples_s
+    from harness.campaign.runner import Runner
+    slept = []
+    monkeypatch.setattr("harness.campaign.runner.time.sleep", slept.append)
+    Runner.settle(SimpleNamespace(scenario=SimpleNamespace(settle_s=2.0),
+                                  testbed=SimpleNamespace(speedup=8.0, qdisc_stats=lambda: {}), DRAIN_S=Runner.DRAIN_S))
+    assert slept == [0.25]
+    sc = parse_model(Scenario, {"name": "p", "congestion_controls": ["cubic"], "receiver_counts": [1],
+                                "modes": ["wifi"], "samples_per_case": 1, "file_size": "1M", "settle_s": 2.0}, "t")
+    at8 = sc.model_copy(update={"speedup": 8.0})
+    assert between_samples_s(sc, emulated=True) == pytest.approx(TAIL_SKIP_S + 0.5 + 2.0)
+    assert between_samples_s(at8, emulated=True) == pytest.approx((TAIL_SKIP_S + 2.0) / 8 + 0.5)

@@ -476,8 +476,8 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
 
 def between_samples_s(scenario: Scenario, emulated: bool) -> float:
     """What the estimate gives a sample beyond its transfer, in wall time: the fast-forwarded tail (emulated
-    testbed only), the runner's half second of checks, and the scenario's settle."""
-    return (TAIL_SKIP_S if emulated else 0.0) / scenario.speedup + 0.5 + scenario.settle_s
+    testbed only), the runner's half second of checks, and the scenario's settle (testbed time: / S)."""
+    return ((TAIL_SKIP_S if emulated else 0.0) + scenario.settle_s) / scenario.speedup + 0.5
 
 
 def queue_makespan_s(durations: list[float], testbeds: int) -> float:

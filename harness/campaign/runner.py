@@ -288,11 +288,13 @@ class Runner:
     def settle(self) -> None:
         """Between samples: the scenario's extra pause, then until the shaping queues are empty (measured).
 
-        Radio tails were settled by the sample itself (``_wait_idle``). A testbed whose queues cannot be
-        read (a lab: they are the routers') is not waited for; one still queueing at the deadline is logged.
+        The pause is testbed time, as every other time of a sample: at a speed-up S it lasts ``settle_s`` / S
+        (a fixed 2 s of wall time would be 2 x S s of the testbed's). Radio tails were settled by the sample
+        itself (``_wait_idle``). A testbed whose queues cannot be read (a lab: they are the routers') is not
+        waited for; one still queueing at the deadline is logged.
         """
         if self.scenario.settle_s:
-            time.sleep(self.scenario.settle_s)
+            time.sleep(self.scenario.settle_s / self.testbed.speedup)
         deadline = time.monotonic() + self.DRAIN_S
         while (queued := queued_bytes(self.testbed.qdisc_stats())):
             if time.monotonic() > deadline:

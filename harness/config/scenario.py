@@ -94,8 +94,9 @@ class Scenario(Strict):
     transfer_timeout_s: Annotated[float, Field(gt=0, le=DAY_S)] = 300.0
     retries: Annotated[int, Field(ge=0, le=10)] = 2
     settle_s: Annotated[float, Field(ge=0, le=3600)] = Field(
-        default=0.0, description="extra pause between samples (s); the testbed's shaping queues are waited "
-                                 "empty by measurement and radio tails are accounted by each sample anyway")
+        default=0.0, description="extra pause between samples (s, testbed time: / S at a speed-up); the "
+                                 "testbed's shaping queues are waited empty by measurement and radio tails are "
+                                 "accounted by each sample anyway")
     idle_tolerance_w: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=0.05, description="between samples a receiver is idle when its mean power is within this of its "
                                   "idle power (W)")
