@@ -3,7 +3,7 @@
 Run as root (kernel MPTCP, iperf3, `make bpf` for the timer program that gives the testbed its cgroup):
 
     uv run python bench/speedup_cpu.py [--speedups 8,16] [--receivers 9] [--modes both] [--runs 2]
-        [--file-size 16M] [--delay-ms 0] [--inventory emulated|paper-lab] [--out FILE]
+        [--file-size 16M] [--delay-ms 0] [--inventory emulated|paper-lab] [--out FILE] [--stage LABEL]
 
 One campaign per S (cubic, the real runner, one testbed). At S > 1 every process the testbed's hosts start
 runs in its cgroup (``harness.cc.timers``); while the campaign runs, this script moves each one, as it
@@ -24,10 +24,14 @@ appears, into a child cgroup per component (by its command line), and reads the 
   components' system time, which is printed beside the user time.
 
 CPU time, not wall time: other users load the machine. Emulated GB: the bytes the records moved (1e9).
+``wakes_per_s``: each long-lived component's wake-ups (voluntary context switches) per wall second and process
+over the same span: the radio loop's should be 20 x S, a meter device's 10 x S plus the recorder's polls; fewer
+means it fell behind.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import sys
@@ -71,6 +75,24 @@ def cpu_stat(cgroup: Path) -> dict[str, float]:
     return {"user_s": int(fields["user_usec"]) / 1e6, "system_s": int(fields["system_usec"]) / 1e6}
 
 
+def voluntary_switches(pid: str) -> int:
+    """How often ``pid`` went to sleep of its own accord (its wake-ups)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    return 0
+
+
+def wakes_per_s(a: dict, b: dict) -> dict[str, float]:
+    """Per component, each process's wake-ups per wall second between two snapshots (the mean over processes)."""
+    wall = b["wall"] - a["wall"]
+    out: dict[str, list[float]] = {}
+    for pid, (name, n) in b["wakes"].items():
+        if pid in a["wakes"] and wall > 0:
+            out.setdefault(name, []).append((n - a["wakes"][pid][1]) / wall)
+    return {name: sum(v) / len(v) for name, v in out.items()}
+
+
 def ksoftirqd_s() -> float:
     total = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -99,13 +121,15 @@ class Splitter(threading.Thread):
         self.own_s = 0.0
         self.first: dict | None = None
         self.lock = threading.Lock()
+        #: pid -> (component, voluntary context switches at the last sweep)
+        self.wakes: dict[str, tuple[str, int]] = {}
 
     def snapshot(self) -> dict:
         with self.lock:
             self._sweep()
             return {"cg": json.loads(json.dumps(self.last)), "self": resource.getrusage(resource.RUSAGE_SELF),
                     "kids": resource.getrusage(resource.RUSAGE_CHILDREN), "soft": ksoftirqd_s(),
-                    "own": self.own_s, "wall": time.monotonic()}
+                    "own": self.own_s, "wall": time.monotonic(), "wakes": dict(self.wakes)}
 
     def _child(self, name: str) -> Path:
         d = self.cgroup / name.replace(" ", "-")
@@ -126,6 +150,15 @@ class Splitter(threading.Thread):
                         self.first = {}  # taken below, after this sweep's figures
             except OSError:
                 continue  # gone, or not yet its final command (a gate's bash): next sweep
+        for name in ("radio loop", "meter devices"):
+            try:
+                pids = (self.cgroup / name.replace(" ", "-") / "cgroup.procs").read_text().split()
+            except OSError:
+                continue  # not there yet
+            for pid in pids:  # the component's own processes (the radio loop's tc children are in its cgroup too)
+                with contextlib.suppress(OSError):
+                    if pid in self.wakes or component(Path(f"/proc/{pid}/cmdline").read_bytes()) == name:
+                        self.wakes[pid] = (name, voluntary_switches(pid))
         total = cpu_stat(self.cgroup)
         if total:
             self.last["testbed total"] = total
@@ -208,7 +241,7 @@ def one(s: float, args: argparse.Namespace, runs: Path) -> dict:
     return {"speedup": s, "wall_s": wall, "emulated_gb": gb, "records": len(records),
             "failed": sum(r["status"] != "ok" for r in records),
             "flagged": sum(bool(r["flags"]) for r in records),
-            "cpu_s": parts,
+            "cpu_s": parts, "wakes_per_s": wakes_per_s(a, b),
             "cpu_s_per_gb": {k: (v["user_s"] + v["system_s"]) / gb for k, v in parts.items()} if gb else {}}
 
 
@@ -222,17 +255,21 @@ def main() -> int:
     ap.add_argument("--file-size", default="16M")
     ap.add_argument("--delay-ms", type=float, default=0.0, help="a base delay on every channel (the delay line runs)")
     ap.add_argument("--out", type=Path, default=None, help="append the results as JSON lines here")
+    ap.add_argument("--stage", default=None, help="a label for what was measured, kept in each result's `stage`")
     args = ap.parse_args()
     args.receivers = [int(x) for x in args.receivers.split(",")]
     args.modes = args.modes.split(",")
     with tempfile.TemporaryDirectory(prefix="mplab-bench-cpu-") as tmp:
         for s in (float(x) for x in args.speedups.split(",")):
             res = one(s, args, Path(tmp) / f"s{s:g}")
-            res["args"] = {k: v for k, v in vars(args).items() if k != "out"}
+            res["args"] = {k: v for k, v in vars(args).items() if k not in ("out", "stage")}
+            if args.stage:
+                res["stage"] = args.stage
             total = sum(v["user_s"] + v["system_s"] for v in res["cpu_s"].values())
             print(f"S = {s:g}: {res['emulated_gb']:.3f} emulated GB in {res['wall_s']:.1f} s wall, "
                   f"{total:.2f} CPU s ({total / max(res['emulated_gb'], 1e-9):.1f} CPU s per GB); "
                   f"{res['failed']} failed, {res['flagged']} flagged of {res['records']} records", flush=True)
+            print("  wakes per s and process: " + ", ".join(f"{k} {v:.0f}" for k, v in res["wakes_per_s"].items()))
             for name, v in sorted(res["cpu_s"].items(), key=lambda kv: -(kv[1]["user_s"] + kv[1]["system_s"])):
                 both = v["user_s"] + v["system_s"]
                 print(f"  {name:22s} {both:7.2f} s (user {v['user_s']:6.2f}, system {v['system_s']:6.2f})  "
