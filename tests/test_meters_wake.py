@@ -130,3 +130,15 @@ def test_the_device_stats_no_control_file_while_nothing_changes(tmp_path, monkey
     assert len(stats) <= 6, len(stats)
     assert control.fault.mode == "silent"  # the change was seen, and acknowledged
     assert (tmp_path / "m.control.active").read_text() == "silent\n"
+
+
+def test_without_inotify_the_device_checks_on_every_wake_and_still_sees_a_change(tmp_path, monkeypatch):
+    monkeypatch.setattr(DirWatch, "__init__", lambda self, paths: setattr(self, "fd", None))
+    ctl = tmp_path / "m.control"
+    control = Control(str(ctl))
+    changer = threading.Thread(target=lambda: (time.sleep(0.2), ctl.write_text("garbage 5\n")), daemon=True)
+    changer.start()
+    _serve_for(tmp_path, 0.5, control, TailControl(None))
+    changer.join(5)
+    assert (control.fault.mode, control.fault.arg) == ("garbage", 5)
+    assert (tmp_path / "m.control.active").read_text() == "garbage 5\n"
