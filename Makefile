@@ -142,12 +142,14 @@ python-lab:
 # rates held to 5 %: machine-wide state or timing that another worker's testbed would disturb).
 # Two workers per core, at most 8: the suite mostly waits (transfers, meters, daemons), so two workers kept
 # this 2-core machine's CPU half idle; four ran the workers step in 6:09 where two took 9:21 (README, "The suite's time").
+# Modules go to workers longest first (tests/conftest.py, MODULE_SECONDS; --no-loadscope-reorder keeps that
+# order: xdist's own sorts by test count and left the long few-test modules for last).
 # Each step ends with its slowest tests (--durations), where the suite's time goes.
 TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n * 2 > 8 ? 8 : n * 2 )))
 PYTEST_ARGS ?=
 test: lint
 	@rc=0; \
-	$(UV_RUN) pytest -n $(TEST_WORKERS) --dist loadfile -m "not machine" --durations=15 $(PYTEST_ARGS) || rc=$$?; \
+	$(UV_RUN) pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not machine" --durations=15 $(PYTEST_ARGS) || rc=$$?; \
 	$(UV_RUN) pytest -m machine --durations=10 $(PYTEST_ARGS) || rc=$$?; \
 	exit $$rc
 

@@ -27,7 +27,36 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
+#: The slowest modules' wall time on one worker (seconds: the workers step with MPLAB_TEST_CPU_LOG on the 2-core
+#: development machine, loaded by another engineer's benchmark; docs/research/2026-11-29-suite-time.md).
+#: `make test` hands a worker a module at a time in collection order (``--dist loadfile
+#: --no-loadscope-reorder``; xdist's default order is by test count, which put the long modules with few
+#: tests last): these go first, longest first, so a worker's last module is a short one and no long one
+#: starts while the others run out of work. A module missing here runs later; only the order matters.
+MODULE_SECONDS = {
+    "tests/faults/test_bad_input_corpus.py": 269, "tests/test_analysis.py": 269, "tests/test_wheel.py": 262,
+    "tests/test_controller_campaign.py": 172, "tests/test_training_emulated.py": 145,
+    "tests/test_schemes_campaign.py": 98, "tests/test_lab.py": 94, "tests/test_registry.py": 64,
+    "tests/test_watch.py": 63, "tests/test_cc_bpf_conns.py": 63, "tests/test_cc_oracle.py": 60,
+    "tests/test_analysis_browser.py": 57, "tests/test_lte_deploy.py": 56, "tests/test_lab_box.py": 55,
+    "tests/test_parallel.py": 55, "tests/test_docs_browser.py": 46, "tests/test_cluster.py": 45,
+    "tests/test_cc_sim.py": 43, "tests/test_controller_steering.py": 42, "tests/faults/test_bad_input.py": 39,
+    "tests/faults/test_testbed_faults.py": 39, "tests/test_emulation.py": 36, "tests/test_schemes_report.py": 33,
+    "tests/test_lte_cli.py": 32, "tests/test_training.py": 32, "tests/test_lte_cell.py": 32,
+    "tests/faults/test_order_independence.py": 30, "tests/test_meters_emulated_testbed.py": 26,
+}
+
+
+def _longest_modules_first(items: list) -> None:
+    """Reorder ``items`` in place: the modules of ``MODULE_SECONDS`` longest first, then the rest as collected."""
+    def weight(item) -> float:
+        return -MODULE_SECONDS.get(item.nodeid.split("::", 1)[0], 0)
+    items.sort(key=weight)  # stable: a module's tests keep their order, the other modules theirs
+
+
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _longest_modules_first(items)
     if os.geteuid() == 0:
         return
     skip = pytest.mark.skip(reason="needs root for network namespaces (CI runs as root)")

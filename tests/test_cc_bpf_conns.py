@@ -9,6 +9,16 @@ first SYNs were retransmitted and that closes before its next ACK, and one whose
 connects (its SYNs unanswered): the way BALIA's map kept entries for good, since its .ssthresh claimed a
 slot in SYN-SENT and the kernel calls .release only for a socket whose algorithm .init has run.
 After each, the map must empty (orphans are given a few seconds: 1 orphan retry, 2 s FIN timeout).
+
+The server acknowledges every segment at once (``quickack`` on its routes). With delayed ACKs wVegas took
+5-8 s a connection to move its 8 MiB (54 s for the test in one CI run), the others under a second; with
+quickack, 0.6 s. wVegas reads RTT growth as queueing, and on these microsecond paths a delayed ACK's wait
+(up to 40 ms) is most of the RTT it measures. The connections, their data, their six endings and the
+callbacks that run (.init, .cong_avoid on each ACK, .ssthresh on a retransmitted SYN, .release) are the same.
+
+The test registers its own names and reads only its own map, so it runs beside other testbeds (the
+workers step of `make test`), not alone: only ``mplab clean --machine-wide`` unregisters a struct_ops
+nobody recorded, and only tests/test_cc_bpf.py (a `machine` test, never beside this one) runs that.
 """
 from __future__ import annotations
 
@@ -26,8 +36,8 @@ from harness.cc import bpfcc
 from harness.hosts.local import LocalHost
 from harness.upkeep.clean import clean_prefix
 
-#: struct_ops registrations are machine-wide (see pyproject's markers).
-pytestmark = [pytest.mark.machine, pytest.mark.root]
+#: The struct_ops names are this test's own (``mplab_<tag>``): not a `machine` test (see the docstring).
+pytestmark = pytest.mark.root
 
 ROOT = LocalHost("root")
 needs_tools = pytest.mark.skipif(not (bpfcc.BUILD_DIR / "vmlinux.h").exists(),
@@ -94,6 +104,9 @@ class TwoPaths:
             self.ns(self.s, "ip", "addr", "add", f"10.9{i}.0.2/24", "dev", f"p{i}s")
             self.ns(self.c, "ip", "link", "set", f"p{i}c", "up")
             self.ns(self.s, "ip", "link", "set", f"p{i}s", "up")
+            # No delayed ACKs from the server (see the module's docstring).
+            self.ns(self.s, "ip", "route", "change", f"10.9{i}.0.0/24", "dev", f"p{i}s", "proto", "kernel",
+                    "scope", "link", "src", f"10.9{i}.0.2", "quickack", "1")
         # The client opens a second subflow from its second address to the server's second address.
         self.ns(self.s, "ip", "mptcp", "endpoint", "add", "10.92.0.2", "dev", "p2s", "signal")
         return self
