@@ -141,7 +141,7 @@ python-lab:
 # once); then the tests marked `machine` alone (BPF struct_ops, the allowed congestion-control list,
 # rates held to 5 %: machine-wide state or timing that another worker's testbed would disturb).
 # Two workers per core, at most 8: the suite mostly waits (transfers, meters, daemons), so two workers kept
-# this 2-core machine's CPU half idle; four ran the workers step in 6:09 where two took 9:21 (README, "The suite's time").
+# this 2-core machine's CPU half idle; four ran the workers step in 6:09 where two took 9:21 (docs/research/2026-11-27-suite-time.md).
 # Modules go to workers longest first (tests/conftest.py, MODULE_SECONDS; --no-loadscope-reorder keeps that
 # order: xdist's own sorts by test count and left the long few-test modules for last).
 # Each step ends with its slowest tests (--durations), where the suite's time goes.
