@@ -274,16 +274,17 @@ class TestbedCpu:
         self.last = (now, cpu)
 
 
-def rejudge(table: Path, keep: Path) -> int:
-    """Judge a recorded table's cells again from the campaigns its run kept (``--keep``), with today's rule."""
+def rejudge(table: Path, keep: Path, baselines: list[Path] | None = None) -> int:
+    """Judge a recorded table's cells again from the campaigns its run kept (``--keep``), with today's rule,
+    against ``baselines`` (pooled) or the S = 1 campaign kept beside them."""
     doc = json.loads(table.read_text())
     for section, sub in (("cells", keep), ("cells_levers_off", keep / "levers-off")):
         for key in doc.get(section, {}):
             inv, rest = key.split(" loss ", 1)
             loss, s = rest.split("%")[0], rest.rsplit(" s", 1)[1]
-            base, other = keep / f"{inv}-l{loss}-s1", sub / f"{inv}-l{loss}-s{s}"
-            if base.exists() and other.exists():
-                doc[section][key] = compare(kept_baseline(base), kept_baseline(other))
+            base, other = baselines or [keep / f"{inv}-l{loss}-s1"], sub / f"{inv}-l{loss}-s{s}"
+            if all(b.exists() for b in base) and other.exists():
+                doc[section][key] = compare(kept_baseline(base), kept_baseline([other]))
     ccs = sorted({c.split("-")[0] for rows in doc["cells"].values() for c in rows})
     doc["highest"] = highest_holding(doc["cells"], ccs)
     if doc.get("cells_levers_off"):
@@ -292,10 +293,18 @@ def rejudge(table: Path, keep: Path) -> int:
     return summary(table)
 
 
-def kept_baseline(path: Path) -> dict:
-    """An S = 1 campaign an earlier run kept (``--keep``), as ``one_campaign`` returns one (cells only)."""
-    c = Campaign.open(path)
-    return {"cells": cells_of(group_by_sample(c.records())), "kept": str(path)}
+def kept_baseline(paths: list[Path]) -> dict:
+    """S = 1 campaigns earlier runs kept (``--keep``), as ``one_campaign`` returns one (cells only), their samples
+    pooled per cell: more real-time samples for a cell's reference median and spread (``compare``)."""
+    cells: dict[str, dict] = {}
+    for path in paths:
+        for cell, v in cells_of(group_by_sample(Campaign.open(path).records())).items():
+            into = cells.setdefault(cell, {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0, "cores": []})
+            for k in ("mbit", "energy_j", "cores"):
+                into[k] += v[k]
+            into["flagged"] += v["flagged"]
+            into["failed"] += v["failed"]
+    return {"cells": cells, "kept": [str(p) for p in paths]}
 
 
 def group_by_sample(records: list[dict]) -> dict[str, list[dict]]:
@@ -438,9 +447,10 @@ def main() -> int:
                     help="add this run's cells to those already in --out (a grid split across runs)")
     ap.add_argument("--levers", default="on", help="comma list: on (the kernel's clocks scaled with S, as runs do), "
                     "off (left unscaled: the table's cells_levers_off)")
-    ap.add_argument("--baseline", type=Path, default=None, metavar="CAMPAIGN",
+    ap.add_argument("--baseline", type=Path, action="append", default=None, metavar="CAMPAIGN",
                     help="compare with this kept S = 1 campaign (an earlier run's --keep) instead of running one; "
-                         "one inventory and loss setting only")
+                         "given twice or more, their samples are pooled; one inventory and loss setting only "
+                         "(with --summary and --keep: the S = 1 reference the kept campaigns are judged against)")
     ap.add_argument("--label", default="", help="a note kept with this run's arguments (e.g. 'partial grid')")
     ap.add_argument("--summary", type=Path, default=None, metavar="TABLE",
                     help="run nothing: print a recorded table as Markdown (cells holding per S, levers on and off); "
@@ -451,7 +461,7 @@ def main() -> int:
     if args.reestimate:
         return reestimate(args.reestimate)
     if args.summary:
-        return rejudge(args.summary, args.keep) if args.keep else summary(args.summary)
+        return rejudge(args.summary, args.keep, args.baseline) if args.keep else summary(args.summary)
     grid(ap, args)
     speedups = sorted({float(x) for x in args.speedups.split(",")} | {1.0})
     levers = [x for x in args.levers.split(",") if x]
