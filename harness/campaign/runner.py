@@ -586,7 +586,6 @@ class Runner:
             o.flags += list(e.flags)
             if o.released_at is not None:
                 o.exit_lag_s = max(0.0, o.exited_at - o.released_at - o.transfer.seconds)
-
             o.flags += _speedup_lag(self.testbed.speedup, o)
             buf = io.StringIO()
             w = csv.writer(buf)
