@@ -56,15 +56,21 @@ def htb_rate_line(dev: str, rate_mbit: float) -> str:
     return f"class change dev {dev} parent 1: classid 1:1 htb rate {kbit}kbit ceil {kbit}kbit quantum 1514"
 
 
-def read_tx_bytes(proc_net_dev: str) -> dict[str, int]:
-    """Transmitted bytes per device from the text of ``/proc/<pid>/net/dev``."""
+def net_dev_column(proc_net_dev: str, index: int) -> dict[str, int]:
+    """Column ``index`` (0: received bytes, 8: transmitted bytes) per device from the text of
+    ``/proc/<pid>/net/dev``."""
     out = {}
     for line in proc_net_dev.splitlines()[2:]:
         name, _, rest = line.partition(":")
-        fields = rest.split(None, 9)  # the ninth field is the last one needed
-        if len(fields) >= 9:
-            out[name.strip()] = int(fields[8])
+        fields = rest.split(None, index + 1)  # no further than the field needed
+        if len(fields) > index:
+            out[name.strip()] = int(fields[index])
     return out
+
+
+def read_tx_bytes(proc_net_dev: str) -> dict[str, int]:
+    """Transmitted bytes per device from the text of ``/proc/<pid>/net/dev``."""
+    return net_dev_column(proc_net_dev, 8)
 
 
 class NetDev:
@@ -183,7 +189,7 @@ class RadioLoop:
             wait_until(lambda path=path, want=want: want <= set(read_tx_bytes(Path(path).read_text())),
                        time_left(end), f"tc in {self.cfg.namespaces[radio]} seeing {sorted(want)}",
                        proc=self.tc[radio], poll_s=0.01)
-        self.apply(self.cfg.solo_rates())
+        self.apply(self._solo)
         for radio in self.tc:
             self.last_bytes[radio] = self._counters(radio)
         if self.log:

@@ -61,7 +61,7 @@ from harness.upkeep.clean import clean_prefix, list_namespaces
 from harness.upkeep.preflight import Check, failed_essentials, one_line
 from harness.emulation import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
-from harness.emulation.radiolink import LinkConfig, radiolink_argv
+from harness.emulation.radiolink import LinkConfig, net_dev_column, radiolink_argv
 from harness.emulation.sharing import AccessNetwork
 from harness.emulation.speedup import check_speedup, kernel_scaling, scale_inventory
 from harness.traffic import Iperf3
@@ -74,12 +74,7 @@ BASE_PORT = 5200
 
 def received_bytes(proc_net_dev: str, names: set[str]) -> int:
     """The received bytes of the devices ``names``, summed, from the text of a ``/proc/<pid>/net/dev``."""
-    total = 0
-    for line in proc_net_dev.splitlines()[2:]:
-        name, _, rest = line.partition(":")
-        if name.strip() in names:
-            total += int(rest.split(None, 1)[0])
-    return total
+    return sum(n for dev, n in net_dev_column(proc_net_dev, 0).items() if dev in names)
 
 
 class EmulatedTestbed(Testbed):
