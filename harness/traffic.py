@@ -153,6 +153,11 @@ class IperfServers:
                                                 label=f"iperf3-server:{name}")
         self._wait(ports, listening=True)
 
+    def pid(self, name: str) -> int | None:
+        """The process id of ``name``'s current server on the sender (None if it has none)."""
+        proc = self._procs.get(name)
+        return getattr(proc, "pid", None)
+
     def stop(self) -> None:
         """Stop every server (best effort: teardown must go on)."""
         for proc in self._procs.values():

@@ -116,6 +116,9 @@ def test_a_campaign_at_speedup_4_records_real_time_figures(tmp_path, prefix):
     assert r["window_start"] >= r["started_at"] and 0 < r["start_unsure_s"] < 4 * 0.01, r
     lagged = r["start_unsure_s"] > 0.03 * r["duration_s"] or r["energy_edge_j"] > 0.03 * r["energy_j"]
     assert any(f.startswith("speedup-lag") for f in r["flags"]) == lagged, r["flags"]
+    # The sender's server, spinning after its last write while the kernel delivered what its socket held, was
+    # stopped until the client had read the file (harness.emulation.sendertail), and the record says how long.
+    assert r["sender_paused_s"] is not None and r["sender_paused_s"] > 0, r
     manifest = json.loads((c.path / "manifest.json").read_text())
     assert manifest["scenario"]["speedup"] == 4 and manifest["testbed"]["speedup"] == 4
 

@@ -87,6 +87,10 @@ class SampleRecord(SampleKey):
     start_lag_s: float | None = Field(default=None, ge=0)
     #: How far the data's start can lie before ``window_start``: the time since the look before, which saw none.
     start_unsure_s: float | None = Field(default=None, ge=0)
+    #: Emulated testbed: how long the sender's iperf3 server was paused between its last write and the client's
+    #: last read (``harness.emulation.sendertail``: it would otherwise spin on the cores the testbed shares).
+    #: None where nothing was paused on purpose (a lab, ``MPLAB_SENDER_PAUSE=off``, older records).
+    sender_paused_s: float | None = Field(default=None, ge=0)
     #: The radio tail after the transfer window, until the receiver was idle again (not in ``energy_j``).
     tail_energy_j: float | None = Field(default=None, ge=0)
     #: How long after ``window_end`` the receiver was idle again.

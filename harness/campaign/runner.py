@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import harness
 from harness.cc import CongestionControl
@@ -36,6 +37,9 @@ from harness.config.inventory import RADIOS
 from harness.campaign.store import Campaign
 from harness.testbeds.base import Counters, TailSkip, Testbed, parallel, queued_bytes
 from harness.traffic import Transfer, parse_iperf3
+
+if TYPE_CHECKING:
+    from harness.emulation.sendertail import SenderTail
 
 log = logging.getLogger("mplab.runner")
 
@@ -143,6 +147,9 @@ class ReceiverOutcome:
     #: testbed cannot look fast, or the data was not seen to begin): the data began in between.
     no_data_until: float | None = None
     data_seen_at: float | None = None
+    #: How long the sender's iperf3 server was paused after its last write (wall s; ``Testbed.sender_tail``;
+    #: None where the testbed does not pause it).
+    sender_paused_s: float | None = None
 
 
 @dataclass
@@ -450,10 +457,12 @@ class Runner:
         """
         procs: dict[str, BackgroundProcess] = {}
         results: dict[str, ProcessResult] = {}
+        tail = None
         try:
             if not self._start_clients(plan, cc, outs, procs):
                 return None
             probes = self._rx_probes(procs)
+            tail = self.testbed.sender_tail(procs, self.scenario.file_bytes)
             for rx, p in procs.items():
                 try:
                     outs[rx].released_at = p.release()
@@ -462,8 +471,12 @@ class Runner:
                 if rx in probes:
                     outs[rx].no_data_until = outs[rx].released_at
             self.recorder.poll_now()  # a reading at the release pins the windows' start (Recorder.poll_now)
-            self._wait_clients(procs, outs, results, probes)
+            self._wait_clients(procs, outs, results, probes, tail)
         finally:
+            if tail is not None:
+                tail.release()  # no server left stopped, whatever happened
+                for rx in tail.pairs:
+                    outs[rx].sender_paused_s = tail.paused_s(rx)
             for rx, p in procs.items():
                 if rx not in results:
                     results[rx] = p.stop()  # interrupted: leave nothing running
@@ -522,14 +535,18 @@ class Runner:
 
     def _wait_clients(self, procs: dict[str, BackgroundProcess], outs: dict[str, ReceiverOutcome],
                       results: dict[str, ProcessResult],
-                      probes: dict[str, tuple[Callable[[], int], int]] | None = None) -> None:
+                      probes: dict[str, tuple[Callable[[], int], int]] | None = None,
+                      tail: SenderTail | None = None) -> None:
         """Collect each client's result into ``results``; stop those still running at the transfer timeout.
-        Until each client's data begins, its receiver is looked at every ``START_POLL_S`` (``_look_for_data``)."""
+        Until each client's data begins, its receiver is looked at every ``START_POLL_S`` (``_look_for_data``);
+        the senders' servers are paused while they would spin (``tail``, ``Testbed.sender_tail``)."""
         deadline = time.monotonic() + self.scenario.transfer_timeout_s
         pending = dict(procs)
         probes = dict(probes or {})
         while pending:
             self._look_for_data(probes, outs)
+            if tail is not None:
+                tail.look()
             if self.cancel is not None and self.cancel.is_set():
                 raise Interrupted("cancelled")  # the caller's finally stops every client
             for rx, p in list(pending.items()):
@@ -693,6 +710,7 @@ class Runner:
             mean_power_w=e.mean_power_w if e else None,
             energy_edge_j=e.edge_j * s if e and e.edge_j is not None else None,
             exit_lag_s=_times(o.exit_lag_s, s),
+            sender_paused_s=_times(o.sender_paused_s, s),
             start_lag_s=(_times(max(0.0, o.data_seen_at - o.released_at), s)
                          if o.data_seen_at is not None and o.released_at is not None else None),
             start_unsure_s=(_times(o.data_seen_at - o.no_data_until, s)

@@ -43,7 +43,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.cc import CongestionControl
 from harness.errors import CommandError, TrafficError
@@ -55,6 +55,9 @@ from harness.hosts.netcmd import sysctl_argv
 from harness.config.switch import SwitchPorts
 from harness.traffic import Iperf3, IperfServers
 from harness.upkeep.preflight import Check
+
+if TYPE_CHECKING:
+    from harness.emulation.sendertail import SenderTail
 
 log = logging.getLogger("mplab.testbed")
 
@@ -387,6 +390,12 @@ class Testbed(ABC):
         """A reader of the bytes receiver ``node`` has taken in over its radios so far, cheap enough to call
         every millisecond (the runner looks for a transfer's first data with it); None where a look costs more
         than that (a lab over SSH, the default)."""
+        return None
+
+    def sender_tail(self, clients: Mapping[str, BackgroundProcess], nbytes: int) -> SenderTail | None:
+        """What pauses the senders' iperf3 servers between their last write and their clients' last read
+        (``harness.emulation.sendertail``), for the clients of one transfer; None where the sender is a machine of
+        its own whose idle spin costs the measurement nothing (a lab, the default)."""
         return None
 
     def counters(self, node: str) -> dict[str, Counters]:

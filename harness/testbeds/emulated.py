@@ -33,7 +33,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from harness.cc import CongestionControl
@@ -62,6 +62,7 @@ from harness.upkeep.preflight import Check, failed_essentials, one_line
 from harness.emulation import delayline
 from harness.testbeds.health import receiver_routes, receiver_rules, repair_receiver
 from harness.emulation.radiolink import LinkConfig, net_dev_column, radiolink_argv
+from harness.emulation.sendertail import SenderTail, sender_pause
 from harness.emulation.sharing import AccessNetwork
 from harness.emulation.speedup import check_speedup, kernel_scaling, scale_inventory
 from harness.traffic import Iperf3
@@ -465,6 +466,16 @@ class EmulatedTestbed(Testbed):
             with open(path) as f:
                 return received_bytes(f.read(), names)
         return read
+
+    def sender_tail(self, clients: Mapping[str, BackgroundProcess], nbytes: int) -> SenderTail | None:
+        """The senders' iperf3 servers paused from their last write to their clients' last read: on this machine they
+        would spin on the cores the measurement shares (``harness.emulation.sendertail``); None when
+        ``MPLAB_SENDER_PAUSE=off``."""
+        if not sender_pause() or self._servers is None:
+            return None
+        pids = {rx: (server, proc.pid) for rx, proc in clients.items()
+                if (server := self._servers.pid(rx)) is not None and getattr(proc, "pid", None) is not None}
+        return SenderTail(pids, nbytes) if pids else None
 
     def meter_link(self, name: str) -> Path:
         """Where the emulated meter device of receiver ``name`` publishes its pty."""
