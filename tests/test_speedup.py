@@ -123,6 +123,32 @@ def test_a_campaign_at_speedup_4_records_real_time_figures(tmp_path, prefix):
     assert manifest["scenario"]["speedup"] == 4 and manifest["testbed"]["speedup"] == 4
 
 
+@pytest.mark.root
+@pytest.mark.machine  # real time: run alone (see `make test`)
+def test_a_campaign_with_a_speedup_per_mode_runs_one_phase_per_speedup_and_each_record_says_its_own(tmp_path, prefix):
+    inv = small_inventory(prefix, [(20, 8)])
+    sc = parse_model(Scenario, {"name": "phases", "congestion_controls": ["cubic"], "receiver_counts": [1],
+                                "modes": ["lte", "wifi"], "samples_per_case": 2, "file_size": "2M", "retries": 0,
+                                "speedup_by_mode": {"wifi": 4}}, "test")
+    try:
+        c = start_campaign(sc, inv, tmp_path / "runs", campaign_id="phases")
+    finally:
+        clean_prefix(prefix, nested=False)
+    recs = c.records()
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+    assert {(r["mode"], r["speedup"]) for r in recs} == {("wifi", 4), ("lte", 1)}
+    # The WiFi samples on a testbed built at S = 4 (Cubic's clock x 4), the LTE ones on one at real time.
+    assert {r["cc_impl"].split("@")[0] for r in recs if r["mode"] == "wifi"} == {"bpf:mplab_cubic_s4"}
+    assert {r["cc_impl"] for r in recs if r["mode"] == "lte"} == {"kernel:cubic"}
+    for r in recs:  # throughput in real time either way: the channel's rate, whatever the phase's S
+        assert r["throughput_mbit"] < (20.5 if r["mode"] == "wifi" else 8.2), r
+    starts = [json.loads(line) for line in (c.path / "sessions.jsonl").read_text().splitlines()
+              if json.loads(line)["event"] == "start"]
+    assert [(e["speedup"], e["pending"]) for e in starts] == [(4, 2), (1, 2)]
+    manifest = json.loads((c.path / "manifest.json").read_text())
+    assert manifest["scenario"]["speedup_by_mode"] == {"wifi": 4} and len(manifest["plan"]) == 4
+
+
 def test_auto_takes_the_lowest_validated_speedup_of_the_scenarios_ccs_and_1_for_an_unvalidated_one(tmp_path):
     from harness.emulation.speedup import validated_speedup
     table = tmp_path / "speedup.json"
@@ -177,6 +203,55 @@ def test_auto_at_k_testbeds_steps_down_to_the_s_whose_measured_cpu_fits_the_mach
     assert "S = 12: the table has no CPU figure" in why and "S = 8: 2 testbeds x 1.10 cores" in why
     assert validated_speedup(["cubic"], table, testbeds=2, cpus=4)[0] == 8
     assert validated_speedup(["cubic"], table, testbeds=3, cpus=2)[0] == 1
+
+
+def test_auto_per_mode_judges_each_modes_cells_and_cpu_and_the_campaign_runs_one_phase_per_speedup(tmp_path):
+    """WiFi and LTE cells held to 16 and both-path cells to 4 for every control: auto gives each mode its own S
+    (the scenario's `speedup` the lowest), each weighed at K testbeds against its own cells' measured cores; the
+    estimate divides each sample by its mode's S, and a campaign's phases group the plan by S, highest first."""
+    from harness.campaign.campaign import sample_estimates_s, speedup_phases
+    from harness.campaign.entry import speedup_value, with_speedup
+    from harness.campaign.plan import plan_campaign
+    from harness.emulation.speedup import validated_speedup
+
+    def rows(s: float) -> dict:
+        out = {}
+        for cc in ("cubic", "lia"):
+            for mode, cores in (("wifi", 0.3 + s / 20), ("lte", 0.35), ("both", 0.5)):
+                out[f"{cc}-n9-{mode}"] = {"holds": mode != "both" or s <= 4, "cores": cores}
+        return out
+
+    table = tmp_path / "speedup.json"
+    table.write_text(json.dumps({"cells": {f"emulated loss 0% s{s}": rows(s) for s in (4, 8, 16)}}))
+    assert validated_speedup(["cubic", "lia"], table, mode="wifi")[0] == 16
+    assert validated_speedup(["cubic", "lia"], table, mode="both")[0] == 4
+    assert validated_speedup(["cubic", "lia"], table)[0] == 4  # every cell at once: what one S must be
+    # Two testbeds on 2 cores: 2 x 1.1 (WiFi at 16) exceeds 1.6, 2 x 0.7 (WiFi at 8) fits; LTE fits at 16.
+    s, why = validated_speedup(["cubic", "lia"], table, testbeds=2, cpus=2, mode="wifi")
+    assert s == 8 and "2 testbeds x 1.10 cores (the heaviest wifi cell" in why
+    assert validated_speedup(["cubic", "lia"], table, testbeds=2, cpus=2, mode="lte")[0] == 16
+
+    sc = parse_model(Scenario, {"name": "m", "congestion_controls": ["cubic", "lia"], "receiver_counts": [1, 2],
+                                "modes": ["wifi", "lte", "both"], "samples_per_case": 2, "file_size": "6M"}, "test")
+    said: list[str] = []
+    low, by_mode = speedup_value("auto", sc, table, said.append, testbeds=1)
+    assert (low, by_mode) == (4, {"wifi": 16, "lte": 16, "both": 4}) and len(said) == 3
+    fast = with_speedup(sc, low, by_mode)
+    assert fast.speedups == [16, 4] and fast.speedup_for("both") == 4 and fast.speedup_for("wifi", policy=True) == 4
+    assert speedup_value("auto", parse_model(Scenario, {**sc.model_dump(mode="json"), "modes": ["wifi", "lte"]},
+                                             "t"), table)[1] is None  # one S for all: no per-mode map
+    with pytest.raises(ConfigError, match="speedup_by_mode"):
+        with_speedup(sc, 1, {"wifi": 65})
+
+    inv = load_inventory(REPO / "inventory" / "emulated.yaml")
+    plans = plan_campaign(fast, inv)
+    phases = speedup_phases(fast, plans)
+    assert [s for s, _ in phases] == [16, 4]
+    assert {p.mode for p in phases[0][1]} == {"wifi", "lte"} and {p.mode for p in phases[1][1]} == {"both"}
+    assert [p for _, ps in phases for p in ps if p.mode == "both"] == [p for p in plans if p.mode == "both"]
+    at4 = with_speedup(sc, 4)
+    for p, e16, e4 in zip(plans, sample_estimates_s(plans, fast, inv), sample_estimates_s(plans, at4, inv)):
+        assert (e16 < e4) if p.mode != "both" else (e16 == e4)
 
 
 def test_the_bench_judges_every_sample_and_a_bistable_cell_by_its_own_real_time_spread():

@@ -162,24 +162,46 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     """
     cid = check_campaign_id(campaign_id or f"{scenario.name}-{time.strftime('%Y%m%dT%H%M%S')}")
     plans = plan_campaign(scenario, inventory, scenario_source)
-    check_speedup(inventory, scenario.speedup, policies=bool(scenario.policies))
+    for s in scenario.speedups:
+        check_speedup(inventory, s, policies=bool(scenario.policies))
     controls = build_controls(scenario, scenario_source, control_factory, testbeds)
     check_writable(runs_dir)
+    campaign: Campaign | None = None
     with stop_on_signals():
-        beds = build_testbeds(inventory, testbeds, force, access_kinds, scenario.speedup)
-        with claimed(beds, f"campaign {cid}"):
-            ccs = resolve_ccs(scenario, beds[0])
-            # One machine: the first copy's preflight (and its controller's on it) holds for all.
-            checks = preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
-            campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks, campaign_id=cid,
-                                       parallel_section={"testbeds": testbeds,
-                                                         "names": [t.name for t in beds],
-                                                         "forced": force, "max_testbeds": parallel.max_testbeds(),
-                                                         "cores_per_testbed": parallel.CORES_PER_TESTBED},
-                                       controls=controls)
-            campaign.check_writable()
-            execute_samples(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), controls=controls)
+        for s, phase in speedup_phases(scenario, plans):
+            beds = build_testbeds(inventory, testbeds, force, access_kinds, s)
+            with claimed(beds, f"campaign {cid}"):
+                ccs = resolve_ccs(scenario, beds[0])
+                # One machine: the first copy's preflight (and its controller's on it) holds for all.
+                checks = preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
+                if campaign is None:
+                    campaign = create_campaign(scenario, inventory, runs_dir, plans, beds[0], ccs, checks,
+                                               campaign_id=cid,
+                                               parallel_section={"testbeds": testbeds,
+                                                                 "names": [t.name for t in beds],
+                                                                 "forced": force,
+                                                                 "max_testbeds": parallel.max_testbeds(),
+                                                                 "cores_per_testbed": parallel.CORES_PER_TESTBED},
+                                               controls=controls)
+                    campaign.check_writable()
+                execute_samples(campaign, scenario, inventory, beds, ccs, phase, hooks or RunHooks(),
+                                controls=controls)
+    assert campaign is not None  # a plan has at least one sample (Scenario's own checks)
     return campaign
+
+
+def _at(scenario: Scenario, plans: list[SamplePlan], s: float) -> list[SamplePlan]:
+    """Those of ``plans`` that run at ``s``."""
+    return [p for p in plans if scenario.speedup_for(p.mode, p.policy is not None) == s]
+
+
+def speedup_phases(scenario: Scenario, plans: list[SamplePlan]) -> list[tuple[float, list[SamplePlan]]]:
+    """The plans by the S their mode runs at (``Scenario.speedup_for``), highest S first, each in plan order:
+    a campaign runs one phase per S, on testbeds built for it (one phase when every mode runs at one S)."""
+    by: dict[float, list[SamplePlan]] = {}
+    for p in plans:
+        by.setdefault(scenario.speedup_for(p.mode, p.policy is not None), []).append(p)
+    return sorted(by.items(), key=lambda kv: -kv[0])
 
 
 @contextlib.contextmanager
@@ -237,20 +259,27 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
     with stop_on_signals():
         with campaign.lock():  # another process resuming it is refused before anything is built
             pass
-        beds = build_testbeds(inventory, testbeds, force, access_kinds, scenario.speedup)
-        with claimed(beds, f"campaign {campaign.id}"):
-            ccs = resolve_ccs(scenario, beds[0])
-            preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
-            with campaign.lock():
-                for msg in campaign.repair():
-                    log.warning("%s: %s", campaign.id, msg)
-                for d in campaign.damaged():  # left where they are, never counted: their samples run again
-                    log.warning("%s: damaged record %s; its sample runs again", campaign.id,
-                                d.describe(campaign.samples_path))
-                _clean_earlier_copies(campaign, beds)
-            plans = pending_plans(campaign, scenario, inventory)
-            execute_samples(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(), resumed=True,
-                            controls=controls)
+        first = True
+        for s in scenario.speedups:
+            if not first and not _at(scenario, pending_plans(campaign, scenario, inventory), s):
+                continue  # this speed-up's phase is done: no testbed built for it
+            beds = build_testbeds(inventory, testbeds, force, access_kinds, s)
+            with claimed(beds, f"campaign {campaign.id}"):
+                ccs = resolve_ccs(scenario, beds[0])
+                preflight_or_raise(beds[0], ccs, controls[0] if controls else None)
+                with campaign.lock():
+                    if first:
+                        for msg in campaign.repair():
+                            log.warning("%s: %s", campaign.id, msg)
+                        for d in campaign.damaged():  # left where they are, never counted: their samples run again
+                            log.warning("%s: damaged record %s; its sample runs again", campaign.id,
+                                        d.describe(campaign.samples_path))
+                    _clean_earlier_copies(campaign, beds)
+                first = False
+                plans = _at(scenario, pending_plans(campaign, scenario, inventory), s)
+                if plans or len(scenario.speedups) == 1:
+                    execute_samples(campaign, scenario, inventory, beds, ccs, plans, hooks or RunHooks(),
+                                    resumed=True, controls=controls)
     return campaign
 
 
@@ -358,7 +387,7 @@ def execute_samples(campaign: Campaign, scenario: Scenario, inventory: Inventory
     with campaign.lock():
         campaign.hold_reserve()  # so that the last session line fits even if the disk fills
         campaign.log_session({"event": "resume" if resumed else "start", "pending": len(plans), "pid": os.getpid(),
-                              "testbeds": names})
+                              "testbeds": names, "speedup": testbeds[0].speedup})
         hooks.on_start(campaign, plans)
         end: dict = {"event": "interrupted"}
         stamp = time.strftime('%Y%m%dT%H%M%S')
@@ -474,10 +503,12 @@ def dry_run_estimate_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
     return sum(sample_estimates_s(plans, scenario, inventory, control))
 
 
-def between_samples_s(scenario: Scenario, emulated: bool) -> float:
+def between_samples_s(scenario: Scenario, emulated: bool, speedup: float | None = None) -> float:
     """What the estimate gives a sample beyond its transfer, in wall time: the fast-forwarded tail (emulated
-    testbed only), the runner's half second of checks, and the scenario's settle (testbed time: / S)."""
-    return ((TAIL_SKIP_S if emulated else 0.0) + scenario.settle_s) / scenario.speedup + 0.5
+    testbed only), the runner's half second of checks, and the scenario's settle (testbed time: / S, the
+    scenario's or ``speedup``)."""
+    s = scenario.speedup if speedup is None else speedup
+    return ((TAIL_SKIP_S if emulated else 0.0) + scenario.settle_s) / s + 0.5
 
 
 def queue_makespan_s(durations: list[float], testbeds: int) -> float:
@@ -523,7 +554,8 @@ def sample_estimates_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
         else:
             rate = 20.0 if p.mode == "both" else 10.0
             slowest = scenario.file_bytes * 8 / (rate * 1e6)
-        est = slowest / scenario.speedup + between_samples_s(scenario, emu is not None)
+        s = scenario.speedup_for(p.mode, p.policy is not None)
+        est = slowest / s + between_samples_s(scenario, emu is not None, s)
         if p.policy is not None and control is not None:
             probing_s = control.estimate_s(p)
             # After the controller's own traffic the runner waits out its tails too (one hold if none).

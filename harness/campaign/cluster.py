@@ -267,6 +267,10 @@ def start_cluster_campaign(scenario: Scenario, inventory: Inventory, runs_dir: P
     if inventory.emulation is None:
         raise ConfigError("--cluster runs emulated testbeds on the cluster's nodes; "
                           f"{inventory.name!r} is a {inventory.kind} testbed", field="cluster")
+    if len(scenario.speedups) > 1:
+        raise ConfigError(f"--cluster runs one speed-up per campaign; this one runs its modes at "
+                          f"{', '.join(f'{s:g}' for s in scenario.speedups)}: give one --speedup, or run the modes "
+                          "as campaigns of their own", field="cluster")
     check_reachable(address)
     _ray()
     plans = plan_campaign(scenario, inventory, scenario_source)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.campaign.campaign import (RunHooks, build_control, queue_makespan_s, resume_campaign, sample_estimates_s,
-                                      start_campaign)
+                                      speedup_phases, start_campaign)
 from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
 from harness.campaign.control import ControlFactory
 from harness.campaign.plan import SamplePlan, plan_campaign
@@ -96,9 +96,12 @@ def run_campaign(options: RunOptions, hooks: RunHooks | None = None,
     if options.dry_run:
         plans = plan_campaign(scenario, inventory, source)
         control = build_control(scenario, source, options.control_factory)  # a model not covering it: refused
-        per_sample = sample_estimates_s(plans, scenario, inventory, control)
-        return Outcome(dry_run=DryRun(scenario, inventory, plans, sum(per_sample), options.testbeds,
-                                      queue_makespan_s(per_sample, options.testbeds)))
+        per_sample = dict(zip((p.sample_id for p in plans), sample_estimates_s(plans, scenario, inventory, control)))
+        # One phase per speed-up, one after the other: each phase's samples dealt out to the K copies.
+        makespan = sum(queue_makespan_s([per_sample[p.sample_id] for p in phase], options.testbeds)
+                       for _, phase in speedup_phases(scenario, plans))
+        return Outcome(dry_run=DryRun(scenario, inventory, plans, sum(per_sample.values()), options.testbeds,
+                                      makespan))
     if options.cluster:
         campaign = start_cluster_campaign(scenario, inventory, options.runs_dir, options.cluster,
                                           campaign_id=options.campaign_id, scenario_source=source, hooks=hooks,
@@ -133,30 +136,42 @@ def read_inputs(options: RunOptions, note: Callable[[str], None] = log.info) -> 
         check_campaign_id(options.campaign_id)  # before any file is read or anything is built
     scenario = with_model_resolved(load_scenario(options.scenario), options.scenario)
     if options.speedup is not None:
-        scenario = with_speedup(scenario, speedup_value(options.speedup, scenario, options.speedup_table, note,
-                                                        options.testbeds))
+        scenario = with_speedup(scenario, *speedup_value(options.speedup, scenario, options.speedup_table, note,
+                                                         options.testbeds))
     inventory = load_inventory(options.inventory or scenario_inventory(scenario, options.scenario))
-    check_speedup(inventory, scenario.speedup, policies=bool(scenario.policies))
+    for s in scenario.speedups:
+        check_speedup(inventory, s, policies=bool(scenario.policies))
     return scenario, inventory
 
 
 def speedup_value(text: str, scenario: Scenario, table: Path, note: Callable[[str], None] = log.info,
-                  testbeds: int = 1) -> float:
-    """``--speedup``: a number, or ``auto`` (the validated S for the scenario's congestion controls that
-    ``testbeds`` copies sustain on this machine's cores)."""
+                  testbeds: int = 1) -> tuple[float, dict[str, float] | None]:
+    """``--speedup``: a number, or ``auto``: per interface mode of the scenario, the S its cells were validated to
+    for every one of the scenario's congestion controls and that ``testbeds`` copies sustain on this machine's
+    cores (``harness.emulation.speedup.validated_speedup``). Returns the scenario's ``speedup`` (the lowest)
+    and, where the modes differ, ``speedup_by_mode``."""
     if text != "auto":
         try:
-            return float(text)
+            return float(text), None
         except ValueError:
             raise ConfigError(f"--speedup {text!r}: give a number (1..64) or auto") from None
-    s, why = validated_speedup(scenario.congestion_controls, table, testbeds)
-    note(f"--speedup auto: {s:g} ({why})")
-    return s
+    if scenario.policies or not scenario.modes:  # policies run at 1 (check_speedup): one S, all cells judged
+        s, why = validated_speedup(scenario.congestion_controls, table, testbeds)
+        note(f"--speedup auto: {s:g} ({why})")
+        return s, None
+    picked = {m: validated_speedup(scenario.congestion_controls, table, testbeds, mode=m) for m in scenario.modes}
+    for m, (s, why) in picked.items():
+        note(f"--speedup auto: {m} {s:g} ({why})")
+    by_mode = {m: s for m, (s, _) in picked.items()}
+    low = min(by_mode.values())
+    return low, (by_mode if len(set(by_mode.values())) > 1 else None)
 
 
-def with_speedup(scenario: Scenario, speedup: float) -> Scenario:
-    """The scenario with ``--speedup`` in place of its own (validated as the scenario field is)."""
-    return parse_model(Scenario, {**scenario.model_dump(mode="json"), "speedup": speedup}, "--speedup")
+def with_speedup(scenario: Scenario, speedup: float, by_mode: dict[str, float] | None = None) -> Scenario:
+    """The scenario with ``--speedup`` in place of its own (validated as the scenario fields are): one S, or one per
+    interface mode (``speedup_by_mode``, what ``auto`` gives where modes were validated to different S)."""
+    return parse_model(Scenario, {**scenario.model_dump(mode="json"), "speedup": speedup, "speedup_by_mode": by_mode},
+                       "--speedup")
 
 
 def _resume(options: RunOptions, hooks: RunHooks | None) -> Campaign:

@@ -24,7 +24,8 @@ def describe_session(event: dict, now: float | None = None) -> str:
     pid = f" by pid {event['pid']}" if event.get("pid") else ""
     if kind in ("start", "resume"):
         verb = "started" if kind == "start" else "resumed"
-        return f"{verb} {stamp}{pid} with {event.get('pending', '?')} sample(s) to run"
+        at = f" at speed-up {event['speedup']:g}" if isinstance(event.get("speedup"), (int, float)) else ""
+        return f"{verb} {stamp}{pid} with {event.get('pending', '?')} sample(s) to run{at}"
     if kind == "finished":
         if "samples_run" in event:
             failed = event.get("samples_failed", 0)

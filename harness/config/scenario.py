@@ -108,6 +108,11 @@ class Scenario(Strict):
                                  "delays and radio time constants / S, buffers unchanged in bytes; records are "
                                  "written in real time (harness.emulation.speedup). Setup I mode samples only; "
                                  "`mplab run --speedup S` overrides it")
+    speedup_by_mode: dict[Mode, Annotated[float, Field(ge=1, le=64)]] | None = Field(
+        default=None, description="per interface mode, a speed-up in place of `speedup` for that mode's samples "
+                                  "(what `mplab run --speedup auto` writes where the validation let modes go "
+                                  "different speeds); the campaign runs one phase per speed-up, each on testbeds "
+                                  "built for it")
     shuffle: bool = True
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
     receiver_selection: Literal["first", "rotate"] = Field(
@@ -173,6 +178,18 @@ class Scenario(Strict):
     def file_bytes(self) -> int:
         """File size in bytes."""
         return parse_size(self.file_size)
+
+    def speedup_for(self, mode: str, policy: bool = False) -> float:
+        """The S a sample of ``mode`` runs at (a policy sample: ``speedup``, which policies hold to 1)."""
+        if policy or not self.speedup_by_mode:
+            return self.speedup
+        return self.speedup_by_mode.get(mode, self.speedup)  # type: ignore[call-overload]
+
+    @property
+    def speedups(self) -> list[float]:
+        """Every S this scenario's samples run at, highest first (one phase of a campaign each)."""
+        used = {self.speedup_for(m) for m in self.modes} | ({self.speedup} if self.policies else set())
+        return sorted(used, reverse=True)
 
     @property
     def n_cases(self) -> int:

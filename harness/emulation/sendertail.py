@@ -48,7 +48,7 @@ SPIN_WINDOW_S = 0.02
 SPIN_SHARE = 0.25
 #: A stopped server's client that reads nothing for this long (wall) gets its server back.
 IDLE_S = 0.02
-#: Set to ``off`` to leave the servers spinning (``bench/speedup.py --sender-pause off``).
+#: Set to ``off`` to leave the servers spinning (what ran before; the comparison in the report).
 SENDER_PAUSE_ENV = "MPLAB_SENDER_PAUSE"
 
 

@@ -129,8 +129,9 @@ def _speedup_of(key: str) -> float:
     return float(key.rsplit(" s", 1)[1])
 
 
-def highest_holding(results: dict, ccs: list[str]) -> dict[str, float]:
-    """Per congestion control: the highest S whose every cell held, at that S and every lower S tested.
+def highest_holding(results: dict, ccs: list[str], mode: str | None = None) -> dict[str, float]:
+    """Per congestion control: the highest S whose every cell held, at that S and every lower S tested
+    (``mode``: only that interface mode's cells, ``"<cc>-n<count>-<mode>"``).
 
     ``results`` maps ``"<inventory> loss <pct>% s<S>"`` to cells (``"<cc>-n<count>-<mode>"``) with a
     ``holds`` verdict, as ``bench/speedup.py`` writes them. Over every run in it (merged tables too),
@@ -142,7 +143,8 @@ def highest_holding(results: dict, ccs: list[str]) -> dict[str, float]:
         ok = 1.0
         for s in sorted({_speedup_of(k) for k in results}):
             cells = [row for key, rows in results.items() if _speedup_of(key) == s
-                     for cell, row in rows.items() if cell.startswith(f"{cc}-")]
+                     for cell, row in rows.items()
+                     if cell.startswith(f"{cc}-") and (mode is None or cell.endswith(f"-{mode}"))]
             if not cells:
                 continue  # not tested at this S: the next tested S decides
             if not all(r["holds"] for r in cells):
@@ -152,34 +154,41 @@ def highest_holding(results: dict, ccs: list[str]) -> dict[str, float]:
     return best
 
 
-def testbed_cores(doc: dict, s: float) -> float | None:
+def testbed_cores(doc: dict, s: float, mode: str | None = None) -> float | None:
     """What one testbed's heaviest cell used at ``s`` (cores, measured by ``bench/speedup.py`` with the levers on;
-    the largest over the table's runs at that S), or None where the table has no such figure."""
+    the largest over the table's runs at that S), or None where the table has no such figure. ``mode``: the
+    heaviest of that interface mode's cells (each cell's median over its samples)."""
+    if mode is not None:
+        cores = [row["cores"] for key, rows in doc.get("cells", {}).items() if _speedup_of(key) == s
+                 for cell, row in rows.items() if cell.endswith(f"-{mode}") and row.get("cores") is not None]
+        return max(cores) if cores else None
     peaks = [m["cores_peak_cell"] for key, m in doc.get("machine", {}).items()
              if "levers-off" not in key and _speedup_of(key) == s and m.get("cores_peak_cell") is not None]
     return max(peaks) if peaks else None
 
 
-def sustained(doc: dict, s: float, testbeds: int, cpus: int) -> str | None:
+def sustained(doc: dict, s: float, testbeds: int, cpus: int, mode: str | None = None) -> str | None:
     """Why ``testbeds`` testbeds at ``s`` would overrun ``cpus`` cores (None: they fit, or nothing to weigh).
 
     The cells were validated on one testbed; K of them each need what the heaviest cell used, and together
     they may fill ``CPU_BUDGET`` of the machine. S = 1 and one testbed are what the table measured."""
     if s == 1 or testbeds == 1:
         return None
-    one = testbed_cores(doc, s)
+    one = testbed_cores(doc, s, mode)
+    of = f"{mode} " if mode else ""
     if one is None:
-        return f"S = {s:g}: the table has no CPU figure to weigh {testbeds} testbeds against"
+        return f"S = {s:g}: the table has no CPU figure of its {of}cells to weigh {testbeds} testbeds against"
     if testbeds * one > CPU_BUDGET * cpus:
-        return (f"S = {s:g}: {testbeds} testbeds x {one:.2f} cores (the heaviest cell, measured) exceed "
+        return (f"S = {s:g}: {testbeds} testbeds x {one:.2f} cores (the heaviest {of}cell, measured) exceed "
                 f"{CPU_BUDGET:g} of this machine's {cpus} cores")
     return None
 
 
 def validated_speedup(ccs: list[str], table: Path, testbeds: int = 1,
-                      cpus: int | None = None) -> tuple[float, str]:
+                      cpus: int | None = None, mode: str | None = None) -> tuple[float, str]:
     """The highest S that held for every one of ``ccs`` in a ``bench/speedup.py`` table and that ``testbeds``
-    copies sustain on ``cpus`` cores (default: this process's), and why.
+    copies sustain on ``cpus`` cores (default: this process's), and why. ``mode``: judged on that interface
+    mode's cells only (their own CPU figures too), for a campaign that runs each mode at its own S.
 
     A congestion control the table does not cover runs at 1 (never an S nobody validated); a missing or
     unreadable table is a ``ConfigError`` naming it (run ``bench/speedup.py --out FILE``).
@@ -188,7 +197,7 @@ def validated_speedup(ccs: list[str], table: Path, testbeds: int = 1,
         doc = json.loads(table.read_text())
         # Judged again from the cells when the table has them: a hand-edited "highest" cannot pick an S that failed.
         highest = (highest_holding(doc["cells"], sorted({c.split("-")[0] for rows in doc["cells"].values()
-                                                          for c in rows}))
+                                                          for c in rows}), mode)
                    if "cells" in doc else doc["highest"])
     except FileNotFoundError:
         raise ConfigError(f"no validation table at {table}: run `uv run python bench/speedup.py --out {table}` "
@@ -199,13 +208,13 @@ def validated_speedup(ccs: list[str], table: Path, testbeds: int = 1,
     s = min(per_cc.values())
     limiting = sorted(cc for cc, v in per_cc.items() if v == s)
     unvalidated = sorted(cc for cc in ccs if cc not in highest)
-    why = f"highest validated S for {', '.join(limiting)} in {table}"
+    why = f"highest validated S for {', '.join(limiting)}{f' on {mode}' if mode else ''} in {table}"
     if unvalidated:
         why += f" ({', '.join(unvalidated)} not validated there: 1)"
     n = cpus if cpus is not None else len(os.sched_getaffinity(0))
     # Every tested S up to the validated one held (``highest_holding``): step down until the testbeds fit.
     tested = {_speedup_of(k) for k in doc.get("cells", {})} | {1.0, s}
-    reasons = {t: sustained(doc, t, testbeds, n) for t in tested if t <= s}
+    reasons = {t: sustained(doc, t, testbeds, n, mode) for t in tested if t <= s}
     picked = max(t for t, reason in reasons.items() if reason is None)  # S = 1 always is
     over = [reason for t, reason in sorted(reasons.items(), reverse=True) if t > picked and reason]
     return picked, "; ".join([why, *over])

@@ -156,9 +156,10 @@ def run(
                                                            "at most 20)")] = None,
     speedup: Annotated[str | None, typer.Option(help="emulated testbed only: run S times faster than real "
                                                         "time (rates x S, delays / S; records in real time; "
-                                                        "overrides the scenario's `speedup`), or `auto`: the "
-                                                        "highest S this machine's bench/speedup.py table "
-                                                        "validated for the scenario's congestion controls")] = None,
+                                                        "overrides the scenario's `speedup`), or `auto`: per "
+                                                        "interface mode, the highest S this machine's "
+                                                        "bench/speedup.py table validated for the scenario's "
+                                                        "congestion controls")] = None,
     speedup_table: Annotated[Path, typer.Option(help="--speedup auto: the validation table to read")] = DEFAULT_TABLE,
     watch: Annotated[bool, typer.Option(help="serve the live page (`mplab watch`) on 127.0.0.1 while it runs")] = False,
     watch_port: Annotated[int, typer.Option(min=1, max=65535, help="--watch: the page's port (1-65535)")] = 8765,
@@ -198,7 +199,11 @@ def print_dry_run(dry: DryRun) -> None:
         console.print(f"  {p.sample_id}  receivers={','.join(p.receivers)}")
     if len(plans) > 20:
         console.print(f"  ... and {len(plans) - 20} more")
-    if sc.speedup != 1:
+    if sc.speedup_by_mode:
+        per = ", ".join(f"{m} {sc.speedup_for(m):g}" for m in sc.modes)
+        console.print(f"speedup by mode ({per}): the emulated testbed runs that many times faster than real time for "
+                      "that mode's samples, one phase per speed-up; records are written in real time")
+    elif sc.speedup != 1:
         console.print(f"speedup {sc.speedup:g}: the emulated testbed runs {sc.speedup:g} x faster than "
                       "real time; records are written in real time")
     eta, k = dry.eta_s, dry.testbeds
