@@ -79,8 +79,8 @@ def test_speedup_auto_is_read_from_the_table_and_said(tmp_path):
     heard: list[str] = []
     out = run_campaign(RunOptions(scenario=QUICK, speedup="auto", speedup_table=table, dry_run=True),
                        note=heard.append)
-    assert out.dry_run.scenario.speedup == 4.0
-    assert heard and heard[0].startswith("--speedup auto: 4 ")
+    assert out.dry_run.scenario.speedup == 4.0 and out.dry_run.scenario.speedup_by_mode is None  # one S for all
+    assert [h.split(" (")[0] for h in heard] == [f"--speedup auto: {m} 4" for m in sc.modes]  # said per mode
     fast = out.dry_run.eta_s
     slow = run_campaign(RunOptions(scenario=QUICK, dry_run=True)).dry_run.eta_s
     assert fast < slow  # the estimate runs at the scaled speed

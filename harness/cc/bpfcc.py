@@ -328,7 +328,9 @@ def map_values(host: Host, map_id: int) -> list[dict]:
         entries = json.loads(dump.stdout or "[]")
     except json.JSONDecodeError:
         return []
-    values = [(e.get("formatted") or {}).get("value") or e.get("value") for e in entries]
+    if not isinstance(entries, list):  # {"error": ...}: the map went between `map show` and this dump
+        return []
+    values = [(e.get("formatted") or {}).get("value") or e.get("value") for e in entries if isinstance(e, dict)]
     return [v for v in values if isinstance(v, dict)]
 
 
