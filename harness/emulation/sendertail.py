@@ -36,7 +36,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 log = logging.getLogger("mplab.emulation")
 
@@ -90,14 +90,14 @@ class _Pair:
 class SenderTail:
     """Per receiver: its iperf3 server's pid and its client's, on this machine; ``nbytes`` the file."""
 
-    pids: Mapping[str, tuple[int, int]]
+    pids: InitVar[Mapping[str, tuple[int, int]]]
     nbytes: int
     clock: Callable[[], float] = time.monotonic
     pairs: dict[str, _Pair] = field(init=False)
     _last_look: float = field(init=False, default=float("-inf"))
 
-    def __post_init__(self) -> None:
-        self.pairs = {rx: _Pair(server, client) for rx, (server, client) in self.pids.items()}
+    def __post_init__(self, pids: Mapping[str, tuple[int, int]]) -> None:
+        self.pairs = {rx: _Pair(server, client) for rx, (server, client) in pids.items()}
 
     def look(self) -> None:
         """Stop the servers found spinning, continue those whose client reads nothing (at most every ``LOOK_S``)."""
