@@ -75,9 +75,9 @@ def steer_mid_transfer(tb: EmulatedTestbed, steering, cc: str) -> tuple[int, int
     tb.ensure_servers(["n1"])
     argv = n1.iperf3.client_argv(tb.server_address, n1.port, FILE_BYTES, bind=n1.interfaces["wifi"].address,
                                  mptcp=True, cc=cc)
+    t0 = ap_sent(tb, "rx1")  # before the start: on a busy machine a count taken after it may come too late
     proc = n1.host.start(argv, label="iperf3:n1")
     try:
-        t0 = ap_sent(tb, "rx1")
         deadline = time.monotonic() + 20
         while ap_sent(tb, "rx1") - t0 < WIFI_BEFORE:  # WiFi is carrying the transfer
             assert proc.poll() is None, "transfer ended before steering"
