@@ -11,7 +11,8 @@ from harness.config.inventory import RadioPower
 from harness.meters.base import Reading
 from harness.meters.drivers import open_meter
 from harness.meters.emulated import SCRIPT_STEP_S, Device, ScriptRates
-from harness.meters.recorder import Recorder, TraceWriter, edge_uncertainty, integrate, integrate_means
+from harness.meters.recorder import (Recorder, TraceWriter, edge_uncertainty, integrate, integrate_means,
+                                     judged_gap)
 from harness.emulation.speedup import METER_HZ, POLL_CAP_HZ, scale_profile
 
 
@@ -56,6 +57,25 @@ def test_integrate_means_holds_each_mean_over_its_interval_and_cuts_it_at_the_ed
     assert gap == pytest.approx(2.0)
     with pytest.raises(ValueError, match="do not cover"):
         integrate_means(rs, -1.0, 3.0)
+
+
+def test_an_integrating_meters_late_poll_inside_the_window_is_no_gap_but_one_cut_by_an_edge_is():
+    """2 W, then 6 W from t = 1: readings every 0.1 s but none in (0.5, 1.5] (the recorder starved). An
+    integrating device's reading at 1.5 carries the mean over (0.5, 1.5], so the window [0.25, 1.75] is exact and
+    judged without a gap; an instantaneous meter's same stretch is unknown power, so its gap counts. A
+    window whose edge falls inside the stretch is judged by it for both."""
+    ts = [round(0.1 * k, 3) for k in range(6)] + [round(1.5 + 0.1 * k, 3) for k in range(6)]
+    means = [_r(t, 2.0 if t <= 0.5 else (2.0 * 0.5 + 6.0 * 0.5) / 1.0 if t == 1.5 else 6.0) for t in ts]
+    e, _, gap = integrate_means(means, 0.25, 1.75)
+    assert e == pytest.approx(2.0 * 0.75 + 6.0 * 0.75)                     # what the device integrated
+    assert gap == pytest.approx(1.0)                                         # the longest stretch, still reported
+    assert judged_gap(means, 0.25, 1.75, True, gap) == pytest.approx(0.1)  # only the edges' intervals
+    assert judged_gap(means, 0.25, 1.75, False, gap) == pytest.approx(1.0)
+    _, _, gap = integrate_means(means, 1.0, 1.8)                         # t0 inside the stretch
+    assert judged_gap(means, 1.0, 1.8, True, gap) == pytest.approx(1.0)
+    _, _, gap = integrate_means(means, 0.25, 1.0)                        # t1 inside it
+    assert judged_gap(means, 0.25, 1.0, True, gap) == pytest.approx(1.0)
+    assert judged_gap(means, 0.5, 1.5, True, 1.0) == 0.0                 # readings on both edges: nothing cut
 
 
 def test_edge_uncertainty_is_the_most_a_step_inside_the_straddling_interval_can_move_the_energy():
@@ -190,9 +210,10 @@ def test_pins_late_by_40_ms_at_speedup_8_are_announced_by_the_edge_uncertainty(t
     assert abs(e1 - e8) <= 0.03 * e1 or edge8 > 0.03 * e8, (e8, e1, edge8)
 
 
-def test_a_silent_integrating_meter_at_the_capped_rate_is_still_flagged(tmp_path):
-    """An interval mean after a stretch without readings carries the stretch's energy, but the window is
-    still flagged: a gap is judged against the poll period, whatever the reading says."""
+def test_a_silent_integrating_meter_at_the_capped_rate_is_flagged_by_its_faults(tmp_path):
+    """An interval mean after a stretch without readings carries the stretch's energy (2 W held over the
+    window, to within the edges' split), so the stretch inside the window is no meter-gap; the failed
+    polls flag it meter-fault, and a window whose edge falls in the silence is a meter-gap."""
     with DeviceProcess(tmp_path, profile=default_profile(base_w=2.0)) as dev:
         meter = open_meter("emulated-um25c", dev.link, timeout_s=0.3, rate_hz=POLL_CAP_HZ)
         meter.open()
@@ -200,14 +221,18 @@ def test_a_silent_integrating_meter_at_the_capped_rate_is_still_flagged(tmp_path
             t0 = rec.wait_first()
             time.sleep(0.3)
             dev.set_fault("silent")
+            silent_at = time.time()
             time.sleep(0.6)
             dev.set_fault("ok")
             time.sleep(0.5)
             t1 = time.time()
             assert rec.wait_covered(t1)
             e = rec.energy("n1", t0, t1)
-    assert any(f.startswith("meter-gap") for f in e.flags), e.flags
+            cut = rec.energy("n1", silent_at + 0.3, t1)
     assert any(f.startswith("meter-fault") for f in e.flags), e.flags
+    assert not any(f.startswith("meter-gap") for f in e.flags), e.flags
+    assert e.energy_j == pytest.approx(2.0 * (t1 - t0), rel=0.01)
+    assert any(f.startswith("meter-gap") and "edge" in f for f in cut.flags), cut.flags
 
 
 def test_integrate_refuses_a_window_the_readings_do_not_cover():
@@ -281,7 +306,10 @@ def test_meter_vanishing_mid_sample_flags_the_sample_reconnects_and_loses_nothin
             trace = rec.trace("n1")
         writer.close()
     assert any(f.startswith("meter-fault") for f in sample.flags), sample.flags
-    assert any("meter-gap" in f for f in sample.flags), sample.flags
+    # The device integrated through its absence: the first reading after the reconnect carries the outage's
+    # energy, so the window is no meter-gap (an integrating meter's), only meter-fault.
+    assert not any("meter-gap" in f for f in sample.flags), sample.flags
+    assert sample.energy_j == pytest.approx(2.0 * (t1 - t0), rel=0.01)
     assert stats["reconnects"] >= 1
     assert later.flags == () and later.mean_power_w == pytest.approx(2.0, abs=0.01)
     rows = list(csv.DictReader((tmp_path / "trace.csv").read_text().splitlines()))

@@ -5,7 +5,8 @@ default) and keeps the full trace. A reading that fails is recorded as a fault
 (when the failed poll started, when it gave up, and why) and the meter is reopened,
 with a growing back-off while it stays away. Energy over a window that overlaps a
 fault, or contains a gap longer than ``gap_factor`` poll periods, is flagged rather
-than silently integrated across it. An optional sink (``TraceWriter``) receives every
+than silently integrated across it (for an integrating device, only a gap that the window's
+edges cut: ``judged_gap``). An optional sink (``TraceWriter``) receives every
 reading and fault as it happens, so nothing recorded is lost if the process dies.
 """
 from __future__ import annotations
@@ -102,6 +103,27 @@ def integrate_means(readings: list[Reading], t0: float, t1: float) -> tuple[floa
     # Each stretch (a, b] is covered by the first reading at or after b: the one whose mean spans it.
     energy = sum(readings[bisect.bisect_left(ts, b)].watts * (b - a) for a, b in zip(edges, edges[1:]))
     return energy, hi - lo, max(b - a for a, b in zip(edges, edges[1:]))
+
+
+def judged_gap(readings: list[Reading], t0: float, t1: float, interval_mean: bool, gap: float) -> float:
+    """The stretch without a reading that decides a window's ``meter-gap`` flag (s); ``gap`` is what the
+    integration returned (the window's longest stretch without a reading).
+
+    A meter that reports instantaneous power (``integrate``) leaves the power unknown over a stretch without
+    readings: the whole ``gap`` counts. An integrating device (``Meter.interval_mean``) answers each poll with
+    its exact mean since the previous one, so a late poll inside the window loses nothing: the energy of the
+    stretch arrives with the next reading. Only the intervals that the window's edges cut rest on an
+    assumption (where inside them the power changed, ``edge_uncertainty``), so only those count: the reading
+    interval around ``t0`` and around ``t1`` (0 for an edge with a reading on it).
+    """
+    if not interval_mean:
+        return gap
+    ts = [r.wall_s for r in readings]
+    cut = []
+    for te in (t0, t1):
+        i = bisect.bisect_left(ts, te)  # ts[i - 1] < te <= ts[i] (the window is covered: _window)
+        cut.append(0.0 if ts[i] == te or i == 0 else ts[i] - ts[i - 1])
+    return max(cut)
 
 
 def edge_uncertainty(readings: list[Reading], t0: float, t1: float) -> float:
@@ -336,8 +358,10 @@ class Recorder:
             e, n, gap = (integrate_means if track.meter.interval_mean else integrate)(readings, t0, t1)
         except ValueError as exc:
             return WindowEnergy(None, None, 0, None, tuple(flags + [f"meter-gap: {exc}"]), None)
-        if gap > self.gap_factor * self.period_s:
-            flags.append(f"meter-gap: {gap:.2f} s without a reading (poll period {self.period_s:.2f} s)")
+        judged = judged_gap(readings, t0, t1, track.meter.interval_mean, gap)
+        if judged > self.gap_factor * self.period_s:
+            at = " across an edge of the window" if track.meter.interval_mean else ""
+            flags.append(f"meter-gap: {judged:.2f} s without a reading{at} (poll period {self.period_s:.2f} s)")
         counter = None
         inside = [r for r in readings if t0 <= r.wall_s <= t1 and r.counter_wh is not None]
         if len(inside) >= 2:
