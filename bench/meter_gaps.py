@@ -22,12 +22,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from harness.meters.base import Reading  # noqa: E402 - after the path
-from harness.meters.drivers import open_meter  # noqa: E402
-from harness.meters.recorder import integrate, integrate_means, judged_gap  # noqa: E402
+from harness.meters.base import Reading
+from harness.meters.drivers import open_meter
+from harness.meters.recorder import integrate, integrate_means, judged_gap
 
 GAP_FACTOR = 3.0
 

@@ -275,6 +275,17 @@ class TestbedCpu:
         self.last = (now, cpu)
 
 
+def with_recorded_cores(recorded: dict[str, dict], judged: dict[str, dict]) -> dict[str, dict]:
+    """``judged`` (cells judged again from kept campaigns) with each cell's CPU cores taken from ``recorded`` where
+    the judging has none: the cores are measured while a run goes (``TestbedCpu``), and a kept campaign does not
+    hold them, so a re-judged cell keeps the figure its run measured (what ``auto`` weighs at K testbeds)."""
+    out = {}
+    for cell, row in judged.items():
+        old = recorded.get(cell, {}).get("cores")
+        out[cell] = {**row, "cores": old} if row.get("cores") is None and old is not None else row
+    return out
+
+
 def rejudge(table: Path, keep: Path, baselines: list[Path] | None = None) -> int:
     """Judge a recorded table's cells again from the campaigns its run kept (``--keep``), with today's rule,
     against ``baselines`` (pooled) or the S = 1 campaign kept beside them."""
@@ -285,7 +296,8 @@ def rejudge(table: Path, keep: Path, baselines: list[Path] | None = None) -> int
             loss, s = rest.split("%")[0], rest.rsplit(" s", 1)[1]
             base, other = baselines or [keep / f"{inv}-l{loss}-s1"], sub / f"{inv}-l{loss}-s{s}"
             if all(b.exists() for b in base) and other.exists():
-                doc[section][key] = compare(kept_baseline(base), kept_baseline([other]))
+                doc[section][key] = with_recorded_cores(doc[section][key],
+                                                        compare(kept_baseline(base), kept_baseline([other])))
     ccs = sorted({c.split("-")[0] for rows in doc["cells"].values() for c in rows})
     doc["highest"] = highest_holding(doc["cells"], ccs)
     if doc.get("cells_levers_off"):

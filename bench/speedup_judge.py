@@ -10,6 +10,10 @@ against real time (what the rule costs a cell that did not change at all).
 
 Printed: per cell the medians' ratios, the furthest sample, the S = 1 spread, the samples on each side, and
 whether the cell holds and why not; then the cells holding per congestion control. Nothing is run.
+
+``--into TABLE --key KEY``: write these cells into a recorded table (``bench/speedup.py --out``) under ``KEY``
+(e.g. ``"emulated loss 0% s4"``), in place of the same cells there, and work the table's ``highest`` out again;
+``--note`` is appended to the table's note (say which campaigns were pooled).
 """
 from __future__ import annotations
 
@@ -18,10 +22,8 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.speedup import compare, kept_baseline  # noqa: E402 - after the path
+from harness.emulation.speedup import highest_holding
+from speedup import compare, kept_baseline, with_recorded_cores  # bench/speedup.py, beside this script
 
 
 def main() -> int:
@@ -30,7 +32,12 @@ def main() -> int:
     ap.add_argument("--candidate", type=Path, action="append", required=True)
     ap.add_argument("--mode", help="only the cells of this interface mode (wifi, lte, both)")
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")
+    ap.add_argument("--into", type=Path, help="a recorded table to write these cells into (with --key)")
+    ap.add_argument("--key", help="the table's section for these cells, e.g. 'emulated loss 0%% s4'")
+    ap.add_argument("--note", default="", help="appended to the table's note (with --into)")
     args = ap.parse_args()
+    if bool(args.into) != bool(args.key):
+        ap.error("--into and --key go together")
     for p in [*args.baseline, *args.candidate]:
         if not (p / "samples.jsonl").is_file():
             ap.error(f"{p}: not a kept campaign (no samples.jsonl)")
@@ -47,6 +54,17 @@ def main() -> int:
     held = {cc: f"{sum(r['holds'] for c, r in rows.items() if c.startswith(cc + '-'))}/"
                 f"{sum(1 for c in rows if c.startswith(cc + '-'))}" for cc in ccs}
     print(f"\nholding: {sum(r['holds'] for r in rows.values())}/{len(rows)}; per control: {held}")
+    if args.into:
+        doc = json.loads(args.into.read_text())
+        if args.key not in doc.get("cells", {}):
+            ap.error(f"{args.into}: no section {args.key!r} (there: {', '.join(doc.get('cells', {}))})")
+        doc["cells"][args.key].update(with_recorded_cores(doc["cells"][args.key], rows))
+        doc["highest"] = highest_holding(doc["cells"], sorted({c.split("-")[0] for r in doc["cells"].values()
+                                                              for c in r}))
+        if args.note:
+            doc["note"] = f"{doc.get('note', '')} {args.note}".strip()
+        args.into.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+        print(f"written into {args.into} [{args.key}]; highest per control: {doc['highest']}")
     if args.out:
         args.out.write_text(json.dumps({"baseline": [str(p) for p in args.baseline],
                                         "candidate": [str(p) for p in args.candidate], "cells": rows},
