@@ -190,17 +190,22 @@ def start_campaign(scenario: Scenario, inventory: Inventory, runs_dir: Path, *, 
     return campaign
 
 
+def plan_speedup(scenario: Scenario, plan: SamplePlan) -> float:
+    """The S ``plan`` runs at: its mode's (``Scenario.speedup_for``; a policy sample's is the scenario's)."""
+    return scenario.speedup_for(plan.mode, plan.policy is not None)
+
+
 def _at(scenario: Scenario, plans: list[SamplePlan], s: float) -> list[SamplePlan]:
-    """Those of ``plans`` that run at ``s``."""
-    return [p for p in plans if scenario.speedup_for(p.mode, p.policy is not None) == s]
+    """Those of ``plans`` that run at ``s``, in plan order."""
+    return dict(speedup_phases(scenario, plans)).get(s, [])
 
 
 def speedup_phases(scenario: Scenario, plans: list[SamplePlan]) -> list[tuple[float, list[SamplePlan]]]:
-    """The plans by the S their mode runs at (``Scenario.speedup_for``), highest S first, each in plan order:
-    a campaign runs one phase per S, on testbeds built for it (one phase when every mode runs at one S)."""
+    """The plans by the S they run at (``plan_speedup``), highest S first, each in plan order: a campaign
+    runs one phase per S, on testbeds built for it (one phase when every mode runs at one S)."""
     by: dict[float, list[SamplePlan]] = {}
     for p in plans:
-        by.setdefault(scenario.speedup_for(p.mode, p.policy is not None), []).append(p)
+        by.setdefault(plan_speedup(scenario, p), []).append(p)
     return sorted(by.items(), key=lambda kv: -kv[0])
 
 
@@ -554,7 +559,7 @@ def sample_estimates_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
         else:
             rate = 20.0 if p.mode == "both" else 10.0
             slowest = scenario.file_bytes * 8 / (rate * 1e6)
-        s = scenario.speedup_for(p.mode, p.policy is not None)
+        s = plan_speedup(scenario, p)
         est = slowest / s + between_samples_s(scenario, emu is not None, s)
         if p.policy is not None and control is not None:
             probing_s = control.estimate_s(p)
