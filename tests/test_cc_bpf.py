@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import allowed_ccs_apart_from_other_testbeds, small_inventory
+from harness.campaign import campaign as campaign_module
 from harness.campaign.campaign import RunHooks, start_campaign
 from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from rigs.cc import oracle
@@ -108,6 +109,18 @@ def test_bpftool_argvs():
     assert bpfcc.unregister_argv("mplab_lia") == ["bpftool", "struct_ops", "unregister", "name", "mplab_lia"]
 
 
+def test_the_watch_counts_only_what_grew_in_its_own_sender_namespace():
+    """A second testbed's sender (another namespace) and a subflow whose count did not move are not this sample's;
+    two subflows to one address add up, and the last value is kept."""
+    watch = bpfcc.SsthreshWatch(ROOT, netns=7)
+    before = {(7, "10.10.1.2", 5201, 40000): (3, 0x81104110), (8, "10.10.2.2", 5201, 40001): (0, 0)}
+    after = {(7, "10.10.1.2", 5201, 40000): (3, 0x81104110),     # unchanged: an earlier sample's
+             (7, "10.20.1.2", 5201, 40002): (4, 0x81104110),     # new
+             (7, "10.20.1.2", 5201, 40003): (2, 0x80000001),     # new, same peer
+             (8, "10.10.2.2", 5201, 40001): (9, 0x81104110)}     # another sender's
+    assert watch.grown(before, after) == {"10.20.1.2": (6, 0x80000001)}
+
+
 def test_unbuilt_object_is_refused_with_the_fix(tmp_path):
     cc = BpfCC("wvegas", build_dir=tmp_path)
     with pytest.raises(PreflightError, match="make bpf"):
@@ -171,12 +184,16 @@ def _mplab_clean(*args: str) -> subprocess.CompletedProcess:
                           cwd=REPO, timeout=120)
 
 
-def _renamed_lia(tmp_path: Path, tag: str) -> tuple[Path, str]:
+def _renamed_lia(tmp_path: Path, tag: str, ssthresh: int | None = None) -> tuple[Path, str]:
     """mplab's LIA built under the struct_ops name ``mplab_<tag>``: a registration no other testbed on this
-    machine shares (theirs use the four real names), so the test can assert on it whatever else runs."""
+    machine shares (theirs use the four real names), so the test can assert on it whatever else runs.
+    ``ssthresh``: its .ssthresh returns that constant instead of Reno's halving."""
     src = (bpfcc.BPF_DIR / "lia.bpf.c").read_text()
     # The struct_ops and its programs are renamed; the shared update (mplab_math.h's mplab_lia_on_ack) is not.
     src = re.sub(r"\bmplab_lia\b", f"mplab_{tag}", src.replace("(lia)", f"({tag})").replace("(lia,", f"({tag},"))
+    if ssthresh is not None:
+        src = src.replace(f"MPLAB_RENO_SSTHRESH({tag})", f'SEC("struct_ops")\n__u32 BPF_PROG({tag}_ssthresh, '
+                          f"struct sock *sk)\n{{\n\treturn {ssthresh:#x}U;\n}}")
     (tmp_path / f"{tag}.bpf.c").write_text(src)
     obj = tmp_path / f"{tag}.bpf.o"
     subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wno-unused-variable",
@@ -191,9 +208,9 @@ def _register_as(obj: Path, name: str, owner: str | None) -> None:
         ROOT.run(bpfcc.register_argv(obj), timeout=60)
 
 
-def _renamed_cc(tmp_path: Path, tag: str) -> BpfCC:
+def _renamed_cc(tmp_path: Path, tag: str, ssthresh: int | None = None) -> BpfCC:
     """A ``BpfCC`` of LIA under the name ``mplab_<tag>``, which no other testbed on this machine uses."""
-    obj, name = _renamed_lia(tmp_path, tag)
+    obj, name = _renamed_lia(tmp_path, tag, ssthresh)
     cc = BpfCC("lia")
     cc.obj, cc.sock_name = obj, name  # its implementation label follows (bpf:<name>@sha256:<the object's>)
     return cc
@@ -324,6 +341,38 @@ def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_m
     assert not [n for n in bpfcc.registered(ROOT) if n not in others]
     assert allowed_ccs_apart_from_other_testbeds() == allowed_before
     assert not list_namespaces(ROOT, prefix)
+
+
+@pytest.mark.root
+@needs_build
+def test_a_threshold_no_callback_could_return_flags_the_receivers_records(prefix, tmp_path, monkeypatch):
+    """The cc-fault watch (mplab_watch, SsthreshWatch, the runner's flag) end to end on the real kernel. Two
+    copies of LIA, each under a name of its own: one whose .ssthresh returns 0x81104110, the value the kernel
+    was found storing on the ACKs during which no callback ran; one returning 0x7fffffff, TCP_INFINITE_SSTHRESH,
+    which is no fault (every socket starts with it). After its first loss every ACK of the first finds the
+    bad value: its records must be flagged, naming the receiver's subflow and its address; the second's never."""
+    tag = prefix.removeprefix("mplab-t").rstrip("-")[:4]
+    bad, infinite = _renamed_cc(tmp_path, "f" + tag, 0x81104110), _renamed_cc(tmp_path, "i" + tag, 0x7FFFFFFF)
+    monkeypatch.setattr(campaign_module, "resolve_ccs", lambda scenario, testbed: {"lia": bad, "olia": infinite})
+    inv = small_inventory(prefix, [(16, 10)])
+    sc = Scenario(name="cc-fault", congestion_controls=["lia", "olia"], receiver_counts=[1], modes=["both"],
+                  samples_per_case=1, file_size="3M", transfer_timeout_s=60, settle_s=0.1)
+    try:
+        records = {r["cc"]: r for r in start_campaign(sc, inv, tmp_path / "runs").records()}
+    finally:
+        for cc in (bad, infinite):
+            if cc.sock_name in bpfcc.registered(ROOT):
+                ROOT.run(bpfcc.unregister_argv(cc.sock_name), check=False)
+            machine.drop_struct_ops([cc.sock_name])
+    assert {r["sender_cc"] for r in records.values()} == {bad.sock_name, infinite.sock_name}
+    flagged = [f for f in records["lia"]["flags"] if f.startswith("cc-fault")]
+    # A 3 MB transfer into 10 ms of WiFi buffer loses packets at the end of slow start, and a 60 ms LTE buffer
+    # at 10 Mbit/s too: both subflows go into recovery at least once.
+    assert flagged, records["lia"]["flags"]
+    addresses = {"wifi": "(to 10.10.1.2)", "lte": "(to 10.20.1.2)"}  # receiver 1's (harness/testbeds/emulated.py)
+    for f in flagged:
+        assert "threshold 0x81104110" in f and any(f"n1's {radio} subflow {a}" in f for radio, a in addresses.items()), f
+    assert not [f for f in records["olia"]["flags"] if "0x7fffffff" in f], records["olia"]["flags"]
 
 
 @pytest.mark.root

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import harness
 from harness.cc import CongestionControl
+from harness.cc.bpfcc import PREFIX as BPF_PREFIX, SsthreshWatch
 from harness.campaign.control import CONTROL_FIELDS, SampleControl
 from harness.errors import CommandError, Interrupted, MplabError, TrafficError
 from harness.hosts.local import BackgroundProcess, ProcessResult, hold_if_spawning
@@ -244,6 +245,21 @@ def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
     return flags
 
 
+def cc_faults(nodes: dict, faults: dict[str, tuple[int, int]]) -> list[str]:
+    """``cc-fault`` flags for a sample whose subflows (by its receivers' interface addresses, ``nodes``: name ->
+    node) ran without a slow-start threshold during the transfer (``SsthreshWatch.grown``: peer address -> ACKs,
+    the value). Every record of the sample carries them: the flood such a subflow sends fills queues that the
+    sample's other receivers may share (the access point's)."""
+    flags = []
+    for rx, node in nodes.items():
+        for radio, iface in node.interfaces.items():
+            if iface.address in faults:
+                acks, value = faults[iface.address]
+                flags.append(f"cc-fault: {rx}'s {radio} subflow (to {iface.address}) had slow-start threshold "
+                             f"{value:#x}, which no callback returned, for {acks} ACKs")
+    return flags
+
+
 class Runner:
     """Runs samples of one campaign on one testbed."""
 
@@ -267,6 +283,9 @@ class Runner:
         self.meta = metadata
         #: The controller for policy samples (``harness.campaign.control``); None without policies.
         self.control = control
+        #: The watch on the BPF programs' slow-start thresholds (``_ssthresh_watch``): None until the first
+        #: sample under one of them, False when it cannot be had.
+        self._watch: SsthreshWatch | None | bool = None
         self.idle = IdleWaiter(recorder, IdleSettings(tolerance_w=scenario.idle_tolerance_w,
                                                       hold_s=IdleSettings.hold_s / testbed.speedup,
                                                       timeout_s=scenario.idle_timeout_s),
@@ -431,9 +450,13 @@ class Runner:
         except (CommandError, MplabError) as exc:
             return _fail_all(outs, f"setup: {exc}")
         qdisc_before = tb.qdisc_stats()
+        watch = self._ssthresh_watch(cc)
+        faults_before = watch.read() if watch else {}
         results = self._transfer(plan, cc, outs)
         if results is None:
             return list(outs.values())
+        faults = cc_faults({rx: tb.nodes[rx] for rx in plan.receivers},
+                           watch.grown(faults_before, watch.read())) if watch else []
         try:
             after = dict(zip(plan.receivers, parallel(tb.counters, plan.receivers)))
         except (CommandError, MplabError) as exc:
@@ -444,9 +467,24 @@ class Runner:
         for rx, res in results.items():
             moved = _delta(before[rx], after[rx]) if rx in after else None
             self._outcome(plan, cc, outs[rx], res, moved, adir)
+            outs[rx].flags += faults
         (adir / "qdisc.json").write_text(json.dumps({"before": qdisc_before, "after": qdisc_after}))
         self._energy(plan, outs, adir)
         return [outs[rx] for rx in plan.receivers]
+
+    def _ssthresh_watch(self, cc: CongestionControl) -> SsthreshWatch | None:
+        """The watch on mplab's struct_ops programs (``SsthreshWatch``) for a sample under one of them; None under
+        the kernel's own algorithms, or when the sender's network namespace cannot be read."""
+        if not cc.sock_name.startswith(BPF_PREFIX):
+            return None
+        if self._watch is None:
+            res = self.testbed.sender.run(["stat", "-L", "-c", "%i", "/proc/self/ns/net"], check=False)
+            try:
+                self._watch = SsthreshWatch(self.testbed.sender, int(res.stdout.strip()))
+            except ValueError:
+                log.warning("no cc-fault watch: cannot read the sender's network namespace (%s)", res.stderr.strip())
+                self._watch = False
+        return self._watch or None
 
     def _transfer(self, plan: SamplePlan, cc: CongestionControl,
                   outs: dict[str, ReceiverOutcome]) -> dict[str, ProcessResult] | None:

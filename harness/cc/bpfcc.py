@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -323,15 +324,67 @@ def maps_named(host: Host, name: str) -> list[dict]:
 
 def map_values(host: Host, map_id: int) -> list[dict]:
     """The values of map ``map_id`` as bpftool formats them with BTF (named fields); [] when unreadable."""
-    dump = host.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], check=False)
+    return _formatted_values(host.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], check=False).stdout)
+
+
+def _formatted_values(stdout: str | None) -> list[dict]:
+    """A ``bpftool -j map dump``'s values as BTF formats them; [] for anything else."""
     try:
-        entries = json.loads(dump.stdout or "[]")
+        entries = json.loads(stdout or "[]")
     except json.JSONDecodeError:
         return []
     if not isinstance(entries, list):  # {"error": ...}: the map went between `map show` and this dump
         return []
     values = [(e.get("formatted") or {}).get("value") or e.get("value") for e in entries if isinstance(e, dict)]
     return [v for v in values if isinstance(v, dict)]
+
+
+#: The map in which each of mplab's struct_ops objects counts the ACKs that found a subflow's slow-start
+#: threshold above TCP_INFINITE_SSTHRESH, a value no callback returned (mplab_watch, harness/cc/bpf/mplab_cc.h).
+FAULTS_MAP = "mplab_faults"
+
+
+class SsthreshWatch:
+    """Reads the loaded ``mplab_faults`` maps on the host that sends (``host``), remembering their ids: a
+    sample reads them before and after its transfer (``read``), and ``grown`` says, per peer address in the
+    sender's network namespace (``netns``, its inode number), how many ACKs found no threshold in between
+    and the last value found. A map gone since (its algorithm unregistered) makes the next read list them
+    again."""
+
+    def __init__(self, host: Host, netns: int) -> None:
+        self.host = host
+        self.netns = netns
+        self._ids: list[int] | None = None
+
+    def read(self) -> dict[tuple[int, str, int, int], tuple[int, int]]:
+        """(netns, peer address, local port, peer port) -> (ACKs, last threshold) of every subflow seen so far."""
+        if self._ids is None:
+            self._ids = [m["id"] for m in maps_named(self.host, FAULTS_MAP)]
+        out: dict[tuple[int, str, int, int], tuple[int, int]] = {}
+        for map_id in self._ids:
+            dump = self.host.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], check=False)
+            if dump.returncode != 0:
+                self._ids = None  # unregistered since: list the maps again next time
+                continue
+            for v in _formatted_values(dump.stdout):
+                sock = v.get("sock")
+                try:
+                    key = (int(sock["netns"]), socket.inet_ntoa(int(sock["peer_ip4"]).to_bytes(4, "little")),
+                           int(sock["port"]), int(sock["dport"]))
+                    out[key] = (int(v["acks"]), int(v["ssthresh"]))
+                except (KeyError, TypeError, ValueError, OverflowError):
+                    continue
+        return out
+
+    def grown(self, before: dict, after: dict) -> dict[str, tuple[int, int]]:
+        """Peer address -> (ACKs between the two reads, summed over its subflows; the last threshold), for the
+        subflows of this sender's namespace whose count grew."""
+        out: dict[str, tuple[int, int]] = {}
+        for key, (acks, value) in after.items():
+            grew = acks - before.get(key, (0, 0))[0]
+            if key[0] == self.netns and grew > 0:
+                out[key[1]] = (out.get(key[1], (0, 0))[0] + grew, value)
+        return out
 
 
 def trace_rounds(host: Host, ring: str, since_ns: int = 0) -> list[dict]:

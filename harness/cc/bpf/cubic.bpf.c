@@ -400,6 +400,13 @@ __u32 BPF_PROG(mplab_cubic_undo_cwnd, struct sock *sk)
 	return tcp_reno_undo_cwnd(sk);
 }
 
+/* Counts the ACKs that find a threshold no callback returned (mplab_watch, mplab_cc.h). */
+SEC("struct_ops")
+void BPF_PROG(mplab_cubic_in_ack_event, struct sock *sk, __u32 flags)
+{
+	mplab_watch(sk);
+}
+
 /* The map's symbol and .name are the placeholder harness/cc/cubic.py renames per S (15 characters: the
  * longest name the kernel takes, mplab_cubic_s64). */
 SEC(".struct_ops")
@@ -411,5 +418,6 @@ struct tcp_congestion_ops mplab_cubic_s00 = {
 	.undo_cwnd = (void *)mplab_cubic_undo_cwnd,
 	.cwnd_event = (void *)mplab_cubic_cwnd_event,
 	.pkts_acked = (void *)mplab_cubic_pkts_acked,
+	.in_ack_event = (void *)mplab_cubic_in_ack_event,
 	.name = "mplab_cubic_s00",
 };

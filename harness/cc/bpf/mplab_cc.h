@@ -227,10 +227,69 @@ static __always_inline void mplab_detach(void *map, struct sock *sk, struct mpla
 	ca->slot = 0;
 }
 
+/*
+ * Slow-start thresholds that no callback returned (mplab_faults, read by harness.cc.bpfcc.ssthresh_faults).
+ * On the kernel this was found on (6.18), a subflow under a struct_ops congestion control sometimes enters
+ * fast recovery on an ACK during which none of the program's callbacks runs (nor the tcp_cong_state_set
+ * tracepoint), and the threshold the kernel stores is 0x81104110, the low half of a kernel text address, not
+ * anything .ssthresh returned. PRR makes that a window of hundreds of millions of packets and the subflow
+ * floods its path. Nothing of that ACK runs here, so the programs cannot stop it; they count it. Every ACK
+ * that finds the threshold above TCP_INFINITE_SSTHRESH (.in_ack_event) bumps its subflow's entry, and the
+ * runner flags the records of the receiver it hit (cc-fault).
+ */
+#define MPLAB_SSTHRESH_MAX 0x7fffffffU  /* TCP_INFINITE_SSTHRESH: above it is no threshold at all */
+
+struct mplab_fault_key {
+	__u32 netns;     /* the socket's network namespace (inode number, as /proc/<pid>/ns/net) */
+	__u32 peer_ip4;  /* network order */
+	__u16 port;      /* local, host order */
+	__u16 dport;     /* peer, host order */
+};
+
+struct mplab_fault {
+	struct mplab_fault_key sock;  /* the key again: bpftool's value dump then says whose it is */
+	__u64 acks;                   /* ACKs that found no threshold */
+	__u64 last_ns;                /* bpf_ktime_get_ns of the last */
+	__u32 ssthresh;               /* the last such value */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct mplab_fault_key);
+	__type(value, struct mplab_fault);
+} mplab_faults SEC(".maps");
+
+static __always_inline void mplab_watch(struct sock *sk)
+{
+	__u32 ss = tcp_sk(sk)->snd_ssthresh;
+	struct mplab_fault_key key = {};
+	struct mplab_fault *f, fresh = {};
+
+	if (ss <= MPLAB_SSTHRESH_MAX)
+		return;
+	key.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	key.peer_ip4 = sk->__sk_common.skc_daddr;
+	key.port = sk->__sk_common.skc_num;
+	key.dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	f = bpf_map_lookup_elem(&mplab_faults, &key);
+	if (!f) {
+		fresh.sock = key;
+		bpf_map_update_elem(&mplab_faults, &key, &fresh, BPF_NOEXIST);
+		f = bpf_map_lookup_elem(&mplab_faults, &key);
+		if (!f)
+			return;
+	}
+	__sync_fetch_and_add(&f->acks, 1);
+	f->last_ns = bpf_ktime_get_ns();
+	f->ssthresh = ss;
+}
+
 /* ---- The skeleton every coupled algorithm shares ---- */
 
-/* The connection map of algorithm NAME, its .release (free the subflow's slot) and
- * .undo_cwnd (Reno's). */
+/* The connection map of algorithm NAME, its .release (free the subflow's slot), .undo_cwnd (Reno's)
+ * and .in_ack_event (mplab_watch). */
 #define MPLAB_CC_SKELETON(NAME)                                               \
 	MPLAB_CONN_MAP(NAME##_conns);                                             \
                                                                               \
@@ -244,6 +303,12 @@ static __always_inline void mplab_detach(void *map, struct sock *sk, struct mpla
 	__u32 BPF_PROG(NAME##_undo_cwnd, struct sock *sk)                         \
 	{                                                                         \
 		return tcp_reno_undo_cwnd(sk);                                        \
+	}                                                                         \
+                                                                              \
+	SEC("struct_ops")                                                         \
+	void BPF_PROG(NAME##_in_ack_event, struct sock *sk, __u32 flags)          \
+	{                                                                         \
+		mplab_watch(sk);                                                      \
 	}
 
 /* .ssthresh as Reno (halve), for the algorithms whose decrease is uncoupled. */
@@ -323,6 +388,7 @@ static __always_inline struct mplab_conn *mplab_coupled(void *map, struct sock *
 	.cong_avoid = (void *)NAME##_cong_avoid,                                  \
 	.ssthresh = (void *)NAME##_ssthresh,                                      \
 	.undo_cwnd = (void *)NAME##_undo_cwnd,                                    \
+	.in_ack_event = (void *)NAME##_in_ack_event,                              \
 	.name = "mplab_" #NAME
 
 /*
