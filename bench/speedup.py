@@ -33,10 +33,12 @@ no sample failed, and at least two samples gave unflagged energy. Where S = 1's 
 from their median (a bistable cell, which would fail the 3 % rule against a second S = 1 campaign as well), that
 spread is the bound of each sample instead (``judged_by_spread``; the summary counts these cells apart), and the
 cell's medians must still lie within 3 % of S = 1's: a spread wide enough to hold every sample would otherwise
-let a shift of the whole cell through. At S > 1 on one testbed, the testbed's own CPU cores per sample are
-measured too (``TestbedCpu``); the heaviest cell's median is what ``auto`` weighs at ``--testbeds`` K. Reported:
-the table, and per congestion control the highest S at which every one of its cells held at that S and every
-lower one (written to ``--out`` as JSON; ``mplab run --speedup auto`` reads it).
+let a shift of the whole cell through. A sample flagged ``cc-fault`` (a subflow ran without a slow-start threshold,
+which the kernel causes at every S, and which no dataset keeps) is held out on both sides and counted
+(``cc_fault``); more of them at S than twice S = 1's rate (and more than one) fail the cell. At S > 1 on one
+testbed, the testbed's own CPU cores per sample are measured too (``TestbedCpu``); the heaviest cell's median is
+what ``auto`` weighs at ``--testbeds`` K. Reported: the table, and per congestion control the highest S at which
+every one of its cells held at that S and every lower one (written to ``--out`` as JSON; ``mplab run --speedup auto`` reads it).
 
 ``--levers on,off``: each S > 1 also run with the kernel's clocks left unscaled (``MPLAB_KERNEL_SCALING=off``:
 no TCP timer program, the kernel's own Cubic), against the same S = 1 campaign; those cells go to the
@@ -223,17 +225,26 @@ def one_campaign(inv_name: str, loss: float, s: float, args: argparse.Namespace,
                                      s, between_samples_s(sc, emulated=True))}
 
 
+def _cell() -> dict:
+    return {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0, "cc_fault": 0, "samples": 0, "cores": []}
+
+
 def cells_of(by_sample: dict[str, list[dict]], cores: dict[str, float] | None = None) -> dict[str, dict]:
     """Per cell (case id): each ok sample's total throughput, each unflagged sample's total energy, counts, and
-    the testbed's CPU cores while each sample ran (``cores``: per sample id, where measured)."""
+    the testbed's CPU cores while each sample ran (``cores``: per sample id, where measured). A sample flagged
+    ``cc-fault`` (a subflow ran without a slow-start threshold: the kernel's doing, at every S) is counted
+    apart and judged neither way: no dataset keeps it (``compare`` holds its rate to S = 1's)."""
     cells: dict[str, dict] = {}
     for sample_id, recs in by_sample.items():
-        cell = cells.setdefault(recs[0]["case_id"], {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0,
-                                                     "cores": []})
+        cell = cells.setdefault(recs[0]["case_id"], _cell())
+        cell["samples"] += 1
         if (cores or {}).get(sample_id) is not None:
             cell["cores"].append(cores[sample_id])
         if any(r["status"] != "ok" for r in recs):
             cell["failed"] += 1
+            continue
+        if any(f.startswith("cc-fault") for r in recs for f in r["flags"]):
+            cell["cc_fault"] += 1
             continue
         cell["mbit"].append(sum(r["throughput_mbit"] for r in recs))
         if any(r["flags"] for r in recs):
@@ -312,11 +323,9 @@ def kept_baseline(paths: list[Path]) -> dict:
     cells: dict[str, dict] = {}
     for path in paths:
         for cell, v in cells_of(group_by_sample(Campaign.open(path).records())).items():
-            into = cells.setdefault(cell, {"mbit": [], "energy_j": [], "flagged": 0, "failed": 0, "cores": []})
-            for k in ("mbit", "energy_j", "cores"):
+            into = cells.setdefault(cell, _cell())
+            for k in ("mbit", "energy_j", "cores", "flagged", "failed", "cc_fault", "samples"):
                 into[k] += v[k]
-            into["flagged"] += v["flagged"]
-            into["failed"] += v["failed"]
     return {"cells": cells, "kept": [str(p) for p in paths]}
 
 
@@ -414,6 +423,12 @@ def compare(base: dict, other: dict) -> dict[str, dict]:
                 why.append(f"{name.split('_')[0]} median x{v:.3f}")
         if o["failed"]:
             why.append(f"{o['failed']} failed")
+        # A sample whose subflow ran without a threshold is no sample of the cell's at any S; but more of them at
+        # S than at S = 1 (over twice the rate, and more than one) would be the speed-up's doing.
+        row["cc_fault"], row["base_cc_fault"] = o.get("cc_fault", 0), b.get("cc_fault", 0)
+        if row["cc_fault"] > max(1, 2 * row["base_cc_fault"] * o.get("samples", 0) / max(1, b.get("samples", 0))):
+            why.append(f"{row['cc_fault']} of {o.get('samples', 0)} samples cc-fault (S = 1: "
+                       f"{row['base_cc_fault']} of {b.get('samples', 0)})")
         if len(o["energy_j"]) < 2:
             why.append(f"{len(o['energy_j'])} sample(s) with unflagged energy")
         row["holds"], row["why"] = not why, "; ".join(why)
