@@ -451,7 +451,7 @@ class Runner:
             return _fail_all(outs, f"setup: {exc}")
         qdisc_before = tb.qdisc_stats()
         watch = self._ssthresh_watch(cc)
-        faults_before = watch.read() if watch else {}
+        faults_before = watch.read(relist=True) if watch else {}
         results = self._transfer(plan, cc, outs)
         if results is None:
             return list(outs.values())

@@ -345,27 +345,23 @@ FAULTS_MAP = "mplab_faults"
 
 
 class SsthreshWatch:
-    """Reads the loaded ``mplab_faults`` maps on the host that sends (``host``), remembering their ids: a
-    sample reads them before and after its transfer (``read``), and ``grown`` says, per peer address in the
-    sender's network namespace (``netns``, its inode number), how many ACKs found no threshold in between
-    and the last value found. A map gone since (its algorithm unregistered) makes the next read list them
-    again."""
+    """Reads the loaded ``mplab_faults`` maps on the host that sends (``host``): a sample reads them before its
+    transfer (``read(relist=True)``: the maps loaded then, whose ids the read after reuses) and after it, and
+    ``grown`` says, per peer address in the sender's network namespace (``netns``, its inode number), how many
+    ACKs found no threshold in between and the last value found."""
 
     def __init__(self, host: Host, netns: int) -> None:
         self.host = host
         self.netns = netns
-        self._ids: list[int] | None = None
+        self._ids: list[int] = []
 
-    def read(self) -> dict[tuple[int, str, int, int], tuple[int, int]]:
+    def read(self, relist: bool = False) -> dict[tuple[int, str, int, int], tuple[int, int]]:
         """(netns, peer address, local port, peer port) -> (ACKs, last threshold) of every subflow seen so far."""
-        if self._ids is None:
+        if relist:
             self._ids = [m["id"] for m in maps_named(self.host, FAULTS_MAP)]
         out: dict[tuple[int, str, int, int], tuple[int, int]] = {}
         for map_id in self._ids:
             dump = self.host.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], check=False)
-            if dump.returncode != 0:
-                self._ids = None  # unregistered since: list the maps again next time
-                continue
             for v in _formatted_values(dump.stdout):
                 sock = v.get("sock")
                 try:

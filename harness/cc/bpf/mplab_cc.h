@@ -228,14 +228,14 @@ static __always_inline void mplab_detach(void *map, struct sock *sk, struct mpla
 }
 
 /*
- * Slow-start thresholds that no callback returned (mplab_faults, read by harness.cc.bpfcc.ssthresh_faults).
+ * Slow-start thresholds that no callback returned (mplab_faults, read by harness.cc.bpfcc.SsthreshWatch).
  * On the kernel this was found on (6.18), a subflow under a struct_ops congestion control sometimes enters
  * fast recovery on an ACK during which none of the program's callbacks runs (nor the tcp_cong_state_set
  * tracepoint), and the threshold the kernel stores is 0x81104110, the low half of a kernel text address, not
  * anything .ssthresh returned. PRR makes that a window of hundreds of millions of packets and the subflow
  * floods its path. Nothing of that ACK runs here, so the programs cannot stop it; they count it. Every ACK
  * that finds the threshold above TCP_INFINITE_SSTHRESH (.in_ack_event) bumps its subflow's entry, and the
- * runner flags the records of the receiver it hit (cc-fault).
+ * runner flags the sample's records (cc-fault).
  */
 #define MPLAB_SSTHRESH_MAX 0x7fffffffU  /* TCP_INFINITE_SSTHRESH: above it is no threshold at all */
 
