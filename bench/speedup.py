@@ -35,10 +35,11 @@ spread is the bound of each sample instead (``judged_by_spread``; the summary co
 cell's medians must still lie within 3 % of S = 1's: a spread wide enough to hold every sample would otherwise
 let a shift of the whole cell through. A sample flagged ``cc-fault`` (a subflow ran without a slow-start threshold,
 which the kernel causes at every S, and which no dataset keeps) is held out on both sides and counted
-(``cc_fault``); more of them at S than twice S = 1's rate (and more than one) fail the cell. At S > 1 on one
-testbed, the testbed's own CPU cores per sample are measured too (``TestbedCpu``); the heaviest cell's median is
-what ``auto`` weighs at ``--testbeds`` K. Reported: the table, and per congestion control the highest S at which
-every one of its cells held at that S and every lower one (written to ``--out`` as JSON; ``mplab run --speedup auto`` reads it).
+(``cc_fault``); more of them at S than at S = 1 beyond chance (one-sided Fisher exact test, p < 0.05) fail the
+cell. At S > 1 on one testbed, the testbed's own CPU cores per sample are measured too (``TestbedCpu``); the
+heaviest cell's median is what ``auto`` weighs at ``--testbeds`` K. Reported: the table, and per congestion
+control the highest S at which every one of its cells held at that S and every lower one (written to ``--out``
+as JSON; ``mplab run --speedup auto`` reads it).
 
 ``--levers on,off``: each S > 1 also run with the kernel's clocks left unscaled (``MPLAB_KERNEL_SCALING=off``:
 no TCP timer program, the kernel's own Cubic), against the same S = 1 campaign; those cells go to the
@@ -56,6 +57,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from scipy.stats import fisher_exact
 
 from harness.campaign.campaign import (RunHooks, between_samples_s, queue_makespan_s, sample_estimates_s,
                                        start_campaign)
@@ -376,6 +379,19 @@ def _spread(xs: list[float], median: float | None) -> float | None:
     return round(max(abs(x / median - 1) for x in xs), 4) if (median and xs) else None
 
 
+#: A cell fails when its samples at S are cc-fault more often than at S = 1 at this significance (one-sided).
+FAULT_P = 0.05
+
+
+def more_faults_p(faults: int, samples: int, base_faults: int, base_samples: int) -> float:
+    """One-sided Fisher exact test: the chance of at least this many cc-fault samples at S were the rate S = 1's
+    (1.0 when either side has no samples)."""
+    if samples <= 0 or base_samples <= 0 or faults == 0:
+        return 1.0
+    return round(float(fisher_exact([[faults, samples - faults], [base_faults, base_samples - base_faults]],
+                                    alternative="greater").pvalue), 4)
+
+
 def compare(base: dict, other: dict) -> dict[str, dict]:
     """Per cell: ratios of the medians to S = 1, and whether the cell holds."""
     out = {}
@@ -424,11 +440,13 @@ def compare(base: dict, other: dict) -> dict[str, dict]:
         if o["failed"]:
             why.append(f"{o['failed']} failed")
         # A sample whose subflow ran without a threshold is no sample of the cell's at any S; but more of them at
-        # S than at S = 1 (over twice the rate, and more than one) would be the speed-up's doing.
+        # S than at S = 1, beyond chance, would be the speed-up's doing (or the S > 1 implementation's).
         row["cc_fault"], row["base_cc_fault"] = o.get("cc_fault", 0), b.get("cc_fault", 0)
-        if row["cc_fault"] > max(1, 2 * row["base_cc_fault"] * o.get("samples", 0) / max(1, b.get("samples", 0))):
+        row["cc_fault_p"] = more_faults_p(row["cc_fault"], o.get("samples", 0), row["base_cc_fault"],
+                                          b.get("samples", 0))
+        if row["cc_fault_p"] < FAULT_P:
             why.append(f"{row['cc_fault']} of {o.get('samples', 0)} samples cc-fault (S = 1: "
-                       f"{row['base_cc_fault']} of {b.get('samples', 0)})")
+                       f"{row['base_cc_fault']} of {b.get('samples', 0)}; p = {row['cc_fault_p']:.3f})")
         if len(o["energy_j"]) < 2:
             why.append(f"{len(o['energy_j'])} sample(s) with unflagged energy")
         row["holds"], row["why"] = not why, "; ".join(why)

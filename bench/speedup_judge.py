@@ -13,7 +13,8 @@ whether the cell holds and why not; then the cells holding per congestion contro
 
 ``--into TABLE --key KEY``: write these cells into a recorded table (``bench/speedup.py --out``) under ``KEY``
 (e.g. ``"emulated loss 0% s4"``), in place of the same cells there, and work the table's ``highest`` out again;
-``--note`` is appended to the table's note (say which campaigns were pooled).
+``--note`` is appended to the table's note (say which campaigns were pooled); ``--cores-from RUN`` takes the
+cells' CPU cores from the table the candidate's own run wrote (``--out``) rather than from TABLE.
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ def main() -> int:
     ap.add_argument("--into", type=Path, help="a recorded table to write these cells into (with --key)")
     ap.add_argument("--key", help="the table's section for these cells, e.g. 'emulated loss 0%% s4'")
     ap.add_argument("--note", default="", help="appended to the table's note (with --into)")
+    ap.add_argument("--cores-from", type=Path, help="with --into: take each cell's CPU cores from this table "
+                    "(the --out of the bench/speedup.py run that kept the candidate), section --key, instead of "
+                    "the figures --into recorded")
     args = ap.parse_args()
     if bool(args.into) != bool(args.key):
         ap.error("--into and --key go together")
@@ -58,7 +62,9 @@ def main() -> int:
         doc = json.loads(args.into.read_text())
         if args.key not in doc.get("cells", {}):
             ap.error(f"{args.into}: no section {args.key!r} (there: {', '.join(doc.get('cells', {}))})")
-        doc["cells"][args.key].update(with_recorded_cores(doc["cells"][args.key], rows))
+        measured = (json.loads(args.cores_from.read_text()).get("cells", {}).get(args.key, {}) if args.cores_from
+                    else doc["cells"][args.key])
+        doc["cells"][args.key].update(with_recorded_cores(measured, rows))
         doc["highest"] = highest_holding(doc["cells"], sorted({c.split("-")[0] for r in doc["cells"].values()
                                                               for c in r}))
         if args.note:
