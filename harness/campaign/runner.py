@@ -245,6 +245,10 @@ def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
     return flags
 
 
+#: The flag of a sample whose subflow ran without a slow-start threshold (``cc_faults``).
+CC_FAULT = "cc-fault"
+
+
 def cc_faults(nodes: dict, faults: dict[str, tuple[int, int]]) -> list[str]:
     """``cc-fault`` flags for a sample whose subflows (by its receivers' interface addresses, ``nodes``: name ->
     node) ran without a slow-start threshold during the transfer (``SsthreshWatch.grown``: peer address -> ACKs,
@@ -255,7 +259,7 @@ def cc_faults(nodes: dict, faults: dict[str, tuple[int, int]]) -> list[str]:
         for radio, iface in node.interfaces.items():
             if iface.address in faults:
                 acks, value = faults[iface.address]
-                flags.append(f"cc-fault: {rx}'s {radio} subflow (to {iface.address}) had slow-start threshold "
+                flags.append(f"{CC_FAULT}: {rx}'s {radio} subflow (to {iface.address}) had slow-start threshold "
                              f"{value:#x}, which no callback returned, for {acks} ACKs")
     return flags
 
@@ -350,10 +354,14 @@ class Runner:
             self._wait_idle(plan, outcomes)
             idle_s += time.monotonic() - t_idle
             failed = [o for o in outcomes if o.error]
-            if not failed:
+            # A subflow that ran without a slow-start threshold (cc-fault) makes the sample no measurement of its
+            # control: measured again while attempts remain (the flagged attempt's raw output stays in its directory).
+            faults = sorted({f for o in outcomes for f in o.flags if f.startswith(CC_FAULT)})
+            if not failed and not (faults and attempt < attempts):
                 break
-            reasons = "; ".join(f"{o.receiver}: {o.error}" for o in failed)
-            log.warning("%s attempt %d/%d failed: %s", plan.sample_id, attempt, attempts, reasons)
+            reasons = "; ".join(f"{o.receiver}: {o.error}" for o in failed) or "; ".join(faults)
+            log.warning("%s attempt %d/%d %s: %s", plan.sample_id, attempt, attempts,
+                        "failed" if failed else "flagged", reasons)
         status = "failed" if any(o.error for o in outcomes) else "ok"
         records = [self._record(plan, o, status, attempt, repairs.get(o.receiver, [])) for o in outcomes]
         (raw / "records.json").write_text(json.dumps(records, indent=1))
