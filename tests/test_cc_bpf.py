@@ -356,7 +356,7 @@ def test_a_threshold_no_callback_could_return_flags_the_receivers_records(prefix
     monkeypatch.setattr(campaign_module, "resolve_ccs", lambda scenario, testbed: {"lia": bad, "olia": infinite})
     inv = small_inventory(prefix, [(16, 10)])
     sc = Scenario(name="cc-fault", congestion_controls=["lia", "olia"], receiver_counts=[1], modes=["both"],
-                  samples_per_case=1, file_size="3M", transfer_timeout_s=60, settle_s=0.1)
+                  samples_per_case=1, file_size="3M", transfer_timeout_s=60, settle_s=0.1, retries=1)
     try:
         records = {r["cc"]: r for r in start_campaign(sc, inv, tmp_path / "runs").records()}
     finally:
