@@ -62,7 +62,7 @@ from scipy.stats import fisher_exact
 
 from harness.campaign.campaign import (RunHooks, between_samples_s, queue_makespan_s, sample_estimates_s,
                                        start_campaign)
-from harness.campaign.runner import SampleOutcome
+from harness.campaign.runner import CC_FAULT, SampleOutcome
 from harness.cc.timers import cgroup2_mount, cgroup_path
 from harness.campaign.plan import plan_campaign
 from harness.campaign.store import Campaign
@@ -246,7 +246,7 @@ def cells_of(by_sample: dict[str, list[dict]], cores: dict[str, float] | None = 
         if any(r["status"] != "ok" for r in recs):
             cell["failed"] += 1
             continue
-        if any(f.startswith("cc-fault") for r in recs for f in r["flags"]):
+        if any(f.startswith(CC_FAULT) for r in recs for f in r["flags"]):
             cell["cc_fault"] += 1
             continue
         cell["mbit"].append(sum(r["throughput_mbit"] for r in recs))

@@ -324,13 +324,9 @@ def maps_named(host: Host, name: str) -> list[dict]:
 
 def map_values(host: Host, map_id: int) -> list[dict]:
     """The values of map ``map_id`` as bpftool formats them with BTF (named fields); [] when unreadable."""
-    return _formatted_values(host.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], check=False).stdout)
-
-
-def _formatted_values(stdout: str | None) -> list[dict]:
-    """A ``bpftool -j map dump``'s values as BTF formats them; [] for anything else."""
+    dump = host.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], check=False)
     try:
-        entries = json.loads(stdout or "[]")
+        entries = json.loads(dump.stdout or "[]")
     except json.JSONDecodeError:
         return []
     if not isinstance(entries, list):  # {"error": ...}: the map went between `map show` and this dump
@@ -361,8 +357,7 @@ class SsthreshWatch:
             self._ids = [m["id"] for m in maps_named(self.host, FAULTS_MAP)]
         out: dict[tuple[int, str, int, int], tuple[int, int]] = {}
         for map_id in self._ids:
-            dump = self.host.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], check=False)
-            for v in _formatted_values(dump.stdout):
+            for v in map_values(self.host, map_id):
                 sock = v.get("sock")
                 try:
                     key = (int(sock["netns"]), socket.inet_ntoa(int(sock["peer_ip4"]).to_bytes(4, "little")),
