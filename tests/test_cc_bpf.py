@@ -12,12 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import allowed_ccs_apart_from_other_testbeds, small_inventory
 from harness.campaign import campaign as campaign_module
 from harness.campaign.campaign import RunHooks, start_campaign
+from harness.campaign.runner import cc_faults
 from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from rigs.cc import oracle
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
@@ -111,14 +113,29 @@ def test_bpftool_argvs():
 
 def test_the_watch_counts_only_what_grew_in_its_own_sender_namespace():
     """A second testbed's sender (another namespace) and a subflow whose count did not move are not this sample's;
-    two subflows to one address add up, and the last value is kept."""
-    watch = bpfcc.SsthreshWatch(ROOT, netns=7)
-    before = {(7, "10.10.1.2", 5201, 40000): (3, 0x81104110), (8, "10.10.2.2", 5201, 40001): (0, 0)}
-    after = {(7, "10.10.1.2", 5201, 40000): (3, 0x81104110),     # unchanged: an earlier sample's
-             (7, "10.20.1.2", 5201, 40002): (4, 0x81104110),     # new
-             (7, "10.20.1.2", 5201, 40003): (2, 0x80000001),     # new, same peer
-             (8, "10.10.2.2", 5201, 40001): (9, 0x81104110)}     # another sender's
-    assert watch.grown(before, after) == {"10.20.1.2": (6, 0x80000001)}
+    two subflows to one address add up, and the last values are kept."""
+    watch = bpfcc.FaultWatch(ROOT, netns=7)
+    before = {(7, "10.10.1.2", 5201, 40000): (3, 0x81104110, 10), (8, "10.10.2.2", 5201, 40001): (0, 0, 0)}
+    after = {(7, "10.10.1.2", 5201, 40000): (3, 0x81104110, 10),     # unchanged: an earlier sample's
+             (7, "10.20.1.2", 5201, 40002): (4, 0x81104110, 12),     # new
+             (7, "10.20.1.2", 5201, 40003): (2, 40, 0x81104110),     # new, same peer: its window
+             (8, "10.10.2.2", 5201, 40001): (9, 0x81104110, 10)}     # another sender's
+    assert watch.grown(before, after) == {"10.20.1.2": (6, 40, 0x81104110)}
+
+
+def test_a_fault_flag_names_what_no_callback_returned_threshold_window_or_both():
+    """The flag says which value was impossible: a legal threshold beside a bad window is not called a bad
+    threshold (the undo path's fault), and 0x7fffffff, where every socket starts, is never named."""
+    node = SimpleNamespace(interfaces={"wifi": SimpleNamespace(address="10.10.1.2"),
+                                       "lte": SimpleNamespace(address="10.20.1.2")})
+    flags = cc_faults({"n1": node}, {"10.10.1.2": (3, 0x81104110, 0x7FFFFFFF), "10.20.1.2": (5, 40, 0x81104110)})
+    assert flags == ["cc-fault: n1's wifi subflow (to 10.10.1.2) had slow-start threshold 0x81104110, "
+                     "which no callback returned, for 3 ACKs",
+                     "cc-fault: n1's lte subflow (to 10.20.1.2) had congestion window 0x81104110, "
+                     "which no callback returned, for 5 ACKs"]
+    both = cc_faults({"n1": node}, {"10.10.1.2": (1, 0x81104110, 0x90000000)})
+    assert both == ["cc-fault: n1's wifi subflow (to 10.10.1.2) had slow-start threshold 0x81104110 and congestion "
+                    "window 0x90000000, which no callback returned, for 1 ACKs"]
 
 
 def test_unbuilt_object_is_refused_with_the_fix(tmp_path):
@@ -184,16 +201,24 @@ def _mplab_clean(*args: str) -> subprocess.CompletedProcess:
                           cwd=REPO, timeout=120)
 
 
-def _renamed_lia(tmp_path: Path, tag: str, ssthresh: int | None = None) -> tuple[Path, str]:
+def _renamed_lia(tmp_path: Path, tag: str, ssthresh: int | None = None,
+                 cwnd: int | None = None) -> tuple[Path, str]:
     """mplab's LIA built under the struct_ops name ``mplab_<tag>``: a registration no other testbed on this
     machine shares (theirs use the four real names), so the test can assert on it whatever else runs.
-    ``ssthresh``: its .ssthresh returns that constant instead of Reno's halving."""
+    ``ssthresh``: its .ssthresh returns that constant instead of Reno's halving. ``cwnd``: once the subflow
+    has a threshold, a .pkts_acked of its own writes that constant as the window on every ACK in Open."""
     src = (bpfcc.BPF_DIR / "lia.bpf.c").read_text()
     # The struct_ops and its programs are renamed; the shared update (mplab_math.h's mplab_lia_on_ack) is not.
     src = re.sub(r"\bmplab_lia\b", f"mplab_{tag}", src.replace("(lia)", f"({tag})").replace("(lia,", f"({tag},"))
     if ssthresh is not None:
         src = src.replace(f"MPLAB_RENO_SSTHRESH({tag})", f'SEC("struct_ops")\n__u32 BPF_PROG({tag}_ssthresh, '
                           f"struct sock *sk)\n{{\n\treturn {ssthresh:#x}U;\n}}")
+    if cwnd is not None:
+        src = src.replace("SEC(\".struct_ops\")", f'SEC("struct_ops")\nvoid BPF_PROG({tag}_pkts_acked, struct sock '
+                          f"*sk, const struct ack_sample *sample)\n{{\n\tstruct tcp_sock *tp = tcp_sk(sk);\n\n"
+                          f"\tif (tp->snd_ssthresh < MPLAB_SSTHRESH_MAX && !inet_csk(sk)->icsk_ca_state)\n"
+                          f"\t\ttp->snd_cwnd = {cwnd:#x}U;\n}}\n\nSEC(\".struct_ops\")")
+        src = src.replace(f"MPLAB_OPS({tag}),", f"MPLAB_OPS({tag}),\n\t.pkts_acked = (void *){tag}_pkts_acked,")
     (tmp_path / f"{tag}.bpf.c").write_text(src)
     obj = tmp_path / f"{tag}.bpf.o"
     subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wno-unused-variable",
@@ -208,9 +233,9 @@ def _register_as(obj: Path, name: str, owner: str | None) -> None:
         ROOT.run(bpfcc.register_argv(obj), timeout=60)
 
 
-def _renamed_cc(tmp_path: Path, tag: str, ssthresh: int | None = None) -> BpfCC:
+def _renamed_cc(tmp_path: Path, tag: str, ssthresh: int | None = None, cwnd: int | None = None) -> BpfCC:
     """A ``BpfCC`` of LIA under the name ``mplab_<tag>``, which no other testbed on this machine uses."""
-    obj, name = _renamed_lia(tmp_path, tag, ssthresh)
+    obj, name = _renamed_lia(tmp_path, tag, ssthresh, cwnd)
     cc = BpfCC("lia")
     cc.obj, cc.sock_name = obj, name  # its implementation label follows (bpf:<name>@sha256:<the object's>)
     return cc
@@ -345,39 +370,47 @@ def test_every_algorithm_moves_the_file_intact_uses_both_paths_and_empties_its_m
 
 @pytest.mark.root
 @needs_build
-def test_a_threshold_no_callback_could_return_flags_the_receivers_records(prefix, tmp_path, monkeypatch):
-    """The cc-fault watch (mplab_watch, SsthreshWatch, the runner's flag) end to end on the real kernel. Two
+def test_a_threshold_or_window_no_callback_could_return_flags_the_receivers_records(prefix, tmp_path,
+                                                                                     monkeypatch):
+    """The cc-fault watch (mplab_watch, FaultWatch, the runner's flag) end to end on the real kernel. Three
     copies of LIA, each under a name of its own: one whose .ssthresh returns 0x81104110, the value the kernel
-    was found storing on the ACKs during which no callback ran; one returning 0x7fffffff, TCP_INFINITE_SSTHRESH,
-    which is no fault (every socket starts with it). After its first loss every ACK of the first finds the
-    bad value: its records must be flagged, naming the receiver's subflow and its address; the second's never."""
+    was found storing on the ACKs during which no callback ran; one that writes 0x81104110 as its window, as the
+    kernel's undo did with what .undo_cwnd's call handed it; one returning 0x7fffffff, TCP_INFINITE_SSTHRESH,
+    which is no fault (every socket starts with it). After its first loss every ACK of the first two finds the
+    bad value: their records must be flagged, naming the receiver's subflow, its address and which value was
+    bad; the third's never."""
     tag = prefix.removeprefix("mplab-t").rstrip("-")[:4]
-    bad, infinite = _renamed_cc(tmp_path, "f" + tag, 0x81104110), _renamed_cc(tmp_path, "i" + tag, 0x7FFFFFFF)
-    monkeypatch.setattr(campaign_module, "resolve_ccs", lambda scenario, testbed: {"lia": bad, "olia": infinite})
+    bad, window = _renamed_cc(tmp_path, "f" + tag, 0x81104110), _renamed_cc(tmp_path, "w" + tag, cwnd=0x81104110)
+    infinite = _renamed_cc(tmp_path, "i" + tag, 0x7FFFFFFF)
+    ccs = {"lia": bad, "balia": window, "olia": infinite}
+    monkeypatch.setattr(campaign_module, "resolve_ccs", lambda scenario, testbed: ccs)
     inv = small_inventory(prefix, [(16, 10)])
-    sc = Scenario(name="cc-fault", congestion_controls=["lia", "olia"], receiver_counts=[1], modes=["both"],
+    sc = Scenario(name="cc-fault", congestion_controls=list(ccs), receiver_counts=[1], modes=["both"],
                   samples_per_case=1, file_size="3M", transfer_timeout_s=60, settle_s=0.1, retries=1)
     try:
         records = {r["cc"]: r for r in start_campaign(sc, inv, tmp_path / "runs").records()}
     finally:
-        for cc in (bad, infinite):
+        for cc in ccs.values():
             if cc.sock_name in bpfcc.registered(ROOT):
                 ROOT.run(bpfcc.unregister_argv(cc.sock_name), check=False)
             machine.drop_struct_ops([cc.sock_name])
-    assert {r["sender_cc"] for r in records.values()} == {bad.sock_name, infinite.sock_name}
-    flagged = [f for f in records["lia"]["flags"] if f.startswith("cc-fault")]
+    assert {r["sender_cc"] for r in records.values()} == {cc.sock_name for cc in ccs.values()}
     # A 3 MB transfer into 10 ms of WiFi buffer loses packets at the end of slow start, and a 60 ms LTE buffer
     # at 10 Mbit/s too: both subflows go into recovery at least once.
-    assert flagged, records["lia"]["flags"]
     addresses = {"wifi": "(to 10.10.1.2)", "lte": "(to 10.20.1.2)"}  # receiver 1's (harness/testbeds/emulated.py)
-    for f in flagged:
-        assert "threshold 0x81104110" in f and any(f"n1's {radio} subflow {a}" in f for radio, a in addresses.items()), f
+    for name, value in (("lia", "slow-start threshold 0x81104110"), ("balia", "congestion window 0x81104110")):
+        flagged = [f for f in records[name]["flags"] if f.startswith("cc-fault")]
+        assert flagged, (name, records[name]["flags"])
+        assert any(value in f for f in flagged), (name, flagged)
+        for f in flagged:
+            assert any(f"n1's {radio} subflow {a}" in f for radio, a in addresses.items()), f
+        # A flagged sample is measured again while attempts remain (the scenario's retries): these copies fault
+        # every time, so the record is the last attempt's, still flagged.
+        assert records[name]["attempts"] == sc.retries + 1, name
+    # The third copy's sample can be measured again too: it goes through hundreds of recoveries, and the
+    # kernel's own fault, 0x81104110, comes about once in a few hundred; its flags then name that value, never
+    # 0x7fffffff.
     assert not [f for f in records["olia"]["flags"] if "0x7fffffff" in f], records["olia"]["flags"]
-    # A flagged sample is measured again while attempts remain (the scenario's retries): the bad copy faults
-    # every time, so its record is the last attempt's, still flagged. (The second copy's sample can be measured
-    # again too: it goes through hundreds of recoveries, and the kernel's own fault, 0x81104110, comes about once in
-    # a few hundred; its flags then name that value, never 0x7fffffff.)
-    assert records["lia"]["attempts"] == sc.retries + 1
 
 
 @pytest.mark.root

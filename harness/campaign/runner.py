@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import harness
 from harness.cc import CongestionControl
-from harness.cc.bpfcc import PREFIX as BPF_PREFIX, SsthreshWatch
+from harness.cc.bpfcc import PREFIX as BPF_PREFIX, FaultWatch
 from harness.campaign.control import CONTROL_FIELDS, SampleControl
 from harness.errors import CommandError, Interrupted, MplabError, TrafficError
 from harness.hosts.local import BackgroundProcess, ProcessResult, hold_if_spawning
@@ -245,22 +245,29 @@ def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
     return flags
 
 
-#: The flag of a sample whose subflow ran without a slow-start threshold (``cc_faults``).
+#: TCP's "no threshold yet" (include/net/tcp.h): a threshold above it, or a window above it (the kernel's
+#: tcp_snd_cwnd_set warns on one), is no value a congestion control returns.
+TCP_INFINITE_SSTHRESH = 0x7FFFFFFF
+
+#: The flag of a sample whose subflow ran with a threshold or a window no callback returned (``cc_faults``).
 CC_FAULT = "cc-fault"
 
 
-def cc_faults(nodes: dict, faults: dict[str, tuple[int, int]]) -> list[str]:
+def cc_faults(nodes: dict, faults: dict[str, tuple[int, int, int]]) -> list[str]:
     """``cc-fault`` flags for a sample whose subflows (by its receivers' interface addresses, ``nodes``: name ->
-    node) ran without a slow-start threshold during the transfer (``SsthreshWatch.grown``: peer address -> ACKs,
-    the value). Every record of the sample carries them: the flood such a subflow sends fills queues that the
-    sample's other receivers may share (the access point's)."""
+    node) ran with a slow-start threshold above TCP_INFINITE_SSTHRESH or a window at or above 2^31 during the
+    transfer (``FaultWatch.grown``: peer address -> ACKs, the last threshold and window). Every record of the
+    sample carries them: the flood such a subflow sends fills queues that the sample's other receivers may
+    share (the access point's)."""
     flags = []
     for rx, node in nodes.items():
         for radio, iface in node.interfaces.items():
             if iface.address in faults:
-                acks, value = faults[iface.address]
-                flags.append(f"{CC_FAULT}: {rx}'s {radio} subflow (to {iface.address}) had slow-start threshold "
-                             f"{value:#x}, which no callback returned, for {acks} ACKs")
+                acks, ssthresh, cwnd = faults[iface.address]
+                what = [f"slow-start threshold {ssthresh:#x}"] if ssthresh > TCP_INFINITE_SSTHRESH else []
+                what += [f"congestion window {cwnd:#x}"] if cwnd > TCP_INFINITE_SSTHRESH else []
+                flags.append(f"{CC_FAULT}: {rx}'s {radio} subflow (to {iface.address}) had "
+                             f"{' and '.join(what)}, which no callback returned, for {acks} ACKs")
     return flags
 
 
@@ -287,9 +294,9 @@ class Runner:
         self.meta = metadata
         #: The controller for policy samples (``harness.campaign.control``); None without policies.
         self.control = control
-        #: The watch on the BPF programs' slow-start thresholds (``_ssthresh_watch``): None until the first
+        #: The watch on the BPF programs' thresholds and windows (``_fault_watch``): None until the first
         #: sample under one of them, False when it cannot be had.
-        self._watch: SsthreshWatch | None | bool = None
+        self._watch: FaultWatch | None | bool = None
         self.idle = IdleWaiter(recorder, IdleSettings(tolerance_w=scenario.idle_tolerance_w,
                                                       hold_s=IdleSettings.hold_s / testbed.speedup,
                                                       timeout_s=scenario.idle_timeout_s),
@@ -458,7 +465,7 @@ class Runner:
         except (CommandError, MplabError) as exc:
             return _fail_all(outs, f"setup: {exc}")
         qdisc_before = tb.qdisc_stats()
-        watch = self._ssthresh_watch(cc)
+        watch = self._fault_watch(cc)
         faults_before = watch.read(relist=True) if watch else {}
         results = self._transfer(plan, cc, outs)
         if results is None:
@@ -480,15 +487,15 @@ class Runner:
         self._energy(plan, outs, adir)
         return [outs[rx] for rx in plan.receivers]
 
-    def _ssthresh_watch(self, cc: CongestionControl) -> SsthreshWatch | None:
-        """The watch on mplab's struct_ops programs (``SsthreshWatch``) for a sample under one of them; None under
+    def _fault_watch(self, cc: CongestionControl) -> FaultWatch | None:
+        """The watch on mplab's struct_ops programs (``FaultWatch``) for a sample under one of them; None under
         the kernel's own algorithms, or when the sender's network namespace cannot be read."""
         if not cc.sock_name.startswith(BPF_PREFIX):
             return None
         if self._watch is None:
             res = self.testbed.sender.run(["stat", "-L", "-c", "%i", "/proc/self/ns/net"], check=False)
             try:
-                self._watch = SsthreshWatch(self.testbed.sender, int(res.stdout.strip()))
+                self._watch = FaultWatch(self.testbed.sender, int(res.stdout.strip()))
             except ValueError:
                 log.warning("no cc-fault watch: cannot read the sender's network namespace (%s)", res.stderr.strip())
                 self._watch = False

@@ -336,45 +336,47 @@ def map_values(host: Host, map_id: int) -> list[dict]:
 
 
 #: The map in which each of mplab's struct_ops objects counts the ACKs that found a subflow's slow-start
-#: threshold above TCP_INFINITE_SSTHRESH, a value no callback returned (mplab_watch, harness/cc/bpf/mplab_cc.h).
+#: threshold above TCP_INFINITE_SSTHRESH or its window at or above 2^31, values no callback returned
+#: (mplab_watch, harness/cc/bpf/mplab_cc.h).
 FAULTS_MAP = "mplab_faults"
 
 
-class SsthreshWatch:
+class FaultWatch:
     """Reads the loaded ``mplab_faults`` maps on the host that sends (``host``): a sample reads them before its
     transfer (``read(relist=True)``: the maps loaded then, whose ids the read after reuses) and after it, and
     ``grown`` says, per peer address in the sender's network namespace (``netns``, its inode number), how many
-    ACKs found no threshold in between and the last value found."""
+    ACKs found no threshold or no window in between, and the last such ACK's threshold and window."""
 
     def __init__(self, host: Host, netns: int) -> None:
         self.host = host
         self.netns = netns
         self._ids: list[int] = []
 
-    def read(self, relist: bool = False) -> dict[tuple[int, str, int, int], tuple[int, int]]:
-        """(netns, peer address, local port, peer port) -> (ACKs, last threshold) of every subflow seen so far."""
+    def read(self, relist: bool = False) -> dict[tuple[int, str, int, int], tuple[int, int, int]]:
+        """(netns, peer address, local port, peer port) -> (ACKs, last threshold, last window) of every subflow
+        seen so far."""
         if relist:
             self._ids = [m["id"] for m in maps_named(self.host, FAULTS_MAP)]
-        out: dict[tuple[int, str, int, int], tuple[int, int]] = {}
+        out: dict[tuple[int, str, int, int], tuple[int, int, int]] = {}
         for map_id in self._ids:
             for v in map_values(self.host, map_id):
                 sock = v.get("sock")
                 try:
                     key = (int(sock["netns"]), socket.inet_ntoa(int(sock["peer_ip4"]).to_bytes(4, "little")),
                            int(sock["port"]), int(sock["dport"]))
-                    out[key] = (int(v["acks"]), int(v["ssthresh"]))
+                    out[key] = (int(v["acks"]), int(v["ssthresh"]), int(v["cwnd"]))
                 except (KeyError, TypeError, ValueError, OverflowError):
                     continue
         return out
 
-    def grown(self, before: dict, after: dict) -> dict[str, tuple[int, int]]:
-        """Peer address -> (ACKs between the two reads, summed over its subflows; the last threshold), for the
-        subflows of this sender's namespace whose count grew."""
-        out: dict[str, tuple[int, int]] = {}
-        for key, (acks, value) in after.items():
-            grew = acks - before.get(key, (0, 0))[0]
+    def grown(self, before: dict, after: dict) -> dict[str, tuple[int, int, int]]:
+        """Peer address -> (ACKs between the two reads, summed over its subflows; the last threshold and
+        window), for the subflows of this sender's namespace whose count grew."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for key, (acks, ssthresh, cwnd) in after.items():
+            grew = acks - before.get(key, (0, 0, 0))[0]
             if key[0] == self.netns and grew > 0:
-                out[key[1]] = (out.get(key[1], (0, 0))[0] + grew, value)
+                out[key[1]] = (out.get(key[1], (0,))[0] + grew, ssthresh, cwnd)
         return out
 
 

@@ -400,7 +400,7 @@ __u32 BPF_PROG(mplab_cubic_undo_cwnd, struct sock *sk)
 	return tcp_reno_undo_cwnd(sk);
 }
 
-/* Counts the ACKs that find a threshold no callback returned (mplab_watch, mplab_cc.h). */
+/* Counts the ACKs that find a threshold or a window no callback returned (mplab_watch, mplab_cc.h). */
 SEC("struct_ops")
 void BPF_PROG(mplab_cubic_in_ack_event, struct sock *sk, __u32 flags)
 {

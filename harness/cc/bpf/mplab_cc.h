@@ -228,16 +228,20 @@ static __always_inline void mplab_detach(void *map, struct sock *sk, struct mpla
 }
 
 /*
- * Slow-start thresholds that no callback returned (mplab_faults, read by harness.cc.bpfcc.SsthreshWatch).
- * On the kernel this was found on (6.18), a subflow under a struct_ops congestion control sometimes enters
- * fast recovery on an ACK during which none of the program's callbacks runs (nor the tcp_cong_state_set
- * tracepoint), and the threshold the kernel stores is 0x81104110, the low half of a kernel text address, not
- * anything .ssthresh returned. PRR makes that a window of hundreds of millions of packets and the subflow
- * floods its path. Nothing of that ACK runs here, so the programs cannot stop it; they count it. Every ACK
- * that finds the threshold above TCP_INFINITE_SSTHRESH (.in_ack_event) bumps its subflow's entry, and the
- * runner flags the sample's records (cc-fault).
+ * Thresholds and windows that no callback returned (mplab_faults, read by harness.cc.bpfcc.FaultWatch).
+ * On the kernel this was found on (6.18), a struct_ops congestion control's value-returning callbacks
+ * sometimes hand the kernel 0xffffffff81104110, a stale return address off the stack, instead of what the
+ * program computes: the subflow enters fast recovery on an ACK during which none of the program's callbacks
+ * runs (nor the tcp_cong_state_set tracepoint), and stores 0x81104110 as its threshold; the kernel's own
+ * warning in tcp_undo_cwnd_reduction shows .undo_cwnd's call returning the same full address, which becomes
+ * the window. PRR makes such a threshold a window of hundreds of millions of packets, and either way the
+ * subflow floods its path. Nothing of that ACK runs here, so the programs cannot stop it; they count it.
+ * Every ACK that finds the threshold above TCP_INFINITE_SSTHRESH, or the window at or above 2^31 (where the
+ * kernel's tcp_snd_cwnd_set warns), bumps its subflow's entry (.in_ack_event), and the runner flags the
+ * sample's records (cc-fault).
  */
 #define MPLAB_SSTHRESH_MAX 0x7fffffffU  /* TCP_INFINITE_SSTHRESH: above it is no threshold at all */
+#define MPLAB_CWND_MAX 0x7fffffffU      /* tcp_snd_cwnd_set warns on a window that is not a positive int */
 
 struct mplab_fault_key {
 	__u32 netns;     /* the socket's network namespace (inode number, as /proc/<pid>/ns/net) */
@@ -248,10 +252,10 @@ struct mplab_fault_key {
 
 struct mplab_fault {
 	struct mplab_fault_key sock;  /* the key again: bpftool's value dump then says whose it is */
-	__u64 acks;                   /* ACKs that found no threshold */
+	__u64 acks;                   /* ACKs that found no threshold or no window */
 	__u64 last_ns;                /* bpf_ktime_get_ns of the last */
-	__u32 ssthresh;               /* the last such value */
-	__u32 pad;
+	__u32 ssthresh;               /* the last such ACK's threshold */
+	__u32 cwnd;                   /* and its window */
 };
 
 struct {
@@ -263,11 +267,11 @@ struct {
 
 static __always_inline void mplab_watch(struct sock *sk)
 {
-	__u32 ss = tcp_sk(sk)->snd_ssthresh;
+	__u32 ss = tcp_sk(sk)->snd_ssthresh, cwnd = tcp_sk(sk)->snd_cwnd;
 	struct mplab_fault_key key = {};
 	struct mplab_fault *f, fresh = {};
 
-	if (ss <= MPLAB_SSTHRESH_MAX)
+	if (ss <= MPLAB_SSTHRESH_MAX && cwnd <= MPLAB_CWND_MAX)
 		return;
 	key.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	key.peer_ip4 = sk->__sk_common.skc_daddr;
@@ -284,6 +288,7 @@ static __always_inline void mplab_watch(struct sock *sk)
 	__sync_fetch_and_add(&f->acks, 1);
 	f->last_ns = bpf_ktime_get_ns();
 	f->ssthresh = ss;
+	f->cwnd = cwnd;
 }
 
 /* ---- The skeleton every coupled algorithm shares ---- */
