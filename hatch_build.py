@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -50,6 +51,12 @@ class CustomBuildHook(BuildHookInterface):
         commit = os.environ.get("MPLAB_BUILD_COMMIT") or _git(root, "rev-parse", "HEAD")
         dirty = _git(root, "status", "--porcelain", "--untracked-files=no")
         info = {"version": self.metadata.version, "commit": commit, "dirty": bool(dirty) if dirty is not None else None}
-        tmp = Path(tempfile.mkdtemp(prefix="mplab-build-")) / "_build.json"
-        tmp.write_text(json.dumps(info) + "\n")
-        build_data["force_include"][str(tmp)] = "harness/_build.json"
+        self._tmp = Path(tempfile.mkdtemp(prefix="mplab-build-"))
+        (self._tmp / "_build.json").write_text(json.dumps(info) + "\n")
+        build_data["force_include"][str(self._tmp / "_build.json")] = "harness/_build.json"
+
+    def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
+        """The wheel holds its copy of _build.json now: its temporary directory goes."""
+        tmp = getattr(self, "_tmp", None)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -22,19 +22,20 @@ class WheelError(RuntimeError):
     """A build or install step failed: its command and the end of its stderr."""
 
 
-def _uv(*args: str, cwd: Path) -> None:
+def _uv(*args: str, cwd: Path, **extra_env: str) -> None:
     uv = shutil.which("uv")
     if uv is None:
         raise WheelError("uv is not on PATH (make setup installs it)")
-    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    env = {**{k: v for k, v in os.environ.items() if k not in NOT_INHERITED}, **extra_env}
     res = subprocess.run([uv, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
     if res.returncode != 0:
         raise WheelError(f"uv {' '.join(args)}: rc {res.returncode}\n{res.stderr[-3000:]}")
 
 
-def build_wheel(out: Path) -> Path:
-    """``uv build --wheel`` of this checkout into ``out`` (its hook compiles the shipped BPF objects)."""
-    _uv("build", "--wheel", "--out-dir", str(out), cwd=REPO)
+def build_wheel(out: Path, tmpdir: Path | None = None) -> Path:
+    """``uv build --wheel`` of this checkout into ``out`` (its hook compiles the shipped BPF objects);
+    ``tmpdir``: the build's TMPDIR (what it leaves there is the caller's to see)."""
+    _uv("build", "--wheel", "--out-dir", str(out), cwd=REPO, **({"TMPDIR": str(tmpdir)} if tmpdir else {}))
     (whl,) = out.glob("mplab-*.whl")
     return whl
 

@@ -57,8 +57,15 @@ def _run(argv: list[str], cwd: Path, env: dict, timeout: float = 300) -> subproc
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    return build_wheel(tmp_path_factory.mktemp("dist"))
+def built(tmp_path_factory) -> tuple[Path, Path]:
+    """The wheel, and the directory the build had as its TMPDIR."""
+    tmp = tmp_path_factory.mktemp("build-tmp")
+    return build_wheel(tmp_path_factory.mktemp("dist"), tmpdir=tmp), tmp
+
+
+@pytest.fixture(scope="module")
+def wheel(built) -> Path:
+    return built[0]
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +82,11 @@ def test_the_wheel_carries_what_the_code_reads_and_nothing_of_the_research(wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [p for p in PACKAGE_DATA if p not in names] == []
     assert sorted(n for n in names if NOT_SHIPPED.search(n)) == []
+
+
+def test_the_build_leaves_nothing_in_its_temporary_directory(built):
+    """The hook's _build.json goes into the wheel from a temporary directory: every build used to leave one behind."""
+    assert sorted(p.name for p in built[1].iterdir()) == []
 
 
 def test_the_base_install_runs_from_anywhere_without_the_training_stack(installed, tmp_path):
