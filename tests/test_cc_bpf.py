@@ -6,6 +6,7 @@ in the resolve test (this machine runs an upstream kernel; only the name is chec
 """
 from __future__ import annotations
 
+import json
 import shutil
 import re
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 from conftest import allowed_ccs_apart_from_other_testbeds, small_inventory
 from harness.campaign import campaign as campaign_module
 from harness.campaign.campaign import RunHooks, start_campaign
-from harness.campaign.runner import cc_faults
+from harness.campaign.runner import STOPPED_FILE, cc_faults
 from harness.cc import ALGORITHMS, Unavailable, bpfcc, resolve
 from rigs.cc import oracle
 from harness.cc.bpfcc import BpfCC, MptcpOrgCC
@@ -386,17 +387,18 @@ def test_a_threshold_or_window_no_callback_could_return_flags_the_receivers_reco
     monkeypatch.setattr(campaign_module, "resolve_ccs", lambda scenario, testbed: ccs)
     inv = small_inventory(prefix, [(16, 10)])
     sc = Scenario(name="cc-fault", congestion_controls=list(ccs), receiver_counts=[1], modes=["both"],
-                  samples_per_case=1, file_size="3M", transfer_timeout_s=60, settle_s=0.1, retries=1)
+                  samples_per_case=1, file_size="6M", transfer_timeout_s=60, settle_s=0.1, retries=1)
     try:
-        records = {r["cc"]: r for r in start_campaign(sc, inv, tmp_path / "runs").records()}
+        campaign = start_campaign(sc, inv, tmp_path / "runs")
+        records = {r["cc"]: r for r in campaign.records()}
     finally:
         for cc in ccs.values():
             if cc.sock_name in bpfcc.registered(ROOT):
                 ROOT.run(bpfcc.unregister_argv(cc.sock_name), check=False)
             machine.drop_struct_ops([cc.sock_name])
     assert {r["sender_cc"] for r in records.values()} == {cc.sock_name for cc in ccs.values()}
-    # A 3 MB transfer into 10 ms of WiFi buffer loses packets at the end of slow start, and a 60 ms LTE buffer
-    # at 10 Mbit/s too: both subflows go into recovery at least once.
+    # A 6 MB transfer into 10 ms of WiFi buffer loses packets at the end of slow start, and a 60 ms LTE buffer
+    # at 10 Mbit/s too: both subflows go into recovery at least once, in the transfer's first second.
     addresses = {"wifi": "(to 10.10.1.2)", "lte": "(to 10.20.1.2)"}  # receiver 1's (harness/testbeds/emulated.py)
     for name, value in (("lia", "slow-start threshold 0x81104110"), ("balia", "congestion window 0x81104110")):
         flagged = [f for f in records[name]["flags"] if f.startswith("cc-fault")]
@@ -405,8 +407,14 @@ def test_a_threshold_or_window_no_callback_could_return_flags_the_receivers_reco
         for f in flagged:
             assert any(f"n1's {radio} subflow {a}" in f for radio, a in addresses.items()), f
         # A flagged sample is measured again while attempts remain (the scenario's retries): these copies fault
-        # every time, so the record is the last attempt's, still flagged.
+        # every time, so the record is the last attempt's, still flagged, and run to its end.
         assert records[name]["attempts"] == sc.retries + 1, name
+        assert records[name]["bytes"] == sc.file_bytes, name
+        # The attempts before it were stopped once the watch saw the fault (FAULT_POLL_S), not run to their end.
+        raw = campaign.path / "raw" / records[name]["sample_id"]
+        stopped = json.loads((raw / "attempt-1" / STOPPED_FILE).read_text())
+        assert any(value in f for f in stopped["flags"]), (name, stopped)
+        assert not (raw / f"attempt-{sc.retries + 1}" / STOPPED_FILE).exists(), name
     # The third copy's sample can be measured again too: it goes through hundreds of recoveries, and the
     # kernel's own fault, 0x81104110, comes about once in a few hundred; its flags then name that value, never
     # 0x7fffffff.

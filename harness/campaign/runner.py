@@ -53,6 +53,10 @@ POLL_S = 0.005
 #: above it one has, and the window starts there, pinned by a meter reading.
 START_POLL_S = 0.001
 DATA_BYTES = 1500
+#: While a transfer runs under one of mplab's BPF controls and the sample may be measured again, the cc-fault
+#: watch is read this often (wall s): an attempt whose subflow ran with a threshold or window no callback returned
+#: is stopped there rather than run to its end (its flood can double the transfer), since it is measured again.
+FAULT_POLL_S = 1.0
 
 
 #: Signals that stop a campaign cleanly (SIGINT arrives as KeyboardInterrupt).
@@ -151,6 +155,8 @@ class ReceiverOutcome:
     #: How long the sender's iperf3 server was paused after its last write (wall s; ``Testbed.sender_tail``;
     #: None where the testbed does not pause it).
     sender_paused_s: float | None = None
+    #: Wall seconds into the transfer at which the attempt was stopped on a cc-fault (``_wait_clients``).
+    stopped: float | None = None
 
 
 @dataclass
@@ -249,6 +255,9 @@ def check_paths(mode: str, moved: dict[str, int], file_bytes: int) -> list[str]:
 #: tcp_snd_cwnd_set warns on one), is no value a congestion control returns.
 TCP_INFINITE_SSTHRESH = 0x7FFFFFFF
 
+#: In the directory of an attempt stopped on a cc-fault (``Runner._stopped``): when, and the flags.
+STOPPED_FILE = "stopped.json"
+
 #: The flag of a sample whose subflow ran with a threshold or a window no callback returned (``cc_faults``).
 CC_FAULT = "cc-fault"
 
@@ -294,6 +303,9 @@ class Runner:
         self.meta = metadata
         #: The controller for policy samples (``harness.campaign.control``); None without policies.
         self.control = control
+        #: Whether the attempt under way can be followed by another (``run_sample``): only then is an attempt
+        #: with a cc-fault stopped as soon as the watch sees it (``FAULT_POLL_S``).
+        self._may_retry = False
         #: The watch on the BPF programs' thresholds and windows (``_fault_watch``): None until the first
         #: sample under one of them, False when it cannot be had.
         self._watch: FaultWatch | None | bool = None
@@ -353,6 +365,7 @@ class Runner:
             adir.mkdir(exist_ok=True)
             if self.testbed_name:
                 (adir / ATTEMPT_TESTBED_FILE).write_text(self.testbed_name + "\n")
+            self._may_retry = attempt < attempts
             outcomes = self._attempt(plan, adir)
             for o in outcomes:
                 repairs.setdefault(o.receiver, []).extend({"attempt": attempt, "what": w} for w in o.repairs)
@@ -467,11 +480,17 @@ class Runner:
         qdisc_before = tb.qdisc_stats()
         watch = self._fault_watch(cc)
         faults_before = watch.read(relist=True) if watch else {}
-        results = self._transfer(plan, cc, outs)
+        nodes = {rx: tb.nodes[rx] for rx in plan.receivers}
+
+        def faulted() -> list[str]:
+            return cc_faults(nodes, watch.grown(faults_before, watch.read())) if watch else []
+
+        results = self._transfer(plan, cc, outs, faulted if watch and self._may_retry else None)
         if results is None:
             return list(outs.values())
-        faults = cc_faults({rx: tb.nodes[rx] for rx in plan.receivers},
-                           watch.grown(faults_before, watch.read())) if watch else []
+        faults = faulted()
+        if any(o.stopped is not None for o in outs.values()):
+            return self._stopped(plan, outs, results, faults, adir)
         try:
             after = dict(zip(plan.receivers, parallel(tb.counters, plan.receivers)))
         except (CommandError, MplabError) as exc:
@@ -487,6 +506,20 @@ class Runner:
         self._energy(plan, outs, adir)
         return [outs[rx] for rx in plan.receivers]
 
+    def _stopped(self, plan: SamplePlan, outs: dict[str, ReceiverOutcome], results: dict[str, ProcessResult],
+                 faults: list[str], adir: Path) -> list[ReceiverOutcome]:
+        """An attempt stopped on a cc-fault (``_wait_clients``): its clients' raw output and why it stopped are kept
+        in its directory; no counters, energy or transfer are read from it, since it is measured again."""
+        for rx, res in results.items():
+            (adir / f"iperf3-{rx}.json").write_text(res.stdout)
+            if res.stderr.strip():
+                (adir / f"iperf3-{rx}.stderr").write_text(res.stderr)
+            outs[rx].flags += faults
+        at = max(o.stopped for o in outs.values() if o.stopped is not None)
+        (adir / STOPPED_FILE).write_text(json.dumps({"after_s": at, "flags": faults}, indent=1) + "\n")
+        log.info("%s: stopped %.1f s into the transfer on a cc-fault; measured again", plan.sample_id, at)
+        return list(outs.values())
+
     def _fault_watch(self, cc: CongestionControl) -> FaultWatch | None:
         """The watch on mplab's struct_ops programs (``FaultWatch``) for a sample under one of them; None under
         the kernel's own algorithms, or when the sender's network namespace cannot be read."""
@@ -501,9 +534,10 @@ class Runner:
                 self._watch = False
         return self._watch or None
 
-    def _transfer(self, plan: SamplePlan, cc: CongestionControl,
-                  outs: dict[str, ReceiverOutcome]) -> dict[str, ProcessResult] | None:
-        """Start every client behind its gate, release them together, wait for all (bounded).
+    def _transfer(self, plan: SamplePlan, cc: CongestionControl, outs: dict[str, ReceiverOutcome],
+                  faulted: Callable[[], list[str]] | None = None) -> dict[str, ProcessResult] | None:
+        """Start every client behind its gate, release them together, wait for all (bounded; with ``faulted``,
+        stopped early once it names a cc-fault: ``_wait_clients``).
 
         Returns each client's result, or None when a client could not start (``outs`` say why).
         Whatever happens, no client is left running.
@@ -524,7 +558,7 @@ class Runner:
                 if rx in probes:
                     outs[rx].no_data_until = outs[rx].released_at
             self.recorder.poll_now()  # a reading at the release pins the windows' start (Recorder.poll_now)
-            self._wait_clients(procs, outs, results, probes, tail)
+            self._wait_clients(procs, outs, results, probes, tail, faulted)
         finally:
             if tail is not None:
                 tail.release()  # no server left stopped, whatever happened
@@ -589,14 +623,25 @@ class Runner:
     def _wait_clients(self, procs: dict[str, BackgroundProcess], outs: dict[str, ReceiverOutcome],
                       results: dict[str, ProcessResult],
                       probes: dict[str, tuple[Callable[[], int], int]] | None = None,
-                      tail: SenderTail | None = None) -> None:
+                      tail: SenderTail | None = None, faulted: Callable[[], list[str]] | None = None) -> None:
         """Collect each client's result into ``results``; stop those still running at the transfer timeout.
         Until each client's data begins, its receiver is looked at every ``START_POLL_S`` (``_look_for_data``);
-        the senders' servers are paused while they would spin (``tail``, ``Testbed.sender_tail``)."""
-        deadline = time.monotonic() + self.scenario.transfer_timeout_s
+        the senders' servers are paused while they would spin (``tail``, ``Testbed.sender_tail``). With
+        ``faulted``, it is asked every ``FAULT_POLL_S``; once it names a cc-fault every client still running is
+        stopped and its outcome's ``stopped`` says when (wall s after the start of the wait)."""
+        start = time.monotonic()
+        deadline = start + self.scenario.transfer_timeout_s
+        next_look = start + FAULT_POLL_S
         pending = dict(procs)
         probes = dict(probes or {})
         while pending:
+            if faulted is not None and time.monotonic() >= next_look:
+                next_look = time.monotonic() + FAULT_POLL_S
+                if faulted():
+                    for rx, p in pending.items():
+                        results[rx] = p.stop()
+                        outs[rx].stopped = round(time.monotonic() - start, 3)
+                    break
             self._look_for_data(probes, outs)
             if tail is not None:
                 tail.look()
