@@ -10,7 +10,9 @@ retransmitted more than ``--storm`` times the sample's median receiver and at le
 the flood of the kernel fault that ``cc-fault`` names makes one subflow retransmit thousands to tens of
 thousands of packets where its neighbours in the sample retransmit tens to hundreds.
 Printed per cell (control, receivers, mode): the samples, the storms, the median ratio of the others and the
-storms'; then per mode: the sum of slowest transfer times of clean and storm samples against the model's sum.
+storms'; then per mode: the sum of slowest transfer times of clean and storm samples against the model's sum;
+then the attempts the runner stopped on a cc-fault (``stopped.json`` in their directories): how far into the
+transfer, against the cell's clean samples' slowest transfer (what each would have taken at the least).
 Nothing is run.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from harness.campaign.runner import CC_FAULT
+from harness.campaign.runner import CC_FAULT, STOPPED_FILE
 from harness.config.inventory import Inventory
 from harness.emulation.sharing import AccessNetwork, simulate_sample
 
@@ -76,7 +78,10 @@ def main() -> int:
         inv, groups = samples(p)
         for recs in groups:
             r0 = recs[0]
+            stops = [json.loads(f.read_text())["after_s"]
+                     for f in sorted((p / "raw" / r0["sample_id"]).glob(f"attempt-*/{STOPPED_FILE}"))]
             rows.append({"cell": (r0["cc"], r0["n_receivers"], r0["mode"]), "speedup": r0.get("speedup") or 1.0,
+                         "stops": stops,
                          "slowest_s": max(r["duration_s"] for r in recs),
                          "model_s": model_slowest_s(inv, r0, [r["receiver"] for r in recs]),
                          "storm": is_storm(recs, args.storm, args.storm_min)})
@@ -99,6 +104,16 @@ def main() -> int:
         print(f"{mode:<6} {sum(r['model_s'] for r in rs):>9.0f} {sum(r['slowest_s'] for r in clean):>9.0f} "
               f"{sum(r['model_s'] for r in clean):>9.0f} {sum(r['slowest_s'] for r in storm):>9.0f} "
               f"{sum(r['model_s'] for r in storm):>9.0f}")
+    stopped = [(r, a) for r in rows for a in r["stops"]]
+    if stopped:
+        print(f"\n{'cell':<20} {'stopped':>7} {'at s (median)':>13} {'clean s (median)':>16}")
+        for cell, rs in sorted(cells.items()):
+            at = [a for r in rs for a in r["stops"]]
+            clean = [r["slowest_s"] / r["speedup"] for r in rs if not r["storm"]]
+            if at:
+                print(f"{'-'.join(map(str, cell)):<20} {len(at):>7} {statistics.median(at):>13.2f} "
+                      f"{statistics.median(clean) if clean else float('nan'):>16.2f}")
+        print(f"all: {len(stopped)} attempts stopped at {sum(a for _, a in stopped):.0f} wall s in all")
     return 0
 
 
