@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from mplab.commands.campaign import summary_table
+from mplab.commands.campaign import flag_kinds, summary_table
 
 
 def _records() -> list[dict]:
@@ -40,3 +40,22 @@ def test_case_names_that_differ_at_their_end_stay_apart(width):
     names.append(cur)
     assert not [n for n in names if "…" in n], text
     assert sorted(names) == sorted(r["case_id"] for r in _records()), text
+
+
+def test_the_caption_counts_flagged_records_by_kind_of_flag():
+    """A record with two flags of one kind counts once for it: the caption tells how many records each kind
+    keeps out of datasets, not how many flags were written."""
+    recs = _records()
+    recs[0]["flags"] = ["cc-fault: n1's wifi subflow (to 10.10.1.2) had slow-start threshold 0x81104110, which no "
+                        "callback returned, for 3 ACKs", "cc-fault: n1's lte subflow (to 10.20.1.2) had congestion "
+                        "window 0x81104110, which no callback returned, for 1 ACKs"]
+    recs[1]["flags"] = ["cc-fault: n1's wifi subflow (to 10.10.1.2) had slow-start threshold 0x81104110, which no "
+                        "callback returned, for 2 ACKs", "meter-gap: 1.2 s without a reading"]
+    assert flag_kinds(recs) == {"cc-fault": 2, "meter-gap": 1}
+    console = Console(width=200, record=True, color_system=None)
+    console.print(summary_table(recs, "campaign x"))
+    caption = " ".join(console.export_text().split())  # the caption wraps at the table's width
+    assert "flagged records, by flag (left out of datasets): cc-fault 2, meter-gap 1" in caption
+    console = Console(width=200, record=True, color_system=None)
+    console.print(summary_table(_records(), "campaign x"))
+    assert "by flag" not in console.export_text()

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -41,14 +42,22 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def flag_kinds(records: list[dict]) -> Counter:
+    """Per kind of flag (``cc-fault``, ``meter-gap``: a flag's text before its colon), the records carrying one."""
+    return Counter(kind for r in records for kind in {f.split(":", 1)[0] for f in r.get("flags") or []})
+
+
 def summary_table(records: list[dict], title: str) -> Table:
     from rich.table import Table
 
     from harness.campaign.summary import summarize
 
     energy_kind = {r.get("energy_source") for r in records} or {"-"}
+    kinds = flag_kinds(records)
+    flagged = (f"; flagged records, by flag (left out of datasets): "
+               f"{', '.join(f'{k} {n}' for k, n in kinds.most_common())}") if kinds else ""
     t = Table(title=title, caption=f"energy: {', '.join(sorted(str(e) for e in energy_kind))}; "
-                                    "means are per receiver over ok samples (energy: unflagged records)")
+                                    f"means are per receiver over ok samples (energy: unflagged records){flagged}")
     cases = summarize(records, intervals=False)  # the table shows no intervals: no scipy
     # Case names differ at their ends (ref-is vs ref-is-tuned): never cut with an ellipsis; a terminal too
     # narrow for the whole name folds it onto a second line.
