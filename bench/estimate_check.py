@@ -3,8 +3,8 @@
     uv run python bench/estimate_check.py CAMPAIGN [CAMPAIGN ...] [--storm 10] [--storm-min 1000]
 
 Per sample of an emulated campaign: its slowest receiver's transfer time (testbed seconds, as records give it)
-over the slowest the sharing model predicts for it (``harness.emulation.sharing.simulate_sample``, as
-``harness.campaign.campaign.sample_estimates_s`` calls it, from the inventory the campaign's manifest holds). A
+over the slowest the sharing model predicts for it (``harness.campaign.campaign.model_slowest_s``, which the
+dry run's ``sample_estimates_s`` uses, from the inventory the campaign's manifest holds). A
 sample is a storm when it is flagged ``cc-fault``, or (campaigns from before that flag) when one receiver
 retransmitted more than ``--storm`` times the sample's median receiver and at least ``--storm-min`` packets:
 the flood of the kernel fault that ``cc-fault`` names makes one subflow retransmit thousands to tens of
@@ -23,23 +23,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from harness.campaign.campaign import model_slowest_s
 from harness.campaign.runner import CC_FAULT, STOPPED_FILE
 from harness.config.inventory import Inventory
-from harness.emulation.sharing import AccessNetwork, simulate_sample
-
-RADIOS = ("wifi", "lte")
-
-
-def model_slowest_s(inv: Inventory, rec: dict, receivers: list[str]) -> float:
-    """The sharing model's slowest receiver for this sample's file, receivers and mode (testbed seconds)."""
-    emu = inv.emulation
-    nets = {r: AccessNetwork(emu.wifi_sharing if r == "wifi" else emu.lte_sharing, spec.capacity_mbit,
-                             spec.capacity_by_active)
-            for r, spec in (("wifi", emu.wifi_ap), ("lte", emu.lte_cell))}
-    links = {r: {n: inv.receiver(n).interfaces[r].channel.rate_mbit for n in receivers} for r in RADIOS}
-    res = simulate_sample(rec["file_bytes"] * 8 / 1e6, receivers, rec["mode"], nets["wifi"], nets["lte"],
-                          links["wifi"], links["lte"], emu.coexistence if rec["mode"] == "both" else 1.0)
-    return max(r.duration_s for r in res.values())
 
 
 def is_storm(recs: list[dict], ratio: float, least: int) -> bool:
@@ -83,7 +69,7 @@ def main() -> int:
             rows.append({"cell": (r0["cc"], r0["n_receivers"], r0["mode"]), "speedup": r0.get("speedup") or 1.0,
                          "stops": stops,
                          "slowest_s": max(r["duration_s"] for r in recs),
-                         "model_s": model_slowest_s(inv, r0, [r["receiver"] for r in recs]),
+                         "model_s": model_slowest_s(inv, r0["file_bytes"], [r["receiver"] for r in recs], r0["mode"]),
                          "storm": is_storm(recs, args.storm, args.storm_min)})
     cells: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:

@@ -530,6 +530,21 @@ def queue_makespan_s(durations: list[float], testbeds: int) -> float:
     return max(free)
 
 
+def model_slowest_s(inventory: Inventory, file_bytes: int, receivers: list[str], mode: str) -> float:
+    """The slowest of ``receivers`` receiving ``file_bytes`` at once in ``mode`` on an emulated ``inventory``, by
+    its sharing models (``harness.emulation.sharing``), in testbed seconds."""
+    from harness.emulation.sharing import AccessNetwork, simulate_sample
+
+    emu = inventory.emulation
+    nets = {r: AccessNetwork(emu.wifi_sharing if r == "wifi" else emu.lte_sharing, spec.capacity_mbit,
+                             spec.capacity_by_active)
+            for r, spec in (("wifi", emu.wifi_ap), ("lte", emu.lte_cell))}
+    links = {r: {n: inventory.receiver(n).interfaces[r].channel.rate_mbit for n in receivers} for r in RADIOS}
+    res = simulate_sample(file_bytes * 8 / 1e6, receivers, mode, nets["wifi"], nets["lte"], links["wifi"],
+                          links["lte"], emu.coexistence if mode == "both" else 1.0)
+    return max(r.duration_s for r in res.values())
+
+
 def sample_estimates_s(plans: list[SamplePlan], scenario: Scenario, inventory: Inventory,
                        control: SampleControl | None = None) -> list[float]:
     """Each sample's rough wall time: as long as its slowest receiver, plus, for a policy sample, what the
@@ -538,21 +553,12 @@ def sample_estimates_s(plans: list[SamplePlan], scenario: Scenario, inventory: I
     On an emulated testbed the sharing models predict it (``harness.emulation.sharing``); on a lab,
     10 Mbit/s per path is assumed.
     """
-    from harness.emulation.sharing import AccessNetwork, simulate_sample
-
     out: list[float] = []
     emu = inventory.emulation
     for p in plans:
         tail = 0.0
         if emu is not None:
-            nets = {r: AccessNetwork(emu.wifi_sharing if r == "wifi" else emu.lte_sharing, spec.capacity_mbit,
-                                     spec.capacity_by_active)
-                    for r, spec in (("wifi", emu.wifi_ap), ("lte", emu.lte_cell))}
-            links = {r: {n: inventory.receiver(n).interfaces[r].channel.rate_mbit for n in p.receivers}
-                     for r in RADIOS}
-            res = simulate_sample(scenario.file_bytes * 8 / 1e6, list(p.receivers), p.mode, nets["wifi"], nets["lte"],
-                                  links["wifi"], links["lte"], emu.coexistence if p.mode == "both" else 1.0)
-            slowest = max(r.duration_s for r in res.values())
+            slowest = model_slowest_s(inventory, scenario.file_bytes, list(p.receivers), p.mode)
             # The radios' tails are fast-forwarded in the power model (Testbed.skip_tails): the request,
             # one idle hold to confirm it (harness.meters.idle), and the window's last meter readings.
             tail = TAIL_SKIP_S
