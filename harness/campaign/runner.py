@@ -280,6 +280,13 @@ def cc_faults(nodes: dict, faults: dict[str, tuple[int, int, int]]) -> list[str]
     return flags
 
 
+def _keep_client_output(adir: Path, rx: str, res: ProcessResult) -> None:
+    """An attempt's raw output of receiver ``rx``'s iperf3 client: its JSON, and its stderr if it wrote any."""
+    (adir / f"iperf3-{rx}.json").write_text(res.stdout)
+    if res.stderr.strip():
+        (adir / f"iperf3-{rx}.stderr").write_text(res.stderr)
+
+
 class Runner:
     """Runs samples of one campaign on one testbed."""
 
@@ -511,9 +518,7 @@ class Runner:
         """An attempt stopped on a cc-fault (``_wait_clients``): its clients' raw output and why it stopped are kept
         in its directory; no counters, energy or transfer are read from it, since it is measured again."""
         for rx, res in results.items():
-            (adir / f"iperf3-{rx}.json").write_text(res.stdout)
-            if res.stderr.strip():
-                (adir / f"iperf3-{rx}.stderr").write_text(res.stderr)
+            _keep_client_output(adir, rx, res)
             outs[rx].flags += faults
         at = max(o.stopped for o in outs.values() if o.stopped is not None)
         (adir / STOPPED_FILE).write_text(json.dumps({"after_s": at, "flags": faults}, indent=1) + "\n")
@@ -667,9 +672,7 @@ class Runner:
         if res.released_at is not None:
             o.released_at = res.released_at
         o.exited_at = res.exited_at
-        (adir / f"iperf3-{o.receiver}.json").write_text(res.stdout)
-        if res.stderr.strip():
-            (adir / f"iperf3-{o.receiver}.stderr").write_text(res.stderr)
+        _keep_client_output(adir, o.receiver, res)
         if o.error is None:
             try:
                 o.transfer = parse_iperf3(res.stdout, f"iperf3 client of {o.receiver} (exit {res.returncode})")
