@@ -9,8 +9,11 @@ import time
 import pytest
 
 from harness.cc import resolve
+from harness.errors import TrafficError
+from harness.hosts.local import ProcessResult
 from rigs.bottleneck import (
-    MPTCP_PORT, PSH_TABLE, TCP_PORT, SharedBottleneck, htb_bottleneck_argvs, msk_memory, parse_ss,
+    MPTCP_PORT, PSH_TABLE, TCP_PORT, Competition, NoStream, SharedBottleneck, htb_bottleneck_argvs, msk_memory,
+    parse_ss, received,
 )
 
 #: ``ss -tinH state established`` in the rig's sender during an OLIA run (trimmed): the control
@@ -167,3 +170,66 @@ def test_the_receivers_tcp_sees_no_psh_on_the_flows_it_is_told_to_strip(prefix):
         bn.strip_psh(())   # PSH passes again
         assert bn.psh_stripped() is None
         assert PSH_TABLE not in bn.rcv.run(["nft", "list", "tables"]).stdout
+
+
+#: What an MPTCP client printed in a loaded test run (trimmed): its control connection up, its data stream never
+#: connected (``connected`` empty), then the server closed the control connection.
+NEVER_CONNECTED = """{
+\t"start":\t{"connected":\t[], "version":\t"iperf 3.12", "connecting_to":\t{"host":\t"10.77.0.1", "port":\t5301}},
+\t"intervals":\t[],
+\t"end":\t{},
+\t"error":\t"control socket has closed unexpectedly"
+}"""
+
+#: A client whose stream connected and then lost its control connection: something was measured, and went wrong.
+CONNECTED_THEN_LOST = NEVER_CONNECTED.replace('"connected":\t[]', '"connected":\t[{"socket": 5}]')
+
+
+def _result(stdout: str) -> ProcessResult:
+    return ProcessResult(0, stdout, "", released_at=0.0, exited_at=4.5, stopped=False)
+
+
+def test_a_client_whose_stream_never_connected_is_told_apart_from_one_that_failed_measuring():
+    cubic = resolve("cubic")
+    with pytest.raises(NoStream, match="mptcp flow under cubic: its data stream never connected"):
+        received({"mptcp": _result(NEVER_CONNECTED)}, cubic)
+    with pytest.raises(TrafficError, match="no result") as info:
+        received({"mptcp": _result(CONNECTED_THEN_LOST)}, cubic)
+    assert not isinstance(info.value, NoStream)
+
+
+def test_a_run_whose_stream_never_connected_runs_once_more_then_says_what_the_servers_saw():
+    """Nothing was measured in a run whose stream never connected: it is run again, once. A second such run is
+    raised with the running servers' output; a failure of another kind is never run again."""
+    class Server:
+        label = "iperf3-mptcp"
+
+        def poll(self):
+            return None
+
+        def output_so_far(self):
+            return '{"error": "unable to receive cookie at server"}', ""
+
+    rig = SharedBottleneck.__new__(SharedBottleneck)
+    rig._servers = [Server()]
+    won = Competition("lia", 1, 2, None)
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            received({"mptcp": _result(NEVER_CONNECTED)}, resolve("cubic"))
+        return won
+    assert rig._once_more_without_a_stream(flaky) is won and len(calls) == 2
+
+    calls.clear()
+    with pytest.raises(NoStream, match=r"twice; servers: iperf3-mptcp: .*unable to receive cookie"):
+        rig._once_more_without_a_stream(lambda: calls.append(1) or received({"mptcp": _result(NEVER_CONNECTED)},
+                                                                           resolve("cubic")))
+    assert len(calls) == 2
+
+    calls.clear()
+    with pytest.raises(TrafficError, match="no result"):
+        rig._once_more_without_a_stream(lambda: calls.append(1) or received({"mptcp": _result(CONNECTED_THEN_LOST)},
+                                                                           resolve("cubic")))
+    assert len(calls) == 1
