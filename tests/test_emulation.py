@@ -199,6 +199,46 @@ def test_kill_mid_sweep_and_resume(cleanup, tmp_path):
     assert status.returncode == 0 and f"{len(c.manifest['plan'])}/{len(c.manifest['plan'])} samples" in status.stdout
 
 
+def test_a_flagged_sample_is_made_up_by_one_that_runs_on_resume(cleanup, tmp_path, monkeypatch):
+    """`mplab run --resume --make-up` on the emulated testbed. The test flags the first transfer's record itself
+    (`path-leak`: the emulated paths do not leak), which leaves its case one usable sample short; the make-up adds
+    the case's third sample, which runs on the testbed and is recorded as the campaign's own."""
+    import harness.campaign.runner as runner_module
+    from harness.campaign.entry import RunOptions, run_campaign
+
+    prefix = cleanup
+    inv_path, sc_path, runs = tmp_path / "inv.yaml", tmp_path / "sc.yaml", tmp_path / "runs"
+    inv_path.write_text(yaml.safe_dump(small_inventory(prefix, [(20, 10)]).model_dump(mode="json")))
+    sc_path.write_text(yaml.safe_dump({"schema_version": 1, "name": "makeup", "congestion_controls": ["cubic"],
+                                       "receiver_counts": [1], "modes": ["wifi"], "samples_per_case": 2,
+                                       "file_size": "1M", "settle_s": 0, "seed": 3}))
+    real, calls = runner_module.check_paths, []
+
+    def flag_the_first(mode: str, moved: dict, file_bytes: int) -> list[str]:
+        calls.append(mode)
+        return real(mode, moved, file_bytes) + (["path-leak: flagged by the test"] if len(calls) == 1 else [])
+    monkeypatch.setattr(runner_module, "check_paths", flag_the_first)
+    first = run_campaign(RunOptions(scenario=sc_path, inventory=inv_path, runs_dir=runs, campaign_id="m")).campaign
+    monkeypatch.undo()
+    before = first.records()
+    assert len(calls) == 2 and len([r for r in before if r["flags"]]) == 1
+    env = {**os.environ, "MPLAB_LOG": "ERROR"}
+    res = subprocess.run(_mplab("run", "--resume", str(first.path), "--make-up"), capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "make-up: 1 sample(s) added to 1 short case(s): cubic-n1-wifi 1" in " ".join(res.stdout.split())
+    c = Campaign.open(first.path)
+    assert c.plan == c.manifest["plan"] + ["cubic-n1-wifi-s003"] and c.damaged() == []
+    (new,) = [r for r in c.records() if r["sample_id"] == "cubic-n1-wifi-s003"]
+    assert (new["status"], new["flags"], new["sample_index"], new["bytes"]) == ("ok", [], 3, new["file_bytes"])
+    assert new["energy_j"] > 0 and (c.path / "raw" / "cubic-n1-wifi-s003" / "attempt-1").is_dir()
+    assert c.records()[:2] == before, "the flagged record and the other stay as they were"
+    assert list_namespaces(LocalHost(), prefix) == []
+    again = subprocess.run(_mplab("run", "--resume", str(c.path), "--make-up", "--dry-run"), capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert again.returncode == 0 and "nothing would be added" in again.stdout and "would run 0 of its 3" in again.stdout
+
+
 def test_clean_removes_leftovers_and_is_idempotent(cleanup):
     prefix = cleanup
     root = LocalHost()

@@ -3,6 +3,7 @@
     entry     run_campaign(RunOptions) -> Outcome: the one way in (scenario -> inventory -> plan -> campaign)
     plan      scenario x inventory -> shuffled samples with stable ids
     campaign  start_campaign / resume_campaign: preflight, manifest, set-up, sweep, teardown
+    makeup    `--resume --make-up`: samples added to the cases left short of usable samples
     runner    runs one sample at a time on a Testbed: gated iperf3 clients, counters, energy
     control   SampleControl: how the runner reaches a controller (a protocol; the factory is passed in)
     parallel  K copies of the emulated testbed on one machine, one queue of samples

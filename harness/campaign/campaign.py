@@ -29,7 +29,7 @@ from harness.errors import ConfigError, DiskFull, Interrupted, MeterError, Prefl
 from harness.config.inventory import RADIOS, Inventory
 from harness.files import atomic_write
 from harness.meters.recorder import Recorder, TraceWriter
-from harness.campaign.plan import SamplePlan, plan_campaign
+from harness.campaign.plan import SamplePlan, plan_campaign, plan_samples
 from harness.campaign.runner import Runner, SampleOutcome, signal_reason, signals_deferred, stop_on_signals
 from harness.config.scenario import Scenario
 from harness.campaign.store import Campaign, check_campaign_id, check_writable, disk_full_message
@@ -300,10 +300,10 @@ def campaign_inputs(campaign: Campaign) -> tuple[Scenario, Inventory]:
 
 
 def pending_plans(campaign: Campaign, scenario: Scenario, inventory: Inventory) -> list[SamplePlan]:
-    """The planned samples without records, in plan order."""
+    """The planned samples without records, in plan order (a make-up's after the manifest's)."""
     done = campaign.completed()
-    by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory, str(campaign.path / "manifest.json"))}
-    return [by_id[sid] for sid in campaign.manifest["plan"] if sid not in done]
+    return plan_samples(scenario, inventory, [sid for sid in campaign.plan if sid not in done],
+                        str(campaign.path / "manifest.json"))
 
 
 def _clean_earlier_copies(campaign: Campaign, beds: list[Testbed]) -> None:
@@ -421,11 +421,11 @@ def execute_samples(campaign: Campaign, scenario: Scenario, inventory: Inventory
             reason = signal_reason(signum)
             end = {"event": "interrupted", "reason": reason, "signal": signal.Signals(signum).name}
             done = len(campaign.completed())
-            raise Interrupted(f"{reason}: {done}/{len(campaign.manifest['plan'])} samples are recorded and kept; "
+            raise Interrupted(f"{reason}: {done}/{len(campaign.plan)} samples are recorded and kept; "
                               f"resume with `mplab run --resume {campaign.path}`", signum) from None
         except BaseException as exc:
             if is_disk_full(exc):
-                msg = disk_full_message(campaign.path, len(campaign.completed()), len(campaign.manifest["plan"]))
+                msg = disk_full_message(campaign.path, len(campaign.completed()), len(campaign.plan))
                 end = {"event": "failed", "reason": msg, "disk_full": True}
                 raise DiskFull(msg) from None
             end = {"event": "failed", "reason": f"{type(exc).__name__}: {exc}"[:500]}

@@ -41,7 +41,7 @@ from harness.campaign.campaign import (
     pending_plans, preflight_or_raise, resolve_ccs,
 )
 from harness.campaign.control import ControlFactory
-from harness.campaign.plan import SamplePlan, plan_campaign
+from harness.campaign.plan import SamplePlan, plan_campaign, plan_samples
 from harness.campaign.runner import SampleOutcome, stop_on_signals
 from harness.campaign.store import Campaign, check_writable
 from harness.config.inventory import Inventory
@@ -142,8 +142,13 @@ def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
                  control_factory: ControlFactory | None = None) -> dict:
     """``run_shard`` on the node ``node_id`` names (the part that needs no Ray)."""
     with owned_temp_dir("shard") as tmp:  # a node killed mid-shard leaves it to `mplab clean`
+        # The shard's samples in the scratch campaign's plan: a make-up's are not in the manifest's.
+        planned = list(manifest.get("plan") or [])
+        known = set(planned)
+        extra = [sid for sid in sample_ids if sid not in known]
         scratch = Campaign.create(Path(tmp), manifest["campaign"],
-                                  {k: v for k, v in manifest.items() if k not in ("schema_version", "campaign")})
+                                  {**{k: v for k, v in manifest.items() if k not in ("schema_version", "campaign")},
+                                   "plan": planned + extra})
         scenario, inventory = campaign_inputs(scratch)
         check_node_inputs(scenario, node_id)
         # This node's controller, never the driver's: it steers the testbed built here.
@@ -156,9 +161,8 @@ def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
         with stop_on_signals(), claimed([testbed], f"campaign {manifest['campaign']} (Ray node {node_id[:6]})"):
             ccs = resolve_ccs(scenario, testbed)
             preflight_or_raise(testbed, ccs, controls[0] if controls else None)
-            by_id = {p.sample_id: p for p in plan_campaign(scenario, inventory)}
-            execute_samples(scratch, scenario, inventory, [testbed], ccs, [by_id[s] for s in sample_ids], RunHooks(),
-                            controls=controls)
+            execute_samples(scratch, scenario, inventory, [testbed], ccs, plan_samples(scenario, inventory, sample_ids),
+                            RunHooks(), controls=controls)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             for sid in sample_ids:

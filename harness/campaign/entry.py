@@ -9,9 +9,9 @@ the campaign's making is the command's. The data go one way:
                   -> campaign (here, on K parallel copies, or on a Ray cluster)
 
 or, with ``resume``, the campaign directory -> the scenario and inventory in its manifest -> the
-samples without records. Every refusal (a bad option pair, a bad file, an unvalidated speed-up)
-comes before anything is built, as ``ConfigError`` (exit 2). Progress is the caller's
-(``RunHooks``); so is printing.
+samples without records (with ``make_up``, first the samples its short cases lack added to its plan).
+Every refusal (a bad option pair, a bad file, an unvalidated speed-up) comes before anything is built,
+as ``ConfigError`` (exit 2). Progress is the caller's (``RunHooks``); so is printing.
 """
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.campaign.campaign import (RunHooks, build_control, queue_makespan_s, resume_campaign, sample_estimates_s,
-                                      speedup_phases, start_campaign)
+from harness.campaign.campaign import (RunHooks, build_control, campaign_inputs, pending_plans, queue_makespan_s,
+                                      resume_campaign, sample_estimates_s, speedup_phases, start_campaign)
 from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
 from harness.campaign.control import ControlFactory
-from harness.campaign.plan import SamplePlan, plan_campaign
+from harness.campaign.makeup import MakeUp, make_up, plan_make_up
+from harness.campaign.plan import SamplePlan, plan_campaign, plan_samples
 from harness.campaign.store import Campaign, check_campaign_id
 from harness.config.inventory import Inventory, load_inventory
 from harness.config.load import parse_model
@@ -45,6 +46,8 @@ class RunOptions:
     runs_dir: Path = Path("runs")
     campaign_id: str | None = None
     resume: Path | None = None
+    #: With ``resume``: first add to the plan the samples the campaign's short cases lack (``harness.campaign.makeup``).
+    make_up: bool = False
     dry_run: bool = False
     testbeds: int = 1
     force: bool = False
@@ -71,6 +74,10 @@ class DryRun:
     eta_s: float
     testbeds: int = 1
     eta_testbeds_s: float | None = None
+    #: A resumed campaign's dry run: the campaign, its planned samples in all, and what a make-up would add.
+    campaign: Campaign | None = None
+    planned: int | None = None
+    make_up: MakeUp | None = None
 
 
 @dataclass(frozen=True)
@@ -90,18 +97,14 @@ def run_campaign(options: RunOptions, hooks: RunHooks | None = None,
     the way (``--speedup auto``'s choice)."""
     check_options(options)
     if options.resume is not None:
-        return _finished(_resume(options, hooks))
+        if options.dry_run:
+            return Outcome(dry_run=_resume_dry_run(options))
+        return _finished(_resume(options, hooks, note))
     scenario, inventory = read_inputs(options, note)
     source = str(options.scenario)
     if options.dry_run:
-        plans = plan_campaign(scenario, inventory, source)
-        control = build_control(scenario, source, options.control_factory)  # a model not covering it: refused
-        per_sample = dict(zip((p.sample_id for p in plans), sample_estimates_s(plans, scenario, inventory, control)))
-        # One phase per speed-up, one after the other: each phase's samples dealt out to the K copies.
-        makespan = sum(queue_makespan_s([per_sample[p.sample_id] for p in phase], options.testbeds)
-                       for _, phase in speedup_phases(scenario, plans))
-        return Outcome(dry_run=DryRun(scenario, inventory, plans, sum(per_sample.values()), options.testbeds,
-                                      makespan))
+        return Outcome(dry_run=_dry_run(scenario, inventory, plan_campaign(scenario, inventory, source), source,
+                                        options))
     if options.cluster:
         campaign = start_cluster_campaign(scenario, inventory, options.runs_dir, options.cluster,
                                           campaign_id=options.campaign_id, scenario_source=source, hooks=hooks,
@@ -114,8 +117,36 @@ def run_campaign(options: RunOptions, hooks: RunHooks | None = None,
     return _finished(campaign)
 
 
+def _dry_run(scenario: Scenario, inventory: Inventory, plans: list[SamplePlan], source: str, options: RunOptions,
+             **resumed) -> DryRun:
+    """``plans`` and their estimated wall time on one testbed and on ``options.testbeds``; nothing is built."""
+    control = build_control(scenario, source, options.control_factory)  # a model not covering it: refused
+    per_sample = dict(zip((p.sample_id for p in plans), sample_estimates_s(plans, scenario, inventory, control)))
+    # One phase per speed-up, one after the other: each phase's samples dealt out to the K copies.
+    makespan = sum(queue_makespan_s([per_sample[p.sample_id] for p in phase], options.testbeds)
+                   for _, phase in speedup_phases(scenario, plans))
+    return DryRun(scenario, inventory, plans, sum(per_sample.values()), options.testbeds, makespan, **resumed)
+
+
+def _resume_dry_run(options: RunOptions) -> DryRun:
+    """What resuming would run: the pending samples, and with ``make_up`` those it would add (nothing written)."""
+    assert options.resume is not None
+    campaign = Campaign.open(options.resume)
+    campaign.torn_tail()   # samples.jsonl unreadable as records: StoreError (4), as a resume would say
+    scenario, inventory = campaign_inputs(campaign)
+    source = str(campaign.path / "manifest.json")
+    plans = pending_plans(campaign, scenario, inventory)
+    added = plan_make_up(campaign, scenario) if options.make_up else None
+    if added is not None:
+        plans += plan_samples(scenario, inventory, added.samples, source)
+    return _dry_run(scenario, inventory, plans, source, options, campaign=campaign,
+                    planned=len(campaign.plan) + len(added.samples if added else []), make_up=added)
+
+
 def check_options(options: RunOptions) -> None:
     """Refuse option pairs that cannot go together, before any file is read."""
+    if options.make_up and options.resume is None:
+        raise ConfigError("--make-up adds samples to a campaign's short cases: give it with --resume CAMPAIGN")
     if options.cluster and options.testbeds != 1:
         raise ConfigError("--cluster runs one testbed per node's `testbed` resource; give --testbeds or --cluster")
     if options.resume is not None:
@@ -174,8 +205,12 @@ def with_speedup(scenario: Scenario, speedup: float, by_mode: dict[str, float] |
                        "--speedup")
 
 
-def _resume(options: RunOptions, hooks: RunHooks | None) -> Campaign:
+def _resume(options: RunOptions, hooks: RunHooks | None, note: Callable[[str], None] = log.info) -> Campaign:
     assert options.resume is not None
+    if options.make_up:
+        campaign = Campaign.open(options.resume)
+        campaign.torn_tail()   # samples.jsonl unreadable as records: StoreError (4) before anything is added
+        note(make_up(campaign, campaign_inputs(campaign)[0]).describe())
     if options.cluster:
         return resume_cluster_campaign(options.resume, options.cluster, hooks=hooks, shard_size=options.shard_size,
                                        control_factory=options.control_factory)

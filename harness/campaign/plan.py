@@ -8,7 +8,7 @@ with one case. Pure: no root, no hosts.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness.errors import ConfigError
 from harness.config.inventory import Inventory
@@ -79,3 +79,27 @@ def plan_campaign(scenario: Scenario, inventory: Inventory, source: str = "scena
     if scenario.shuffle:
         random.Random(scenario.seed).shuffle(plans)
     return plans
+
+
+def plan_samples(scenario: Scenario, inventory: Inventory, sample_ids: list[str],
+                 source: str = "scenario") -> list[SamplePlan]:
+    """The samples ``sample_ids`` name, in that order: the scenario's own, and those beyond its
+    ``samples_per_case`` that ``mplab run --resume --make-up`` adds to a case (same case, the next indices; their
+    receivers chosen as the scenario chooses them for that index)."""
+    base = plan_campaign(scenario, inventory, source)
+    by_id = {p.sample_id: p for p in base}
+    by_case = {p.case_id: p for p in base}
+    names = [r.name for r in inventory.receivers]
+    out = []
+    for sid in sample_ids:
+        p = by_id.get(sid)
+        if p is None:
+            case, _, index = sid.rpartition("-s")
+            like = by_case.get(case)
+            if like is None or not index.isdigit():
+                raise ConfigError(f"sample {sid!r} is of no case of scenario {scenario.name!r}", source=source)
+            i = int(index)
+            p = replace(like, sample_id=sid, index=i,
+                        receivers=select_receivers(names, like.n_receivers, i, scenario.receiver_selection))
+        out.append(p)
+    return out

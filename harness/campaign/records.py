@@ -160,3 +160,21 @@ class SampleRecord(SampleKey):
     def to_json(self) -> dict:
         """The record as ``samples.jsonl`` stores it."""
         return self.model_dump(mode="json")
+
+
+def unusable_reason(rec: SampleRecord, keep_flagged: bool = False) -> str | None:
+    """Why a record's measurement cannot be used (a dataset leaves it out; ``--make-up`` counts its case short of
+    it), or None. A controller policy's sample is usable here: only a dataset leaves those out."""
+    if rec.sample_status != "ok":
+        return f"sample {rec.sample_status}"
+    if rec.status != "ok":
+        return "receiver failed"
+    if rec.energy_j is None:
+        return "no energy"
+    if rec.duration_s is None or rec.throughput_mbit is None or rec.bytes is None:
+        return "no transfer result"
+    if rec.iface_throughput_mbit is None or rec.iface_bytes is None:
+        return "no interface counters"
+    if rec.flags and not keep_flagged:
+        return "flagged: " + rec.flags[0].split(":", 1)[0]
+    return None

@@ -42,7 +42,7 @@ def describe_session(event: dict, now: float | None = None) -> str:
 def campaign_status(c: Campaign) -> dict:
     """What `mplab status` reports, as data (its --json form)."""
     records = c.records()
-    planned = c.manifest["plan"]
+    planned = c.plan
     prog, sessions = campaign_progress(c.path, planned, records)
     events = read_events(c.path / "sessions.jsonl")
     running = sessions[-1].pid if prog.running and sessions else None

@@ -6,6 +6,7 @@ docs/records.md)::
     manifest.json        scenario, inventory (copies and digests), plan, metadata; written once
     sessions.jsonl       one line per run/resume of the campaign (start, end, outcome)
     samples.jsonl        one record per receiver per sample; a sample's records are one append
+    makeup.jsonl         samples added to the plan by `mplab run --resume --make-up`, one line per addition
     raw/<sample_id>/     iperf3 JSON, meter traces, qdisc statistics of every attempt
     raw/.aborted/        partial raw output of samples a crash interrupted (kept, never deleted)
 
@@ -50,6 +51,11 @@ MAX_RECORD_BYTES = 1024 * 1024
 
 #: A campaign id is one directory name under the runs directory (it is also written into every record).
 CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+#: Samples added to a campaign's plan after it was made (``Campaign.add_make_up``); the manifest is never rewritten.
+MAKE_UP_FILE = "makeup.jsonl"
+#: A sample id: its case, then ``-s`` and its index (``harness.campaign.plan``).
+SAMPLE_ID = re.compile(r"^(?P<case>.+)-s(?P<index>\d{3,})$")
 
 
 def check_campaign_id(campaign_id: str) -> str:
@@ -179,6 +185,70 @@ class Campaign:
             raise ConfigError(f"{p} is not a campaign directory (no manifest.json)")
         return cls(p, upgrade_manifest(read_manifest(mf), str(mf)))
 
+    @property
+    def make_up_path(self) -> Path:
+        return self.path / MAKE_UP_FILE
+
+    @property
+    def plan(self) -> list[str]:
+        """The sample ids this campaign runs: the manifest's plan, then those added by ``add_make_up``."""
+        return list(self.manifest.get("plan") or []) + [sid for entry in self.make_ups() for sid in entry["samples"]]
+
+    def make_ups(self) -> list[dict]:
+        """Every addition to the plan (``add_make_up``), oldest first: ``{"time", "samples", "short"}``.
+
+        A last line without its end is an addition cut short by a crash (nothing of it ran: the samples run only
+        after the line is written) and is left out. ``StoreError`` naming the line for anything else unreadable,
+        or a sample id of no case of the plan, or one the plan already has."""
+        try:
+            data = self.make_up_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"{self.make_up_path}: cannot be read ({exc.strerror})") from None
+        seen = set(self.manifest.get("plan") or [])
+        cases = {m["case"] for sid in seen if (m := SAMPLE_ID.match(sid))}
+        out = []
+        for lineno, line in enumerate(data.split(b"\n")[:-1], start=1):   # the text after the last end: cut short
+            where = f"{self.make_up_path}:{lineno}"
+            try:
+                entry = json.loads(line.decode("utf-8"))
+            except ValueError as exc:
+                raise StoreError(f"{where}: not a line of samples added to the plan ({_short(exc)}); restore the "
+                                 "file from a copy") from None
+            sids = entry.get("samples") if isinstance(entry, dict) else None
+            if not isinstance(sids, list) or not all(isinstance(x, str) for x in sids):
+                raise StoreError(f"{where}: no \"samples\" list of sample ids; restore the file from a copy")
+            for sid in sids:
+                m = SAMPLE_ID.match(sid)
+                if m is None or m["case"] not in cases:
+                    raise StoreError(f"{where}: sample id {sid!r} is of no case of the campaign's plan")
+                if sid in seen:
+                    raise StoreError(f"{where}: sample id {sid!r} is already in the plan")
+                seen.add(sid)
+            out.append(entry)
+        return out
+
+    def add_make_up(self, samples: list[str], short: dict[str, int]) -> None:
+        """Add ``samples`` to the plan (one line of makeup.jsonl, one write and fsync); ``short``: how many usable
+        samples each case lacked. A line a crash cut short before is cut off first. Hold the lock."""
+        try:
+            data = self.make_up_path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        if data and not data.endswith(b"\n"):
+            with open(self.make_up_path, "r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+                os.fsync(f.fileno())
+        line = json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), "samples": samples,
+                           "short": short}) + "\n"
+        try:
+            _append_whole(self.make_up_path, line.encode())
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(f"{self.make_up_path}: cannot append: the disk is full; nothing was added") from exc
+            raise StoreError(f"{self.make_up_path}: cannot append ({exc.strerror})") from None
+
     def torn_tail(self) -> TornTail | None:
         """The torn end of samples.jsonl (a write cut short, or junk appended), or None when it ends whole."""
         return self._scan_all()[2]
@@ -255,7 +325,7 @@ class Campaign:
         longer than ``MAX_RECORD_BYTES`` (read no further than that)."""
         if not os.path.lexists(self.samples_path):
             return [], [], None
-        plan = set(self.manifest.get("plan") or [])
+        plan = set(self.plan)
         damaged: list[Damage] = []
         groups: list[tuple[str | None, list[tuple[int, dict]]]] = []
         tail: TornTail | None = None

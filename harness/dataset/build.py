@@ -52,7 +52,7 @@ from harness.artifacts import (SUMS_NAME, ChecksumMismatch, FolderPolicy, check_
                                write_sums)
 from harness.errors import ConfigError, StoreError
 from harness.files import atomic_write
-from harness.campaign.records import SampleKey, SampleRecord
+from harness.campaign.records import SampleKey, SampleRecord, unusable_reason
 from harness.campaign.store import Campaign
 from harness.config.scenario import parse_size
 from harness.dataset.columns import CATEGORICAL_COLUMNS, COLUMN_DOCS, FLOAT_COLUMNS, INT_COLUMNS
@@ -160,19 +160,7 @@ def exclusion_reason(rec: SampleRecord, keep_flagged: bool) -> str | None:
     """Why a well-formed record cannot be a dataset row, or None if it can."""
     if rec.policy is not None:
         return "controller sample"  # Setup II evaluates a model; it does not feed one
-    if rec.sample_status != "ok":
-        return f"sample {rec.sample_status}"
-    if rec.status != "ok":
-        return "receiver failed"
-    if rec.energy_j is None:
-        return "no energy"
-    if rec.duration_s is None or rec.throughput_mbit is None or rec.bytes is None:
-        return "no transfer result"
-    if rec.iface_throughput_mbit is None or rec.iface_bytes is None:
-        return "no interface counters"
-    if rec.flags and not keep_flagged:
-        return "flagged: " + rec.flags[0].split(":", 1)[0]
-    return None
+    return unusable_reason(rec, keep_flagged)
 
 
 def split_rank(seed: int, sample_id: str) -> str:

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.campaign.progress import ATTEMPT_TESTBED_FILE, campaign_progress, lock_holder_pid, read_events
-from harness.errors import ConfigError
-from harness.campaign.store import complete_samples
+from harness.errors import ConfigError, StoreError
+from harness.campaign.store import MAKE_UP_FILE, Campaign, complete_samples
 from harness.campaign.summary import summarize
 
 #: Seconds of meter trace kept for the running sample's chart.
@@ -166,7 +166,7 @@ class CampaignView:
     def __init__(self, path: Path, manifest: dict) -> None:
         self.path = path
         self.manifest = manifest
-        self.plan: list[str] = list(manifest.get("plan") or [])
+        self.plan: list[str] = self._plan()
         self.receivers = _planned_receivers(manifest)
         self._samples = _Tail(path / "samples.jsonl")
         self._records: list[dict] = []
@@ -179,7 +179,7 @@ class CampaignView:
 
     def _stat(self) -> tuple:
         out = []
-        for name in ("samples.jsonl", "sessions.jsonl", "raw"):
+        for name in ("samples.jsonl", "sessions.jsonl", "raw", MAKE_UP_FILE):
             try:
                 st = os.stat(self.path / name)
                 out.append((st.st_size, st.st_mtime_ns))
@@ -195,6 +195,7 @@ class CampaignView:
         if stamp == self._stamp:
             return False
         self._stamp = stamp
+        self.plan = self._plan()   # a make-up may have added samples
         for line in self._samples.new_lines():
             try:
                 self._records.append(json.loads(line))
@@ -202,6 +203,14 @@ class CampaignView:
                 continue  # a corrupt line: `mplab status` names it; the page shows the rest
         self.version += 1
         return True
+
+    def _plan(self) -> list[str]:
+        """The campaign's plan with what make-ups added (``Campaign.plan``); the manifest's alone when
+        makeup.jsonl cannot be read (`mplab status` names why)."""
+        try:
+            return Campaign(self.path, self.manifest).plan
+        except (StoreError, KeyError, TypeError):
+            return list(self.manifest.get("plan") or [])
 
     def records(self) -> list[dict]:
         """Records of complete samples (a torn tail is left out, as ``Campaign.records`` does)."""

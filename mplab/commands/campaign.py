@@ -93,7 +93,7 @@ def _hooks(progress: Progress, watcher: WatchChild | None = None) -> RunHooks:
         state["records"].extend(o.records)
         c: Campaign = state["campaign"]
         sessions = sessions_from_events(read_events(c.path / "sessions.jsonl"), os.getpid())
-        prog = compute(c.manifest["plan"], state["records"], sessions, last_append_at=time.time())
+        prog = compute(c.plan, state["records"], sessions, last_append_at=time.time())
         rates = ", ".join(f"{r['receiver']} {_fmt(r['throughput_mbit'], '.1f')}" for r in o.records)
         # One line per sample carries n/N, rate and ETA: a log that is not a terminal has no progress bar.
         progress.console.print(f"[{style}]{o.status:6}[/] {o.plan.sample_id:28} {o.wall_s:6.1f} s  "
@@ -154,7 +154,10 @@ def run(
     runs_dir: Annotated[Path, typer.Option(help="where campaigns are stored")] = Path("runs"),
     campaign_id: Annotated[str | None, typer.Option("--id", help="campaign id (default: <scenario>-<time>)")] = None,
     resume: Annotated[Path | None, typer.Option(help="resume this campaign directory")] = None,
-    dry_run: Annotated[bool, typer.Option(help="print the plan and an ETA, run nothing")] = False,
+    make_up: Annotated[bool, typer.Option(help="with --resume: first add to each case short of usable samples "
+                                                "(failed, or flagged) as many samples as it lacks")] = False,
+    dry_run: Annotated[bool, typer.Option(help="print the plan and an ETA, run nothing (with --resume: what "
+                                                "resuming would run)")] = False,
     testbeds: Annotated[int, typer.Option(min=1, max=64, help="run on K parallel copies of the emulated testbed "
                                                               "(one campaign; 1-64)")] = 1,
     force: Annotated[bool, typer.Option(help="run more --testbeds than the machine sustains without losing "
@@ -179,13 +182,12 @@ def run(
     # mplab.cli puts the controller's factory and the real LTE access drivers into the context
     # (the harness never imports a controller or lte); a dry run builds no testbed, so it loads no drivers.
     obj = ctx.find_root().obj if isinstance(ctx.find_root().obj, Mapping) else {}
-    plan_only = dry_run and resume is None
     options = RunOptions(scenario=scenario, inventory=inventory, runs_dir=runs_dir, campaign_id=campaign_id,
-                         resume=resume, dry_run=dry_run, testbeds=testbeds, force=force, cluster=cluster,
-                         shard_size=shard_size, speedup=speedup, speedup_table=speedup_table,
-                         access_kinds=None if plan_only else obj.get("access_kinds"),
+                         resume=resume, make_up=make_up, dry_run=dry_run, testbeds=testbeds, force=force,
+                         cluster=cluster, shard_size=shard_size, speedup=speedup, speedup_table=speedup_table,
+                         access_kinds=None if dry_run else obj.get("access_kinds"),
                          control_factory=obj.get("control_factory"))
-    if plan_only:
+    if dry_run:
         print_dry_run(run_campaign(options, note=console.print).dry_run)
         return
     with _watching(watch_port if watch else None) as watcher, _progress() as progress:
@@ -202,8 +204,14 @@ def run(
 def print_dry_run(dry: DryRun) -> None:
     """The plan's first samples, the speed-up, and the estimated wall time."""
     sc, inv, plans = dry.scenario, dry.inventory, dry.plans
-    console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
-                  f"{len(plans)} samples on {inv.name} ({inv.kind}); shuffled={sc.shuffle} seed={sc.seed}")
+    if dry.campaign is not None:
+        if dry.make_up is not None:
+            console.print(dry.make_up.describe(dry_run=True), soft_wrap=True)
+        console.print(f"campaign {dry.campaign.id}: resuming would run {len(plans)} of its {dry.planned} planned "
+                      f"samples on {inv.name} ({inv.kind})")
+    else:
+        console.print(f"scenario {sc.name}: {sc.n_cases} case(s) x {sc.samples_per_case} sample(s) = "
+                      f"{len(plans)} samples on {inv.name} ({inv.kind}); shuffled={sc.shuffle} seed={sc.seed}")
     for p in plans[:20]:
         console.print(f"  {p.sample_id}  receivers={','.join(p.receivers)}")
     if len(plans) > 20:
