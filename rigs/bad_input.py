@@ -343,6 +343,11 @@ STORE_DAMAGE: list[tuple[str, Callable[[Path], None], tuple[str, ...]]] = [
     ("samples.jsonl record schema_version 99", _record_edit(1, schema_version=99), ("samples.jsonl:2", "newer")),
     ("samples.jsonl text junk after the last line", _samples_bytes(b"hello world", append=True),
      ("samples.jsonl", "not the start of a record")),
+    ("makeup.jsonl line not JSON", lambda c: _write(c / "makeup.jsonl", "{oops\n"),
+     ("makeup.jsonl:1", "not a line of samples added")),
+    ("makeup.jsonl names a sample of no case", lambda c: _write(c / "makeup.jsonl", '{"samples": ["x-n1-wifi-s003"]}\n'),
+     ("makeup.jsonl:1", "of no case of the campaign's plan")),
+    ("makeup.jsonl is a directory", lambda c: (c / "makeup.jsonl").mkdir(), ("makeup.jsonl", "cannot be read")),
 ]
 
 #: Damage a reader works around but must report: status says it (0), dataset build refuses (4) unless
@@ -544,6 +549,7 @@ def argument_cases() -> list[Case]:
         return lambda d: _write(d / name, "x")
 
     cases = [
+        a("run: --make-up without --resume", run("--make-up"), 2, ("--make-up", "--resume")),
         a("train: dataset missing", train(dataset=lambda d: d / "gen" / "nope"), 2, ("DATASET", "not found")),
         a("train: dataset is a file", train(dataset=file_at("f.csv")), 2, ("DATASET", "not a directory")),
         a("train: dataset without dataset.json", train(dataset=lambda d: d), 2, ("DATASET", "no dataset.json")),
