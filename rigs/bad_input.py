@@ -346,7 +346,7 @@ STORE_DAMAGE: list[tuple[str, Callable[[Path], None], tuple[str, ...]]] = [
     ("makeup.jsonl line not JSON", lambda c: _write(c / "makeup.jsonl", "{oops\n"),
      ("makeup.jsonl:1", "not a line of samples added")),
     ("makeup.jsonl names a sample of no case", lambda c: _write(c / "makeup.jsonl", '{"samples": ["x-n1-wifi-s003"]}\n'),
-     ("makeup.jsonl:1", "of no case of the campaign's plan")),
+     ("makeup.jsonl:1", "of a case of the campaign's plan")),
     ("makeup.jsonl is a directory", lambda c: (c / "makeup.jsonl").mkdir(), ("makeup.jsonl", "cannot be read")),
 ]
 

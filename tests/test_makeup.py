@@ -104,7 +104,11 @@ def test_a_record_of_no_planned_sample_is_still_damaged(campaign):
 
 
 @pytest.mark.parametrize("line, says", [
-    ('{"samples": ["ghost-n3-both-s003"]}', "of no case of the campaign's plan"),
+    ('{"samples": ["ghost-n3-both-s003"]}', "not <case>-s<index> of a case of the campaign's plan"),
+    ('{"samples": ["lia-n3-both-s0003"]}', "not <case>-s<index>"),
+    ('{"samples": ["lia-n3-both-s003\\n"]}', "not <case>-s<index>"),
+    ('{"schema_version": 99, "samples": ["lia-n3-both-s003"]}', "newer than this mplab"),
+    ("[" * 100_000 + "]" * 100_000, "not a line of samples added to the plan"),
     ('{"samples": ["lia-n3-both-s001"]}', "already in the plan"),
     ('{"samples": "lia-n3-both-s003"}', 'no "samples" list'),
     ("not json", "not a line of samples added to the plan"),
@@ -153,3 +157,52 @@ def test_the_command_line_resumes_dry_without_running_and_refuses_make_up_alone(
                          text=True, timeout=120, cwd=REPO)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "--make-up adds samples to a campaign's short cases" in " ".join(res.stderr.split())
+
+
+def test_an_added_sample_never_takes_an_id_something_was_written_under(campaign):
+    """A damaged line (a record of no planned sample, e.g. from before a lost makeup.jsonl) and a raw directory
+    keep their ids: the added sample takes the next free index, so those records never become the campaign's."""
+    campaign.append(_records(campaign.id, ["lia-n3-both-s003"]))   # not in the plan: damaged
+    (campaign.path / "raw" / ".partial-lia-n3-both-s004").mkdir(parents=True)
+    added = make_up(campaign, load_scenario(QUICK))
+    assert "lia-n3-both-s005" in added.samples and "lia-n3-both-s003" not in added.samples
+    assert len(campaign.damaged()) == 3 and "lia-n3-both-s003" not in campaign.completed()
+
+
+def test_status_counts_the_added_samples_and_the_live_page_knows_their_receivers(campaign):
+    from harness.campaign.status import campaign_status
+    from harness.watch.state import CampaignView
+
+    view = CampaignView(campaign.path, campaign.manifest)
+    assert "lia-n3-both-s003" not in view.receivers
+    added = make_up(campaign, load_scenario(QUICK))
+    st = campaign_status(Campaign.open(campaign.path))
+    assert st["planned"] == 30 + 2 and st["pending"] == 1 + 2
+    view.poll()
+    assert len(view.plan) == 32 and view.receivers["lia-n3-both-s003"] == ["n1", "n2", "n3"]
+    assert set(added.samples) <= set(view.plan)
+
+
+def test_a_nodes_scratch_campaign_takes_the_added_samples_records_as_its_own(tmp_path, campaign):
+    from harness.campaign.cluster import shard_manifest
+
+    added = make_up(campaign, load_scenario(QUICK))
+    shard = [added.samples[0], PENDING]
+    scratch = Campaign.create(tmp_path / "node", campaign.id, shard_manifest(campaign.manifest, shard))
+    assert scratch.plan == campaign.manifest["plan"] + [added.samples[0]]
+    scratch.append(_records(campaign.id, shard))
+    assert scratch.damaged() == [] and scratch.completed() == set(shard)
+
+
+def test_a_failed_sample_stops_counting_as_a_failure_once_its_case_is_made_up(campaign):
+    """What `--resume --make-up` exits 3 for: the failed samples of cases still short after its run."""
+    from harness.campaign.makeup import failed_in_short_cases
+
+    scenario = load_scenario(QUICK)
+    assert failed_in_short_cases(campaign, scenario) == [FAILED]
+    added = make_up(campaign, scenario)
+    (again,) = [sid for sid in added.samples if sid.startswith("lia-n3-both")]
+    campaign.append(_fail(_records(campaign.id, [again])))
+    assert failed_in_short_cases(campaign, scenario) == sorted([FAILED, again])
+    campaign.append(_records(campaign.id, [make_up(campaign, scenario).samples[0]]))
+    assert failed_in_short_cases(campaign, scenario) == []

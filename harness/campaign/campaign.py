@@ -258,6 +258,7 @@ def resume_campaign(path: Path, hooks: RunHooks | None = None, *, testbeds: int 
     """
     campaign = Campaign.open(path)
     campaign.torn_tail()  # samples.jsonl read before anything is created or built: unreadable is StoreError (4)
+    campaign.make_ups()   # and makeup.jsonl (torn_tail reads it only when samples.jsonl exists)
     campaign.check_writable()
     scenario, inventory = campaign_inputs(campaign)
     controls = build_controls(scenario, str(campaign.path / "manifest.json"), control_factory, testbeds)

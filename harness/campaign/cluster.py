@@ -138,17 +138,20 @@ def run_shard(manifest: dict, sample_ids: list[str], control_factory: ControlFac
     return run_shard_on(manifest, sample_ids, node_id, control_factory)
 
 
+def shard_manifest(manifest: dict, sample_ids: list[str]) -> dict:
+    """The manifest of a node's scratch campaign: the driver's, with the shard's samples in its plan (a make-up's
+    are not in the manifest's), so that the scratch store takes their records as its own."""
+    planned = list(manifest.get("plan") or [])
+    known = set(planned)
+    return {**{k: v for k, v in manifest.items() if k not in ("schema_version", "campaign")},
+            "plan": planned + [sid for sid in sample_ids if sid not in known]}
+
+
 def run_shard_on(manifest: dict, sample_ids: list[str], node_id: str,
                  control_factory: ControlFactory | None = None) -> dict:
     """``run_shard`` on the node ``node_id`` names (the part that needs no Ray)."""
     with owned_temp_dir("shard") as tmp:  # a node killed mid-shard leaves it to `mplab clean`
-        # The shard's samples in the scratch campaign's plan: a make-up's are not in the manifest's.
-        planned = list(manifest.get("plan") or [])
-        known = set(planned)
-        extra = [sid for sid in sample_ids if sid not in known]
-        scratch = Campaign.create(Path(tmp), manifest["campaign"],
-                                  {**{k: v for k, v in manifest.items() if k not in ("schema_version", "campaign")},
-                                   "plan": planned + extra})
+        scratch = Campaign.create(Path(tmp), manifest["campaign"], shard_manifest(manifest, sample_ids))
         scenario, inventory = campaign_inputs(scratch)
         check_node_inputs(scenario, node_id)
         # This node's controller, never the driver's: it steers the testbed built here.

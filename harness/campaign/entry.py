@@ -24,7 +24,7 @@ from harness.campaign.campaign import (RunHooks, build_control, campaign_inputs,
                                       resume_campaign, sample_estimates_s, speedup_phases, start_campaign)
 from harness.campaign.cluster import resume_cluster_campaign, start_cluster_campaign
 from harness.campaign.control import ControlFactory
-from harness.campaign.makeup import MakeUp, make_up, plan_make_up
+from harness.campaign.makeup import MakeUp, failed_in_short_cases, make_up, plan_make_up
 from harness.campaign.plan import SamplePlan, plan_campaign, plan_samples
 from harness.campaign.store import Campaign, check_campaign_id
 from harness.config.inventory import Inventory, load_inventory
@@ -99,7 +99,7 @@ def run_campaign(options: RunOptions, hooks: RunHooks | None = None,
     if options.resume is not None:
         if options.dry_run:
             return Outcome(dry_run=_resume_dry_run(options))
-        return _finished(_resume(options, hooks, note))
+        return _finished(_resume(options, hooks, note), made_up=options.make_up)
     scenario, inventory = read_inputs(options, note)
     source = str(options.scenario)
     if options.dry_run:
@@ -132,7 +132,8 @@ def _resume_dry_run(options: RunOptions) -> DryRun:
     """What resuming would run: the pending samples, and with ``make_up`` those it would add (nothing written)."""
     assert options.resume is not None
     campaign = Campaign.open(options.resume)
-    campaign.torn_tail()   # samples.jsonl unreadable as records: StoreError (4), as a resume would say
+    campaign.torn_tail()   # samples.jsonl or makeup.jsonl unreadable: StoreError (4), as a resume would say
+    campaign.make_ups()
     scenario, inventory = campaign_inputs(campaign)
     source = str(campaign.path / "manifest.json")
     plans = pending_plans(campaign, scenario, inventory)
@@ -208,8 +209,10 @@ def with_speedup(scenario: Scenario, speedup: float, by_mode: dict[str, float] |
 def _resume(options: RunOptions, hooks: RunHooks | None, note: Callable[[str], None] = log.info) -> Campaign:
     assert options.resume is not None
     if options.make_up:
+        # Refused before anything is added: unreadable records or make-ups (4), a store that cannot be written.
         campaign = Campaign.open(options.resume)
-        campaign.torn_tail()   # samples.jsonl unreadable as records: StoreError (4) before anything is added
+        campaign.torn_tail()
+        campaign.check_writable()
         note(make_up(campaign, campaign_inputs(campaign)[0]).describe())
     if options.cluster:
         return resume_cluster_campaign(options.resume, options.cluster, hooks=hooks, shard_size=options.shard_size,
@@ -218,8 +221,12 @@ def _resume(options: RunOptions, hooks: RunHooks | None, note: Callable[[str], N
                            access_kinds=options.access_kinds, control_factory=options.control_factory)
 
 
-def _finished(campaign: Campaign) -> Outcome:
-    """The campaign and the samples of it that failed (recorded with their reasons)."""
+def _finished(campaign: Campaign, made_up: bool = False) -> Outcome:
+    """The campaign and the samples of it that failed (recorded with their reasons); after a make-up, only those
+    of the cases still short (the others' failures are made up for)."""
     records = campaign.records()
-    failed = sorted({r["sample_id"] for r in records if r["sample_status"] != "ok"})
+    if made_up:
+        failed = failed_in_short_cases(campaign, campaign_inputs(campaign)[0])
+    else:
+        failed = sorted({r["sample_id"] for r in records if r["sample_status"] != "ok"})
     return Outcome(campaign=campaign, records=records, failed_samples=failed)

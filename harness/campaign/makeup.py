@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from harness.campaign.records import SampleRecord, unusable_reason
-from harness.campaign.store import SAMPLE_ID, Campaign
+from harness.campaign.store import Campaign, split_sample_id
 from harness.config.scenario import Scenario
+from harness.errors import StoreError
 
 
 @dataclass(frozen=True)
@@ -40,36 +41,64 @@ class MakeUp:
                 f"short case(s): {cases}")
 
 
-def usable_samples(records: list[dict]) -> dict[str, bool]:
-    """Per recorded sample: whether every one of its records is usable (``unusable_reason`` None)."""
+def usable_samples(campaign: Campaign) -> dict[str, bool]:
+    """Per recorded sample: whether every one of its records is usable (``unusable_reason`` None). A record the
+    schema refuses is ``StoreError`` naming it, as a dataset build refuses it."""
     out: dict[str, bool] = {}
-    for raw in records:
+    for raw in campaign.records():
+        sid = raw.get("sample_id")
         try:
             ok = unusable_reason(SampleRecord.model_validate(raw)) is None
-        except ValidationError:
-            ok = False
-        sid = raw.get("sample_id")
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise StoreError(f"{campaign.samples_path}: the record of sample {sid} receiver {raw.get('receiver')} "
+                             f"is malformed ({'.'.join(str(x) for x in err['loc'])}: {err['msg']}); nothing was "
+                             "added") from None
         out[sid] = out.get(sid, True) and ok
     return out
+
+
+def _taken(campaign: Campaign) -> dict[str, int]:
+    """Per case, the highest index any trace of the campaign uses: its plan, a damaged line of samples.jsonl, a
+    raw output directory (an added sample never takes an id something was written under)."""
+    ids = set(campaign.plan) | {d.sample_id for d in campaign.damaged() if isinstance(d.sample_id, str)}
+    raw = campaign.path / "raw"
+    if raw.is_dir():
+        ids |= {d.name.removeprefix(".partial-") for d in raw.iterdir()}
+    top: dict[str, int] = {}
+    for sid in ids:
+        split = split_sample_id(sid)
+        if split is not None:
+            top[split[0]] = max(top.get(split[0], 0), split[1])
+    return top
 
 
 def plan_make_up(campaign: Campaign, scenario: Scenario) -> MakeUp:
     """The samples that would make up ``campaign``'s short cases now (nothing is written)."""
     done = campaign.completed()
-    usable = usable_samples(campaign.records())
+    usable = usable_samples(campaign)
     count: Counter = Counter()
-    top: dict[str, int] = {}
+    cases: list[str] = []
     for sid in campaign.plan:
-        m = SAMPLE_ID.match(sid)
-        if m is None:   # a plan made by hand: no case to make up
+        split = split_sample_id(sid)
+        if split is None:   # a plan made by hand: no case to make up
             continue
-        top[m["case"]] = max(top.get(m["case"], 0), int(m["index"]))
-        count[m["case"]] += sid not in done or usable.get(sid, False)
-    short = {c: scenario.samples_per_case - count[c] for c in top if count[c] < scenario.samples_per_case}
+        if split[0] not in count:
+            cases.append(split[0])
+        count[split[0]] += sid not in done or usable.get(sid, False)
+    short = {c: scenario.samples_per_case - count[c] for c in cases if count[c] < scenario.samples_per_case}
+    top = _taken(campaign)
     samples = [f"{c}-s{top[c] + j:03d}" for c, n in short.items() for j in range(1, n + 1)]
     if scenario.shuffle:
         random.Random(f"{scenario.seed}:make-up:{len(campaign.make_ups())}").shuffle(samples)
     return MakeUp(short, samples)
+
+
+def failed_in_short_cases(campaign: Campaign, scenario: Scenario) -> list[str]:
+    """The failed samples of the cases a make-up would still find short (after a make-up's run: what is left)."""
+    short = plan_make_up(campaign, scenario).short
+    return sorted({r["sample_id"] for r in campaign.records()
+                   if r["sample_status"] != "ok" and (split_sample_id(r["sample_id"]) or ("",))[0] in short})
 
 
 def make_up(campaign: Campaign, scenario: Scenario) -> MakeUp:

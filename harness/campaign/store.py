@@ -54,8 +54,16 @@ CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 #: Samples added to a campaign's plan after it was made (``Campaign.add_make_up``); the manifest is never rewritten.
 MAKE_UP_FILE = "makeup.jsonl"
-#: A sample id: its case, then ``-s`` and its index (``harness.campaign.plan``).
-SAMPLE_ID = re.compile(r"^(?P<case>.+)-s(?P<index>\d{3,})$")
+#: A sample id: its case, then ``-s`` and its index, at least three digits (``harness.campaign.plan``).
+SAMPLE_ID = re.compile(r"(?P<case>.+)-s(?P<index>[0-9]{3,})", re.ASCII)
+
+
+def split_sample_id(sample_id: str) -> tuple[str, int] | None:
+    """(case, index) of a sample id as the planner writes it (``<case>-s<index:03d>``, index >= 1), else None."""
+    m = SAMPLE_ID.fullmatch(sample_id)
+    if m is None or int(m["index"]) < 1 or sample_id != f"{m['case']}-s{int(m['index']):03d}":
+        return None
+    return m["case"], int(m["index"])
 
 
 def check_campaign_id(campaign_id: str) -> str:
@@ -144,6 +152,8 @@ class Campaign:
     def __init__(self, path: Path, manifest: dict) -> None:
         self.path = path
         self.manifest = manifest
+        #: makeup.jsonl's (size, mtime, inode) and its lines when last read (``make_ups``).
+        self._make_ups: tuple[tuple, list[dict]] | None = None
 
     @property
     def id(self) -> str:
@@ -195,59 +205,77 @@ class Campaign:
         return list(self.manifest.get("plan") or []) + [sid for entry in self.make_ups() for sid in entry["samples"]]
 
     def make_ups(self) -> list[dict]:
-        """Every addition to the plan (``add_make_up``), oldest first: ``{"time", "samples", "short"}``.
+        """Every addition to the plan (``add_make_up``), oldest first: ``{"schema_version", "time", "samples",
+        "short"}``; read again only when makeup.jsonl changed.
 
         A last line without its end is an addition cut short by a crash (nothing of it ran: the samples run only
         after the line is written) and is left out. ``StoreError`` naming the line for anything else unreadable,
-        or a sample id of no case of the plan, or one the plan already has."""
+        a newer schema, or a sample id that is not ``<case>-s<index>`` of a case of the plan, or one the plan
+        already has."""
         try:
-            data = self.make_up_path.read_bytes()
+            st = os.stat(self.make_up_path)
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise StoreError(f"{self.make_up_path}: cannot be read ({exc.strerror})") from None
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+        if self._make_ups is not None and self._make_ups[0] == stamp:
+            return self._make_ups[1]
+        try:
+            data = self.make_up_path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"{self.make_up_path}: cannot be read ({exc.strerror})") from None
         seen = set(self.manifest.get("plan") or [])
-        cases = {m["case"] for sid in seen if (m := SAMPLE_ID.match(sid))}
+        cases = {split[0] for sid in seen if (split := split_sample_id(sid))}
         out = []
         for lineno, line in enumerate(data.split(b"\n")[:-1], start=1):   # the text after the last end: cut short
             where = f"{self.make_up_path}:{lineno}"
             try:
                 entry = json.loads(line.decode("utf-8"))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise StoreError(f"{where}: not a line of samples added to the plan ({_short(exc)}); restore the "
                                  "file from a copy") from None
             sids = entry.get("samples") if isinstance(entry, dict) else None
             if not isinstance(sids, list) or not all(isinstance(x, str) for x in sids):
                 raise StoreError(f"{where}: no \"samples\" list of sample ids; restore the file from a copy")
+            if "schema_version" in entry:
+                _check_version(entry, where, "line")
             for sid in sids:
-                m = SAMPLE_ID.match(sid)
-                if m is None or m["case"] not in cases:
-                    raise StoreError(f"{where}: sample id {sid!r} is of no case of the campaign's plan")
+                if (split_sample_id(sid) or ("",))[0] not in cases:
+                    raise StoreError(f"{where}: sample id {sid!r} is not <case>-s<index> of a case of the "
+                                     "campaign's plan")
                 if sid in seen:
                     raise StoreError(f"{where}: sample id {sid!r} is already in the plan")
                 seen.add(sid)
             out.append(entry)
+        self._make_ups = (stamp, out)
         return out
 
     def add_make_up(self, samples: list[str], short: dict[str, int]) -> None:
         """Add ``samples`` to the plan (one line of makeup.jsonl, one write and fsync); ``short``: how many usable
-        samples each case lacked. A line a crash cut short before is cut off first. Hold the lock."""
+        samples each case lacked. A line a crash cut short before is first moved aside into
+        ``makeup.jsonl.torn-<time>`` (kept, as ``repair`` keeps a torn record). Hold the lock."""
         try:
             data = self.make_up_path.read_bytes()
         except FileNotFoundError:
             data = b""
-        if data and not data.endswith(b"\n"):
-            with open(self.make_up_path, "r+b") as f:
-                f.truncate(data.rfind(b"\n") + 1)
-                os.fsync(f.fileno())
-        line = json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), "samples": samples,
-                           "short": short}) + "\n"
+        except OSError as exc:
+            raise StoreError(f"{self.make_up_path}: cannot be read ({exc.strerror})") from None
+        keep = data.rfind(b"\n") + 1
         try:
+            if keep < len(data):
+                torn = self.path / f"{MAKE_UP_FILE}.torn-{time.strftime('%Y%m%dT%H%M%S')}"
+                torn.write_bytes(data[keep:])
+                with open(self.make_up_path, "r+b") as f:
+                    f.truncate(keep)
+                    os.fsync(f.fileno())
+            line = json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), "samples": samples,
+                               "short": short}) + "\n"
             _append_whole(self.make_up_path, line.encode())
         except OSError as exc:
             if is_disk_full(exc):
                 raise DiskFull(f"{self.make_up_path}: cannot append: the disk is full; nothing was added") from exc
-            raise StoreError(f"{self.make_up_path}: cannot append ({exc.strerror})") from None
+            raise StoreError(f"{self.make_up_path}: cannot be written ({exc.strerror}); nothing was added") from None
 
     def torn_tail(self) -> TornTail | None:
         """The torn end of samples.jsonl (a write cut short, or junk appended), or None when it ends whole."""

@@ -167,7 +167,7 @@ class CampaignView:
         self.path = path
         self.manifest = manifest
         self.plan: list[str] = self._plan()
-        self.receivers = _planned_receivers(manifest)
+        self.receivers = _planned_receivers(manifest, self.plan)
         self._samples = _Tail(path / "samples.jsonl")
         self._records: list[dict] = []
         self._trace = _Trace()
@@ -195,7 +195,9 @@ class CampaignView:
         if stamp == self._stamp:
             return False
         self._stamp = stamp
-        self.plan = self._plan()   # a make-up may have added samples
+        plan = self._plan()
+        if plan != self.plan:   # a make-up added samples
+            self.plan, self.receivers = plan, _planned_receivers(self.manifest, plan)
         for line in self._samples.new_lines():
             try:
                 self._records.append(json.loads(line))
@@ -209,7 +211,7 @@ class CampaignView:
         makeup.jsonl cannot be read (`mplab status` names why)."""
         try:
             return Campaign(self.path, self.manifest).plan
-        except (StoreError, KeyError, TypeError):
+        except (StoreError, KeyError, TypeError, AttributeError):
             return list(self.manifest.get("plan") or [])
 
     def records(self) -> list[dict]:
@@ -328,18 +330,19 @@ class CampaignView:
         return last
 
 
-def _planned_receivers(manifest: dict) -> dict[str, list[str]]:
-    """Sample id -> its receivers, by planning the manifest's scenario on its inventory again (pure)."""
+def _planned_receivers(manifest: dict, plan: list[str]) -> dict[str, list[str]]:
+    """Sample id -> its receivers, by planning the manifest's scenario on its inventory again (pure); ``plan``:
+    the campaign's, with what make-ups added."""
     from harness.config.inventory import Inventory
     from harness.config.load import parse_model
     from harness.config.scenario import Scenario
-    from harness.campaign.plan import plan_campaign
+    from harness.campaign.plan import plan_samples
     from harness.errors import MplabError
 
     try:
         sc = parse_model(Scenario, manifest["scenario"], "manifest (scenario)")
         inv = parse_model(Inventory, manifest["inventory"], "manifest (inventory)")
-        return {p.sample_id: list(p.receivers) for p in plan_campaign(sc, inv)}
+        return {p.sample_id: list(p.receivers) for p in plan_samples(sc, inv, plan)}
     except (MplabError, KeyError, TypeError):
         return {}  # the page then names the receivers the meter trace has
 
