@@ -206,3 +206,15 @@ def test_a_failed_sample_stops_counting_as_a_failure_once_its_case_is_made_up(ca
     assert failed_in_short_cases(campaign, scenario) == sorted([FAILED, again])
     campaign.append(_records(campaign.id, [make_up(campaign, scenario).samples[0]]))
     assert failed_in_short_cases(campaign, scenario) == []
+
+
+def test_status_names_the_short_cases_and_the_command_once_nothing_is_pending(campaign):
+    def status() -> str:
+        res = subprocess.run([sys.executable, "-m", "mplab", "status", str(campaign.path)], capture_output=True,
+                             text=True, timeout=120, cwd=REPO)
+        assert res.returncode == 0, res.stderr
+        return " ".join(res.stdout.split())
+    assert "short of usable samples" not in status()   # a sample is pending: resume first
+    campaign.append(_records(campaign.id, [PENDING]))
+    assert (f"2 case(s) short of usable samples (2 in all; failed or flagged): mplab run --resume {campaign.path} "
+            "--make-up") in status()

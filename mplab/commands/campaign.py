@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 
 from harness.emulation.speedup import DEFAULT_TABLE
-from harness.errors import ConfigError, SamplesFailed
+from harness.errors import ConfigError, SamplesFailed, StoreError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -196,9 +196,24 @@ def run(
     console.print(summary_table(outcome.records, f"campaign {campaign.id}"))
     console.print(f"records: {campaign.samples_path}\nraw output: {campaign.path / 'raw'}\n"
                   f"manifest: {campaign.path / 'manifest.json'}")
+    print_short_cases(campaign)
     if outcome.failed_samples:
         raise SamplesFailed(f"{len(outcome.failed_samples)} sample(s) of campaign {campaign.id} failed, recorded "
                             f"with their reasons (e.g. {outcome.failed_samples[0]}); see `mplab status {campaign.path}`")
+
+
+def print_short_cases(c: Campaign) -> None:
+    """With nothing left to run: the cases short of usable samples, and the command that makes them up."""
+    from harness.campaign.campaign import campaign_inputs
+    from harness.campaign.makeup import plan_make_up
+
+    try:
+        short = plan_make_up(c, campaign_inputs(c)[0]).short
+    except StoreError:   # a manifest without its scenario, a malformed record: `mplab dataset build` names it
+        return
+    if short:
+        console.print(f"{len(short)} case(s) short of usable samples ({sum(short.values())} in all; failed or "
+                      f"flagged): mplab run --resume {c.path} --make-up", soft_wrap=True, highlight=False)
 
 
 def print_dry_run(dry: DryRun) -> None:
@@ -269,6 +284,8 @@ def status(campaign: Annotated[Path, typer.Argument(help="campaign directory (ru
     records = c.records()
     if records:
         console.print(summary_table(records, f"campaign {c.id}"))
+    if not st["pending"] and not st["running_pid"]:
+        print_short_cases(c)
 
 
 def clean(prefix: Annotated[str, typer.Option(help="namespace prefix to remove")] = "mplab-",
