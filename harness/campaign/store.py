@@ -130,6 +130,17 @@ def _append_whole(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def _cut_aside(path: Path, data: bytes, keep: int) -> Path:
+    """Cut ``path`` (whose content is ``data``) back to its first ``keep`` bytes; the rest is kept in
+    ``<name>.torn-<time>`` beside it, which is returned."""
+    torn = path.with_name(f"{path.name}.torn-{time.strftime('%Y%m%dT%H%M%S')}")
+    torn.write_bytes(data[keep:])
+    with open(path, "r+b") as f:
+        f.truncate(keep)
+        os.fsync(f.fileno())
+    return torn
+
+
 def check_writable(directory: Path) -> None:
     """``StoreError`` unless files can be created in ``directory`` (made if missing): checked before anything runs.
 
@@ -264,11 +275,7 @@ class Campaign:
         keep = data.rfind(b"\n") + 1
         try:
             if keep < len(data):
-                torn = self.path / f"{MAKE_UP_FILE}.torn-{time.strftime('%Y%m%dT%H%M%S')}"
-                torn.write_bytes(data[keep:])
-                with open(self.make_up_path, "r+b") as f:
-                    f.truncate(keep)
-                    os.fsync(f.fileno())
+                _cut_aside(self.make_up_path, data, keep)
             line = json.dumps({"schema_version": SCHEMA_VERSION, "time": time.time(), "samples": samples,
                                "short": short}) + "\n"
             _append_whole(self.make_up_path, line.encode())
@@ -483,11 +490,7 @@ class Campaign:
             data = self.samples_path.read_bytes()
             keep = incomplete_tail_start(data)
             if keep < len(data):
-                torn = self.path / f"samples.jsonl.torn-{time.strftime('%Y%m%dT%H%M%S')}"
-                torn.write_bytes(data[keep:])
-                with open(self.samples_path, "r+b") as f:
-                    f.truncate(keep)
-                    os.fsync(f.fileno())
+                torn = _cut_aside(self.samples_path, data, keep)
                 done.append(f"cut the torn last sample ({len(data) - keep} bytes: a torn record and the records of "
                             f"its sample that survived) into {torn.name}; that sample runs again")
         recorded = self.completed()
