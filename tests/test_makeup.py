@@ -218,3 +218,29 @@ def test_status_names_the_short_cases_and_the_command_once_nothing_is_pending(ca
     campaign.append(_records(campaign.id, [PENDING]))
     assert (f"2 case(s) short of usable samples (2 in all; failed or flagged): mplab run --resume {campaign.path} "
             "--make-up") in status()
+
+
+def test_an_added_samples_receivers_and_case_are_its_own_index_s_under_rotate_and_in_a_policy_case():
+    """``plan_samples`` for ids beyond the plan: a policy case, a four-digit index, and receivers rotated by the
+    added sample's own index (as the planner rotates any sample's)."""
+    from harness.campaign.plan import plan_samples
+    from harness.campaign.store import split_sample_id
+    from harness.config.scenario import Scenario
+    from rigs.inventories import small_inventory
+
+    inv = small_inventory("mplab-x-", [(10, 10)] * 4)
+    sc = Scenario.model_validate({"name": "r", "congestion_controls": ["cubic"], "receiver_counts": [2],
+                                  "modes": ["wifi"], "policies": ["ref-is"], "model": "/nonexistent/model",
+                                  "samples_per_case": 2, "file_size": "1M", "receiver_selection": "rotate"})
+    base = {p.sample_id for p in plan_campaign(sc, inv)}
+    policy_case = next(p.case_id for p in plan_campaign(sc, inv) if p.policy)
+    ids = ["cubic-n2-wifi-s003", "cubic-n2-wifi-s1000", f"{policy_case}-s007"]
+    assert not base & set(ids)
+    wifi3, wifi1000, pol7 = plan_samples(sc, inv, ids)
+    names = [r.name for r in inv.receivers]
+    assert (wifi3.index, wifi3.mode, wifi3.receivers) == (3, "wifi", select_receivers(names, 2, 3, "rotate"))
+    assert wifi3.receivers != select_receivers(names, 2, 1, "rotate")   # not the first sample's
+    assert wifi1000.index == 1000 and split_sample_id("cubic-n2-wifi-s1000") == ("cubic-n2-wifi", 1000)
+    assert (pol7.case_id, pol7.policy, pol7.mode, pol7.index) == (policy_case, "ref-is", "both", 7)
+    with pytest.raises(ConfigError, match="of no case"):
+        plan_samples(sc, inv, ["reno-n2-wifi-s003"])
