@@ -75,18 +75,14 @@ def _taken(campaign: Campaign) -> dict[str, int]:
 
 def plan_make_up(campaign: Campaign, scenario: Scenario) -> MakeUp:
     """The samples that would make up ``campaign``'s short cases now (nothing is written)."""
-    done = campaign.completed()
-    usable = usable_samples(campaign)
-    count: Counter = Counter()
-    cases: list[str] = []
+    usable = usable_samples(campaign)   # every recorded sample (records() holds the complete ones), usable or not
+    count: Counter = Counter()           # in plan order of the cases
     for sid in campaign.plan:
         split = split_sample_id(sid)
         if split is None:   # a plan made by hand: no case to make up
             continue
-        if split[0] not in count:
-            cases.append(split[0])
-        count[split[0]] += sid not in done or usable.get(sid, False)
-    short = {c: scenario.samples_per_case - count[c] for c in cases if count[c] < scenario.samples_per_case}
+        count[split[0]] += usable.get(sid, sid not in usable)   # not recorded: pending, counted as usable
+    short = {c: scenario.samples_per_case - n for c, n in count.items() if n < scenario.samples_per_case}
     top = _taken(campaign)
     samples = [f"{c}-s{top[c] + j:03d}" for c, n in short.items() for j in range(1, n + 1)]
     if scenario.shuffle:
@@ -97,8 +93,7 @@ def plan_make_up(campaign: Campaign, scenario: Scenario) -> MakeUp:
 def failed_in_short_cases(campaign: Campaign, scenario: Scenario) -> list[str]:
     """The failed samples of the cases a make-up would still find short (after a make-up's run: what is left)."""
     short = plan_make_up(campaign, scenario).short
-    return sorted({r["sample_id"] for r in campaign.records()
-                   if r["sample_status"] != "ok" and (split_sample_id(r["sample_id"]) or ("",))[0] in short})
+    return sorted({r["sample_id"] for r in campaign.records() if r["sample_status"] != "ok" and r["case_id"] in short})
 
 
 def make_up(campaign: Campaign, scenario: Scenario) -> MakeUp:

@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass, replace
 
 from harness.errors import ConfigError
+from harness.campaign.store import split_sample_id
 from harness.config.inventory import Inventory
 from harness.config.scenario import Scenario
 
@@ -94,11 +95,10 @@ def plan_samples(scenario: Scenario, inventory: Inventory, sample_ids: list[str]
     for sid in sample_ids:
         p = by_id.get(sid)
         if p is None:
-            case, _, index = sid.rpartition("-s")
+            case, i = split_sample_id(sid) or ("", 0)
             like = by_case.get(case)
-            if like is None or not index.isdigit():
+            if like is None:
                 raise ConfigError(f"sample {sid!r} is of no case of scenario {scenario.name!r}", source=source)
-            i = int(index)
             p = replace(like, sample_id=sid, index=i,
                         receivers=select_receivers(names, like.n_receivers, i, scenario.receiver_selection))
         out.append(p)

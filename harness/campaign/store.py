@@ -252,7 +252,8 @@ class Campaign:
             if "schema_version" in entry:
                 _check_version(entry, where, "line")
             for sid in sids:
-                if (split_sample_id(sid) or ("",))[0] not in cases:
+                split = split_sample_id(sid)
+                if split is None or split[0] not in cases:
                     raise StoreError(f"{where}: sample id {sid!r} is not <case>-s<index> of a case of the "
                                      "campaign's plan")
                 if sid in seen:
